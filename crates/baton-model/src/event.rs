@@ -1,0 +1,124 @@
+//! The append-only event log's record type.
+//!
+//! Wire format (also what `baton events --json` prints, one object per line):
+//!
+//! ```json
+//! {"schema":1,"seq":7,"at_ms":1764474000123,"run":"20261130-034512-ab12",
+//!  "kind":"attempt-finished","task":"build","attempt":1,
+//!  "outcome":{"kind":"exited","code":0},"duration_ms":812}
+//! ```
+//!
+//! `schema` changes only when an existing field changes meaning or disappears; new kinds and new
+//! fields may be added within a version, so readers must ignore what they do not know.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Outcome, RunState, TaskId, TaskState};
+
+/// Version of the event wire format.
+pub const EVENT_SCHEMA_VERSION: u32 = 1;
+
+/// One recorded state change of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the run's log, assigned by the store; 0 before it is stored.
+    pub seq: u64,
+    /// Wall-clock time, milliseconds since the Unix epoch.
+    pub at_ms: i64,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum EventKind {
+    RunStarted {
+        name: String,
+        tasks: u32,
+        concurrency: u32,
+    },
+    /// The run stops launching tasks, for the reason given.
+    RunStopping {
+        reason: String,
+    },
+    RunFinished {
+        state: RunState,
+    },
+    AttemptStarted {
+        task: TaskId,
+        attempt: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<u32>,
+    },
+    AttemptFinished {
+        task: TaskId,
+        attempt: u32,
+        outcome: Outcome,
+        duration_ms: u64,
+    },
+    RetryScheduled {
+        task: TaskId,
+        attempt: u32,
+        delay_ms: u64,
+    },
+    /// A task reached a terminal state. `reason` says why it failed, was blocked or skipped.
+    TaskFinished {
+        task: TaskId,
+        state: TaskState,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+}
+
+impl EventKind {
+    /// The task the event is about, if any.
+    pub fn task(&self) -> Option<&TaskId> {
+        match self {
+            Self::AttemptStarted { task, .. }
+            | Self::AttemptFinished { task, .. }
+            | Self::RetryScheduled { task, .. }
+            | Self::TaskFinished { task, .. } => Some(task),
+            Self::RunStarted { .. } | Self::RunStopping { .. } | Self::RunFinished { .. } => None,
+        }
+    }
+
+    /// The kebab-case tag, as stored in the `kind` column.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::RunStarted { .. } => "run-started",
+            Self::RunStopping { .. } => "run-stopping",
+            Self::RunFinished { .. } => "run-finished",
+            Self::AttemptStarted { .. } => "attempt-started",
+            Self::AttemptFinished { .. } => "attempt-finished",
+            Self::RetryScheduled { .. } => "retry-scheduled",
+            Self::TaskFinished { .. } => "task-finished",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_shape() {
+        let event = Event {
+            seq: 7,
+            at_ms: 1_764_474_000_123,
+            kind: EventKind::AttemptFinished {
+                task: TaskId::new("build").unwrap(),
+                attempt: 1,
+                outcome: Outcome::Exited { code: 0 },
+                duration_ms: 812,
+            },
+        };
+        let json = serde_json::to_string(&event).unwrap();
+        assert_eq!(
+            json,
+            r#"{"seq":7,"at_ms":1764474000123,"kind":"attempt-finished","task":"build","attempt":1,"outcome":{"kind":"exited","code":0},"duration_ms":812}"#
+        );
+        assert_eq!(serde_json::from_str::<Event>(&json).unwrap(), event);
+        assert_eq!(event.kind.name(), "attempt-finished");
+    }
+}

@@ -1,0 +1,17 @@
+//! The vocabulary every other baton crate speaks: identifiers, the states a task and a run can be
+//! in, how an attempt ended, and the versioned event type that the store records and reporters
+//! read. Nothing here performs I/O.
+
+mod event;
+mod id;
+mod literal;
+mod outcome;
+mod policy;
+mod state;
+
+pub use event::{EVENT_SCHEMA_VERSION, Event, EventKind};
+pub use id::{IdError, RunId, TaskId};
+pub use literal::{LiteralError, format_duration, format_size, parse_duration, parse_size};
+pub use outcome::{FailureClass, Outcome, signal_name};
+pub use policy::OnFailure;
+pub use state::{RunState, TaskState};

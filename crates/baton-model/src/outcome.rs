@@ -1,0 +1,146 @@
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// How one attempt ended. Each way is its own variant so that nothing downstream has to guess
+/// from a bare exit code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The process exited by itself with this code.
+    Exited { code: i32 },
+    /// The process was killed by a signal that baton did not send.
+    Signaled { signal: i32, name: String },
+    /// The attempt ran past its timeout; baton terminated its process group.
+    TimedOut,
+    /// The process could not be started at all.
+    SpawnFailed { error: String },
+    /// baton stopped the attempt: Ctrl-C, `baton cancel`, or the run stopping on a failure.
+    Cancelled,
+    /// The process exited, but a descendant kept its output pipes open afterwards; baton killed
+    /// the process group. `code` is the leader's own exit code.
+    Leaked { code: i32 },
+    /// The process driving the run died while this attempt was in flight.
+    Interrupted,
+}
+
+impl Outcome {
+    pub fn is_success(&self) -> bool {
+        matches!(self, Self::Exited { code: 0 })
+    }
+
+    /// Whether a failure is the task's own or the machinery's. Infrastructure failures are
+    /// retried; task failures are too for shell tasks, whose exit code is all we know.
+    pub fn failure_class(&self) -> Option<FailureClass> {
+        match self {
+            Self::Exited { code: 0 } => None,
+            Self::Exited { .. } | Self::Signaled { .. } | Self::TimedOut | Self::Leaked { .. } => {
+                Some(FailureClass::Task)
+            }
+            Self::SpawnFailed { .. } | Self::Interrupted => Some(FailureClass::Infrastructure),
+            Self::Cancelled => None,
+        }
+    }
+
+    /// The exit code, when the process exited by itself.
+    pub fn exit_code(&self) -> Option<i32> {
+        match self {
+            Self::Exited { code } | Self::Leaked { code } => Some(*code),
+            _ => None,
+        }
+    }
+
+    pub fn signaled(signal: i32) -> Self {
+        Self::Signaled {
+            signal,
+            name: signal_name(signal).to_owned(),
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Exited { code } => write!(f, "exit {code}"),
+            Self::Signaled { signal, name } => write!(f, "signal {signal} (SIG{name})"),
+            Self::TimedOut => f.write_str("timed out"),
+            Self::SpawnFailed { error } => write!(f, "failed to start: {error}"),
+            Self::Cancelled => f.write_str("cancelled"),
+            Self::Leaked { code } => write!(f, "exit {code}, leaked a process holding its output"),
+            Self::Interrupted => f.write_str("interrupted"),
+        }
+    }
+}
+
+/// Who is to blame for a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureClass {
+    /// The machinery failed (could not spawn, API unreachable, baton crashed): retried.
+    Infrastructure,
+    /// The task itself failed.
+    Task,
+}
+
+/// The conventional name of a Linux signal number, without the `SIG` prefix.
+pub fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        1 => "HUP",
+        2 => "INT",
+        3 => "QUIT",
+        4 => "ILL",
+        5 => "TRAP",
+        6 => "ABRT",
+        7 => "BUS",
+        8 => "FPE",
+        9 => "KILL",
+        10 => "USR1",
+        11 => "SEGV",
+        12 => "USR2",
+        13 => "PIPE",
+        14 => "ALRM",
+        15 => "TERM",
+        16 => "STKFLT",
+        17 => "CHLD",
+        18 => "CONT",
+        19 => "STOP",
+        20 => "TSTP",
+        21 => "TTIN",
+        22 => "TTOU",
+        23 => "URG",
+        24 => "XCPU",
+        25 => "XFSZ",
+        26 => "VTALRM",
+        27 => "PROF",
+        28 => "WINCH",
+        29 => "IO",
+        30 => "PWR",
+        31 => "SYS",
+        _ => "UNKNOWN",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_serializes_tagged() {
+        let all = vec![
+            Outcome::Exited { code: 3 },
+            Outcome::signaled(15),
+            Outcome::TimedOut,
+            Outcome::SpawnFailed {
+                error: "No such file or directory".into(),
+            },
+            Outcome::Cancelled,
+            Outcome::Leaked { code: 0 },
+            Outcome::Interrupted,
+        ];
+        insta::assert_json_snapshot!(all);
+        for outcome in all {
+            let json = serde_json::to_string(&outcome).unwrap();
+            assert_eq!(serde_json::from_str::<Outcome>(&json).unwrap(), outcome);
+        }
+    }
+}

@@ -1,0 +1,423 @@
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+use baton_model::{OnFailure, Outcome, RunState, TaskState};
+
+use crate::backoff::backoff_delay;
+use crate::plan::{Adjacency, Plan, priorities};
+
+/// Something that happened, fed to [`Scheduler::handle`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// Begin the run: launches the first tasks.
+    Start,
+    /// An attempt ended.
+    Finished {
+        task: u32,
+        attempt: u32,
+        outcome: Outcome,
+    },
+    /// The backoff timer armed by [`Action::RetryLater`] fired.
+    RetryDue { task: u32 },
+    /// Stop the run.
+    Stop(StopCause),
+}
+
+/// Why a run stops early. Ordered: a stop only ever escalates (a Ctrl-C after a failure stop
+/// turns it into a cancellation; a second Ctrl-C into an immediate kill), never the reverse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum StopCause {
+    /// A task failed under `on_failure = "stop"`.
+    TaskFailed,
+    /// The user asked: Ctrl-C or `baton cancel`. Running tasks get TERM, then KILL.
+    Cancelled,
+    /// The user insisted (a second Ctrl-C): running tasks are killed at once.
+    Killed,
+}
+
+/// What the dispatcher must do (and record) as a consequence of an input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Start attempt `attempt` (1 for the first) of `task`.
+    Launch { task: u32, attempt: u32 },
+    /// Arm a timer; feed [`Input::RetryDue`] when it fires. `attempt` is the one that will run.
+    RetryLater {
+        task: u32,
+        attempt: u32,
+        delay: Duration,
+    },
+    /// `task` reached a terminal state, never to change in this run.
+    Finished {
+        task: u32,
+        state: TaskState,
+        cause: Cause,
+    },
+    /// Stop every running attempt: TERM then KILL, or KILL at once when `immediate`.
+    StopRunning { cause: StopCause, immediate: bool },
+    /// Every task is terminal and nothing runs: the run is over.
+    RunFinished { state: RunState },
+}
+
+/// Why a task ended in its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// Its own last attempt decided it.
+    Outcome,
+    /// It needs this task, which failed.
+    DependencyFailed(u32),
+    /// The run stopped before it could start or finish.
+    Stopped(StopCause),
+}
+
+/// Where one task is. The attempt counter lives beside it in `Scheduler::attempts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for `remaining` dependencies.
+    Waiting,
+    /// In the ready heap.
+    Queued,
+    /// Ready, but a task with a conflicting scope is running.
+    Parked,
+    Running,
+    /// Failed; waiting for its retry timer.
+    Backoff,
+    Done(TaskState),
+}
+
+/// The scheduler's whole state. See the crate docs.
+#[derive(Debug)]
+pub struct Scheduler {
+    concurrency: u32,
+    on_failure: OnFailure,
+    retries: Vec<u32>,
+    backoff: Vec<Duration>,
+    dependents: Adjacency,
+    conflicts: Adjacency,
+    priority: Vec<u32>,
+    phase: Vec<Phase>,
+    /// Dependencies not yet satisfied, per task.
+    remaining: Vec<u32>,
+    /// Running tasks whose scope conflicts with this one's, per task.
+    running_conflicts: Vec<u32>,
+    /// Attempts launched so far, per task.
+    attempts: Vec<u32>,
+    ready: BinaryHeap<(u32, Reverse<u32>)>,
+    running: u32,
+    done: u32,
+    stop: Option<StopCause>,
+    any_failed: bool,
+    any_blocked: bool,
+    finished: bool,
+    rng: fastrand::Rng,
+}
+
+impl Scheduler {
+    /// A scheduler for `plan`. `seed` drives the backoff jitter, so a test can replay a run.
+    pub fn new(plan: &Plan, seed: u64) -> Self {
+        let n = plan.tasks.len();
+        let dependents = Adjacency::build(
+            n,
+            plan.tasks
+                .iter()
+                .enumerate()
+                .flat_map(|(i, t)| t.needs.iter().map(move |&d| (d, i as u32))),
+        );
+        let conflicts = Adjacency::build(
+            n,
+            plan.tasks
+                .iter()
+                .enumerate()
+                .flat_map(|(i, t)| t.conflicts.iter().map(move |&c| (i as u32, c))),
+        );
+        let remaining: Vec<u32> = plan.tasks.iter().map(|t| t.needs.len() as u32).collect();
+        let priority = priorities(&remaining, &dependents);
+        Self {
+            concurrency: plan.concurrency.max(1),
+            on_failure: plan.on_failure,
+            retries: plan.tasks.iter().map(|t| t.retries).collect(),
+            backoff: plan.tasks.iter().map(|t| t.backoff).collect(),
+            dependents,
+            conflicts,
+            priority,
+            phase: vec![Phase::Waiting; n],
+            remaining,
+            running_conflicts: vec![0; n],
+            attempts: vec![0; n],
+            ready: BinaryHeap::new(),
+            running: 0,
+            done: 0,
+            stop: None,
+            any_failed: false,
+            any_blocked: false,
+            finished: false,
+            rng: fastrand::Rng::with_seed(seed),
+        }
+    }
+
+    /// Marks tasks that already reached a terminal state in an earlier process (resume), with
+    /// the attempts they used. Call before [`Input::Start`]. A succeeded task releases its
+    /// dependents; any other terminal state is kept as is and does not block anything by
+    /// itself (the caller decides what to re-run and passes only what stays final).
+    pub fn restore(&mut self, task: u32, state: TaskState, attempts: u32) {
+        debug_assert!(state.is_terminal());
+        let i = task as usize;
+        if self.phase[i] != Phase::Waiting {
+            return;
+        }
+        self.attempts[i] = attempts;
+        self.phase[i] = Phase::Done(state);
+        self.done += 1;
+        self.any_failed |= state.is_failure();
+        self.any_blocked |= state == TaskState::Blocked;
+        if state == TaskState::Succeeded || self.on_failure == OnFailure::Continue {
+            for &d in self.dependents.of(task) {
+                self.remaining[d as usize] -= 1;
+            }
+        }
+    }
+
+    /// Applies one input and returns what follows from it, in order.
+    pub fn handle(&mut self, input: Input) -> Vec<Action> {
+        let mut out = Vec::new();
+        match input {
+            Input::Start => self.start(),
+            Input::Finished {
+                task,
+                attempt,
+                outcome,
+            } => self.attempt_finished(task, attempt, &outcome, &mut out),
+            Input::RetryDue { task } => {
+                if self.phase[task as usize] == Phase::Backoff {
+                    self.enqueue(task);
+                }
+            }
+            Input::Stop(cause) => self.begin_stop(cause, &mut out),
+        }
+        self.fill(&mut out);
+        self.check_end(&mut out);
+        out
+    }
+
+    /// The state of a task as the rest of baton names it.
+    pub fn state(&self, task: u32) -> TaskState {
+        match self.phase[task as usize] {
+            Phase::Waiting => TaskState::Pending,
+            Phase::Queued | Phase::Parked | Phase::Backoff => TaskState::Ready,
+            Phase::Running => TaskState::Running,
+            Phase::Done(state) => state,
+        }
+    }
+
+    pub fn attempts(&self, task: u32) -> u32 {
+        self.attempts[task as usize]
+    }
+
+    pub fn running(&self) -> u32 {
+        self.running
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    pub fn stop_cause(&self) -> Option<StopCause> {
+        self.stop
+    }
+
+    pub fn len(&self) -> usize {
+        self.phase.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.phase.is_empty()
+    }
+
+    fn start(&mut self) {
+        for i in 0..self.phase.len() as u32 {
+            if self.phase[i as usize] == Phase::Waiting && self.remaining[i as usize] == 0 {
+                self.enqueue(i);
+            }
+        }
+    }
+
+    fn enqueue(&mut self, task: u32) {
+        self.phase[task as usize] = Phase::Queued;
+        self.ready
+            .push((self.priority[task as usize], Reverse(task)));
+    }
+
+    /// Launches ready tasks while there is room.
+    fn fill(&mut self, out: &mut Vec<Action>) {
+        if self.stop.is_some() {
+            return;
+        }
+        while self.running < self.concurrency {
+            let Some((_, Reverse(task))) = self.ready.pop() else {
+                break;
+            };
+            let i = task as usize;
+            if self.phase[i] != Phase::Queued {
+                continue;
+            }
+            if self.running_conflicts[i] > 0 {
+                self.phase[i] = Phase::Parked;
+                continue;
+            }
+            self.phase[i] = Phase::Running;
+            self.attempts[i] += 1;
+            self.running += 1;
+            for &c in self.conflicts.of(task) {
+                self.running_conflicts[c as usize] += 1;
+            }
+            out.push(Action::Launch {
+                task,
+                attempt: self.attempts[i],
+            });
+        }
+    }
+
+    fn attempt_finished(
+        &mut self,
+        task: u32,
+        attempt: u32,
+        outcome: &Outcome,
+        out: &mut Vec<Action>,
+    ) {
+        let i = task as usize;
+        // A report about anything but the attempt in flight is stale: ignore it.
+        if self.phase[i] != Phase::Running || self.attempts[i] != attempt {
+            return;
+        }
+        self.running -= 1;
+        for &c in self.conflicts.of(task) {
+            let count = &mut self.running_conflicts[c as usize];
+            *count -= 1;
+            if *count == 0 && self.phase[c as usize] == Phase::Parked {
+                // Inlined `enqueue`: `self.conflicts` is borrowed by the loop.
+                self.phase[c as usize] = Phase::Queued;
+                self.ready.push((self.priority[c as usize], Reverse(c)));
+            }
+        }
+
+        if outcome.is_success() {
+            self.finish(task, TaskState::Succeeded, Cause::Outcome, out);
+            self.release_dependents(task);
+            return;
+        }
+        if *outcome == Outcome::Cancelled {
+            let cause = self.stop.map_or(Cause::Outcome, Cause::Stopped);
+            self.fail(task, TaskState::Cancelled, cause, out);
+            return;
+        }
+        if self.stop.is_none() && attempt <= self.retries[i] {
+            let next = attempt + 1;
+            let delay = backoff_delay(self.backoff[i], next, self.rng.f64());
+            self.phase[i] = Phase::Backoff;
+            out.push(Action::RetryLater {
+                task,
+                attempt: next,
+                delay,
+            });
+            return;
+        }
+        let state = if *outcome == Outcome::TimedOut {
+            TaskState::TimedOut
+        } else {
+            TaskState::Failed
+        };
+        self.fail(task, state, Cause::Outcome, out);
+    }
+
+    fn finish(&mut self, task: u32, state: TaskState, cause: Cause, out: &mut Vec<Action>) {
+        self.phase[task as usize] = Phase::Done(state);
+        self.done += 1;
+        out.push(Action::Finished { task, state, cause });
+    }
+
+    fn release_dependents(&mut self, task: u32) {
+        for idx in 0..self.dependents.of(task).len() {
+            let d = self.dependents.of(task)[idx];
+            let di = d as usize;
+            self.remaining[di] -= 1;
+            if self.remaining[di] == 0 && self.phase[di] == Phase::Waiting {
+                self.enqueue(d);
+            }
+        }
+    }
+
+    /// A task failed for good: apply the failure policy.
+    fn fail(&mut self, task: u32, state: TaskState, cause: Cause, out: &mut Vec<Action>) {
+        self.any_failed = true;
+        self.finish(task, state, cause, out);
+        if self.stop.is_some() {
+            return;
+        }
+        match self.on_failure {
+            OnFailure::Continue => self.release_dependents(task),
+            OnFailure::Block => self.block_dependents(task, out),
+            OnFailure::Stop => self.begin_stop(StopCause::TaskFailed, out),
+        }
+    }
+
+    /// Blocks everything downstream of `failed` that has not finished. Each task is blocked at
+    /// most once, so all blocking in a run costs O(V + E).
+    fn block_dependents(&mut self, failed: u32, out: &mut Vec<Action>) {
+        let mut stack = vec![failed];
+        while let Some(t) = stack.pop() {
+            for idx in 0..self.dependents.of(t).len() {
+                let d = self.dependents.of(t)[idx];
+                if matches!(self.phase[d as usize], Phase::Done(_)) {
+                    continue;
+                }
+                debug_assert_eq!(self.phase[d as usize], Phase::Waiting);
+                self.any_blocked = true;
+                self.finish(d, TaskState::Blocked, Cause::DependencyFailed(failed), out);
+                stack.push(d);
+            }
+        }
+    }
+
+    fn begin_stop(&mut self, cause: StopCause, out: &mut Vec<Action>) {
+        if self.finished || self.stop.is_some_and(|current| current >= cause) {
+            return;
+        }
+        let first = self.stop.is_none();
+        self.stop = Some(cause);
+        if self.running > 0 {
+            out.push(Action::StopRunning {
+                cause,
+                immediate: cause == StopCause::Killed,
+            });
+        }
+        if !first {
+            return;
+        }
+        for task in 0..self.phase.len() as u32 {
+            let state = match self.phase[task as usize] {
+                Phase::Waiting | Phase::Queued | Phase::Parked => TaskState::Skipped,
+                Phase::Backoff => TaskState::Cancelled,
+                Phase::Running | Phase::Done(_) => continue,
+            };
+            self.finish(task, state, Cause::Stopped(cause), out);
+        }
+        self.ready.clear();
+    }
+
+    fn check_end(&mut self, out: &mut Vec<Action>) {
+        if self.finished || self.running > 0 || self.done as usize != self.phase.len() {
+            return;
+        }
+        self.finished = true;
+        let state = if self.stop >= Some(StopCause::Cancelled) {
+            RunState::Cancelled
+        } else if self.any_failed {
+            RunState::Failed
+        } else if self.any_blocked {
+            RunState::Blocked
+        } else {
+            RunState::Succeeded
+        };
+        out.push(Action::RunFinished { state });
+    }
+}

@@ -1,0 +1,504 @@
+//! Property tests: random DAGs, random outcomes, random stops. Whatever happens, every task
+//! ends in exactly one terminal state, nothing starts before what it needs has succeeded, and
+//! neither the concurrency limit nor scope exclusion is ever violated.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use baton_model::{OnFailure, Outcome, RunState, TaskState};
+use baton_scheduler::{Action, Input, Plan, PlanTask, Scheduler, StopCause};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+struct Case {
+    plan: Plan,
+    /// Drives the simulated world: which running attempt finishes next, how, and when stops come.
+    choices: Vec<u32>,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (1usize..28, 1u32..5, 0usize..3).prop_flat_map(|(n, concurrency, policy)| {
+        let edges = proptest::collection::vec((0..n, 0..n), 0..n * 2);
+        let conflicts = proptest::collection::vec((0..n, 0..n), 0..n);
+        let retries = proptest::collection::vec(0u32..3, n);
+        let choices = proptest::collection::vec(any::<u32>(), 200);
+        (edges, conflicts, retries, choices).prop_map(
+            move |(edges, conflicts, retries, choices)| {
+                let mut tasks: Vec<PlanTask> = (0..n)
+                    .map(|i| PlanTask {
+                        retries: retries[i],
+                        backoff: Duration::from_millis(10),
+                        ..PlanTask::default()
+                    })
+                    .collect();
+                // Edges always point from a lower index to a higher one: acyclic by construction.
+                let edges: BTreeSet<(usize, usize)> = edges
+                    .into_iter()
+                    .filter(|(a, b)| a != b)
+                    .map(|(a, b)| (a.min(b), a.max(b)))
+                    .collect();
+                for (a, b) in edges {
+                    tasks[b].needs.push(a as u32);
+                }
+                let pairs: BTreeSet<(usize, usize)> = conflicts
+                    .into_iter()
+                    .filter(|(a, b)| a != b)
+                    .map(|(a, b)| (a.min(b), a.max(b)))
+                    .collect();
+                for (a, b) in pairs {
+                    tasks[a].conflicts.push(b as u32);
+                    tasks[b].conflicts.push(a as u32);
+                }
+                let on_failure = [OnFailure::Block, OnFailure::Continue, OnFailure::Stop][policy];
+                Case {
+                    plan: Plan {
+                        tasks,
+                        concurrency,
+                        on_failure,
+                    },
+                    choices,
+                }
+            },
+        )
+    })
+}
+
+struct World {
+    running: BTreeMap<u32, u32>,
+    timers: BTreeSet<u32>,
+    terminal: BTreeMap<u32, TaskState>,
+    succeeded: BTreeSet<u32>,
+    run_state: Option<RunState>,
+}
+
+impl World {
+    fn apply(&mut self, plan: &Plan, actions: Vec<Action>) {
+        for action in actions {
+            assert!(
+                self.run_state.is_none(),
+                "action after the run finished: {action:?}"
+            );
+            match action {
+                Action::Launch { task, attempt } => {
+                    assert!(
+                        !self.terminal.contains_key(&task),
+                        "launch of finished task {task}"
+                    );
+                    assert!(
+                        self.running.insert(task, attempt).is_none(),
+                        "double launch {task}"
+                    );
+                    assert!(
+                        self.running.len() <= plan.concurrency as usize,
+                        "concurrency {} exceeded",
+                        plan.concurrency
+                    );
+                    for &need in &plan.tasks[task as usize].needs {
+                        let ok = self.succeeded.contains(&need)
+                            || (plan.on_failure == OnFailure::Continue
+                                && self.terminal.contains_key(&need));
+                        assert!(
+                            ok,
+                            "task {task} started before its need {need} finished well"
+                        );
+                    }
+                    for &other in &plan.tasks[task as usize].conflicts {
+                        assert!(
+                            !self.running.contains_key(&other),
+                            "conflicting tasks {task} and {other} run together"
+                        );
+                    }
+                    assert!(attempt <= 1 + plan.tasks[task as usize].retries);
+                }
+                Action::RetryLater { task, .. } => {
+                    assert!(self.timers.insert(task));
+                }
+                Action::Finished { task, state, .. } => {
+                    assert!(state.is_terminal());
+                    assert!(
+                        self.terminal.insert(task, state).is_none(),
+                        "task {task} finished twice"
+                    );
+                    assert!(!self.running.contains_key(&task) || state == TaskState::Cancelled);
+                    if state == TaskState::Succeeded {
+                        self.succeeded.insert(task);
+                    }
+                }
+                Action::StopRunning { .. } => {}
+                Action::RunFinished { state } => {
+                    assert!(self.running.is_empty());
+                    self.run_state = Some(state);
+                }
+            }
+        }
+    }
+}
+
+fn simulate(case: &Case) -> (World, Scheduler) {
+    let mut sched = Scheduler::new(&case.plan, 7);
+    let mut world = World {
+        running: BTreeMap::new(),
+        timers: BTreeSet::new(),
+        terminal: BTreeMap::new(),
+        succeeded: BTreeSet::new(),
+        run_state: None,
+    };
+    world.apply(&case.plan, sched.handle(Input::Start));
+    let mut choices = case.choices.iter().copied().cycle();
+    let mut stopping = false;
+    for _ in 0..10_000 {
+        if world.run_state.is_some() {
+            break;
+        }
+        let c = choices.next().unwrap();
+        let input = if c % 97 == 0 && !stopping {
+            stopping = c % 2 == 0;
+            Input::Stop(if c % 3 == 0 {
+                StopCause::Killed
+            } else {
+                StopCause::Cancelled
+            })
+        } else if !world.timers.is_empty() && (c % 5 == 0 || world.running.is_empty()) {
+            let task = *world
+                .timers
+                .iter()
+                .nth(c as usize % world.timers.len())
+                .unwrap();
+            world.timers.remove(&task);
+            Input::RetryDue { task }
+        } else if !world.running.is_empty() {
+            let (&task, &attempt) = world
+                .running
+                .iter()
+                .nth(c as usize % world.running.len())
+                .unwrap();
+            world.running.remove(&task);
+            let outcome = match (c / 7) % 5 {
+                0 | 1 | 2 => Outcome::Exited { code: 0 },
+                3 => Outcome::Exited { code: 1 },
+                _ if stopping => Outcome::Cancelled,
+                _ => Outcome::TimedOut,
+            };
+            Input::Finished {
+                task,
+                attempt,
+                outcome,
+            }
+        } else {
+            panic!(
+                "nothing running, no timers, yet the run is not finished: {:?}",
+                world.terminal
+            );
+        };
+        let actions = sched.handle(input);
+        world.apply(&case.plan, actions);
+    }
+    (world, sched)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn every_task_ends_in_exactly_one_terminal_state(case in case()) {
+        let (world, sched) = simulate(&case);
+        let n = case.plan.tasks.len();
+        prop_assert!(world.run_state.is_some(), "run did not finish");
+        prop_assert_eq!(world.terminal.len(), n);
+        for (task, state) in &world.terminal {
+            prop_assert_eq!(sched.state(*task), *state);
+        }
+        // The run's state agrees with its tasks.
+        let failed = world.terminal.values().any(|s| s.is_failure());
+        match world.run_state.unwrap() {
+            RunState::Succeeded => prop_assert!(world.terminal.values().all(|s| *s == TaskState::Succeeded)),
+            RunState::Failed => prop_assert!(failed),
+            RunState::Cancelled => prop_assert!(sched.stop_cause() >= Some(StopCause::Cancelled)),
+            other => prop_assert!(false, "unexpected run state {other:?}"),
+        }
+    }
+
+    #[test]
+    fn blocked_tasks_have_a_failed_ancestor(case in case()) {
+        let (world, _) = simulate(&case);
+        for (task, state) in &world.terminal {
+            if *state == TaskState::Blocked {
+                prop_assert_eq!(case.plan.on_failure, OnFailure::Block);
+                let needs = &case.plan.tasks[*task as usize].needs;
+                prop_assert!(needs.iter().any(|n| matches!(
+                    world.terminal.get(n),
+                    Some(TaskState::Failed | TaskState::TimedOut | TaskState::Cancelled | TaskState::Blocked)
+                )));
+            }
+        }
+    }
+}
+
+fn chain_plan(n: usize, on_failure: OnFailure) -> Plan {
+    Plan {
+        tasks: (0..n)
+            .map(|i| PlanTask {
+                needs: if i == 0 { vec![] } else { vec![i as u32 - 1] },
+                ..PlanTask::default()
+            })
+            .collect(),
+        concurrency: 4,
+        on_failure,
+    }
+}
+
+#[test]
+fn empty_plan_finishes_at_once() {
+    let plan = Plan {
+        tasks: vec![],
+        concurrency: 1,
+        on_failure: OnFailure::Block,
+    };
+    let mut sched = Scheduler::new(&plan, 0);
+    assert_eq!(
+        sched.handle(Input::Start),
+        vec![Action::RunFinished {
+            state: RunState::Succeeded
+        }]
+    );
+}
+
+#[test]
+fn failure_blocks_the_chain_below_it() {
+    let mut sched = Scheduler::new(&chain_plan(3, OnFailure::Block), 0);
+    assert_eq!(
+        sched.handle(Input::Start),
+        vec![Action::Launch {
+            task: 0,
+            attempt: 1
+        }]
+    );
+    let actions = sched.handle(Input::Finished {
+        task: 0,
+        attempt: 1,
+        outcome: Outcome::Exited { code: 2 },
+    });
+    let states: Vec<_> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Finished { task, state, .. } => Some((*task, *state)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        states,
+        vec![
+            (0, TaskState::Failed),
+            (1, TaskState::Blocked),
+            (2, TaskState::Blocked)
+        ]
+    );
+    assert_eq!(
+        actions.last(),
+        Some(&Action::RunFinished {
+            state: RunState::Failed
+        })
+    );
+}
+
+#[test]
+fn retry_then_success() {
+    let mut plan = chain_plan(1, OnFailure::Block);
+    plan.tasks[0].retries = 2;
+    plan.tasks[0].backoff = Duration::from_secs(1);
+    let mut sched = Scheduler::new(&plan, 0);
+    sched.handle(Input::Start);
+    let actions = sched.handle(Input::Finished {
+        task: 0,
+        attempt: 1,
+        outcome: Outcome::Exited { code: 1 },
+    });
+    let [
+        Action::RetryLater {
+            task: 0,
+            attempt: 2,
+            delay,
+        },
+    ] = actions.as_slice()
+    else {
+        panic!("{actions:?}");
+    };
+    assert!(*delay >= Duration::from_millis(500) && *delay < Duration::from_millis(1500));
+    assert_eq!(
+        sched.handle(Input::RetryDue { task: 0 }),
+        vec![Action::Launch {
+            task: 0,
+            attempt: 2
+        }]
+    );
+    let actions = sched.handle(Input::Finished {
+        task: 0,
+        attempt: 2,
+        outcome: Outcome::Exited { code: 0 },
+    });
+    assert_eq!(
+        actions.last(),
+        Some(&Action::RunFinished {
+            state: RunState::Succeeded
+        })
+    );
+}
+
+#[test]
+fn longest_chain_starts_first() {
+    // 0 alone; 1 -> 2 -> 3. With one slot, 1 must go before 0.
+    let mut plan = chain_plan(4, OnFailure::Block);
+    plan.tasks[1].needs.clear();
+    plan.tasks[0].needs.clear();
+    plan.tasks[2].needs = vec![1];
+    plan.concurrency = 1;
+    let mut sched = Scheduler::new(&plan, 0);
+    assert_eq!(
+        sched.handle(Input::Start),
+        vec![Action::Launch {
+            task: 1,
+            attempt: 1
+        }]
+    );
+}
+
+#[test]
+fn conflicting_scopes_wait_for_each_other() {
+    let mut plan = chain_plan(2, OnFailure::Block);
+    plan.tasks[1].needs.clear();
+    plan.tasks[0].conflicts = vec![1];
+    plan.tasks[1].conflicts = vec![0];
+    let mut sched = Scheduler::new(&plan, 0);
+    assert_eq!(
+        sched.handle(Input::Start),
+        vec![Action::Launch {
+            task: 0,
+            attempt: 1
+        }]
+    );
+    let actions = sched.handle(Input::Finished {
+        task: 0,
+        attempt: 1,
+        outcome: Outcome::Exited { code: 0 },
+    });
+    assert!(actions.contains(&Action::Launch {
+        task: 1,
+        attempt: 1
+    }));
+}
+
+#[test]
+fn stop_on_failure_cancels_running_and_skips_the_rest() {
+    let mut plan = chain_plan(4, OnFailure::Stop);
+    for t in &mut plan.tasks[..3] {
+        t.needs.clear();
+    }
+    plan.concurrency = 2;
+    let mut sched = Scheduler::new(&plan, 0);
+    let launched = sched.handle(Input::Start);
+    assert_eq!(launched.len(), 2);
+    let Action::Launch { task: first, .. } = launched[0] else {
+        panic!()
+    };
+    let Action::Launch { task: second, .. } = launched[1] else {
+        panic!()
+    };
+    let actions = sched.handle(Input::Finished {
+        task: first,
+        attempt: 1,
+        outcome: Outcome::Exited { code: 1 },
+    });
+    assert!(actions.contains(&Action::StopRunning {
+        cause: StopCause::TaskFailed,
+        immediate: false
+    }));
+    let skipped = actions
+        .iter()
+        .filter(|a| {
+            matches!(
+                a,
+                Action::Finished {
+                    state: TaskState::Skipped,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(skipped, 2);
+    let actions = sched.handle(Input::Finished {
+        task: second,
+        attempt: 1,
+        outcome: Outcome::Cancelled,
+    });
+    assert_eq!(
+        actions.last(),
+        Some(&Action::RunFinished {
+            state: RunState::Failed
+        })
+    );
+}
+
+#[test]
+fn stops_only_escalate() {
+    let mut plan = chain_plan(2, OnFailure::Block);
+    plan.tasks[1].needs.clear();
+    let mut sched = Scheduler::new(&plan, 0);
+    sched.handle(Input::Start);
+    let actions = sched.handle(Input::Stop(StopCause::Cancelled));
+    assert_eq!(
+        actions,
+        vec![Action::StopRunning {
+            cause: StopCause::Cancelled,
+            immediate: false
+        }]
+    );
+    assert_eq!(sched.handle(Input::Stop(StopCause::TaskFailed)), vec![]);
+    assert_eq!(
+        sched.handle(Input::Stop(StopCause::Killed)),
+        vec![Action::StopRunning {
+            cause: StopCause::Killed,
+            immediate: true
+        }]
+    );
+}
+
+#[test]
+fn a_hundred_thousand_tasks_schedule_in_linear_time() {
+    // Not a timing assertion: this only proves the work completes; benches/ measures it.
+    let n = 100_000u32;
+    let tasks = (0..n)
+        .map(|i| PlanTask {
+            needs: if i < 10 { vec![] } else { vec![i / 2, i - 7] },
+            ..PlanTask::default()
+        })
+        .collect();
+    let plan = Plan {
+        tasks,
+        concurrency: 64,
+        on_failure: OnFailure::Block,
+    };
+    let mut sched = Scheduler::new(&plan, 0);
+    let mut queue: Vec<(u32, u32)> = Vec::new();
+    let mut finished = 0;
+    let mut pending = sched.handle(Input::Start);
+    loop {
+        for action in pending.drain(..) {
+            match action {
+                Action::Launch { task, attempt } => queue.push((task, attempt)),
+                Action::Finished { .. } => finished += 1,
+                Action::RunFinished { state } => {
+                    assert_eq!(state, RunState::Succeeded);
+                    assert_eq!(finished, n);
+                    return;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let (task, attempt) = queue.pop().expect("work left");
+        pending = sched.handle(Input::Finished {
+            task,
+            attempt,
+            outcome: Outcome::Exited { code: 0 },
+        });
+    }
+}
