@@ -1,0 +1,142 @@
+use std::io;
+use std::path::PathBuf;
+
+use baton_model::{RunId, TaskId};
+use rusqlite::ErrorCode;
+
+/// Everything that can go wrong with the run database.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("cannot create the directory {path}")]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot create the run database at {path}")]
+    CreateFile {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot open the run database at {path}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("the run database at {path} is corrupt or is not a database")]
+    Corrupt {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error(
+        "the run database at {path} has schema version {found}, newer than version {known} that \
+         this baton knows; use a newer baton"
+    )]
+    SchemaTooNew {
+        path: PathBuf,
+        found: u32,
+        known: u32,
+    },
+    #[error(
+        "the run database at {path} has schema version {found}, older than version {known}; \
+         open it for writing once to migrate it"
+    )]
+    SchemaTooOld {
+        path: PathBuf,
+        found: u32,
+        known: u32,
+    },
+    #[error("cannot migrate the run database at {path} to schema version {version}")]
+    Migrate {
+        path: PathBuf,
+        version: u32,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("BATON_SYNC is `{0}`; use `normal` or `full`")]
+    BadSyncSetting(String),
+    #[error("another process kept the run database locked for longer than the busy timeout")]
+    Busy {
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("run {run} is held by process {pid} on {host}")]
+    RunHeld {
+        run: RunId,
+        pid: u32,
+        start_time: u64,
+        host: String,
+    },
+    #[error("there is no run {0}")]
+    UnknownRun(RunId),
+    #[error("run {0} already exists")]
+    RunExists(RunId),
+    #[error("run {run} has no task {task}")]
+    UnknownTask { run: RunId, task: TaskId },
+    #[error("task {task} of run {run} has no attempt {attempt}")]
+    UnknownAttempt {
+        run: RunId,
+        task: TaskId,
+        attempt: u32,
+    },
+    #[error("attempt {attempt} of task {task} of run {run} was started already")]
+    AttemptExists {
+        run: RunId,
+        task: TaskId,
+        attempt: u32,
+    },
+    #[error("cannot encode an event as JSON")]
+    Encode(#[source] serde_json::Error),
+    #[error("event {seq} of run {run} cannot be decoded")]
+    Decode {
+        run: RunId,
+        seq: u64,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("a value stored in the run database is not valid")]
+    BadValue(#[source] rusqlite::Error),
+    #[error("the run database failed")]
+    Sqlite(#[source] rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    /// Sorts SQLite's errors into the ones a caller acts on. The path of a corrupt database is
+    /// filled in by [`StoreError::at`] where the store knows it.
+    fn from(source: rusqlite::Error) -> Self {
+        match source.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Self::Busy { source },
+            Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => Self::Corrupt {
+                path: PathBuf::new(),
+                source,
+            },
+            _ if matches!(
+                source,
+                rusqlite::Error::FromSqlConversionFailure(..)
+                    | rusqlite::Error::IntegralValueOutOfRange(..)
+                    | rusqlite::Error::InvalidColumnType(..)
+            ) =>
+            {
+                Self::BadValue(source)
+            }
+            _ => Self::Sqlite(source),
+        }
+    }
+}
+
+impl StoreError {
+    /// Names the database file in errors that are about the file itself.
+    pub(crate) fn at(self, db: &std::path::Path) -> Self {
+        match self {
+            Self::Corrupt { path, source } if path.as_os_str().is_empty() => Self::Corrupt {
+                path: db.to_owned(),
+                source,
+            },
+            other => other,
+        }
+    }
+}

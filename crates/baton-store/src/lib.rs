@@ -1,0 +1,32 @@
+//! The durable record of runs: SQLite in WAL mode, the source of truth of everything baton did.
+//!
+//! The append-only event log is the record; the `runs`, `tasks` and `attempts` tables are its
+//! projections, updated in the same transaction as the events they follow from, so that a reader
+//! never sees one without the other and a crash never leaves a half-applied turn
+//! ([`SqliteStore::check_consistency`] proves it after the fact). The dispatcher writes once per
+//! turn with [`SqliteStore::commit`]; readers in other processes open their own store with
+//! [`SqliteStore::open_readonly`] and neither block it nor wait for it.
+//!
+//! Durability: see [`Durability`]. By default a committed turn survives the process being killed;
+//! `BATON_SYNC=full` makes it survive power loss as well.
+
+mod consistency;
+mod decode;
+mod driver;
+mod durability;
+mod error;
+mod migrate;
+mod private_fs;
+mod project;
+mod read;
+mod records;
+mod store;
+mod write;
+
+pub use durability::Durability;
+pub use error::StoreError;
+pub use migrate::SCHEMA_VERSION;
+pub use records::{
+    AttemptOutput, AttemptRecord, Driver, NewRun, RunRecord, RunSummary, TaskRecord,
+};
+pub use store::SqliteStore;

@@ -1,0 +1,28 @@
+//! The database holds task outputs, which may contain secrets a task printed: only its owner may
+//! read it.
+
+use std::fs::{DirBuilder, OpenOptions};
+use std::io;
+use std::path::Path;
+
+#[cfg(unix)]
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+
+/// Creates `dir` and any missing parents; the directories created are private (0700).
+pub(crate) fn create_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    builder.mode(0o700);
+    builder.create(dir)
+}
+
+/// Creates `file` as private (0600) if it does not exist yet. SQLite gives its `-wal` and `-shm`
+/// files the permissions of the database file.
+pub(crate) fn create_file(file: &Path) -> io::Result<()> {
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    options.mode(0o600);
+    options.open(file).map(drop)
+}

@@ -1,0 +1,253 @@
+//! Queries for `baton runs`, `status`, `logs`, `events` and for resuming a run.
+
+use std::collections::BTreeMap;
+
+use baton_model::{Event, EventKind, RunId, TaskId};
+use rusqlite::{OptionalExtension, Row, Transaction, params};
+
+use crate::decode;
+use crate::{AttemptRecord, Driver, RunRecord, RunSummary, SqliteStore, StoreError, TaskRecord};
+
+pub(crate) const RUN_COLUMNS: &str = "id, name, graph_path, status, started_at_ms, ended_at_ms, \
+     concurrency, task_count, stop_reason, driver_pid, driver_start_time, driver_host";
+
+pub(crate) const TASK_COLUMNS: &str = "task_id, idx, status, attempts, next_attempt, retry_at_ms, \
+     started_at_ms, ended_at_ms, exit_code, reason, output_attempt, output, output_bytes, \
+     output_json, stderr_tail";
+
+pub(crate) const ATTEMPT_COLUMNS: &str = "task_id, attempt, started_at_ms, ended_at_ms, pid, outcome_json, \
+     exit_code, duration_ms, output, output_bytes, output_json, stderr_tail, log_path";
+
+impl SqliteStore {
+    /// The newest `limit` runs, newest first, each with its tasks counted by state.
+    pub fn runs(&self, limit: u32) -> Result<Vec<RunSummary>, StoreError> {
+        self.read(|tx| {
+            let runs = tx
+                .prepare_cached(&format!(
+                    "SELECT {RUN_COLUMNS} FROM runs \
+                     ORDER BY started_at_ms DESC, id DESC LIMIT ?1"
+                ))?
+                .query_map([limit], run_record)?
+                .collect::<Result<Vec<_>, _>>()?;
+            runs.into_iter()
+                .map(|run| {
+                    let counts = task_counts(tx, &run.id)?;
+                    Ok(RunSummary { run, counts })
+                })
+                .collect()
+        })
+    }
+
+    pub fn run(&self, run: &RunId) -> Result<Option<RunRecord>, StoreError> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"))?
+                .query_row([run.as_str()], run_record)
+                .optional()?)
+        })
+    }
+
+    /// The run started last, for `baton status` without a run.
+    pub fn latest_run(&self) -> Result<Option<RunRecord>, StoreError> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(&format!(
+                    "SELECT {RUN_COLUMNS} FROM runs ORDER BY started_at_ms DESC, id DESC LIMIT 1"
+                ))?
+                .query_row([], run_record)
+                .optional()?)
+        })
+    }
+
+    /// Every task of the run, in graph order.
+    pub fn tasks(&self, run: &RunId) -> Result<Vec<TaskRecord>, StoreError> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(&format!(
+                    "SELECT {TASK_COLUMNS} FROM tasks WHERE run_id = ?1 ORDER BY idx"
+                ))?
+                .query_map([run.as_str()], task_record)?
+                .collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// Every attempt of one task, first first.
+    pub fn attempts(&self, run: &RunId, task: &TaskId) -> Result<Vec<AttemptRecord>, StoreError> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(&format!(
+                    "SELECT {ATTEMPT_COLUMNS} FROM attempts \
+                     WHERE run_id = ?1 AND task_id = ?2 ORDER BY attempt"
+                ))?
+                .query_map([run.as_str(), task.as_str()], attempt_record)?
+                .collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// Every attempt of the run, by task and attempt number: for timelines and reports.
+    pub fn run_attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, StoreError> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(&format!(
+                    "SELECT {ATTEMPT_COLUMNS} FROM attempts \
+                     WHERE run_id = ?1 ORDER BY task_id, attempt"
+                ))?
+                .query_map([run.as_str()], attempt_record)?
+                .collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// Attempts started and never finished: after a crash, the ones a resume records as
+    /// interrupted. Scans the run's attempts: it runs once per resume, and an index kept for it
+    /// would cost every commit a page.
+    pub fn open_attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, StoreError> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(&format!(
+                    "SELECT {ATTEMPT_COLUMNS} FROM attempts \
+                     WHERE run_id = ?1 AND ended_at_ms IS NULL ORDER BY task_id, attempt"
+                ))?
+                .query_map([run.as_str()], attempt_record)?
+                .collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// Up to `limit` events of the run with `seq > after_seq`, in order: pass the last `seq`
+    /// seen to follow a run.
+    pub fn events(
+        &self,
+        run: &RunId,
+        after_seq: u64,
+        limit: u32,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.read(|tx| events_after(tx, run, after_seq, Some(limit)))
+    }
+
+    /// The `seq` of the run's last event; 0 when it has none.
+    pub fn last_seq(&self, run: &RunId) -> Result<u64, StoreError> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?1")?
+                .query_row([run.as_str()], |row| row.get(0))?)
+        })
+    }
+
+    /// The graph the run was started with, as given to [`SqliteStore::create_run`].
+    pub fn graph_json(&self, run: &RunId) -> Result<Option<String>, StoreError> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached("SELECT graph_json FROM run_graphs WHERE run_id = ?1")?
+                .query_row([run.as_str()], |row| row.get(0))
+                .optional()?)
+        })
+    }
+}
+
+pub(crate) fn events_after(
+    tx: &Transaction<'_>,
+    run: &RunId,
+    after_seq: u64,
+    limit: Option<u32>,
+) -> Result<Vec<Event>, StoreError> {
+    // A negative LIMIT means none.
+    let limit = limit.map_or(-1, i64::from);
+    let mut statement = tx.prepare_cached(
+        "SELECT seq, at_ms, data_json FROM events \
+         WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+    )?;
+    let mut rows = statement.query(params![run.as_str(), after_seq, limit])?;
+    let mut events = Vec::new();
+    while let Some(row) = rows.next()? {
+        let seq: u64 = row.get(0)?;
+        let data: String = row.get(2)?;
+        let kind: EventKind = serde_json::from_str(&data).map_err(|source| StoreError::Decode {
+            run: run.clone(),
+            seq,
+            source,
+        })?;
+        events.push(Event {
+            seq,
+            at_ms: row.get(1)?,
+            kind,
+        });
+    }
+    Ok(events)
+}
+
+fn task_counts(
+    tx: &Transaction<'_>,
+    run: &RunId,
+) -> Result<BTreeMap<baton_model::TaskState, u32>, StoreError> {
+    let mut statement =
+        tx.prepare_cached("SELECT status, n FROM task_counts WHERE run_id = ?1 AND n > 0")?;
+    let counts = statement
+        .query_map([run.as_str()], |row| {
+            Ok((decode::task_state(row, 0)?, row.get(1)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    Ok(counts)
+}
+
+pub(crate) fn run_record(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
+    let pid: Option<u32> = row.get(9)?;
+    let start_time: Option<u64> = row.get(10)?;
+    let host: Option<String> = row.get(11)?;
+    let driver = match (pid, start_time, host) {
+        (Some(pid), Some(start_time), Some(host)) => Some(Driver {
+            pid,
+            start_time,
+            host,
+        }),
+        _ => None,
+    };
+    Ok(RunRecord {
+        id: decode::run_id(row, 0)?,
+        name: row.get(1)?,
+        graph_path: row.get(2)?,
+        status: decode::run_state(row, 3)?,
+        started_at_ms: row.get(4)?,
+        ended_at_ms: row.get(5)?,
+        concurrency: row.get(6)?,
+        task_count: row.get(7)?,
+        stop_reason: row.get(8)?,
+        driver,
+    })
+}
+
+pub(crate) fn task_record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
+    Ok(TaskRecord {
+        task: decode::task_id(row, 0)?,
+        idx: row.get(1)?,
+        status: decode::task_state(row, 2)?,
+        attempts: row.get(3)?,
+        next_attempt: row.get(4)?,
+        retry_at_ms: row.get(5)?,
+        started_at_ms: row.get(6)?,
+        ended_at_ms: row.get(7)?,
+        exit_code: row.get(8)?,
+        reason: row.get(9)?,
+        output_attempt: row.get(10)?,
+        output: row.get(11)?,
+        output_bytes: row.get(12)?,
+        output_json: row.get(13)?,
+        stderr_tail: row.get(14)?,
+    })
+}
+
+pub(crate) fn attempt_record(row: &Row<'_>) -> rusqlite::Result<AttemptRecord> {
+    Ok(AttemptRecord {
+        task: decode::task_id(row, 0)?,
+        attempt: row.get(1)?,
+        started_at_ms: row.get(2)?,
+        ended_at_ms: row.get(3)?,
+        pid: row.get(4)?,
+        outcome: decode::outcome(row, 5)?,
+        exit_code: row.get(6)?,
+        duration_ms: row.get(7)?,
+        output: row.get(8)?,
+        output_bytes: row.get(9)?,
+        output_json: row.get(10)?,
+        stderr_tail: row.get(11)?,
+        log_path: row.get(12)?,
+    })
+}

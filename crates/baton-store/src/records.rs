@@ -1,0 +1,118 @@
+//! What goes into the store and what comes out of it.
+
+use std::collections::BTreeMap;
+
+use baton_model::{Outcome, RunId, RunState, TaskId, TaskState};
+use serde::Serialize;
+
+/// A run about to start: the run row and one `pending` row per task.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub id: RunId,
+    pub name: String,
+    pub graph_path: String,
+    /// The frozen graph, so that `resume` and `retry` run exactly what was started.
+    pub graph_json: String,
+    pub concurrency: u32,
+    pub started_at_ms: i64,
+    /// Every task with its index in the graph.
+    pub tasks: Vec<(TaskId, u32)>,
+}
+
+/// What an attempt produced, stored with the turn that records its end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttemptOutput {
+    pub task: TaskId,
+    pub attempt: u32,
+    /// The task's result as handed downstream: redacted and capped.
+    pub output: String,
+    /// Size of the whole output before it was capped.
+    pub output_bytes: u64,
+    /// What the task wrote to `BATON_OUTPUT`, if anything.
+    pub output_json: Option<String>,
+    pub stderr_tail: String,
+    pub log_path: String,
+}
+
+/// The process driving a run. The start time tells a live process from a later one that reused
+/// its pid; its unit is the caller's (say, clock ticks since boot from `/proc/PID/stat`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Driver {
+    pub pid: u32,
+    pub start_time: u64,
+    pub host: String,
+}
+
+/// One run as recorded. `status` is `running` for a run whose driver died: whether it is in fact
+/// `interrupted` depends on whether `driver` is alive, which only the caller can check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunRecord {
+    pub id: RunId,
+    pub name: String,
+    pub graph_path: String,
+    pub status: RunState,
+    pub started_at_ms: i64,
+    pub ended_at_ms: Option<i64>,
+    pub concurrency: u32,
+    pub task_count: u32,
+    /// Why the run stopped launching tasks, once it has.
+    pub stop_reason: Option<String>,
+    pub driver: Option<Driver>,
+}
+
+/// A run with the number of its tasks in each state (states with no task are absent).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunSummary {
+    #[serde(flatten)]
+    pub run: RunRecord,
+    pub counts: BTreeMap<TaskState, u32>,
+}
+
+impl RunSummary {
+    pub fn count(&self, state: TaskState) -> u32 {
+        self.counts.get(&state).copied().unwrap_or(0)
+    }
+}
+
+/// One task of a run: where it is, and the result of its latest attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TaskRecord {
+    pub task: TaskId,
+    pub idx: u32,
+    pub status: TaskState,
+    /// The highest attempt number started.
+    pub attempts: u32,
+    /// Set while a retry waits for its backoff: the attempt that will run, and when.
+    pub next_attempt: Option<u32>,
+    pub retry_at_ms: Option<i64>,
+    /// Start of the first attempt.
+    pub started_at_ms: Option<i64>,
+    pub ended_at_ms: Option<i64>,
+    /// The exit code of the latest attempt, once it has exited.
+    pub exit_code: Option<i32>,
+    pub reason: Option<String>,
+    /// The latest attempt that stored an output, and that output.
+    pub output_attempt: Option<u32>,
+    pub output: Option<String>,
+    pub output_bytes: Option<u64>,
+    pub output_json: Option<String>,
+    pub stderr_tail: Option<String>,
+}
+
+/// One attempt of a task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttemptRecord {
+    pub task: TaskId,
+    pub attempt: u32,
+    pub started_at_ms: i64,
+    pub ended_at_ms: Option<i64>,
+    pub pid: Option<u32>,
+    pub outcome: Option<Outcome>,
+    pub exit_code: Option<i32>,
+    pub duration_ms: Option<u64>,
+    pub output: Option<String>,
+    pub output_bytes: Option<u64>,
+    pub output_json: Option<String>,
+    pub stderr_tail: Option<String>,
+    pub log_path: Option<String>,
+}

@@ -1,0 +1,201 @@
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior};
+
+use crate::Durability;
+use crate::StoreError;
+use crate::migrate::{MIGRATIONS, SCHEMA_VERSION, migrate, user_version};
+use crate::private_fs;
+
+/// How long a statement waits for another process's write lock before giving up as busy.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Enough for every statement the store prepares, so none is ever re-parsed.
+const STATEMENT_CACHE: usize = 64;
+
+/// The SQLite run database.
+///
+/// One connection, behind a mutex so that the store can be shared between threads. Every write
+/// is one `BEGIN IMMEDIATE` transaction: it takes the write lock first, so it waits (up to the
+/// busy timeout) for another writer instead of failing the way a deferred transaction that read
+/// and then tries to write does. Readers in other processes open their own store (see
+/// [`SqliteStore::open_readonly`]); in WAL mode they read a snapshot and never block the writer
+/// nor wait for it.
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl SqliteStore {
+    /// Opens the database for reading and writing, creating it if needed (its directory 0700, the
+    /// file 0600: outputs may hold secrets) and migrating it to the current schema. Durability
+    /// comes from `BATON_SYNC` (see [`Durability`]).
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_with(path, Durability::from_env()?)
+    }
+
+    pub fn open_with(path: &Path, durability: Durability) -> Result<Self, StoreError> {
+        Self::open_migrated(path, durability, MIGRATIONS)
+    }
+
+    /// Opens knowing only `migrations`, so that tests can build databases of older versions.
+    pub(crate) fn open_migrated(
+        path: &Path,
+        durability: Durability,
+        migrations: &[&str],
+    ) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            private_fs::create_dir(dir).map_err(|source| StoreError::CreateDir {
+                path: dir.to_owned(),
+                source,
+            })?;
+        }
+        private_fs::create_file(path).map_err(|source| StoreError::CreateFile {
+            path: path.to_owned(),
+            source,
+        })?;
+        let conn = Connection::open(path).map_err(|source| open_error(path, source))?;
+        configure(&conn, Some(durability)).map_err(|source| open_error(path, source))?;
+        migrate(&conn, path, migrations).map_err(|err| err.at(path))?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path: path.to_owned(),
+        })
+    }
+
+    /// Opens an existing database for reading only: `baton status`, `logs`, `events`. Never
+    /// migrates, so it refuses a database whose schema is not the current one.
+    pub fn open_readonly(path: &Path) -> Result<Self, StoreError> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let conn =
+            Connection::open_with_flags(path, flags).map_err(|source| open_error(path, source))?;
+        configure(&conn, None).map_err(|source| open_error(path, source))?;
+        let found = user_version(&conn).map_err(|source| open_error(path, source))?;
+        let known = SCHEMA_VERSION;
+        if found > known {
+            return Err(StoreError::SchemaTooNew {
+                path: path.to_owned(),
+                found,
+                known,
+            });
+        }
+        if found < known {
+            return Err(StoreError::SchemaTooOld {
+                path: path.to_owned(),
+                found,
+                known,
+            });
+        }
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path: path.to_owned(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the database as it is now.
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        self.read(|conn| Ok(user_version(conn)?))
+    }
+
+    /// Copies the WAL back into the database file (a PASSIVE checkpoint: it never waits for a
+    /// reader or another writer). SQLite does this by itself inside the commit that takes the WAL
+    /// past 1000 pages, and that commit then takes milliseconds instead of microseconds; a
+    /// dispatcher that calls this while it is idle (waiting for attempts to end) takes that cost
+    /// out of its turns. Optional: correctness never depends on it.
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        let conn = self.lock();
+        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+            .map_err(|err| StoreError::from(err).at(&self.path))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while the lock was held dropped its transaction, which rolled back: the
+        // connection is fine to use.
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` in one IMMEDIATE transaction and commits it if `f` succeeds.
+    pub(crate) fn write<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let conn = self.lock();
+        let run = || {
+            let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)?;
+            let value = f(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        };
+        run().map_err(|err: StoreError| err.at(&self.path))
+    }
+
+    /// Runs `f` in one read transaction, so that what it reads with several queries is one
+    /// snapshot.
+    pub(crate) fn read<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let conn = self.lock();
+        let run = || {
+            let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Deferred)?;
+            let value = f(&tx)?;
+            // Nothing was written: ending the transaction only releases the snapshot.
+            tx.commit()?;
+            Ok(value)
+        };
+        run().map_err(|err: StoreError| err.at(&self.path))
+    }
+}
+
+fn open_error(path: &Path, source: rusqlite::Error) -> StoreError {
+    match source.sqlite_error_code() {
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => StoreError::Corrupt {
+            path: path.to_owned(),
+            source,
+        },
+        _ => StoreError::Open {
+            path: path.to_owned(),
+            source,
+        },
+    }
+}
+
+/// Settings that belong to each connection. `durability` is `None` for a read-only one, which
+/// neither changes the journal mode nor commits anything.
+fn configure(conn: &Connection, durability: Option<Durability>) -> rusqlite::Result<()> {
+    // First, so that the statements below wait for a lock instead of failing.
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    conn.pragma_update(None, "foreign_keys", true)?;
+    if let Some(durability) = durability {
+        let mode: String =
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            // Readers could then block the writer; better to refuse than to surprise.
+            return Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                Some(format!(
+                    "the database cannot use WAL mode (it is in {mode} mode)"
+                )),
+            ));
+        }
+        conn.pragma_update(None, "synchronous", durability.pragma_value())?;
+    }
+    Ok(())
+}

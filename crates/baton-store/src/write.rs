@@ -1,0 +1,108 @@
+//! The two ways a run is written: created whole, then one turn at a time.
+
+use baton_model::{Event, RunState, TaskState};
+use rusqlite::{ErrorCode, OptionalExtension, params};
+
+use crate::project::{apply_event, apply_output};
+use crate::{AttemptOutput, NewRun, SqliteStore, StoreError};
+
+impl SqliteStore {
+    /// Records a new run, `running`, with every task `pending`, in one transaction.
+    pub fn create_run(&self, run: &NewRun) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let inserted = tx
+                .prepare_cached(
+                    "INSERT INTO runs (id, name, graph_path, status, started_at_ms, concurrency, \
+                     task_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )?
+                .execute(params![
+                    run.id.as_str(),
+                    run.name,
+                    run.graph_path,
+                    RunState::Running.as_str(),
+                    run.started_at_ms,
+                    run.concurrency,
+                    run.tasks.len() as u64,
+                ]);
+            match inserted {
+                Err(err) if err.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => {
+                    return Err(StoreError::RunExists(run.id.clone()));
+                }
+                other => other?,
+            };
+            tx.prepare_cached("INSERT INTO run_graphs (run_id, graph_json) VALUES (?1, ?2)")?
+                .execute(params![run.id.as_str(), run.graph_json])?;
+            tx.prepare_cached("INSERT INTO task_counts (run_id, status, n) VALUES (?1, ?2, ?3)")?
+                .execute(params![
+                    run.id.as_str(),
+                    TaskState::Pending.as_str(),
+                    run.tasks.len() as u64
+                ])?;
+            let mut insert_task = tx.prepare_cached(
+                "INSERT INTO tasks (run_id, task_id, idx, status) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for (task, idx) in &run.tasks {
+                insert_task.execute(params![
+                    run.id.as_str(),
+                    task.as_str(),
+                    idx,
+                    TaskState::Pending.as_str()
+                ])?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Records one dispatcher turn: appends `events` to the run's log, numbering them after the
+    /// last one recorded, applies each to the tasks, attempts and run it concerns, and stores
+    /// `outputs` on their attempts (and on their tasks, as the latest) — all in one IMMEDIATE
+    /// transaction, so a crash leaves either the whole turn or none of it. The `seq` of the
+    /// given events is ignored; the ones assigned are returned, in order.
+    ///
+    /// How each event changes the tables is documented in [`crate::project`]. An event about a
+    /// task the run does not have, or an end or output of an attempt never started, fails the
+    /// whole turn.
+    pub fn commit(
+        &self,
+        run: &baton_model::RunId,
+        events: &[Event],
+        outputs: &[AttemptOutput],
+    ) -> Result<Vec<u64>, StoreError> {
+        if events.is_empty() && outputs.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.write(|tx| {
+            let last: Option<u64> = tx
+                .prepare_cached(
+                    "SELECT (SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?1) \
+                     FROM runs WHERE id = ?1",
+                )?
+                .query_row([run.as_str()], |row| row.get(0))
+                .optional()?;
+            let mut seq = last.ok_or_else(|| StoreError::UnknownRun(run.clone()))?;
+            let mut seqs = Vec::with_capacity(events.len());
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO events (run_id, seq, at_ms, kind, task_id, data_json) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            for event in events {
+                seq += 1;
+                let data = serde_json::to_string(&event.kind).map_err(StoreError::Encode)?;
+                insert.execute(params![
+                    run.as_str(),
+                    seq,
+                    event.at_ms,
+                    event.kind.name(),
+                    event.kind.task().map(|task| task.as_str()),
+                    data,
+                ])?;
+                apply_event(tx, run, event)?;
+                seqs.push(seq);
+            }
+            for output in outputs {
+                apply_output(tx, run, output)?;
+            }
+            Ok(seqs)
+        })
+    }
+}

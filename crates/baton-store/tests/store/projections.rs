@@ -1,0 +1,410 @@
+//! Each kind of event lands in the tables as documented, in one transaction per turn.
+
+use baton_model::{EventKind, Outcome, RunState, TaskState};
+use baton_store::StoreError;
+
+use crate::support::*;
+
+#[test]
+fn a_new_run_has_every_task_pending_in_graph_order() {
+    let db = Db::new();
+    let store = db.open();
+    store.create_run(&new_run("r1", &["b", "a", "c"])).unwrap();
+    let run = run_id("r1");
+
+    let record = store.run(&run).unwrap().unwrap();
+    assert_eq!(record.status, RunState::Running);
+    assert_eq!(record.task_count, 3);
+    assert_eq!(record.concurrency, 4);
+    assert_eq!(record.driver, None);
+    let tasks = store.tasks(&run).unwrap();
+    let ids: Vec<&str> = tasks.iter().map(|t| t.task.as_str()).collect();
+    assert_eq!(ids, ["b", "a", "c"]);
+    assert!(
+        tasks
+            .iter()
+            .all(|t| t.status == TaskState::Pending && t.attempts == 0)
+    );
+    assert_eq!(store.graph_json(&run).unwrap().unwrap(), r#"{"tasks":[]}"#);
+    assert_eq!(store.graph_json(&run_id("nope")).unwrap(), None);
+    assert_eq!(store.run(&run_id("nope")).unwrap(), None);
+    assert_eq!(store.last_seq(&run).unwrap(), 0);
+    assert_consistent(&store, &run);
+}
+
+#[test]
+fn a_run_id_cannot_be_created_twice() {
+    let db = Db::new();
+    let store = db.open();
+    store.create_run(&new_run("r1", &["a"])).unwrap();
+    let err = store.create_run(&new_run("r1", &["a"])).unwrap_err();
+    assert!(
+        matches!(err, StoreError::RunExists(ref id) if id.as_str() == "r1"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn retry_then_success() {
+    let db = Db::new();
+    let store = db.open();
+    store.create_run(&new_run("r1", &["a"])).unwrap();
+    let run = run_id("r1");
+
+    let run_started = event(
+        1_000,
+        EventKind::RunStarted {
+            name: "g".into(),
+            tasks: 1,
+            concurrency: 4,
+        },
+    );
+    store
+        .commit(&run, &[run_started, started(1_100, "a", 1)], &[])
+        .unwrap();
+    let a = &store.tasks(&run).unwrap()[0];
+    assert_eq!(
+        (a.status, a.attempts, a.started_at_ms),
+        (TaskState::Running, 1, Some(1_100))
+    );
+
+    let retry = event(
+        1_200,
+        EventKind::RetryScheduled {
+            task: task("a"),
+            attempt: 2,
+            delay_ms: 500,
+        },
+    );
+    store
+        .commit(
+            &run,
+            &[finished(1_200, "a", 1, Outcome::Exited { code: 3 }), retry],
+            &[output("a", 1, "first try")],
+        )
+        .unwrap();
+    let a = &store.tasks(&run).unwrap()[0];
+    assert_eq!(a.status, TaskState::Pending);
+    assert_eq!((a.next_attempt, a.retry_at_ms), (Some(2), Some(1_700)));
+    assert_eq!(
+        (a.exit_code, a.output.as_deref()),
+        (Some(3), Some("first try"))
+    );
+    assert_consistent(&store, &run);
+
+    store.commit(&run, &[started(1_700, "a", 2)], &[]).unwrap();
+    let a = &store.tasks(&run).unwrap()[0];
+    assert_eq!((a.status, a.attempts), (TaskState::Running, 2));
+    assert_eq!(
+        (a.next_attempt, a.retry_at_ms, a.exit_code),
+        (None, None, None)
+    );
+    assert_eq!(
+        a.started_at_ms,
+        Some(1_100),
+        "a task starts with its first attempt"
+    );
+
+    let seqs = store
+        .commit(
+            &run,
+            &[
+                finished(1_800, "a", 2, Outcome::Exited { code: 0 }),
+                task_finished(1_800, "a", TaskState::Succeeded, None),
+                event(
+                    1_801,
+                    EventKind::RunFinished {
+                        state: RunState::Succeeded,
+                    },
+                ),
+            ],
+            &[output("a", 2, "done")],
+        )
+        .unwrap();
+    assert_eq!(seqs, [6, 7, 8]);
+
+    let a = &store.tasks(&run).unwrap()[0];
+    assert_eq!(a.status, TaskState::Succeeded);
+    assert_eq!(
+        (a.attempts, a.exit_code, a.ended_at_ms),
+        (2, Some(0), Some(1_800))
+    );
+    assert_eq!(
+        (a.output_attempt, a.output.as_deref()),
+        (Some(2), Some("done"))
+    );
+    let attempts = store.attempts(&run, &task("a")).unwrap();
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(attempts[0].outcome, Some(Outcome::Exited { code: 3 }));
+    assert_eq!(attempts[0].output.as_deref(), Some("first try"));
+    assert_eq!(attempts[0].log_path.as_deref(), Some("logs/a.1.log"));
+    assert_eq!(
+        (attempts[0].started_at_ms, attempts[0].ended_at_ms),
+        (1_100, Some(1_200))
+    );
+    assert_eq!(attempts[0].pid, Some(1001));
+    assert_eq!(attempts[1].outcome, Some(Outcome::Exited { code: 0 }));
+    assert_eq!(attempts[1].duration_ms, Some(10));
+    assert!(store.open_attempts(&run).unwrap().is_empty());
+    let record = store.run(&run).unwrap().unwrap();
+    assert_eq!(
+        (record.status, record.ended_at_ms),
+        (RunState::Succeeded, Some(1_801))
+    );
+    assert_consistent(&store, &run);
+}
+
+#[test]
+fn failure_blocks_dependents_and_the_run() {
+    let db = Db::new();
+    let store = db.open();
+    store.create_run(&new_run("r1", &["a", "b", "c"])).unwrap();
+    let run = run_id("r1");
+    store
+        .commit(&run, &[started(1, "a", 1), started(1, "c", 1)], &[])
+        .unwrap();
+    assert_eq!(store.open_attempts(&run).unwrap().len(), 2);
+    store
+        .commit(
+            &run,
+            &[
+                finished(2, "a", 1, Outcome::signaled(9)),
+                task_finished(2, "a", TaskState::Failed, Some("signal 9 (SIGKILL)")),
+                task_finished(2, "b", TaskState::Blocked, Some("a failed")),
+                event(
+                    3,
+                    EventKind::RunStopping {
+                        reason: "a failed".into(),
+                    },
+                ),
+                finished(4, "c", 1, Outcome::Cancelled),
+                task_finished(4, "c", TaskState::Cancelled, None),
+                event(
+                    5,
+                    EventKind::RunFinished {
+                        state: RunState::Blocked,
+                    },
+                ),
+            ],
+            &[],
+        )
+        .unwrap();
+
+    let tasks = store.tasks(&run).unwrap();
+    assert_eq!(tasks[0].status, TaskState::Failed);
+    assert_eq!(tasks[0].exit_code, None, "a signal is not an exit code");
+    assert_eq!(tasks[0].reason.as_deref(), Some("signal 9 (SIGKILL)"));
+    assert_eq!(
+        (tasks[1].status, tasks[1].attempts),
+        (TaskState::Blocked, 0)
+    );
+    assert_eq!(tasks[1].reason.as_deref(), Some("a failed"));
+    assert_eq!(tasks[2].status, TaskState::Cancelled);
+
+    let summary = &store.runs(10).unwrap()[0];
+    assert_eq!(summary.run.status, RunState::Blocked);
+    assert_eq!(summary.run.stop_reason.as_deref(), Some("a failed"));
+    assert_eq!(
+        (
+            summary.count(TaskState::Failed),
+            summary.count(TaskState::Blocked),
+            summary.count(TaskState::Cancelled),
+            summary.count(TaskState::Succeeded)
+        ),
+        (1, 1, 1, 0)
+    );
+    assert_consistent(&store, &run);
+}
+
+#[test]
+fn seq_is_dense_per_run_and_events_page_in_order() {
+    let db = Db::new();
+    let store = db.open();
+    store.create_run(&new_run("r1", &["a", "b"])).unwrap();
+    store.create_run(&new_run("r2", &["a"])).unwrap();
+    let (r1, r2) = (run_id("r1"), run_id("r2"));
+
+    assert_eq!(store.commit(&r1, &[started(1, "a", 1)], &[]).unwrap(), [1]);
+    assert_eq!(store.commit(&r2, &[started(1, "a", 1)], &[]).unwrap(), [1]);
+    assert_eq!(
+        store
+            .commit(
+                &r1,
+                &[started(2, "b", 1), finished(3, "a", 1, Outcome::TimedOut)],
+                &[]
+            )
+            .unwrap(),
+        [2, 3]
+    );
+    assert_eq!(store.commit(&r1, &[], &[]).unwrap(), Vec::<u64>::new());
+    assert_eq!(store.last_seq(&r1).unwrap(), 3);
+
+    let all = store.events(&r1, 0, 100).unwrap();
+    assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(all[2].at_ms, 3);
+    assert!(matches!(
+        all[2].kind,
+        EventKind::AttemptFinished {
+            outcome: Outcome::TimedOut,
+            ..
+        }
+    ));
+    let page = store.events(&r1, 1, 1).unwrap();
+    assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), [2]);
+    assert!(store.events(&r1, 3, 100).unwrap().is_empty());
+}
+
+#[test]
+fn a_turn_with_a_bad_event_is_not_recorded_at_all() {
+    let db = Db::new();
+    let store = db.open();
+    store.create_run(&new_run("r1", &["a"])).unwrap();
+    let run = run_id("r1");
+
+    let err = store
+        .commit(&run, &[started(1, "a", 1), started(1, "ghost", 1)], &[])
+        .unwrap_err();
+    assert!(matches!(err, StoreError::UnknownTask { ref task, .. } if task.as_str() == "ghost"));
+    let err = store
+        .commit(&run, &[finished(1, "a", 1, Outcome::TimedOut)], &[])
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::UnknownAttempt { attempt: 1, .. }),
+        "{err:?}"
+    );
+    let err = store
+        .commit(&run, &[started(1, "a", 1)], &[output("a", 2, "x")])
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::UnknownAttempt { attempt: 2, .. }),
+        "{err:?}"
+    );
+    let err = store
+        .commit(&run_id("r9"), &[started(1, "a", 1)], &[])
+        .unwrap_err();
+    assert!(matches!(err, StoreError::UnknownRun(_)), "{err:?}");
+
+    assert_eq!(store.last_seq(&run).unwrap(), 0);
+    assert_eq!(store.tasks(&run).unwrap()[0].status, TaskState::Pending);
+    assert!(store.attempts(&run, &task("a")).unwrap().is_empty());
+
+    store.commit(&run, &[started(1, "a", 1)], &[]).unwrap();
+    let err = store.commit(&run, &[started(2, "a", 1)], &[]).unwrap_err();
+    assert!(
+        matches!(err, StoreError::AttemptExists { attempt: 1, .. }),
+        "{err:?}"
+    );
+    assert_eq!(store.last_seq(&run).unwrap(), 1);
+    assert_consistent(&store, &run);
+}
+
+#[test]
+fn a_late_output_of_an_earlier_attempt_does_not_replace_the_latest() {
+    let db = Db::new();
+    let store = db.open();
+    store.create_run(&new_run("r1", &["a"])).unwrap();
+    let run = run_id("r1");
+    store
+        .commit(&run, &[started(1, "a", 1), started(2, "a", 2)], &[])
+        .unwrap();
+    store
+        .commit(&run, &[], &[output("a", 2, "second")])
+        .unwrap();
+    store.commit(&run, &[], &[output("a", 1, "first")]).unwrap();
+
+    let a = &store.tasks(&run).unwrap()[0];
+    assert_eq!(
+        (a.output_attempt, a.output.as_deref()),
+        (Some(2), Some("second"))
+    );
+    let attempts = store.attempts(&run, &task("a")).unwrap();
+    assert_eq!(attempts[0].output.as_deref(), Some("first"));
+    assert_consistent(&store, &run);
+}
+
+#[test]
+fn runs_are_listed_newest_first() {
+    let db = Db::new();
+    let store = db.open();
+    for (id, at) in [("r1", 10), ("r3", 30), ("r2", 20)] {
+        let mut run = new_run(id, &["a"]);
+        run.started_at_ms = at;
+        store.create_run(&run).unwrap();
+    }
+    let ids: Vec<String> = store
+        .runs(10)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.run.id.to_string())
+        .collect();
+    assert_eq!(ids, ["r3", "r2", "r1"]);
+    assert_eq!(store.runs(1).unwrap().len(), 1);
+    assert_eq!(store.runs(10).unwrap()[0].count(TaskState::Pending), 1);
+    assert_eq!(store.latest_run().unwrap().unwrap().id.as_str(), "r3");
+}
+
+#[test]
+fn the_event_log_cannot_be_rewritten() {
+    let db = Db::new();
+    let store = db.open();
+    store.create_run(&new_run("r1", &["a"])).unwrap();
+    store
+        .commit(&run_id("r1"), &[started(1, "a", 1)], &[])
+        .unwrap();
+    let conn = rusqlite::Connection::open(db.path()).unwrap();
+    let err = conn.execute("UPDATE events SET at_ms = 5", []).unwrap_err();
+    assert!(err.to_string().contains("append-only"), "{err}");
+}
+
+#[test]
+fn the_consistency_check_finds_a_table_that_disagrees_with_the_log() {
+    let db = Db::new();
+    let store = db.open();
+    store.create_run(&new_run("r1", &["a", "b"])).unwrap();
+    let run = run_id("r1");
+    store
+        .commit(
+            &run,
+            &[
+                started(1, "a", 1),
+                finished(2, "a", 1, Outcome::Exited { code: 0 }),
+                task_finished(2, "a", TaskState::Succeeded, None),
+            ],
+            &[output("a", 1, "ok")],
+        )
+        .unwrap();
+    assert_consistent(&store, &run);
+
+    let conn = rusqlite::Connection::open(db.path()).unwrap();
+    conn.execute_batch(
+        "UPDATE tasks SET status = 'running' WHERE task_id = 'a';
+         INSERT INTO attempts (run_id, task_id, attempt, started_at_ms) VALUES ('r1', 'b', 1, 5);
+         DELETE FROM events WHERE seq = 2;
+         UPDATE task_counts SET n = 7 WHERE status = 'pending';",
+    )
+    .unwrap();
+    let problems = store.check_consistency(&run).unwrap();
+    let text = problems.join("\n");
+    assert!(text.contains("event 3 follows event 1"), "{text}");
+    assert!(text.contains("task a: the table has"), "{text}");
+    assert!(
+        text.contains("attempt 1 of b has no attempt-started event"),
+        "{text}"
+    );
+    assert!(text.contains("attempt 1 of a: the table has"), "{text}");
+    assert!(text.contains("task counts: the table has"), "{text}");
+}
+
+#[test]
+fn a_run_of_100_000_tasks_is_created_quickly() {
+    let db = Db::new();
+    let store = db.open();
+    let run = new_numbered_run("big", 100_000);
+    let start = std::time::Instant::now();
+    store.create_run(&run).unwrap();
+    let elapsed = start.elapsed();
+    eprintln!("create_run of 100,000 tasks: {elapsed:?}");
+    assert_eq!(store.tasks(&run.id).unwrap().len(), 100_000);
+    // Generous for an unoptimized build on a busy machine; the point is no per-task transaction.
+    assert!(elapsed.as_secs() < 10, "{elapsed:?}");
+}
