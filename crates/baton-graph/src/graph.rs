@@ -1,0 +1,263 @@
+//! The validated, frozen graph: the only form of a graph the rest of baton accepts.
+//!
+//! A `Graph` can only be made by [`crate::load`] / [`crate::load_str`] (which validate) or read
+//! back from a run's stored copy with [`Graph::from_stored_json`] (which was validated when the
+//! run began). Its fields are private so that nothing can change it afterwards.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use baton_model::{OnFailure, TaskId};
+use serde::{Deserialize, Serialize};
+
+/// Position of a task in [`Graph::tasks`]. Dense, `0..graph.len()`, in file order.
+pub type TaskIndex = u32;
+
+/// A validated task graph. Task order is file order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Graph {
+    pub(crate) name: String,
+    /// The file it was loaded from, as given by the user.
+    pub(crate) source: PathBuf,
+    pub(crate) run: RunSettings,
+    pub(crate) tasks: Vec<Task>,
+    /// For each task, the tasks whose `needs` name it. Derived; rebuilt on load.
+    #[serde(skip)]
+    pub(crate) dependents: Vec<Vec<TaskIndex>>,
+    /// For each task, the tasks whose scopes can match a common path with its own (symmetric;
+    /// pairs where one depends on the other, directly or not, are included: the dependency
+    /// already keeps them apart). Derived; rebuilt on load.
+    #[serde(skip)]
+    pub(crate) conflicts: Vec<Vec<TaskIndex>>,
+    #[serde(skip)]
+    pub(crate) by_id: HashMap<TaskId, TaskIndex>,
+    /// What a conversion from a legacy format mapped to what, for the user to read.
+    pub(crate) notes: Vec<String>,
+}
+
+/// The `[run]` table, with defaults applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    /// Most tasks running at once. At least 1.
+    pub concurrency: u32,
+    pub on_failure: OnFailure,
+    /// Git ref that worktrees start from.
+    pub base: Option<String>,
+    /// Acceptance checks on the merged result.
+    pub verify: Vec<String>,
+    /// Limits on what the run's agents may spend. Not enforced yet: kept so that a graph file
+    /// that states them loads, and so that the scheduler can read them once budgets land.
+    #[serde(default)]
+    pub budget: Budget,
+}
+
+/// The `[run] budget` table. `None`: no limit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    pub tokens: Option<u64>,
+    pub usd: Option<f64>,
+}
+
+/// Where a task's attempt runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workspace {
+    /// An isolated git worktree of its own, merged back afterwards. The default for agent tasks.
+    Worktree,
+    /// The repository checkout itself. The default for shell tasks.
+    Shared,
+    /// No repository at all: a scratch directory. The default for `noop` tasks.
+    None,
+}
+
+impl Workspace {
+    pub const NAMES: &'static [&'static str] = &["worktree", "shared", "none"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "worktree" => Some(Self::Worktree),
+            "shared" => Some(Self::Shared),
+            "none" => Some(Self::None),
+            _ => None,
+        }
+    }
+}
+
+/// What a task does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Action {
+    /// A shell command, run with `sh -c`. `run` is a template (see [`crate::template`]).
+    Shell { run: String },
+    /// A prompt for an agent engine (`claude`, `codex`, …). `prompt` is a template.
+    Agent { engine: String, prompt: String },
+    /// Does nothing and succeeds: for measuring the scheduler and for grouping tasks.
+    Noop,
+}
+
+/// One task, with `[defaults]` applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: TaskId,
+    /// Indices of the tasks this one needs, in the order written, without duplicates.
+    pub needs: Vec<TaskIndex>,
+    pub action: Action,
+    /// Per attempt. `None`: no limit.
+    #[serde(with = "opt_millis")]
+    pub timeout: Option<Duration>,
+    /// Attempts after the first.
+    pub retries: u32,
+    /// Delay before the first retry; doubles with each further one (plus jitter).
+    #[serde(with = "millis")]
+    pub backoff: Duration,
+    /// Globs of the paths the task may change, relative to the repository root.
+    pub scope: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    /// Working directory relative to the repository root (never escapes it).
+    pub cwd: Option<PathBuf>,
+    /// Cap in bytes on the predecessors' output handed to this task.
+    pub handoff_limit: u64,
+    /// Acceptance checks run after the task.
+    pub verify: Vec<String>,
+    /// Waits for `baton approve` before it starts.
+    pub approval: bool,
+    /// Where attempts run; `[defaults]` or the task set it, else it follows from the action.
+    #[serde(default = "default_workspace")]
+    pub workspace: Workspace,
+}
+
+fn default_workspace() -> Workspace {
+    Workspace::Worktree
+}
+
+impl Graph {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn source(&self) -> &std::path::Path {
+        &self.source
+    }
+
+    pub fn run_settings(&self) -> &RunSettings {
+        &self.run
+    }
+
+    pub fn tasks(&self) -> &[Task] {
+        &self.tasks
+    }
+
+    pub fn task(&self, index: TaskIndex) -> &Task {
+        &self.tasks[index as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    pub fn index_of(&self, id: &str) -> Option<TaskIndex> {
+        self.by_id.get(id).copied()
+    }
+
+    pub fn dependents(&self, index: TaskIndex) -> &[TaskIndex] {
+        &self.dependents[index as usize]
+    }
+
+    pub fn conflicts(&self, index: TaskIndex) -> &[TaskIndex] {
+        &self.conflicts[index as usize]
+    }
+
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Command-line overrides (`-j`, `--retries`, `--timeout`), applied after loading so that
+    /// they beat both `[defaults]` and per-task values.
+    pub fn apply_overrides(&mut self, overrides: &Overrides) {
+        if let Some(concurrency) = overrides.concurrency {
+            self.run.concurrency = concurrency.max(1);
+        }
+        for task in &mut self.tasks {
+            if let Some(retries) = overrides.retries {
+                task.retries = retries;
+            }
+            if let Some(timeout) = overrides.timeout {
+                task.timeout = Some(timeout);
+            }
+        }
+    }
+
+    /// Reads back the copy stored with a run. The copy was validated when the run began; the
+    /// derived indices are rebuilt here.
+    pub fn from_stored_json(json: &str) -> Result<Self, serde_json::Error> {
+        let mut graph: Graph = serde_json::from_str(json)?;
+        graph.rebuild_derived();
+        Ok(graph)
+    }
+
+    pub fn to_stored_json(&self) -> String {
+        serde_json::to_string(self).expect("a graph always serializes")
+    }
+
+    /// Recomputes `dependents`, `by_id` and `conflicts` from `tasks`.
+    pub(crate) fn rebuild_derived(&mut self) {
+        let n = self.tasks.len();
+        self.by_id = self
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i as TaskIndex))
+            .collect();
+        self.dependents = vec![Vec::new(); n];
+        for (i, task) in self.tasks.iter().enumerate() {
+            for &dep in &task.needs {
+                self.dependents[dep as usize].push(i as TaskIndex);
+            }
+        }
+        self.conflicts = crate::scope::conflicts(&self.tasks);
+    }
+}
+
+/// Values given on the command line that beat the file's.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub concurrency: Option<u32>,
+    pub retries: Option<u32>,
+    pub timeout: Option<Duration>,
+}
+
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis() as u64)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+mod opt_millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_millis() as u64)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_millis))
+    }
+}

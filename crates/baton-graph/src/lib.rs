@@ -1,0 +1,32 @@
+//! Graph files to a validated, frozen [`Graph`]: parsing with spans (TOML, JSON, the legacy
+//! JSON formats), validation that reports every problem at once, scope conflicts, templates,
+//! plans and rendering. Pure: no processes, no clocks, no environment.
+
+mod cycle;
+mod diagnostic;
+mod from_json;
+mod from_toml;
+mod glob;
+mod graph;
+mod legacy;
+mod load;
+mod plan;
+mod render;
+mod scope;
+mod spec;
+mod suggest;
+pub mod template;
+mod tree;
+mod validate;
+mod walk;
+
+pub use diagnostic::{Diagnostic, LoadError};
+pub use graph::{Action, Budget, Graph, Overrides, RunSettings, Task, TaskIndex, Workspace};
+pub use load::{load, load_str};
+pub use plan::{PLAN_SCHEMA_VERSION, Plan, plan};
+pub use render::{to_dot, to_mermaid};
+pub use scope::conflicts;
+pub use template::{
+    NeedContext, Quote, RunContext, TaskContext, Template, TemplateContext, TemplateError,
+};
+pub use walk::ENGINES;

@@ -1,0 +1,291 @@
+//! `baton plan FILE`: the shape of a graph before running it.
+//!
+//! `--json` prints [`Plan`] as one object; `schema` changes only when an existing field changes
+//! meaning or disappears:
+//!
+//! ```json
+//! {"schema":1,"name":"add-auth","tasks":3,"edges":2,"roots":1,"leaves":1,"concurrency":4,
+//!  "levels":[["schema"],["api"],["lint"]],"critical_path":["schema","api","lint"],
+//!  "conflicts":[],"notes":[]}
+//! ```
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::graph::{Graph, TaskIndex};
+
+/// Version of the plan wire format.
+pub const PLAN_SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub schema: u32,
+    pub name: String,
+    pub tasks: usize,
+    /// `needs` entries.
+    pub edges: usize,
+    /// Tasks that need nothing.
+    pub roots: usize,
+    /// Tasks nothing needs.
+    pub leaves: usize,
+    pub concurrency: u32,
+    /// `levels[k]`: the tasks whose longest chain of predecessors has `k` tasks, in file order.
+    pub levels: Vec<Vec<String>>,
+    /// The longest chain of tasks, first to last (ties go to the task earlier in the file).
+    pub critical_path: Vec<String>,
+    /// Pairs of tasks whose scopes overlap and that no dependency orders: the scheduler keeps
+    /// them apart, so they serialize. Sorted.
+    pub conflicts: Vec<[String; 2]>,
+    /// What a conversion from a legacy format did.
+    pub notes: Vec<String>,
+}
+
+pub fn plan(graph: &Graph) -> Plan {
+    let n = graph.len();
+    let order = topological_order(graph);
+    // `depth[i]`: tasks on the longest chain ending at i; `via[i]`: the need it came through.
+    let mut depth = vec![0u32; n];
+    let mut via: Vec<Option<TaskIndex>> = vec![None; n];
+    for &i in &order {
+        let task = graph.task(i);
+        let mut best: Option<(u32, TaskIndex)> = None;
+        for &need in &task.needs {
+            let d = depth[need as usize];
+            if best.is_none_or(|(bd, bi)| d > bd || (d == bd && need < bi)) {
+                best = Some((d, need));
+            }
+        }
+        depth[i as usize] = best.map_or(1, |(d, _)| d + 1);
+        via[i as usize] = best.map(|(_, need)| need);
+    }
+
+    let id = |i: TaskIndex| graph.task(i).id.to_string();
+    let mut levels: Vec<Vec<String>> = Vec::new();
+    for (i, &d) in depth.iter().enumerate() {
+        let level = d as usize - 1;
+        if levels.len() <= level {
+            levels.resize(level + 1, Vec::new());
+        }
+        levels[level].push(id(i as TaskIndex));
+    }
+
+    let mut critical_path = Vec::new();
+    let mut at = (0..n)
+        .max_by_key(|&i| (depth[i], std::cmp::Reverse(i)))
+        .map(|i| i as TaskIndex);
+    while let Some(i) = at {
+        critical_path.push(id(i));
+        at = via[i as usize];
+    }
+    critical_path.reverse();
+
+    let conflicts = unordered_conflicts(graph, &depth)
+        .into_iter()
+        .map(|(a, b)| [id(a), id(b)])
+        .collect();
+
+    Plan {
+        schema: PLAN_SCHEMA_VERSION,
+        name: graph.name().to_owned(),
+        tasks: n,
+        edges: graph.tasks().iter().map(|t| t.needs.len()).sum(),
+        roots: graph.tasks().iter().filter(|t| t.needs.is_empty()).count(),
+        leaves: (0..n)
+            .filter(|&i| graph.dependents(i as TaskIndex).is_empty())
+            .count(),
+        concurrency: graph.run_settings().concurrency,
+        levels,
+        critical_path,
+        conflicts,
+        notes: graph.notes().to_vec(),
+    }
+}
+
+/// Kahn's algorithm; a validated graph has no cycles, so every task appears.
+fn topological_order(graph: &Graph) -> Vec<TaskIndex> {
+    let n = graph.len();
+    let mut waiting: Vec<usize> = graph.tasks().iter().map(|t| t.needs.len()).collect();
+    let mut order: Vec<TaskIndex> = (0..n as TaskIndex)
+        .filter(|&i| waiting[i as usize] == 0)
+        .collect();
+    let mut k = 0;
+    while k < order.len() {
+        let i = order[k];
+        k += 1;
+        for &d in graph.dependents(i) {
+            waiting[d as usize] -= 1;
+            if waiting[d as usize] == 0 {
+                order.push(d);
+            }
+        }
+    }
+    order
+}
+
+/// Conflicting pairs `(a, b)`, `a < b`, where neither task depends on the other.
+fn unordered_conflicts(graph: &Graph, depth: &[u32]) -> Vec<(TaskIndex, TaskIndex)> {
+    // Group each pair under its deeper task, whose ancestors are searched once for all of them.
+    let mut by_later: BTreeMap<TaskIndex, Vec<TaskIndex>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for a in 0..graph.len() as TaskIndex {
+        for &b in graph.conflicts(a) {
+            if b <= a {
+                continue;
+            }
+            let (da, db) = (depth[a as usize], depth[b as usize]);
+            // An ancestor is always strictly shallower, so equal depths cannot be ordered.
+            if da == db {
+                out.push((a, b));
+            } else if da < db {
+                by_later.entry(b).or_default().push(a);
+            } else {
+                by_later.entry(a).or_default().push(b);
+            }
+        }
+    }
+    for (later, earlier) in by_later {
+        let floor = earlier
+            .iter()
+            .map(|&e| depth[e as usize])
+            .min()
+            .unwrap_or(0);
+        let ancestors = ancestors_down_to(graph, later, depth, floor);
+        for e in earlier {
+            if !ancestors.contains(&e) {
+                out.push((e.min(later), e.max(later)));
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+fn ancestors_down_to(
+    graph: &Graph,
+    from: TaskIndex,
+    depth: &[u32],
+    floor: u32,
+) -> HashSet<TaskIndex> {
+    let mut seen = HashSet::new();
+    let mut stack = vec![from];
+    while let Some(i) = stack.pop() {
+        for &need in &graph.task(i).needs {
+            if depth[need as usize] >= floor && seen.insert(need) {
+                stack.push(need);
+            }
+        }
+    }
+    seen
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const SHOWN: usize = 12;
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        writeln!(
+            f,
+            "{}: {}, {}, {}, {}; concurrency {}",
+            self.name,
+            plural(self.tasks, "task", "tasks"),
+            plural(self.edges, "dependency", "dependencies"),
+            plural(self.roots, "root", "roots"),
+            plural(self.leaves, "leaf", "leaves"),
+            self.concurrency
+        )?;
+        writeln!(f, "levels:")?;
+        for (k, ids) in self.levels.iter().enumerate() {
+            write!(
+                f,
+                "  {k}: {}",
+                ids.iter()
+                    .take(SHOWN)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )?;
+            if ids.len() > SHOWN {
+                write!(f, " … and {} more", ids.len() - SHOWN)?;
+            }
+            writeln!(f)?;
+        }
+        writeln!(
+            f,
+            "critical path ({}): {}",
+            plural(self.critical_path.len(), "task", "tasks"),
+            self.critical_path.join(" -> ")
+        )?;
+        if self.conflicts.is_empty() {
+            writeln!(f, "scope conflicts: none")?;
+        } else {
+            writeln!(f, "scope conflicts (never run at the same time):")?;
+            for [a, b] in self.conflicts.iter().take(SHOWN * 4) {
+                writeln!(f, "  {a} <-> {b}")?;
+            }
+            if self.conflicts.len() > SHOWN * 4 {
+                writeln!(f, "  … and {} more", self.conflicts.len() - SHOWN * 4)?;
+            }
+        }
+        if !self.notes.is_empty() {
+            writeln!(f, "notes:")?;
+            for note in &self.notes {
+                writeln!(f, "  - {note}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::load_str;
+
+    const GRAPH: &str = r#"
+name = "demo"
+[[task]]
+id = "schema"
+prompt = "make the schema"
+scope = ["src/db/**"]
+[[task]]
+id = "docs"
+run = "make docs"
+scope = ["docs/**", "src/db/README.md"]
+[[task]]
+id = "api"
+needs = ["schema"]
+prompt = "api"
+scope = ["src/db/*"]
+[[task]]
+id = "cli"
+needs = ["schema"]
+run = "make cli"
+[[task]]
+id = "lint"
+needs = ["api", "cli"]
+run = "cargo clippy"
+"#;
+
+    #[test]
+    fn shape_of_a_small_graph() {
+        let graph = load_str(Path::new("demo.toml"), GRAPH).unwrap();
+        let plan = plan(&graph);
+        assert_eq!(
+            plan.levels,
+            vec![vec!["schema", "docs"], vec!["api", "cli"], vec!["lint"]]
+        );
+        assert_eq!(plan.critical_path, vec!["schema", "api", "lint"]);
+        assert_eq!(
+            (plan.tasks, plan.edges, plan.roots, plan.leaves),
+            (5, 4, 2, 2)
+        );
+        // schema/api overlap but are ordered; docs overlaps both and is ordered by nothing.
+        assert_eq!(plan.conflicts, vec![["schema", "docs"], ["docs", "api"]]);
+        insta::assert_snapshot!("plan_text", plan.to_string());
+        insta::assert_json_snapshot!("plan_json", plan);
+    }
+}

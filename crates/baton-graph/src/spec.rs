@@ -1,0 +1,77 @@
+//! What a graph file says, field by field, before validation: literals are parsed and their
+//! problems reported, but nothing is cross-checked yet. Both the native walker and the legacy
+//! converters produce this, so one validator serves all formats.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use baton_model::OnFailure;
+
+use crate::graph::{Budget, Workspace};
+use crate::tree::Span;
+
+/// A value and where it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct At<T> {
+    pub value: T,
+    pub span: Span,
+}
+
+impl<T> At<T> {
+    pub fn new(value: T, span: Span) -> Self {
+        Self { value, span }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Spec {
+    pub name: Option<String>,
+    pub defaults: Defaults,
+    pub run: RunSpec,
+    pub tasks: Vec<TaskSpec>,
+    /// Where the list of tasks is, for "the graph has no tasks" (`None`: not written at all).
+    pub tasks_span: Option<Span>,
+    pub notes: Vec<String>,
+    /// Converted from a legacy format (whose ids may have been rewritten).
+    pub legacy: bool,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Defaults {
+    pub engine: Option<At<String>>,
+    pub timeout: Option<Duration>,
+    pub retries: Option<u32>,
+    pub backoff: Option<Duration>,
+    pub workspace: Option<Workspace>,
+    pub handoff_limit: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct RunSpec {
+    pub concurrency: Option<u32>,
+    pub on_failure: Option<OnFailure>,
+    pub base: Option<String>,
+    pub budget: Budget,
+    pub verify: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct TaskSpec {
+    /// The task's table (for TOML, its `[[task]]` header).
+    pub span: Span,
+    pub id: Option<At<String>>,
+    pub needs: Vec<At<String>>,
+    pub run: Option<At<String>>,
+    pub prompt: Option<At<String>>,
+    pub engine: Option<At<String>>,
+    pub timeout: Option<Duration>,
+    pub retries: Option<u32>,
+    pub backoff: Option<Duration>,
+    pub scope: Vec<At<String>>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<At<String>>,
+    pub handoff_limit: Option<u64>,
+    pub verify: Vec<String>,
+    pub approval: Option<bool>,
+    pub workspace: Option<Workspace>,
+}

@@ -1,0 +1,477 @@
+//! Spec → frozen [`Graph`]: ids, dependencies, cycles, actions, scopes and templates are
+//! checked together, and every problem is reported, not just the first.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry as MapEntry;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use baton_model::TaskId;
+
+use crate::cycle::{cycle_through, cyclic_components};
+use crate::diagnostic::Diagnostic;
+use crate::glob::{GlobError, check_relative, parse_scope};
+use crate::graph::{Action, Graph, RunSettings, Task, TaskIndex, Workspace};
+use crate::spec::{At, Spec, TaskSpec};
+use crate::suggest::closest;
+use crate::template::Template;
+use crate::tree::Span;
+
+const DEFAULT_CONCURRENCY: u32 = 4;
+const DEFAULT_BACKOFF: Duration = Duration::from_secs(1);
+const DEFAULT_HANDOFF_LIMIT: u64 = 8 * 1024;
+/// Looking for the closest id is a scan of all ids; past this many unknown ones, stop offering.
+const MAX_SUGGESTIONS: usize = 50;
+
+pub(crate) fn validate(
+    spec: Spec,
+    source: &str,
+    path: &Path,
+    mut diags: Vec<Diagnostic>,
+) -> Result<Graph, Vec<Diagnostic>> {
+    let tasks = &spec.tasks;
+    // With other errors already reported, an empty list is most likely their consequence.
+    if tasks.is_empty() && diags.is_empty() {
+        let d = match &spec.tasks_span {
+            Some(span) => Diagnostic::at(span.clone(), "the graph has no tasks"),
+            None => Diagnostic::new("the graph has no tasks"),
+        };
+        diags.push(d.help("add a `[[task]]` table with an `id` and a `run` command or a `prompt`"));
+    }
+    if tasks.len() > TaskIndex::MAX as usize {
+        diags.push(Diagnostic::new("the graph has too many tasks"));
+        return Err(diags);
+    }
+
+    let index = check_ids(&spec, &mut diags);
+    let needs = resolve_needs(&spec, &index, &mut diags);
+    check_cycles(tasks, &needs, &mut diags);
+
+    let mut actions = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        actions.push(action(&spec, task, &mut diags));
+        check_paths(task, &mut diags);
+        check_templates(task, source, &index, &mut diags);
+    }
+
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    Ok(assemble(spec, path, needs, actions))
+}
+
+fn task_name(t: &TaskSpec) -> String {
+    t.id.as_ref().map_or_else(
+        || "this task".to_owned(),
+        |id| format!("task `{}`", id.value),
+    )
+}
+
+/// Where to point for a problem with a task as a whole: its id, else its table.
+fn task_span(t: &TaskSpec) -> Span {
+    t.id.as_ref()
+        .map_or_else(|| t.span.clone(), |id| id.span.clone())
+}
+
+/// Checks ids (present, valid, unique) and returns the index of each id's first task.
+fn check_ids<'s>(spec: &'s Spec, diags: &mut Vec<Diagnostic>) -> HashMap<&'s str, TaskIndex> {
+    let mut index: HashMap<&str, TaskIndex> = HashMap::with_capacity(spec.tasks.len());
+    for (i, task) in spec.tasks.iter().enumerate() {
+        let Some(id) = &task.id else {
+            diags.push(
+                Diagnostic::at(task.span.clone(), "task has no `id`")
+                    .label("this task")
+                    .help("give every task a unique `id`, like `id = \"build\"`"),
+            );
+            continue;
+        };
+        if let Err(e) = TaskId::new(id.value.as_str()) {
+            diags.push(
+                Diagnostic::at(id.span.clone(), format!("invalid task id `{}`: {e}", id.value))
+                    .label("invalid id")
+                    .help("ids become file names and git branch names: use letters, digits, `_`, `-` and single dots"),
+            );
+        }
+        match index.entry(id.value.as_str()) {
+            MapEntry::Occupied(first) => {
+                let first_span = spec.tasks[*first.get() as usize]
+                    .id
+                    .as_ref()
+                    .map_or(0..0, |f| f.span.clone());
+                let mut help = "task ids must be unique; rename one of them".to_owned();
+                if spec.legacy {
+                    help.push_str(" (ids from legacy files are rewritten to valid task ids, so two may have become the same)");
+                }
+                diags.push(
+                    Diagnostic::at(id.span.clone(), format!("duplicate task id `{}`", id.value))
+                        .label("defined again here")
+                        .related(first_span, "first defined here")
+                        .help(help),
+                );
+            }
+            MapEntry::Vacant(slot) => {
+                slot.insert(i as TaskIndex);
+            }
+        }
+    }
+    index
+}
+
+/// For each task, its needs as (task index, position in the spec's `needs`), without unknown
+/// ids, self-references or repeats.
+fn resolve_needs(
+    spec: &Spec,
+    index: &HashMap<&str, TaskIndex>,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<Vec<(TaskIndex, usize)>> {
+    let mut suggestions_left = MAX_SUGGESTIONS;
+    let mut sorted_ids: Option<Vec<&str>> = None;
+    let mut all = Vec::with_capacity(spec.tasks.len());
+    for (i, task) in spec.tasks.iter().enumerate() {
+        let mut resolved: Vec<(TaskIndex, usize)> = Vec::with_capacity(task.needs.len());
+        for (k, need) in task.needs.iter().enumerate() {
+            match index.get(need.value.as_str()) {
+                Some(&j) if j as usize == i => diags.push(
+                    Diagnostic::at(
+                        need.span.clone(),
+                        format!("{} needs itself", task_name(task)),
+                    )
+                    .label("self-dependency")
+                    .help("remove it from `needs`"),
+                ),
+                Some(&j) => {
+                    // Written twice is harmless; the graph keeps one edge.
+                    if !resolved.iter().any(|&(r, _)| r == j) {
+                        resolved.push((j, k));
+                    }
+                }
+                None => {
+                    let mut d = Diagnostic::at(
+                        need.span.clone(),
+                        format!("unknown dependency `{}`", need.value),
+                    )
+                    .label("no task has this id");
+                    if suggestions_left > 0 {
+                        suggestions_left -= 1;
+                        let ids = sorted_ids.get_or_insert_with(|| {
+                            let mut ids: Vec<&str> = index.keys().copied().collect();
+                            ids.sort_unstable();
+                            ids
+                        });
+                        if let Some(close) = closest(&need.value, ids.iter().copied()) {
+                            d.help = Some(format!("did you mean `{close}`?"));
+                        }
+                    }
+                    if d.help.is_none() {
+                        d.help = Some("`needs` lists ids of other tasks in this file".into());
+                    }
+                    diags.push(d);
+                }
+            }
+        }
+        all.push(resolved);
+    }
+    all
+}
+
+fn check_cycles(
+    tasks: &[TaskSpec],
+    needs: &[Vec<(TaskIndex, usize)>],
+    diags: &mut Vec<Diagnostic>,
+) {
+    let adj: Vec<Vec<u32>> = needs
+        .iter()
+        .map(|n| n.iter().map(|&(j, _)| j).collect())
+        .collect();
+    for component in cyclic_components(&adj) {
+        let cycle = cycle_through(&adj, &component);
+        let id = |i: u32| {
+            tasks[i as usize]
+                .id
+                .as_ref()
+                .map_or("?", |id| id.value.as_str())
+        };
+        let mut path: Vec<&str> = cycle.iter().map(|&i| id(i)).collect();
+        path.push(id(cycle[0]));
+        // The spans of the `needs` entries along the cycle: `cycle[k]` needs `cycle[k + 1]`.
+        let edge_span = |from: u32, to: u32| {
+            let t = &tasks[from as usize];
+            needs[from as usize]
+                .iter()
+                .find(|&&(j, _)| j == to)
+                .map_or_else(|| t.span.clone(), |&(_, k)| t.needs[k].span.clone())
+        };
+        let last = *cycle.last().expect("a cycle has a node");
+        let mut d = Diagnostic::at(
+            edge_span(last, cycle[0]),
+            format!("dependency cycle: {}", path.join(" -> ")),
+        )
+        .label("this closes the cycle")
+        .help("`a -> b` means a needs b; remove one of these `needs` entries to break the cycle");
+        for pair in cycle.windows(2) {
+            d = d.related(
+                edge_span(pair[0], pair[1]),
+                format!("`{}` needs `{}`", id(pair[0]), id(pair[1])),
+            );
+        }
+        diags.push(d);
+    }
+}
+
+fn action(spec: &Spec, t: &TaskSpec, diags: &mut Vec<Diagnostic>) -> Option<Action> {
+    let default_engine = spec.defaults.engine.as_ref().map(|e| e.value.as_str());
+    let explicit = t.engine.as_ref().map(|e| e.value.as_str());
+    let engine_span = t.engine.as_ref().map(|e| e.span.clone());
+    match (&t.run, &t.prompt) {
+        (Some(_), Some(prompt)) => {
+            diags.push(
+                Diagnostic::at(prompt.span.clone(), format!("{} has both `run` and `prompt`", task_name(t)))
+                    .label("second action")
+                    .help("a task runs a shell command (`run`) or prompts an agent (`prompt`), not both; split it into two tasks"),
+            );
+            None
+        }
+        (Some(run), None) => match explicit {
+            None | Some("shell") => Some(Action::Shell {
+                run: run.value.clone(),
+            }),
+            Some(engine) => {
+                let help = if engine == "noop" {
+                    "`noop` tasks take neither `run` nor `prompt`; remove `engine` to run the command".to_owned()
+                } else {
+                    format!(
+                        "`{engine}` is an agent: write the instructions as `prompt`, or remove `engine` to run `run` with the shell"
+                    )
+                };
+                diags.push(
+                    Diagnostic::at(
+                        engine_span.unwrap_or_else(|| run.span.clone()),
+                        format!("engine `{engine}` does not take `run`"),
+                    )
+                    .label("engine set here")
+                    .help(help),
+                );
+                None
+            }
+        },
+        (None, Some(prompt)) => {
+            let engine = explicit.or(default_engine).unwrap_or("claude");
+            if engine == "shell" || engine == "noop" {
+                let span = engine_span.unwrap_or_else(|| prompt.span.clone());
+                let help = if explicit.is_some() {
+                    "set an agent engine (claude, codex, gemini, aider, http), or write a shell command as `run`"
+                } else {
+                    "[defaults] sets this engine; set `engine` on the task to an agent, or write a shell command as `run`"
+                };
+                diags.push(
+                    Diagnostic::at(span, format!("engine `{engine}` does not take a `prompt`"))
+                        .label("prompt for a non-agent engine")
+                        .help(help),
+                );
+                return None;
+            }
+            Some(Action::Agent {
+                engine: engine.to_owned(),
+                prompt: prompt.value.clone(),
+            })
+        }
+        (None, None) => {
+            if explicit.or(default_engine) == Some("noop") {
+                return Some(Action::Noop);
+            }
+            diags.push(
+                Diagnostic::at(
+                    task_span(t),
+                    format!("{} has neither `run` nor `prompt`", task_name(t)),
+                )
+                .label("nothing to do")
+                .help("add `run = \"…\"` for a shell command or `prompt = \"…\"` for an agent"),
+            );
+            None
+        }
+    }
+}
+
+fn check_paths(t: &TaskSpec, diags: &mut Vec<Diagnostic>) {
+    let help = "paths are relative to the repository root, like `src/db/**`";
+    for entry in &t.scope {
+        match parse_scope(&entry.value) {
+            Ok(_) => {}
+            Err(GlobError::Escapes(why)) => diags.push(
+                Diagnostic::at(
+                    entry.span.clone(),
+                    format!(
+                        "scope `{}` escapes the repository: {why}",
+                        entry.value.escape_debug()
+                    ),
+                )
+                .label("outside the repository")
+                .help(help),
+            ),
+            Err(GlobError::Syntax(why)) => diags.push(
+                Diagnostic::at(
+                    entry.span.clone(),
+                    format!("invalid scope `{}`: {why}", entry.value.escape_debug()),
+                )
+                .label("invalid glob")
+                .help("globs use `*`, `?`, `**`, `[a-z]` and `{a,b}`"),
+            ),
+        }
+    }
+    if let Some((cwd, Err(e))) = t.cwd.as_ref().map(|c| (c, check_relative(&c.value))) {
+        diags.push(
+            Diagnostic::at(
+                cwd.span.clone(),
+                format!(
+                    "cwd `{}` escapes the repository: {e}",
+                    cwd.value.escape_debug()
+                ),
+            )
+            .label("outside the repository")
+            .help(help),
+        );
+    }
+}
+
+fn check_templates(
+    t: &TaskSpec,
+    source: &str,
+    index: &HashMap<&str, TaskIndex>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let needs: Vec<&str> = t.needs.iter().map(|n| n.value.as_str()).collect();
+    for (field, text) in [("run", &t.run), ("prompt", &t.prompt)] {
+        let Some(text) = text else { continue };
+        let Err(errors) = Template::parse(&text.value, &needs) else {
+            continue;
+        };
+        for e in errors {
+            let mut message = e.message;
+            let help = match referenced_task(&text.value, e.offset, index) {
+                Some(id) => {
+                    // A near-miss among the needs would mislead: the task named exists.
+                    if let Some(cut) = message.find("; did you mean") {
+                        message.truncate(cut);
+                    }
+                    format!(
+                    "`{id}` is a task in this file; add it to this task's `needs`: only the tasks in `needs` are handed over"
+                    )
+                }
+                None => "templates refer to predecessors as `{{ needs.ID.output }}` (also `.status`, `.files_changed`, `.json`); ID must be in `needs`".to_owned(),
+            };
+            diags.push(
+                Diagnostic::at(
+                    span_in_string(source, text, e.offset),
+                    format!("in `{field}`: {message}"),
+                )
+                .label("here")
+                .help(help),
+            );
+        }
+    }
+}
+
+/// If the template error at `offset` is a `needs.ID` / `needs["ID"]` reference to a task of
+/// this graph, that task's id (the longest that fits, since ids may contain dots).
+fn referenced_task<'i>(
+    text: &str,
+    offset: usize,
+    index: &HashMap<&'i str, TaskIndex>,
+) -> Option<&'i str> {
+    let before = text.get(..offset)?;
+    if !(before.ends_with("needs.") || before.ends_with("needs[\"") || before.ends_with("needs['"))
+    {
+        return None;
+    }
+    let rest = text.get(offset..)?;
+    let len = rest
+        .bytes()
+        .take_while(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        .count();
+    (1..=len)
+        .rev()
+        .filter(|&k| k == len || rest.as_bytes()[k] == b'.')
+        .find_map(|k| index.get_key_value(&rest[..k]).map(|(id, _)| *id))
+}
+
+/// The file span of byte `offset` of a string value. Exact when the value appears verbatim in
+/// the file (no escapes); otherwise the whole string.
+fn span_in_string(source: &str, text: &At<String>, offset: usize) -> Span {
+    let raw = source.get(text.span.clone()).unwrap_or("");
+    match raw.find(text.value.as_str()) {
+        Some(k) if !text.value.is_empty() && offset <= text.value.len() => {
+            let start = text.span.start + k + offset;
+            let len = text.value.as_bytes()[offset..]
+                .iter()
+                .take_while(|&&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+                .count()
+                .max(1);
+            start..(start + len).min(text.span.end)
+        }
+        _ => text.span.clone(),
+    }
+}
+
+fn assemble(
+    spec: Spec,
+    path: &Path,
+    needs: Vec<Vec<(TaskIndex, usize)>>,
+    actions: Vec<Option<Action>>,
+) -> Graph {
+    let d = &spec.defaults;
+    let tasks: Vec<Task> = spec
+        .tasks
+        .into_iter()
+        .zip(needs)
+        .zip(actions)
+        .map(|((t, needs), action)| {
+            let action = action.expect("validated");
+            let workspace = t.workspace.or(d.workspace).unwrap_or(match action {
+                Action::Agent { .. } => Workspace::Worktree,
+                Action::Shell { .. } => Workspace::Shared,
+                Action::Noop => Workspace::None,
+            });
+            Task {
+                id: TaskId::new(t.id.expect("validated").value).expect("validated"),
+                needs: needs.into_iter().map(|(j, _)| j).collect(),
+                action,
+                timeout: t.timeout.or(d.timeout),
+                retries: t.retries.or(d.retries).unwrap_or(0),
+                backoff: t.backoff.or(d.backoff).unwrap_or(DEFAULT_BACKOFF),
+                scope: t.scope.into_iter().map(|s| s.value).collect(),
+                env: t.env,
+                cwd: t.cwd.map(|c| PathBuf::from(c.value)),
+                handoff_limit: t
+                    .handoff_limit
+                    .or(d.handoff_limit)
+                    .unwrap_or(DEFAULT_HANDOFF_LIMIT),
+                verify: t.verify,
+                approval: t.approval.unwrap_or(false),
+                workspace,
+            }
+        })
+        .collect();
+    let name = spec
+        .name
+        .filter(|n| !n.trim().is_empty())
+        .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "graph".to_owned());
+    let mut graph = Graph {
+        name,
+        source: path.to_path_buf(),
+        run: RunSettings {
+            concurrency: spec.run.concurrency.unwrap_or(DEFAULT_CONCURRENCY),
+            on_failure: spec.run.on_failure.unwrap_or_default(),
+            base: spec.run.base,
+            verify: spec.run.verify,
+            budget: spec.run.budget,
+        },
+        tasks,
+        dependents: Vec::new(),
+        conflicts: Vec::new(),
+        by_id: HashMap::new(),
+        notes: spec.notes,
+    };
+    graph.rebuild_derived();
+    graph
+}

@@ -1,0 +1,475 @@
+//! The native graph format: walks the spanned tree into a [`Spec`], reporting unknown fields,
+//! wrong types and bad literals as it goes (and carrying on, so that all are reported at once).
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use baton_model::{OnFailure, parse_duration, parse_size};
+
+use crate::diagnostic::Diagnostic;
+use crate::graph::{Budget, Workspace};
+use crate::spec::{At, Defaults, RunSpec, Spec, TaskSpec};
+use crate::suggest::did_you_mean;
+use crate::tree::{Entry, Kind, Node};
+
+pub(crate) const TOP_FIELDS: &[&str] = &["name", "defaults", "run", "task", "tasks", "$schema"];
+pub(crate) const DEFAULTS_FIELDS: &[&str] = &[
+    "engine",
+    "timeout",
+    "retries",
+    "backoff",
+    "workspace",
+    "handoff_limit",
+];
+pub(crate) const RUN_FIELDS: &[&str] = &["concurrency", "on_failure", "base", "budget", "verify"];
+pub(crate) const BUDGET_FIELDS: &[&str] = &["tokens", "usd"];
+pub(crate) const TASK_FIELDS: &[&str] = &[
+    "id",
+    "needs",
+    "run",
+    "prompt",
+    "engine",
+    "timeout",
+    "retries",
+    "backoff",
+    "scope",
+    "env",
+    "cwd",
+    "handoff_limit",
+    "verify",
+    "approval",
+    "workspace",
+];
+
+/// Engines a task may name. `noop` is internal (benchmarks, grouping).
+pub const ENGINES: &[&str] = &[
+    "shell", "noop", "claude", "codex", "gemini", "aider", "http",
+];
+
+/// Walks the document root into a spec.
+pub(crate) fn walk(root: &Node, diags: &mut Vec<Diagnostic>) -> Spec {
+    let mut w = Walker { diags };
+    let mut spec = Spec::default();
+    let Some(table) = w.table_node(root, "the graph file") else {
+        return spec;
+    };
+    let mut task_lists = Vec::new();
+    w.each_field(table, "the graph file", TOP_FIELDS, |w, e| {
+        match e.key.as_str() {
+            "name" => spec.name = w.string(e).map(|s| s.value),
+            "defaults" => spec.defaults = w.defaults(e),
+            "run" => spec.run = w.run(e),
+            // JSON files naturally say `tasks`; both spellings are accepted.
+            "task" | "tasks" => task_lists.push(e),
+            "$schema" => {}
+            _ => return false,
+        }
+        true
+    });
+    if let [first, second, ..] = task_lists[..] {
+        w.diags.push(
+            Diagnostic::at(second.key_span.clone(), "both `task` and `tasks` are given")
+                .related(first.key_span.clone(), "the other list")
+                .help("put every task in one list"),
+        );
+    }
+    if let Some(list) = task_lists.first() {
+        spec.tasks_span = Some(list.key_span.clone());
+        spec.tasks = w.tasks(list);
+    }
+    spec
+}
+
+struct Walker<'d> {
+    diags: &'d mut Vec<Diagnostic>,
+}
+
+impl Walker<'_> {
+    /// Calls `visit` on each non-null entry; an entry it does not take is an unknown field.
+    /// Also reports keys given twice (JSON allows it; TOML's parser already refuses).
+    fn each_field<'n>(
+        &mut self,
+        table: &'n [Entry],
+        place: &str,
+        known: &[&str],
+        mut visit: impl FnMut(&mut Self, &'n Entry) -> bool,
+    ) {
+        let mut seen: HashMap<&str, &Entry> = HashMap::new();
+        for entry in table {
+            if let Some(first) = seen.insert(&entry.key, entry) {
+                self.diags.push(
+                    Diagnostic::at(
+                        entry.key_span.clone(),
+                        format!("`{}` is given twice in {place}", entry.key),
+                    )
+                    .related(first.key_span.clone(), "first given here")
+                    .help("remove one of them"),
+                );
+                continue;
+            }
+            if entry.value.kind == Kind::Null {
+                continue;
+            }
+            if !visit(self, entry) {
+                let mut d = Diagnostic::at(
+                    entry.key_span.clone(),
+                    format!("unknown field `{}` in {place}", entry.key),
+                )
+                .label("unknown field");
+                d.help = Some(match did_you_mean(&entry.key, known.iter().copied()) {
+                    Some(hint) => hint,
+                    None => format!("known fields: {}", known.join(", ")),
+                });
+                self.diags.push(d);
+            }
+        }
+    }
+
+    fn wrong_type(&mut self, e: &Entry, expected: &str) {
+        self.wrong_type_node(&e.key, &e.value, expected);
+    }
+
+    fn wrong_type_node(&mut self, key: &str, node: &Node, expected: &str) {
+        self.diags.push(
+            Diagnostic::at(
+                node.span.clone(),
+                format!("`{key}` must be {expected}, not {}", node.kind.type_name()),
+            )
+            .label(format!("this is {}", node.kind.type_name())),
+        );
+    }
+
+    fn table_node<'n>(&mut self, node: &'n Node, place: &str) -> Option<&'n [Entry]> {
+        match &node.kind {
+            Kind::Table(entries) => Some(entries),
+            other => {
+                self.diags.push(
+                    Diagnostic::at(node.span.clone(), format!("{place} must be a table, not {}", other.type_name()))
+                        .help("a graph file holds a table with `name`, `[defaults]`, `[run]` and `[[task]]` entries"),
+                );
+                None
+            }
+        }
+    }
+
+    fn string(&mut self, e: &Entry) -> Option<At<String>> {
+        match &e.value.kind {
+            Kind::Str(s) => Some(At::new(s.clone(), e.value.span.clone())),
+            _ => {
+                self.wrong_type(e, "a string");
+                None
+            }
+        }
+    }
+
+    /// A list of strings; a single string is a list of one.
+    fn strings(&mut self, e: &Entry) -> Vec<At<String>> {
+        match &e.value.kind {
+            Kind::Str(s) => vec![At::new(s.clone(), e.value.span.clone())],
+            Kind::Array(items) => items
+                .iter()
+                .filter_map(|item| match &item.kind {
+                    Kind::Str(s) => Some(At::new(s.clone(), item.span.clone())),
+                    _ => {
+                        self.wrong_type_node(&format!("{}[]", e.key), item, "a string");
+                        None
+                    }
+                })
+                .collect(),
+            _ => {
+                self.wrong_type(e, "an array of strings");
+                Vec::new()
+            }
+        }
+    }
+
+    fn plain_strings(&mut self, e: &Entry) -> Vec<String> {
+        self.strings(e).into_iter().map(|s| s.value).collect()
+    }
+
+    fn count(&mut self, e: &Entry, min: u32) -> Option<u32> {
+        match e.value.kind {
+            Kind::Int(n) => match u32::try_from(n) {
+                Ok(n) if n >= min => Some(n),
+                _ => {
+                    self.diags.push(
+                        Diagnostic::at(
+                            e.value.span.clone(),
+                            format!("`{}` must be at least {min}, not {n}", e.key),
+                        )
+                        .label("out of range"),
+                    );
+                    None
+                }
+            },
+            _ => {
+                self.wrong_type(e, "a whole number");
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, e: &Entry) -> Option<bool> {
+        match e.value.kind {
+            Kind::Bool(b) => Some(b),
+            _ => {
+                self.wrong_type(e, "`true` or `false`");
+                None
+            }
+        }
+    }
+
+    fn duration(&mut self, e: &Entry) -> Option<Duration> {
+        match &e.value.kind {
+            Kind::Str(s) => match parse_duration(s) {
+                Ok(d) => Some(d),
+                Err(err) => {
+                    self.diags.push(
+                        Diagnostic::at(
+                            e.value.span.clone(),
+                            format!("bad duration for `{}`", e.key),
+                        )
+                        .label("not a duration")
+                        .help(err.to_string()),
+                    );
+                    None
+                }
+            },
+            Kind::Int(n) => {
+                self.diags.push(
+                    Diagnostic::at(e.value.span.clone(), format!("`{}` needs a unit", e.key))
+                        .label("a bare number")
+                        .help(format!(
+                            "write a string with a unit, like `{} = \"{n}s\"` or `\"{n}m\"`",
+                            e.key
+                        )),
+                );
+                None
+            }
+            _ => {
+                self.wrong_type(e, "a duration string like \"30s\"");
+                None
+            }
+        }
+    }
+
+    fn size(&mut self, e: &Entry) -> Option<u64> {
+        match &e.value.kind {
+            Kind::Str(s) => match parse_size(s) {
+                Ok(n) => Some(n),
+                Err(err) => {
+                    self.diags.push(
+                        Diagnostic::at(e.value.span.clone(), format!("bad size for `{}`", e.key))
+                            .label("not a size")
+                            .help(err.to_string()),
+                    );
+                    None
+                }
+            },
+            Kind::Int(n) => match u64::try_from(*n) {
+                Ok(n) => Some(n),
+                Err(_) => {
+                    self.diags.push(
+                        Diagnostic::at(
+                            e.value.span.clone(),
+                            format!("`{}` cannot be negative", e.key),
+                        )
+                        .label("out of range"),
+                    );
+                    None
+                }
+            },
+            _ => {
+                self.wrong_type(e, "a size like \"8KiB\" or a number of bytes");
+                None
+            }
+        }
+    }
+
+    /// One of a fixed set of names.
+    fn choice<T>(
+        &mut self,
+        e: &Entry,
+        names: &[&str],
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Option<T> {
+        let s = self.string(e)?;
+        if let Some(v) = parse(&s.value) {
+            return Some(v);
+        }
+        let mut d = Diagnostic::at(
+            s.span,
+            format!("unknown {} `{}`", e.key.replace('_', " "), s.value),
+        )
+        .label(format!("not one of: {}", names.join(", ")));
+        d.help = Some(match did_you_mean(&s.value, names.iter().copied()) {
+            Some(hint) => hint,
+            None => format!("use one of: {}", names.join(", ")),
+        });
+        self.diags.push(d);
+        None
+    }
+
+    fn engine(&mut self, e: &Entry) -> Option<At<String>> {
+        let s = self.string(e)?;
+        if ENGINES.contains(&s.value.as_str()) {
+            return Some(s);
+        }
+        let mut d =
+            Diagnostic::at(s.span, format!("unknown engine `{}`", s.value)).label("unknown engine");
+        d.help = Some(match did_you_mean(&s.value, ENGINES.iter().copied()) {
+            Some(hint) => hint,
+            None => format!("engines: {}", ENGINES.join(", ")),
+        });
+        self.diags.push(d);
+        None
+    }
+
+    fn env(&mut self, e: &Entry) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        let Kind::Table(entries) = &e.value.kind else {
+            self.wrong_type(e, "a table of strings");
+            return env;
+        };
+        for var in entries {
+            if var.key.is_empty() || var.key.contains(['=', '\0']) {
+                self.diags.push(
+                    Diagnostic::at(
+                        var.key_span.clone(),
+                        format!("`{}` is not an environment variable name", var.key),
+                    )
+                    .help("names are non-empty and contain neither `=` nor NUL"),
+                );
+                continue;
+            }
+            match &var.value.kind {
+                Kind::Str(s) if s.contains('\0') => self.diags.push(Diagnostic::at(
+                    var.value.span.clone(),
+                    "environment values cannot contain NUL",
+                )),
+                Kind::Str(s) => {
+                    env.insert(var.key.clone(), s.clone());
+                }
+                _ => {
+                    self.wrong_type_node(&var.key, &var.value, "a string");
+                    if let Some(last) = self.diags.last_mut() {
+                        last.help = Some("quote it: environment values are strings".into());
+                    }
+                }
+            }
+        }
+        env
+    }
+
+    fn defaults(&mut self, e: &Entry) -> Defaults {
+        let mut d = Defaults::default();
+        let Some(table) = self.table_node(&e.value, "[defaults]") else {
+            return d;
+        };
+        self.each_field(table, "[defaults]", DEFAULTS_FIELDS, |w, e| {
+            match e.key.as_str() {
+                "engine" => d.engine = w.engine(e),
+                "timeout" => d.timeout = w.duration(e),
+                "retries" => d.retries = w.count(e, 0),
+                "backoff" => d.backoff = w.duration(e),
+                "workspace" => d.workspace = w.choice(e, Workspace::NAMES, Workspace::parse),
+                "handoff_limit" => d.handoff_limit = w.size(e),
+                _ => return false,
+            }
+            true
+        });
+        d
+    }
+
+    fn run(&mut self, e: &Entry) -> RunSpec {
+        let mut r = RunSpec::default();
+        let Some(table) = self.table_node(&e.value, "[run]") else {
+            return r;
+        };
+        self.each_field(table, "[run]", RUN_FIELDS, |w, e| {
+            match e.key.as_str() {
+                "concurrency" => r.concurrency = w.count(e, 1),
+                "on_failure" => r.on_failure = w.choice(e, OnFailure::NAMES, OnFailure::parse),
+                "base" => r.base = w.string(e).map(|s| s.value),
+                "budget" => r.budget = w.budget(e),
+                "verify" => r.verify = w.plain_strings(e),
+                _ => return false,
+            }
+            true
+        });
+        r
+    }
+
+    fn budget(&mut self, e: &Entry) -> Budget {
+        let mut b = Budget::default();
+        let Some(table) = self.table_node(&e.value, "[run] budget") else {
+            return b;
+        };
+        self.each_field(table, "[run] budget", BUDGET_FIELDS, |w, e| {
+            match (e.key.as_str(), &e.value.kind) {
+                ("tokens", Kind::Int(n)) if *n >= 0 => b.tokens = Some(*n as u64),
+                ("usd", Kind::Int(n)) if *n >= 0 => b.usd = Some(*n as f64),
+                ("usd", Kind::Float(x)) if *x >= 0.0 && x.is_finite() => b.usd = Some(*x),
+                ("tokens", _) => w.wrong_type(e, "a whole number of at least 0"),
+                ("usd", _) => w.wrong_type(e, "an amount of at least 0"),
+                _ => return false,
+            }
+            true
+        });
+        b
+    }
+
+    fn tasks(&mut self, list: &Entry) -> Vec<TaskSpec> {
+        let items = match &list.value.kind {
+            Kind::Array(items) => items,
+            Kind::Table(_) => {
+                self.diags.push(
+                    Diagnostic::at(list.value.span.clone(), "`task` must be an array of tables")
+                        .label("a single table")
+                        .help("write `[[task]]` (double brackets) above each task"),
+                );
+                return Vec::new();
+            }
+            _ => {
+                self.wrong_type(list, "an array of tables");
+                return Vec::new();
+            }
+        };
+        let mut tasks = Vec::with_capacity(items.len());
+        for item in items {
+            if let Some(table) = self.table_node(item, "a task") {
+                tasks.push(self.task(item, table));
+            }
+        }
+        tasks
+    }
+
+    fn task(&mut self, node: &Node, table: &[Entry]) -> TaskSpec {
+        let mut t = TaskSpec {
+            span: node.span.clone(),
+            ..TaskSpec::default()
+        };
+        self.each_field(table, "[[task]]", TASK_FIELDS, |w, e| {
+            match e.key.as_str() {
+                "id" => t.id = w.string(e),
+                "needs" => t.needs = w.strings(e),
+                "run" => t.run = w.string(e),
+                "prompt" => t.prompt = w.string(e),
+                "engine" => t.engine = w.engine(e),
+                "timeout" => t.timeout = w.duration(e),
+                "retries" => t.retries = w.count(e, 0),
+                "backoff" => t.backoff = w.duration(e),
+                "scope" => t.scope = w.strings(e),
+                "env" => t.env = w.env(e),
+                "cwd" => t.cwd = w.string(e),
+                "handoff_limit" => t.handoff_limit = w.size(e),
+                "verify" => t.verify = w.plain_strings(e),
+                "approval" => t.approval = w.boolean(e),
+                "workspace" => t.workspace = w.choice(e, Workspace::NAMES, Workspace::parse),
+                _ => return false,
+            }
+            true
+        });
+        t
+    }
+}
