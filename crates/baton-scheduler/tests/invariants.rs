@@ -174,7 +174,7 @@ fn simulate(case: &Case) -> (World, Scheduler) {
                 .unwrap();
             world.running.remove(&task);
             let outcome = match (c / 7) % 5 {
-                0 | 1 | 2 => Outcome::Exited { code: 0 },
+                0..=2 => Outcome::Exited { code: 0 },
                 3 => Outcome::Exited { code: 1 },
                 _ if stopping => Outcome::Cancelled,
                 _ => Outcome::TimedOut,

@@ -1,0 +1,136 @@
+//! Starting an attempt, and the handle the dispatcher waits on.
+
+use std::io;
+use std::process::Stdio;
+
+use baton_model::Outcome;
+use tokio::process::Command;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::process_group::ProcessGroup;
+use crate::report::AttemptReport;
+use crate::sink::OutputSink;
+use crate::spec::{AttemptSpec, Program, StopLevel};
+use crate::supervise::{Limits, Supervisor};
+
+/// One attempt of a task: a child process in its own process group.
+#[derive(Debug)]
+pub struct Attempt {
+    started: Instant,
+    pid: Option<u32>,
+    sink: OutputSink,
+    /// The running child, or why it could not be started.
+    child: Result<Supervisor, String>,
+}
+
+impl Attempt {
+    /// Spawns at once. Never fails: a spawn error is reported by [`Attempt::wait`] as
+    /// [`Outcome::SpawnFailed`].
+    ///
+    /// Must be called within a tokio runtime with IO and time enabled. The timeout counts from
+    /// here, and nothing reads the child's output until [`Attempt::wait`] runs: call it
+    /// promptly, or a chatty child blocks on a full pipe.
+    pub fn spawn(mut spec: AttemptSpec) -> Attempt {
+        let started = Instant::now();
+        let log_path = std::mem::take(&mut spec.log_path);
+        let sink = OutputSink::new(log_path, spec.output_limit, spec.stderr_limit);
+        let mut command = command(&spec);
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(error) => {
+                return Attempt {
+                    started,
+                    pid: None,
+                    sink,
+                    child: Err(describe_spawn_error(&spec, &error)),
+                };
+            }
+        };
+        // A child that has not been waited on has a pid, and both pipes were asked for.
+        let (Some(pid), Some(stdout), Some(stderr)) =
+            (child.id(), child.stdout.take(), child.stderr.take())
+        else {
+            unreachable!("a fresh child with piped output has a pid and both pipes");
+        };
+        let group = ProcessGroup::led_by(pid);
+        let limits = Limits {
+            timeout_at: spec
+                .timeout
+                .and_then(|timeout| started.checked_add(timeout)),
+            kill_grace: spec.kill_grace,
+        };
+        Attempt {
+            started,
+            pid: Some(pid),
+            sink,
+            child: Ok(Supervisor::new(child, stdout, stderr, group, limits)),
+        }
+    }
+
+    /// The child's pid, which is also its process group id; `None` if it never started.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// Supervises the attempt to its end: reads its output, enforces the timeout, obeys `stop`,
+    /// and leaves no process of its group behind.
+    pub async fn wait(self, stop: watch::Receiver<StopLevel>) -> AttemptReport {
+        let mut sink = self.sink;
+        let outcome = match self.child {
+            Ok(supervisor) => supervisor.run(&mut sink, stop).await,
+            Err(error) => Outcome::SpawnFailed { error },
+        };
+        let output = sink.finish();
+        AttemptReport {
+            outcome,
+            duration: self.started.elapsed(),
+            stdout: output.stdout,
+            stderr: output.stderr,
+            log_bytes: output.log_bytes,
+            log_error: output.log_error,
+        }
+    }
+}
+
+fn command(spec: &AttemptSpec) -> Command {
+    let mut command = match &spec.program {
+        // An absolute path: no PATH search, and the same shell whatever PATH the task sets.
+        Program::Shell(script) => {
+            let mut command = Command::new("/bin/sh");
+            command.arg("-c").arg(script);
+            command
+        }
+        Program::Exec { program, args } => {
+            let mut command = Command::new(program);
+            command.args(args);
+            command
+        }
+    };
+    command
+        .current_dir(&spec.cwd)
+        .envs(spec.env.iter().map(|(key, value)| (key, value)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // A new group lets one signal reach every descendant. Unlike a `pre_exec` hook, it keeps
+        // std on its posix_spawn path: no fork of baton's address space per attempt.
+        .process_group(0);
+    command
+}
+
+/// Names what could not be found: the OS says ENOENT for a missing program and for a missing
+/// working directory alike. Checked only after a failure, so a good spawn pays nothing.
+fn describe_spawn_error(spec: &AttemptSpec, error: &io::Error) -> String {
+    if !spec.cwd.is_dir() {
+        return format!(
+            "working directory `{}` does not exist or is not a directory",
+            spec.cwd.display()
+        );
+    }
+    let program = match &spec.program {
+        Program::Shell(_) => "/bin/sh".into(),
+        Program::Exec { program, .. } => program.display().to_string(),
+    };
+    format!("cannot run `{program}`: {error}")
+}

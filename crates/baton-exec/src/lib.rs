@@ -1,0 +1,35 @@
+//! Runs one attempt of a task as a supervised child process.
+//!
+//! Each attempt gets its own process group, reads stdout and stderr concurrently in the same loop
+//! that waits on the child, streams every byte to a log file while keeping a bounded head and
+//! tail in memory, and stops with TERM, a grace period, then KILL of the whole group. The
+//! [`handoff`] module holds the pure functions that cap what a task hands to its dependents.
+//!
+//! Everything here runs on the caller's tokio runtime (IO and time drivers enabled): no thread
+//! is spawned per attempt, and the spawn itself takes std's posix_spawn path.
+//!
+//! How an attempt's [`Outcome`](baton_model::Outcome) is decided:
+//! - baton stopped it (timeout, or a stop request): `TimedOut` or `Cancelled`, whichever came
+//!   first, however the process then ended;
+//! - its leader exited but its pipes stayed open for [`EOF_GRACE`]: `Leaked`, after baton killed
+//!   the group; a leader killed by a signal is reported as `Signaled` even if it also leaked,
+//!   since the crash is the news;
+//! - otherwise `Exited` or `Signaled` from the leader's status;
+//! - the child could not be started, or (never seen in practice) something else reaped it:
+//!   `SpawnFailed`, the machinery's failure, which is retried.
+
+mod attempt;
+mod capture;
+pub mod handoff;
+mod process_group;
+mod report;
+mod sink;
+mod spec;
+mod supervise;
+mod utf8;
+
+pub use attempt::Attempt;
+pub use capture::Captured;
+pub use report::AttemptReport;
+pub use spec::{AttemptSpec, Program, StopLevel};
+pub use supervise::EOF_GRACE;

@@ -1,0 +1,78 @@
+//! What the dispatcher asks for: the program, where and how long to run it, and where its output
+//! goes.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The program an attempt runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Program {
+    /// A script for `/bin/sh -c`. A command the script names but that does not exist is the
+    /// script's own failure (exit 127), not a spawn failure.
+    Shell(String),
+    /// A program run directly, looked up in `PATH` when it has no slash.
+    Exec {
+        program: PathBuf,
+        args: Vec<OsString>,
+    },
+}
+
+/// How one attempt is run.
+#[derive(Debug, Clone)]
+pub struct AttemptSpec {
+    pub program: Program,
+    pub cwd: PathBuf,
+    /// Set on top of the inherited environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// At this age the process group gets TERM, then KILL after `kill_grace`.
+    pub timeout: Option<Duration>,
+    /// How long a stopped attempt may take between TERM and KILL.
+    pub kill_grace: Duration,
+    /// Receives every byte of stdout and stderr, interleaved as they arrive. Created (mode
+    /// 0600, missing parent directories 0700) when the first byte arrives: an attempt that
+    /// prints nothing leaves no log file, because creating one can cost more than running a
+    /// quick task. Should be unique per attempt, so that no stale log is mistaken for its own.
+    pub log_path: PathBuf,
+    /// Bytes of stdout kept in memory: half from the start, half from the end.
+    pub output_limit: usize,
+    /// Bytes of stderr kept in memory, all from the end.
+    pub stderr_limit: usize,
+}
+
+impl AttemptSpec {
+    /// The grace between TERM and KILL when the caller has no opinion.
+    pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(10);
+    /// Stdout kept in memory when the caller has no opinion.
+    pub const DEFAULT_OUTPUT_LIMIT: usize = 1024 * 1024;
+    /// Stderr kept in memory when the caller has no opinion.
+    pub const DEFAULT_STDERR_LIMIT: usize = 64 * 1024;
+
+    /// A spec with no timeout, no extra environment and the default limits.
+    pub fn new(program: Program, cwd: impl Into<PathBuf>, log_path: impl Into<PathBuf>) -> Self {
+        Self {
+            program,
+            cwd: cwd.into(),
+            env: Vec::new(),
+            timeout: None,
+            kill_grace: Self::DEFAULT_KILL_GRACE,
+            log_path: log_path.into(),
+            output_limit: Self::DEFAULT_OUTPUT_LIMIT,
+            stderr_limit: Self::DEFAULT_STDERR_LIMIT,
+        }
+    }
+}
+
+/// What the dispatcher wants a running attempt to do, sent through a
+/// [`tokio::sync::watch`] channel. Levels are ordered and a running attempt only ever escalates:
+/// a `Graceful` followed by `Immediate` kills at once; `Run` after a stop changes nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum StopLevel {
+    /// Keep running.
+    #[default]
+    Run,
+    /// TERM to the process group, `kill_grace`, then KILL.
+    Graceful,
+    /// KILL the process group now.
+    Immediate,
+}

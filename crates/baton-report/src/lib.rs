@@ -1,0 +1,20 @@
+//! What a person (or a program) sees of a run.
+//!
+//! Reporters receive events only after the dispatcher has recorded them, and hold no state that
+//! matters: killing a reporter loses nothing. The [`RunResult`] is the versioned JSON document
+//! `baton run --json` prints; [`summary`] renders the same data as a table.
+
+mod counts;
+mod live;
+mod plain;
+mod reporter;
+mod result;
+pub mod summary;
+mod timeline;
+
+pub use counts::StateCounts;
+pub use live::LiveReporter;
+pub use plain::PlainReporter;
+pub use reporter::{NullReporter, Reporter, RunInfo};
+pub use result::{RESULT_SCHEMA_VERSION, RunResult, RunSection, TaskResult, Totals};
+pub use timeline::{Timeline, timeline};

@@ -1,0 +1,125 @@
+use std::collections::HashMap;
+use std::time::Duration;
+
+use baton_model::{Event, EventKind, TaskId, TaskState};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::plain::{describe_finish, describe_retry};
+use crate::{Reporter, RunInfo, RunResult, StateCounts};
+
+/// Running tasks shown with their own line; more are summed up in the header.
+const MAX_TASK_LINES: usize = 16;
+/// Above this many tasks, successes are not listed one by one, only counted.
+const LIST_SUCCESSES_UP_TO: u32 = 200;
+
+/// The live view on a terminal: a header with counts by state, one line per running task with
+/// its elapsed time, and a line printed above them as each task ends.
+pub struct LiveReporter {
+    multi: MultiProgress,
+    header: ProgressBar,
+    bars: HashMap<TaskId, ProgressBar>,
+    counts: StateCounts,
+    list_successes: bool,
+}
+
+impl LiveReporter {
+    pub fn new() -> Self {
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(10));
+        let header = multi.add(ProgressBar::new_spinner());
+        header.set_style(
+            ProgressStyle::with_template("{spinner:.cyan} [{elapsed_precise}] {msg}")
+                .expect("static template"),
+        );
+        header.enable_steady_tick(Duration::from_millis(100));
+        Self {
+            multi,
+            header,
+            bars: HashMap::new(),
+            counts: StateCounts::default(),
+            list_successes: true,
+        }
+    }
+
+    fn task_style() -> ProgressStyle {
+        ProgressStyle::with_template("  {spinner:.green} {elapsed:>4} {msg}")
+            .expect("static template")
+    }
+
+    fn println(&self, line: String) {
+        // `println` on a hidden target (not a terminal) is silently dropped, which is right.
+        let _ = self.multi.println(line);
+    }
+}
+
+impl Default for LiveReporter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Reporter for LiveReporter {
+    fn run_started(&mut self, info: &RunInfo) {
+        self.counts = StateCounts::new(info.tasks);
+        self.list_successes = info.tasks <= LIST_SUCCESSES_UP_TO;
+        self.println(format!(
+            "baton: run {} of `{}`: {} tasks, concurrency {}",
+            info.run_id, info.name, info.tasks, info.concurrency
+        ));
+        self.header.set_message(self.counts.to_string());
+    }
+
+    fn events(&mut self, events: &[Event]) {
+        for event in events {
+            self.counts.apply(&event.kind);
+            match &event.kind {
+                EventKind::AttemptStarted { task, attempt, .. } => {
+                    if self.bars.len() < MAX_TASK_LINES {
+                        let bar = self.multi.add(ProgressBar::new_spinner());
+                        bar.set_style(Self::task_style());
+                        let retry = if *attempt > 1 {
+                            format!(" (attempt {attempt})")
+                        } else {
+                            String::new()
+                        };
+                        bar.set_message(format!("{task}{retry}"));
+                        bar.enable_steady_tick(Duration::from_millis(100));
+                        self.bars.insert(task.clone(), bar);
+                    }
+                }
+                EventKind::AttemptFinished { task, .. } => {
+                    if let Some(bar) = self.bars.remove(task) {
+                        bar.finish_and_clear();
+                        self.multi.remove(&bar);
+                    }
+                }
+                EventKind::RetryScheduled {
+                    task,
+                    attempt,
+                    delay_ms,
+                } => self.println(describe_retry(task, *attempt, *delay_ms)),
+                EventKind::TaskFinished {
+                    task,
+                    state,
+                    reason,
+                } => {
+                    if *state != TaskState::Succeeded || self.list_successes {
+                        self.println(describe_finish(task, *state, reason.as_deref()));
+                    }
+                }
+                EventKind::RunStopping { reason } => {
+                    self.println(format!("baton: stopping: {reason}"));
+                }
+                EventKind::RunStarted { .. } | EventKind::RunFinished { .. } => {}
+            }
+        }
+        self.header.set_message(self.counts.to_string());
+    }
+
+    fn run_finished(&mut self, _: &RunResult) {
+        for (_, bar) in self.bars.drain() {
+            bar.finish_and_clear();
+        }
+        self.header.finish_and_clear();
+        let _ = self.multi.clear();
+    }
+}

@@ -1,0 +1,31 @@
+use baton_model::{Event, RunId};
+
+use crate::RunResult;
+
+/// What a reporter is told when a run begins.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    pub run_id: RunId,
+    pub name: String,
+    pub tasks: u32,
+    pub concurrency: u32,
+}
+
+/// Receives a run's events after they are recorded. Implementations must not block for long:
+/// they run on the dispatcher's thread.
+pub trait Reporter {
+    fn run_started(&mut self, info: &RunInfo);
+    /// Events recorded in one dispatcher turn, in order.
+    fn events(&mut self, events: &[Event]);
+    fn run_finished(&mut self, result: &RunResult);
+}
+
+/// Reports nothing (`--quiet`, `--json`, tests).
+#[derive(Debug, Default)]
+pub struct NullReporter;
+
+impl Reporter for NullReporter {
+    fn run_started(&mut self, _: &RunInfo) {}
+    fn events(&mut self, _: &[Event]) {}
+    fn run_finished(&mut self, _: &RunResult) {}
+}

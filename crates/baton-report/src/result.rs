@@ -1,0 +1,114 @@
+//! The run result document: what `baton run --json` prints and `baton status --json` will.
+//!
+//! ```json
+//! {
+//!   "schema": 1,
+//!   "run": {"id": "20261130-034512-ab12", "name": "quickstart", "state": "succeeded",
+//!           "graph": "examples/quickstart.toml", "started_at_ms": 1764474000000,
+//!           "ended_at_ms": 1764474003100, "duration_ms": 3100, "concurrency": 4},
+//!   "totals": {"tasks": 7, "succeeded": 7, "failed": 0, "timed_out": 0, "cancelled": 0,
+//!              "blocked": 0, "skipped": 0, "attempts": 8},
+//!   "tasks": [{"id": "fetch", "state": "succeeded", "attempts": 1, "duration_ms": 12,
+//!              "outcome": {"kind": "exited", "code": 0}, "exit_code": 0,
+//!              "output": "…", "output_bytes": 42, "log": ".baton/runs/…/logs/fetch.1.log"}],
+//!   "timeline": {"peak": 3, "bucket_ms": 100, "running": [1.0, 2.5, 3.0]}
+//! }
+//! ```
+//!
+//! `schema` changes only when a field changes meaning or disappears; fields may be added.
+//! `tasks` are in graph-file order. `output` is the task's captured stdout (head and tail, with
+//! a marker where bytes were cut); `output_bytes` is its full length. A dry run prints the same
+//! document with `"dry_run": true`, every task `pending` and no timeline.
+
+use baton_model::{Outcome, RunState, TaskState};
+use serde::{Deserialize, Serialize};
+
+use crate::Timeline;
+
+pub const RESULT_SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema: u32,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
+    pub run: RunSection,
+    pub totals: Totals,
+    pub tasks: Vec<TaskResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSection {
+    pub id: String,
+    pub name: String,
+    pub state: RunState,
+    pub graph: String,
+    pub started_at_ms: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at_ms: Option<i64>,
+    pub duration_ms: u64,
+    pub concurrency: u32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    pub tasks: u32,
+    pub succeeded: u32,
+    pub failed: u32,
+    pub timed_out: u32,
+    pub cancelled: u32,
+    pub blocked: u32,
+    pub skipped: u32,
+    pub attempts: u32,
+}
+
+impl Totals {
+    pub fn from_tasks(tasks: &[TaskResult]) -> Self {
+        let mut totals = Totals {
+            tasks: tasks.len() as u32,
+            ..Totals::default()
+        };
+        for task in tasks {
+            totals.attempts += task.attempts;
+            match task.state {
+                TaskState::Succeeded => totals.succeeded += 1,
+                TaskState::Failed => totals.failed += 1,
+                TaskState::TimedOut => totals.timed_out += 1,
+                TaskState::Cancelled => totals.cancelled += 1,
+                TaskState::Blocked => totals.blocked += 1,
+                TaskState::Skipped => totals.skipped += 1,
+                _ => {}
+            }
+        }
+        totals
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskResult {
+    pub id: String,
+    pub state: TaskState,
+    pub attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// How the last attempt ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Why the task failed, was blocked or skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    #[serde(default)]
+    pub output_bytes: u64,
+    /// The end of the last attempt's stderr.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
+    /// The last attempt's log file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+}

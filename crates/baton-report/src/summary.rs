@@ -1,0 +1,135 @@
+//! The table printed when a run ends, and the one-line verdict.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use baton_model::{TaskState, format_duration, format_size};
+
+use crate::RunResult;
+
+/// Above this many tasks the table lists only those that did not succeed.
+const LIST_ALL_UP_TO: usize = 50;
+/// Most rows in the table; the rest are counted.
+const MAX_ROWS: usize = 200;
+
+/// The full summary: a table of tasks, the verdict, and the concurrency timeline.
+pub fn render(result: &RunResult) -> String {
+    let mut out = String::new();
+    let rows: Vec<_> = result
+        .tasks
+        .iter()
+        .filter(|t| result.tasks.len() <= LIST_ALL_UP_TO || t.state != TaskState::Succeeded)
+        .collect();
+    if !rows.is_empty() {
+        let id_width = rows
+            .iter()
+            .map(|t| t.id.chars().count())
+            .max()
+            .unwrap_or(4)
+            .clamp(4, 40);
+        let _ = writeln!(
+            out,
+            "{:<id_width$}  {:<11}  {:>8}  {:>7}  DETAIL",
+            "TASK", "STATE", "ATTEMPTS", "TIME"
+        );
+        for task in rows.iter().take(MAX_ROWS) {
+            let time = task
+                .duration_ms
+                .map(|ms| format_duration(Duration::from_millis(ms)))
+                .unwrap_or_else(|| "-".into());
+            let detail = detail(task);
+            let _ = writeln!(
+                out,
+                "{:<id_width$}  {:<11}  {:>8}  {:>7}  {}",
+                task.id,
+                task.state.as_str(),
+                task.attempts,
+                time,
+                detail
+            );
+        }
+        if rows.len() > MAX_ROWS {
+            let _ = writeln!(out, "… and {} more", rows.len() - MAX_ROWS);
+        }
+    }
+    if let Some(timeline) = &result.timeline
+        && !timeline.running.is_empty()
+    {
+        let _ = writeln!(
+            out,
+            "concurrency {} (peak {} of {})",
+            timeline.sparkline(),
+            timeline.peak,
+            result.run.concurrency
+        );
+    }
+    let _ = writeln!(out, "{}", verdict(result));
+    out
+}
+
+fn detail(task: &crate::TaskResult) -> String {
+    let mut parts = Vec::new();
+    if let Some(reason) = &task.reason {
+        parts.push(reason.clone());
+    } else if task.state != TaskState::Succeeded
+        && let Some(outcome) = &task.outcome
+    {
+        parts.push(outcome.to_string());
+    }
+    // What the task last said: on failure its stderr is usually the explanation.
+    let said = if task.state.is_failure() {
+        task.stderr
+            .as_deref()
+            .and_then(last_line)
+            .or_else(|| task.output.as_deref().and_then(last_line))
+    } else if task.state == TaskState::Succeeded {
+        task.output.as_deref().and_then(last_line)
+    } else {
+        None
+    };
+    if let Some(last) = said {
+        parts.push(format!("“{last}”"));
+    }
+    if task.output_bytes > 4096 {
+        parts.push(format!("{} of output", format_size(task.output_bytes)));
+    }
+    parts.join(" · ")
+}
+
+/// The last non-empty line of an output, shortened for a table cell.
+fn last_line(text: &str) -> Option<String> {
+    let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
+    let clean: String = line.chars().filter(|c| !c.is_control()).collect();
+    Some(if clean.chars().count() > 60 {
+        format!("{}…", clean.chars().take(59).collect::<String>())
+    } else {
+        clean
+    })
+}
+
+/// One line: `baton: `quickstart` succeeded in 3.1s: 7 tasks, 7 ok, 8 attempts (run …)`.
+pub fn verdict(result: &RunResult) -> String {
+    let t = &result.totals;
+    let mut counts = vec![format!("{} tasks", t.tasks)];
+    for (n, label) in [
+        (t.succeeded, "ok"),
+        (t.failed, "failed"),
+        (t.timed_out, "timed out"),
+        (t.cancelled, "cancelled"),
+        (t.blocked, "blocked"),
+        (t.skipped, "skipped"),
+    ] {
+        if n > 0 {
+            counts.push(format!("{n} {label}"));
+        }
+    }
+    counts.push(format!("{} attempts", t.attempts));
+    format!(
+        "baton: `{}` {} in {}: {} (run {})",
+        result.run.name,
+        result.run.state,
+        format_duration(Duration::from_millis(result.run.duration_ms)),
+        counts.join(", "),
+        result.run.id
+    )
+}

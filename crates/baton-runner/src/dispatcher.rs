@@ -1,0 +1,537 @@
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use baton_exec::{Attempt, AttemptReport, Captured, StopLevel};
+use baton_graph::{Action as TaskAction, Graph};
+use baton_model::{Event, EventKind, Outcome, RunId};
+use baton_report::{Reporter, RunInfo, RunResult};
+use baton_scheduler::{Action, Input, Plan, PlanTask, Scheduler, StopCause};
+use baton_store::{AttemptOutput, NewRun, SqliteStore, StoreError};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+use crate::launch::{HeldOutput, Launcher};
+use crate::layout::RunDirs;
+use crate::reasons::{finish_reason, stop_reason};
+use crate::{build_result, new_run_id};
+
+/// How long the start of an attempt may wait before it is recorded on its own. Starts are
+/// normally recorded with the next turn's events; a lone long-running attempt gets its own
+/// commit after this delay. A crash inside the window loses only the record of a start, and
+/// the attempt is re-run on resume (execution is at least once).
+const START_BATCH_WINDOW: Duration = Duration::from_millis(50);
+
+/// Where and how a run executes.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The repository root (or the directory baton runs in): tasks' `cwd` is relative to it.
+    pub root: PathBuf,
+    /// `.baton/`: logs and handoff files go under `runs/RUN/`.
+    pub state_dir: PathBuf,
+    /// Between TERM and KILL when an attempt times out or is cancelled.
+    pub kill_grace: Duration,
+    /// Seeds the backoff jitter.
+    pub seed: u64,
+}
+
+/// A request from outside the run to stop it (Ctrl-C, SIGTERM, `baton cancel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopRequest {
+    /// Stop launching; TERM running attempts, KILL them after the grace period.
+    Cancel,
+    /// KILL running attempts now.
+    Kill,
+}
+
+/// Why a run could not be carried out to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot record the run in the store")]
+    Store(#[from] StoreError),
+    #[error("cannot create the run directory {path}")]
+    RunDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store failed mid-run: the run was stopped and running attempts were ended, but what
+    /// happened after the failure may be missing from the record.
+    #[error("the store failed during run {run}; the run was stopped")]
+    StoreFailedMidRun {
+        run: RunId,
+        #[source]
+        source: StoreError,
+    },
+}
+
+/// Runs `graph` to its end and returns the recorded result.
+pub async fn run(
+    graph: Graph,
+    store: &SqliteStore,
+    reporter: &mut dyn Reporter,
+    config: RunConfig,
+    stops: mpsc::UnboundedReceiver<StopRequest>,
+) -> Result<RunResult, RunError> {
+    let started_at_ms = now_ms();
+    let run_id = new_run_id(started_at_ms);
+    let dirs = RunDirs::new(&config.state_dir, &run_id);
+    dirs.create().map_err(|source| RunError::RunDir {
+        path: dirs.run.clone(),
+        source,
+    })?;
+    store.create_run(&NewRun {
+        id: run_id.clone(),
+        name: graph.name().to_owned(),
+        graph_path: graph.source().display().to_string(),
+        graph_json: graph.to_stored_json(),
+        concurrency: graph.run_settings().concurrency,
+        started_at_ms,
+        tasks: graph
+            .tasks()
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i as u32))
+            .collect(),
+    })?;
+    let driver = crate::driver::me();
+    store.claim_driver(&run_id, &driver, |_| false)?;
+
+    reporter.run_started(&RunInfo {
+        run_id: run_id.clone(),
+        name: graph.name().to_owned(),
+        tasks: graph.len() as u32,
+        concurrency: graph.run_settings().concurrency,
+    });
+
+    let mut dispatcher = Dispatcher::new(&graph, store, run_id.clone(), dirs, &config);
+    let fatal = dispatcher.drive(reporter, stops, started_at_ms).await;
+    let _ = store.release_driver(&run_id, &driver);
+    if let Some(source) = fatal {
+        return Err(RunError::StoreFailedMidRun {
+            run: run_id,
+            source,
+        });
+    }
+    let result = build_result(store, &graph, &run_id)?;
+    reporter.run_finished(&result);
+    Ok(result)
+}
+
+/// The authoritative state of one run in progress.
+struct Dispatcher<'a> {
+    graph: &'a Graph,
+    store: &'a SqliteStore,
+    run_id: RunId,
+    sched: Scheduler,
+    launcher: Launcher<'a>,
+    inflight: JoinSet<AttemptReport>,
+    /// Which attempt each supervising future belongs to.
+    inflight_ids: HashMap<tokio::task::Id, (u32, u32)>,
+    /// Inputs carried into the next turn.
+    carried: VecDeque<Input>,
+    stop_tx: watch::Sender<StopLevel>,
+    /// Retry timers, earliest first.
+    timers: BinaryHeap<Reverse<(Instant, u32)>>,
+    /// Starts of attempts spawned but not yet recorded (see `START_BATCH_WINDOW`).
+    unrecorded_starts: Vec<Event>,
+    flush_starts_at: Option<tokio::time::Instant>,
+    last_outcome: Vec<Option<Outcome>>,
+    /// The first store failure. Once set, the run is stopped and nothing more is recorded.
+    fatal: Option<StoreError>,
+}
+
+/// Everything one turn produced.
+#[derive(Default)]
+struct Turn {
+    inputs: VecDeque<Input>,
+    events: Vec<Event>,
+    outputs: Vec<AttemptOutput>,
+    launches: Vec<(u32, u32)>,
+}
+
+impl<'a> Dispatcher<'a> {
+    fn new(
+        graph: &'a Graph,
+        store: &'a SqliteStore,
+        run_id: RunId,
+        dirs: RunDirs,
+        config: &RunConfig,
+    ) -> Self {
+        let plan = Plan {
+            tasks: graph
+                .tasks()
+                .iter()
+                .enumerate()
+                .map(|(i, t)| PlanTask {
+                    needs: t.needs.clone(),
+                    conflicts: graph.conflicts(i as u32).to_vec(),
+                    retries: t.retries,
+                    backoff: t.backoff,
+                })
+                .collect(),
+            concurrency: graph.run_settings().concurrency,
+            on_failure: graph.run_settings().on_failure,
+        };
+        let (stop_tx, _) = watch::channel(StopLevel::Run);
+        Self {
+            graph,
+            store,
+            sched: Scheduler::new(&plan, config.seed),
+            launcher: Launcher::new(graph, run_id.clone(), dirs, config),
+            run_id,
+            inflight: JoinSet::new(),
+            inflight_ids: HashMap::new(),
+            carried: VecDeque::new(),
+            stop_tx,
+            timers: BinaryHeap::new(),
+            unrecorded_starts: Vec::new(),
+            flush_starts_at: None,
+            last_outcome: vec![None; graph.len()],
+            fatal: None,
+        }
+    }
+
+    /// The loop. Never bails out early: whatever fails, running attempts are ended and the run
+    /// is brought to a finish. Returns the first store failure, if any.
+    async fn drive(
+        &mut self,
+        reporter: &mut dyn Reporter,
+        mut stops: mpsc::UnboundedReceiver<StopRequest>,
+        started_at_ms: i64,
+    ) -> Option<StoreError> {
+        let mut turn = Turn::default();
+        turn.events.push(event(EventKind::RunStarted {
+            name: self.graph.name().to_owned(),
+            tasks: self.graph.len() as u32,
+            concurrency: self.graph.run_settings().concurrency,
+        }));
+        turn.events[0].at_ms = started_at_ms;
+        turn.inputs.push_back(Input::Start);
+        let mut stops_open = true;
+        loop {
+            let finished = self.process(&mut turn);
+            self.record(&mut turn, reporter);
+            self.carry_out(&mut turn);
+            if finished {
+                break;
+            }
+            turn = Turn {
+                inputs: std::mem::take(&mut self.carried),
+                ..Turn::default()
+            };
+            if self.fatal.is_some() && self.sched.stop_cause().is_none() {
+                turn.inputs.push_back(Input::Stop(StopCause::Cancelled));
+            }
+            if !turn.inputs.is_empty() {
+                continue;
+            }
+            // Wait for something to happen, then take everything else that is ready too.
+            tokio::select! {
+                Some(joined) = self.inflight.join_next_with_id(), if !self.inflight.is_empty() => {
+                    self.attempt_done(joined, &mut turn);
+                }
+                _ = sleep_until_first(&self.timers), if !self.timers.is_empty() => {}
+                request = stops.recv(), if stops_open => match request {
+                    Some(request) => turn.inputs.push_back(stop_input(request)),
+                    None => stops_open = false,
+                },
+                _ = sleep_until_opt(self.flush_starts_at), if self.flush_starts_at.is_some() => {
+                    self.flush_starts_at = None;
+                }
+            }
+            while let Some(joined) = self.inflight.try_join_next_with_id() {
+                self.attempt_done(joined, &mut turn);
+            }
+            while let Ok(request) = stops.try_recv() {
+                turn.inputs.push_back(stop_input(request));
+            }
+            let now = Instant::now();
+            while let Some(Reverse((at, task))) = self.timers.peek().copied() {
+                if at > now {
+                    break;
+                }
+                self.timers.pop();
+                turn.inputs.push_back(Input::RetryDue { task });
+            }
+        }
+        self.fatal.take()
+    }
+
+    /// Feeds the turn's inputs to the scheduler and turns its actions into events and
+    /// launches. No-op tasks finish inside the turn. Returns whether the run is over.
+    fn process(&mut self, turn: &mut Turn) -> bool {
+        let mut finished = false;
+        while let Some(input) = turn.inputs.pop_front() {
+            let stop_before = self.sched.stop_cause();
+            let actions = self.sched.handle(input);
+            if let Some(cause) = self.sched.stop_cause().filter(|c| Some(*c) != stop_before) {
+                turn.events.push(event(EventKind::RunStopping {
+                    reason: stop_reason(cause).to_owned(),
+                }));
+            }
+            for action in actions {
+                match action {
+                    Action::Launch { task, attempt } => {
+                        if matches!(self.graph.task(task).action, TaskAction::Noop) {
+                            self.finish_noop(task, attempt, turn);
+                        } else {
+                            turn.launches.push((task, attempt));
+                        }
+                    }
+                    Action::RetryLater {
+                        task,
+                        attempt,
+                        delay,
+                    } => {
+                        self.timers.push(Reverse((Instant::now() + delay, task)));
+                        turn.events.push(event(EventKind::RetryScheduled {
+                            task: self.graph.task(task).id.clone(),
+                            attempt,
+                            delay_ms: delay.as_millis() as u64,
+                        }));
+                    }
+                    Action::Finished { task, state, cause } => {
+                        self.launcher.task_finished(task, state);
+                        let reason = finish_reason(
+                            self.graph,
+                            task,
+                            state,
+                            cause,
+                            self.last_outcome[task as usize].as_ref(),
+                            self.sched.attempts(task),
+                        );
+                        turn.events.push(event(EventKind::TaskFinished {
+                            task: self.graph.task(task).id.clone(),
+                            state,
+                            reason,
+                        }));
+                    }
+                    Action::StopRunning { immediate, .. } => {
+                        let level = if immediate {
+                            StopLevel::Immediate
+                        } else {
+                            StopLevel::Graceful
+                        };
+                        self.stop_tx.send_replace(level);
+                    }
+                    Action::RunFinished { state } => {
+                        turn.events.push(event(EventKind::RunFinished { state }));
+                        finished = true;
+                    }
+                }
+            }
+        }
+        finished
+    }
+
+    fn finish_noop(&mut self, task: u32, attempt: u32, turn: &mut Turn) {
+        let id = self.graph.task(task).id.clone();
+        turn.events.push(event(EventKind::AttemptStarted {
+            task: id.clone(),
+            attempt,
+            pid: None,
+        }));
+        let outcome = Outcome::Exited { code: 0 };
+        turn.events.push(event(EventKind::AttemptFinished {
+            task: id,
+            attempt,
+            outcome: outcome.clone(),
+            duration_ms: 0,
+        }));
+        self.launcher.hold_output(task, HeldOutput::default());
+        turn.inputs.push_back(Input::Finished {
+            task,
+            attempt,
+            outcome,
+        });
+    }
+
+    /// A finished attempt becomes an event, an output to store, and an input.
+    fn attempt_done(
+        &mut self,
+        joined: Result<(tokio::task::Id, AttemptReport), tokio::task::JoinError>,
+        turn: &mut Turn,
+    ) {
+        let (id, report) = match joined {
+            Ok((id, report)) => (id, report),
+            // The supervising future panicked (a bug in baton): record the attempt as an
+            // infrastructure failure rather than lose track of it.
+            Err(err) => (
+                err.id(),
+                AttemptReport {
+                    outcome: Outcome::SpawnFailed {
+                        error: format!("baton's supervisor failed: {err}"),
+                    },
+                    duration: Duration::ZERO,
+                    stdout: Captured::default(),
+                    stderr: Captured::default(),
+                    log_bytes: 0,
+                    log_error: None,
+                },
+            ),
+        };
+        let Some((task, attempt)) = self.inflight_ids.remove(&id) else {
+            return;
+        };
+        let id = self.graph.task(task).id.clone();
+        let (mut output, note) = self.launcher.collect_output(task, attempt, &report);
+        // Like `$(command)` in a shell: trailing newlines are not part of the value.
+        output
+            .text
+            .truncate(output.text.trim_end_matches(['\n', '\r']).len());
+        let mut stderr_tail = report.stderr.text.clone();
+        for extra in [
+            note,
+            report
+                .log_error
+                .clone()
+                .map(|e| format!("baton: log file: {e}")),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            stderr_tail.push('\n');
+            stderr_tail.push_str(&extra);
+        }
+        turn.events.push(event(EventKind::AttemptFinished {
+            task: id.clone(),
+            attempt,
+            outcome: report.outcome.clone(),
+            duration_ms: report.duration.as_millis() as u64,
+        }));
+        turn.outputs.push(AttemptOutput {
+            task: id,
+            attempt,
+            output: output.text.clone(),
+            output_bytes: report.stdout.total_bytes,
+            output_json: output.json.as_ref().map(ToString::to_string),
+            stderr_tail,
+            log_path: self.launcher.log_path(task, attempt).display().to_string(),
+        });
+        self.launcher.hold_output(task, output);
+        self.last_outcome[task as usize] = Some(report.outcome.clone());
+        turn.inputs.push_back(Input::Finished {
+            task,
+            attempt,
+            outcome: report.outcome,
+        });
+    }
+
+    /// Commits the turn (with any starts not yet recorded, which come first) and reports it.
+    fn record(&mut self, turn: &mut Turn, reporter: &mut dyn Reporter) {
+        let flush_starts = !turn.events.is_empty()
+            || !turn.outputs.is_empty()
+            || self.flush_starts_at.is_none() && !self.unrecorded_starts.is_empty();
+        if !flush_starts {
+            return;
+        }
+        let mut events = std::mem::take(&mut self.unrecorded_starts);
+        self.flush_starts_at = None;
+        events.append(&mut turn.events);
+        if events.is_empty() {
+            return;
+        }
+        if self.fatal.is_none() {
+            match self.store.commit(&self.run_id, &events, &turn.outputs) {
+                Ok(seqs) => {
+                    for (event, seq) in events.iter_mut().zip(seqs) {
+                        event.seq = seq;
+                    }
+                }
+                Err(err) => {
+                    // Keep going without a record: the loop stops the run so that nothing more
+                    // starts unrecorded, lets running attempts end, and the failure is
+                    // reported at the end.
+                    self.fatal = Some(err);
+                }
+            }
+        }
+        reporter.events(&events);
+    }
+
+    /// Spawns the turn's launches. After a store failure nothing more is spawned: the
+    /// launches are reported back as cancelled.
+    fn carry_out(&mut self, turn: &mut Turn) {
+        for &(task, attempt) in &turn.launches {
+            if self.fatal.is_some() {
+                self.carried.push_back(Input::Finished {
+                    task,
+                    attempt,
+                    outcome: Outcome::Cancelled,
+                });
+                continue;
+            }
+            let spec = match self.launcher.prepare(task, attempt) {
+                Ok(spec) => spec,
+                Err(error) => {
+                    // Recorded like a process that could not be spawned.
+                    self.unrecorded_starts
+                        .push(event(EventKind::AttemptStarted {
+                            task: self.graph.task(task).id.clone(),
+                            attempt,
+                            pid: None,
+                        }));
+                    let handle = self.inflight.spawn(std::future::ready(AttemptReport {
+                        outcome: Outcome::SpawnFailed { error },
+                        duration: Duration::ZERO,
+                        stdout: Captured::default(),
+                        stderr: Captured::default(),
+                        log_bytes: 0,
+                        log_error: None,
+                    }));
+                    self.inflight_ids.insert(handle.id(), (task, attempt));
+                    continue;
+                }
+            };
+            let child = Attempt::spawn(spec);
+            let pid = child.pid();
+            self.unrecorded_starts
+                .push(event(EventKind::AttemptStarted {
+                    task: self.graph.task(task).id.clone(),
+                    attempt,
+                    pid,
+                }));
+            let stop = self.stop_tx.subscribe();
+            let handle = self.inflight.spawn(child.wait(stop));
+            self.inflight_ids.insert(handle.id(), (task, attempt));
+        }
+        if !self.unrecorded_starts.is_empty() && self.flush_starts_at.is_none() {
+            self.flush_starts_at = Some(tokio::time::Instant::now() + START_BATCH_WINDOW);
+        }
+    }
+}
+
+fn stop_input(request: StopRequest) -> Input {
+    Input::Stop(match request {
+        StopRequest::Cancel => StopCause::Cancelled,
+        StopRequest::Kill => StopCause::Killed,
+    })
+}
+
+async fn sleep_until_first(timers: &BinaryHeap<Reverse<(Instant, u32)>>) {
+    if let Some(Reverse((at, _))) = timers.peek() {
+        tokio::time::sleep_until((*at).into()).await;
+    }
+}
+
+async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(at).await;
+    }
+}
+
+fn event(kind: EventKind) -> Event {
+    Event {
+        seq: 0,
+        at_ms: now_ms(),
+        kind,
+    }
+}
+
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

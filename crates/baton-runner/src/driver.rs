@@ -1,0 +1,54 @@
+//! Who drives a run: this process, identified so that a later process can tell whether it is
+//! still alive (pid plus start time, since pids are reused).
+
+use baton_store::Driver;
+
+/// This process as a run's driver.
+pub fn me() -> Driver {
+    let pid = std::process::id();
+    Driver {
+        pid,
+        start_time: process_start_time(pid).unwrap_or(0),
+        host: hostname(),
+    }
+}
+
+/// Whether `driver` is a live process on this host. A driver recorded on another host is
+/// taken as alive: this process cannot see it.
+pub fn is_alive(driver: &Driver) -> bool {
+    if driver.host != hostname() {
+        return true;
+    }
+    process_start_time(driver.pid) == Some(driver.start_time)
+}
+
+/// The start time of a process in clock ticks since boot (field 22 of `/proc/PID/stat`).
+fn process_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may contain spaces: skip past it.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_a_changed_start_time_is_not() {
+        let me = me();
+        assert!(me.start_time > 0);
+        assert!(is_alive(&me));
+        let impostor = Driver {
+            start_time: me.start_time + 1,
+            ..me
+        };
+        assert!(!is_alive(&impostor));
+    }
+}

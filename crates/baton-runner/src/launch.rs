@@ -1,0 +1,279 @@
+//! Turning a task into the command line, environment and files of one attempt, and keeping
+//! what its dependents will be handed.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use baton_exec::handoff::{read_structured_output, share_budget, truncate_utf8};
+use baton_exec::{AttemptReport, AttemptSpec, Program};
+use baton_graph::template::{
+    NeedContext, Quote, RunContext, TaskContext, Template, TemplateContext,
+};
+use baton_graph::{Action, Graph};
+use baton_model::{RunId, TaskState};
+
+use crate::RunConfig;
+use crate::layout::RunDirs;
+
+/// Stdout kept in memory per attempt, at least: what is stored as the task's output.
+const MIN_OUTPUT_CAPTURE: usize = 64 * 1024;
+/// Tail of stderr kept per attempt.
+const STDERR_CAPTURE: usize = 16 * 1024;
+/// Largest `$BATON_OUTPUT` file read back.
+const STRUCTURED_OUTPUT_LIMIT: u64 = 1024 * 1024;
+
+/// A finished task's result, held for its dependents until the last of them has started.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HeldOutput {
+    pub text: String,
+    pub json: Option<serde_json::Value>,
+}
+
+/// What stays the same across a task's attempts, worked out at its first launch.
+struct Prepared {
+    program: Result<Program, String>,
+    handoff: Option<PathBuf>,
+}
+
+pub(crate) struct Launcher<'a> {
+    graph: &'a Graph,
+    run_id: RunId,
+    dirs: RunDirs,
+    root: PathBuf,
+    kill_grace: Duration,
+    held: Vec<Option<HeldOutput>>,
+    states: Vec<Option<TaskState>>,
+    /// Dependents of each task that have not started yet; its held output is dropped at zero.
+    readers_left: Vec<u32>,
+    prepared: Vec<Option<Prepared>>,
+}
+
+impl<'a> Launcher<'a> {
+    pub(crate) fn new(graph: &'a Graph, run_id: RunId, dirs: RunDirs, config: &RunConfig) -> Self {
+        let n = graph.len();
+        Self {
+            graph,
+            run_id,
+            dirs,
+            root: config.root.clone(),
+            kill_grace: config.kill_grace,
+            held: (0..n).map(|_| None).collect(),
+            states: vec![None; n],
+            readers_left: (0..n as u32)
+                .map(|i| graph.dependents(i).len() as u32)
+                .collect(),
+            prepared: (0..n).map(|_| None).collect(),
+        }
+    }
+
+    pub(crate) fn log_path(&self, task: u32, attempt: u32) -> PathBuf {
+        self.dirs.log(&self.graph.task(task).id, attempt)
+    }
+
+    /// The spec of attempt `attempt` of `task`, or why it cannot be started (a template that
+    /// does not render, an engine this build cannot drive).
+    pub(crate) fn prepare(&mut self, task: u32, attempt: u32) -> Result<AttemptSpec, String> {
+        if self.prepared[task as usize].is_none() {
+            let prepared = self.prepare_first(task);
+            self.prepared[task as usize] = Some(prepared);
+        }
+        let prepared = self.prepared[task as usize]
+            .as_ref()
+            .expect("just prepared");
+        let program = prepared.program.clone()?;
+        let spec_task = self.graph.task(task);
+        let mut env: Vec<(OsString, OsString)> = Vec::with_capacity(spec_task.env.len() + 5);
+        env.push(("BATON_TASK_ID".into(), spec_task.id.as_str().into()));
+        env.push(("BATON_RUN_ID".into(), self.run_id.as_str().into()));
+        env.push(("BATON_ATTEMPT".into(), attempt.to_string().into()));
+        env.push((
+            "BATON_OUTPUT".into(),
+            self.dirs.structured_output(&spec_task.id, attempt).into(),
+        ));
+        if let Some(handoff) = &prepared.handoff {
+            env.push(("BATON_HANDOFF_FILE".into(), handoff.into()));
+        }
+        env.extend(spec_task.env.iter().map(|(k, v)| (k.into(), v.into())));
+        let output_limit = self
+            .graph
+            .dependents(task)
+            .iter()
+            .map(|&d| self.graph.task(d).handoff_limit as usize)
+            .max()
+            .unwrap_or(0)
+            .max(MIN_OUTPUT_CAPTURE);
+        Ok(AttemptSpec {
+            program,
+            cwd: match &spec_task.cwd {
+                Some(cwd) => self.root.join(cwd),
+                None => self.root.clone(),
+            },
+            env,
+            timeout: spec_task.timeout,
+            kill_grace: self.kill_grace,
+            log_path: self.log_path(task, attempt),
+            output_limit,
+            stderr_limit: STDERR_CAPTURE,
+        })
+    }
+
+    fn prepare_first(&mut self, task: u32) -> Prepared {
+        let spec_task = self.graph.task(task);
+        let needs_ids: Vec<&str> = spec_task
+            .needs
+            .iter()
+            .map(|&n| self.graph.task(n).id.as_str())
+            .collect();
+        let context = self.context(task);
+        let mut handoff = None;
+        if !spec_task.needs.is_empty() {
+            let path = self.dirs.handoff(&spec_task.id);
+            let body =
+                serde_json::json!({ "schema": 1, "task": spec_task.id, "needs": context.needs });
+            match write_private(&path, body.to_string().as_bytes()) {
+                Ok(()) => handoff = Some(path),
+                Err(err) => {
+                    return Prepared {
+                        program: Err(format!(
+                            "cannot write the handoff file {}: {err}",
+                            path.display()
+                        )),
+                        handoff: None,
+                    };
+                }
+            }
+        }
+        for &need in &spec_task.needs {
+            let left = &mut self.readers_left[need as usize];
+            *left = left.saturating_sub(1);
+            if *left == 0 {
+                self.held[need as usize] = None;
+            }
+        }
+        let program = match &spec_task.action {
+            Action::Shell { run } => Template::new(run, &needs_ids)
+                .and_then(|t| t.render(&context, Quote::Shell))
+                .map(Program::Shell)
+                .map_err(|e| format!("cannot expand `run`: {e}")),
+            Action::Agent { engine, .. } => Err(format!(
+                "engine `{engine}` cannot be driven by this build of baton yet"
+            )),
+            Action::Noop => Ok(Program::Shell(String::new())),
+        };
+        Prepared { program, handoff }
+    }
+
+    /// The template context of `task`: its predecessors' results, each capped so that all of
+    /// them together fit the task's `handoff_limit`.
+    fn context(&self, task: u32) -> TemplateContext {
+        let spec_task = self.graph.task(task);
+        let texts: Vec<&str> = spec_task
+            .needs
+            .iter()
+            .map(|&n| {
+                self.held[n as usize]
+                    .as_ref()
+                    .map_or("", |h| h.text.as_str())
+            })
+            .collect();
+        let lengths: Vec<usize> = texts.iter().map(|t| t.len()).collect();
+        let shares = share_budget(&lengths, spec_task.handoff_limit as usize);
+        let mut needs = BTreeMap::new();
+        for ((&need, text), share) in spec_task.needs.iter().zip(&texts).zip(shares) {
+            let held = self.held[need as usize].as_ref();
+            needs.insert(
+                self.graph.task(need).id.to_string(),
+                NeedContext {
+                    output: truncate_utf8(text, share).into_owned(),
+                    status: self.states[need as usize]
+                        .map_or("pending", TaskState::as_str)
+                        .to_owned(),
+                    files_changed: Vec::new(),
+                    json: held
+                        .and_then(|h| h.json.clone())
+                        .unwrap_or(serde_json::Value::Null),
+                },
+            );
+        }
+        TemplateContext {
+            needs,
+            task: TaskContext {
+                id: spec_task.id.to_string(),
+                scope: spec_task.scope.clone(),
+                verify: spec_task.verify.clone(),
+            },
+            run: RunContext {
+                id: self.run_id.to_string(),
+                name: self.graph.name().to_owned(),
+            },
+        }
+    }
+
+    /// Reads what an attempt produced: its stdout and, if it wrote one, its `$BATON_OUTPUT`
+    /// file. A problem with that file is returned as a note for the attempt's record.
+    pub(crate) fn collect_output(
+        &self,
+        task: u32,
+        attempt: u32,
+        report: &AttemptReport,
+    ) -> (HeldOutput, Option<String>) {
+        let path = self
+            .dirs
+            .structured_output(&self.graph.task(task).id, attempt);
+        let (json, note) = match read_structured_output(&path, STRUCTURED_OUTPUT_LIMIT) {
+            Ok(json) => (json, None),
+            Err(err) => (None, Some(format!("baton: ignored $BATON_OUTPUT: {err}"))),
+        };
+        (
+            HeldOutput {
+                text: report.stdout.text.clone(),
+                json,
+            },
+            note,
+        )
+    }
+
+    /// Keeps a task's output for its dependents, capped at the most any of them can take.
+    pub(crate) fn hold_output(&mut self, task: u32, mut output: HeldOutput) {
+        let cap = self
+            .graph
+            .dependents(task)
+            .iter()
+            .map(|&d| self.graph.task(d).handoff_limit as usize)
+            .max();
+        match cap {
+            Some(cap) if self.readers_left[task as usize] > 0 => {
+                if output.text.len() > cap {
+                    output.text = truncate_utf8(&output.text, cap).into_owned();
+                }
+                self.held[task as usize] = Some(output);
+            }
+            _ => self.held[task as usize] = None,
+        }
+    }
+
+    pub(crate) fn task_finished(&mut self, task: u32, state: TaskState) {
+        self.states[task as usize] = Some(state);
+        if state != TaskState::Succeeded {
+            // Under `on_failure = "continue"` dependents still run and see the failure.
+            if self.held[task as usize].is_none() && self.readers_left[task as usize] > 0 {
+                self.held[task as usize] = Some(HeldOutput::default());
+            }
+        }
+    }
+}
+
+/// Writes a file readable only by the user.
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(bytes)
+}

@@ -1,0 +1,21 @@
+//! The dispatcher: the one part of baton that talks to the outside world during a run.
+//!
+//! Each turn it gathers what happened (attempts that ended, retry timers that fired, stop
+//! requests), feeds it to the scheduler, records the turn's events in the store in ONE
+//! transaction, and only then carries out the scheduler's actions (spawning attempts, arming
+//! timers, stopping processes) and tells the reporter. Recording before acting is what makes a
+//! task's completion durable before any dependent starts; one transaction per turn rather than
+//! per event is what makes that durability cheap.
+
+mod dispatcher;
+pub mod driver;
+mod launch;
+mod layout;
+mod reasons;
+mod result;
+mod run_id;
+
+pub use dispatcher::{RunConfig, RunError, StopRequest, run};
+pub use layout::RunDirs;
+pub use result::build_result;
+pub use run_id::new_run_id;

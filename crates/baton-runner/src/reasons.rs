@@ -1,0 +1,50 @@
+//! Words for why a task ended as it did, as shown in status and summaries.
+
+use baton_graph::Graph;
+use baton_model::{Outcome, TaskState, format_duration};
+use baton_scheduler::{Cause, StopCause};
+
+pub(crate) fn stop_reason(cause: StopCause) -> &'static str {
+    match cause {
+        StopCause::TaskFailed => "a task failed and on_failure is \"stop\"",
+        StopCause::Cancelled => "cancelled",
+        StopCause::Killed => "killed",
+    }
+}
+
+pub(crate) fn finish_reason(
+    graph: &Graph,
+    task: u32,
+    state: TaskState,
+    cause: Cause,
+    last: Option<&Outcome>,
+    attempts: u32,
+) -> Option<String> {
+    match cause {
+        Cause::DependencyFailed(dep) => {
+            Some(format!("needs `{}`, which failed", graph.task(dep).id))
+        }
+        Cause::Stopped(StopCause::TaskFailed) if state == TaskState::Skipped => {
+            Some("not started: the run stopped after a failure".into())
+        }
+        Cause::Stopped(cause) if state == TaskState::Skipped => {
+            Some(format!("not started: run {}", stop_reason(cause)))
+        }
+        Cause::Stopped(cause) => Some(format!("run {}", stop_reason(cause))),
+        Cause::Outcome if state == TaskState::Succeeded => None,
+        Cause::Outcome => {
+            let outcome = match (last, graph.task(task).timeout) {
+                (Some(Outcome::TimedOut), Some(limit)) => {
+                    format!("timed out after {}", format_duration(limit))
+                }
+                (Some(outcome), _) => outcome.to_string(),
+                (None, _) => state.to_string(),
+            };
+            Some(if attempts > 1 {
+                format!("{outcome} (after {attempts} attempts)")
+            } else {
+                outcome
+            })
+        }
+    }
+}

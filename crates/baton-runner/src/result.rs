@@ -1,0 +1,80 @@
+use baton_graph::Graph;
+use baton_model::RunId;
+use baton_report::{RESULT_SCHEMA_VERSION, RunResult, RunSection, TaskResult, Totals, timeline};
+use baton_store::{SqliteStore, StoreError};
+
+/// The run result document, read back from the store: what is printed is what was recorded.
+pub fn build_result(
+    store: &SqliteStore,
+    graph: &Graph,
+    run: &RunId,
+) -> Result<RunResult, StoreError> {
+    let record = store
+        .run(run)?
+        .ok_or_else(|| StoreError::UnknownRun(run.clone()))?;
+    let mut records = store.tasks(run)?;
+    records.sort_by_key(|t| t.idx);
+    let attempts = store.run_attempts(run)?;
+    let started = record.started_at_ms;
+    let ended = record.ended_at_ms;
+    let run_ms = ended
+        .unwrap_or_else(crate::dispatcher::now_ms)
+        .saturating_sub(started)
+        .max(0) as u64;
+
+    let mut last_attempt = std::collections::HashMap::new();
+    let mut intervals = Vec::with_capacity(attempts.len());
+    for attempt in &attempts {
+        if let Some(end) = attempt.ended_at_ms {
+            intervals.push((
+                attempt.started_at_ms.saturating_sub(started).max(0) as u64,
+                end.saturating_sub(started).max(0) as u64,
+            ));
+        }
+        let slot = last_attempt.entry(attempt.task.clone()).or_insert(attempt);
+        if attempt.attempt > slot.attempt {
+            *slot = attempt;
+        }
+    }
+
+    let tasks: Vec<TaskResult> = records
+        .iter()
+        .map(|t| {
+            let last = last_attempt.get(&t.task);
+            TaskResult {
+                id: t.task.to_string(),
+                state: t.status,
+                attempts: t.attempts,
+                duration_ms: match (t.started_at_ms, t.ended_at_ms) {
+                    (Some(s), Some(e)) => Some(e.saturating_sub(s).max(0) as u64),
+                    _ => None,
+                },
+                outcome: last.and_then(|a| a.outcome.clone()),
+                exit_code: t.exit_code,
+                reason: t.reason.clone(),
+                output: t.output.clone(),
+                output_bytes: t.output_bytes.unwrap_or(0),
+                stderr: t.stderr_tail.clone().filter(|s| !s.is_empty()),
+                log: last.and_then(|a| a.log_path.clone()),
+            }
+        })
+        .collect();
+    let _ = graph;
+    Ok(RunResult {
+        schema: RESULT_SCHEMA_VERSION,
+        dry_run: false,
+        run: RunSection {
+            id: record.id.to_string(),
+            name: record.name.clone(),
+            state: record.status,
+            graph: record.graph_path.clone(),
+            started_at_ms: started,
+            ended_at_ms: ended,
+            duration_ms: run_ms,
+            concurrency: record.concurrency,
+        },
+        totals: Totals::from_tasks(&tasks),
+        timeline: Some(timeline(&intervals, run_ms)),
+        tasks,
+    })
+}

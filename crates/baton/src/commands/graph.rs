@@ -1,0 +1,13 @@
+use super::load::load_graph;
+use crate::cli::{GraphArgs, GraphFormat};
+use crate::exit::{self, Failure};
+
+pub fn graph(args: GraphArgs) -> Result<i32, Failure> {
+    let graph = load_graph(&args.file)?;
+    let text = match args.format {
+        GraphFormat::Dot => baton_graph::to_dot(&graph),
+        GraphFormat::Mermaid => baton_graph::to_mermaid(&graph),
+    };
+    print!("{text}");
+    Ok(exit::SUCCESS)
+}

@@ -1,0 +1,25 @@
+use anyhow::Context;
+use baton_graph::Graph;
+
+use super::load::load_graph;
+use crate::cli::PlanArgs;
+use crate::exit::{self, Failure};
+
+pub fn plan(args: PlanArgs) -> Result<i32, Failure> {
+    let graph = load_graph(&args.file)?;
+    print_plan(&graph, args.json)
+}
+
+/// Prints the plan of a validated graph (also what `run --dry-run` shows).
+pub fn print_plan(graph: &Graph, json: bool) -> Result<i32, Failure> {
+    let plan = baton_graph::plan(graph);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&plan).context("cannot serialize the plan")?
+        );
+    } else {
+        print!("{plan}");
+    }
+    Ok(exit::SUCCESS)
+}

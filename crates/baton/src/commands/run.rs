@@ -1,0 +1,153 @@
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::Context;
+use baton_graph::{Action, Overrides};
+use baton_model::{RunState, parse_duration};
+use baton_report::{LiveReporter, NullReporter, PlainReporter, Reporter, summary};
+use baton_runner::{RunConfig, StopRequest};
+use baton_store::SqliteStore;
+use tokio::sync::mpsc;
+
+use super::load::load_graph;
+use crate::cli::RunArgs;
+use crate::exit::{self, Failure};
+use crate::project::Project;
+
+pub fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    let timeout = args
+        .timeout
+        .as_deref()
+        .map(parse_duration)
+        .transpose()
+        .map_err(|e| Failure::BadInput(format!("--timeout: {e}")))?;
+    let kill_grace = parse_duration(&args.kill_grace)
+        .map_err(|e| Failure::BadInput(format!("--kill-grace: {e}")))?;
+    if args.concurrency == Some(0) {
+        return Err(Failure::BadInput("--concurrency must be at least 1".into()));
+    }
+
+    let mut graph = load_graph(&args.file)?;
+    graph.apply_overrides(&Overrides {
+        concurrency: args.concurrency,
+        retries: args.retries,
+        timeout,
+    });
+
+    if args.dry_run {
+        return super::plan::print_plan(&graph, args.json);
+    }
+    refuse_agent_tasks(&graph)?;
+
+    let project = Project::discover()?;
+    let store_path = project.store_path(store_url).map_err(Failure::BadInput)?;
+    project.prepare_state_dir()?;
+    let store = SqliteStore::open(&store_path)
+        .with_context(|| format!("cannot open the run store at {}", store_path.display()))?;
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let (stop_tx, stop_rx) = mpsc::unbounded_channel();
+    let mut reporter = reporter(&args);
+    let config = RunConfig {
+        root: project.root.clone(),
+        state_dir: project.state_dir.clone(),
+        kill_grace,
+        seed: fastrand_seed(),
+    };
+    let result = runtime.block_on(async {
+        forward_signals(stop_tx)?;
+        baton_runner::run(graph, &store, reporter.as_mut(), config, stop_rx)
+            .await
+            .map_err(anyhow::Error::from)
+    })?;
+
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&result).context("cannot serialize the result")?
+        );
+    } else if args.quiet {
+        println!("{}", summary::verdict(&result));
+    } else {
+        print!("{}", summary::render(&result));
+    }
+    Ok(match result.run.state {
+        RunState::Succeeded | RunState::SucceededWithWarnings => exit::SUCCESS,
+        RunState::Cancelled | RunState::Interrupted => exit::INTERRUPTED,
+        _ => exit::RUN_FAILED,
+    })
+}
+
+fn reporter(args: &RunArgs) -> Box<dyn Reporter> {
+    let tty = std::io::stderr().is_terminal();
+    if args.quiet || (args.json && !tty) {
+        Box::new(NullReporter)
+    } else if tty {
+        Box::new(LiveReporter::new())
+    } else {
+        Box::new(PlainReporter::new(std::io::stderr()))
+    }
+}
+
+/// Agent engines arrive with their own issue; until then a graph that needs one is refused
+/// before anything runs rather than failing task by task.
+fn refuse_agent_tasks(graph: &baton_graph::Graph) -> Result<(), Failure> {
+    let agents: Vec<String> = graph
+        .tasks()
+        .iter()
+        .filter_map(|t| match &t.action {
+            Action::Agent { engine, .. } => Some(format!("`{}` (engine `{engine}`)", t.id)),
+            _ => None,
+        })
+        .collect();
+    if agents.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::BadInput(format!(
+        "{}: this build of baton runs shell tasks only; agent tasks found: {}",
+        graph.source().display(),
+        agents.join(", ")
+    )))
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP stop the run: the first gracefully, any further one at once.
+fn forward_signals(tx: mpsc::UnboundedSender<StopRequest>) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+    let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    let mut hup = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
+    tokio::spawn(async move {
+        let mut received = 0;
+        loop {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+                _ = hup.recv() => {}
+            }
+            received += 1;
+            let request = if received == 1 {
+                eprintln!(
+                    "baton: stopping: terminating running tasks (again to kill them at once)"
+                );
+                StopRequest::Cancel
+            } else {
+                StopRequest::Kill
+            };
+            if tx.send(request).is_err() {
+                break;
+            }
+        }
+    });
+    Ok(())
+}
+
+fn fastrand_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_nanos() as u64;
+    nanos ^ u64::from(std::process::id()).rotate_left(32)
+}

@@ -1,0 +1,28 @@
+//! Exit codes, kept in one place and documented in the README.
+
+/// The run succeeded (or the command did what was asked).
+pub const SUCCESS: i32 = 0;
+/// The run finished failed or blocked.
+pub const RUN_FAILED: i32 = 1;
+/// Bad input: a graph file with errors, bad flags, an unknown run.
+pub const BAD_INPUT: i32 = 2;
+/// baton itself could not work: the store could not be opened or written, a directory could
+/// not be created.
+pub const INTERNAL: i32 = 3;
+/// The run was interrupted (Ctrl-C, SIGTERM, `baton cancel`).
+pub const INTERRUPTED: i32 = 130;
+
+/// Why a command failed, with the exit code that says so.
+#[derive(Debug)]
+pub enum Failure {
+    /// Already printed (e.g. graph diagnostics); exit with this code.
+    Reported(i32),
+    BadInput(String),
+    Internal(anyhow::Error),
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(err: E) -> Self {
+        Self::Internal(err.into())
+    }
+}

@@ -1,0 +1,118 @@
+//! Where baton keeps its state: `.baton/` in the repository root, or in the current directory
+//! outside a repository.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+/// The directories a command works with.
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// The repository root, or the current directory outside a repository.
+    pub root: PathBuf,
+    /// `.baton/` under the root.
+    pub state_dir: PathBuf,
+    /// The git directory that holds `info/exclude`, when inside a repository.
+    git_dir: Option<PathBuf>,
+}
+
+impl Project {
+    pub fn discover() -> anyhow::Result<Self> {
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        for dir in cwd.ancestors() {
+            let dot_git = dir.join(".git");
+            if dot_git.is_dir() {
+                return Ok(Self::at(dir, Some(dot_git)));
+            }
+            if dot_git.is_file() {
+                // A linked worktree or submodule: `.git` names the real git directory.
+                return Ok(Self::at(dir, common_git_dir(&dot_git)));
+            }
+        }
+        Ok(Self::at(&cwd, None))
+    }
+
+    fn at(root: &Path, git_dir: Option<PathBuf>) -> Self {
+        Self {
+            root: root.to_path_buf(),
+            state_dir: root.join(".baton"),
+            git_dir,
+        }
+    }
+
+    /// The store path from `--store`/`BATON_STORE`, or the default.
+    pub fn store_path(&self, url: Option<&str>) -> Result<PathBuf, String> {
+        match url {
+            None => Ok(self.state_dir.join("baton.db")),
+            Some(url) => {
+                if let Some(path) = url.strip_prefix("sqlite:") {
+                    let path = path.strip_prefix("//").unwrap_or(path);
+                    if path.is_empty() {
+                        return Err(
+                            "`--store sqlite:` needs a path, like `sqlite:.baton/baton.db`".into(),
+                        );
+                    }
+                    Ok(PathBuf::from(path))
+                } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+                    Err("the PostgreSQL store is not available in this build yet; use `sqlite:PATH`".into())
+                } else {
+                    Err(format!("`{url}` is not a store URL; write `sqlite:PATH`"))
+                }
+            }
+        }
+    }
+
+    /// Creates `.baton/` (private to the user) and keeps it out of git's view via
+    /// `.git/info/exclude`, so that it never shows up as untracked files.
+    pub fn prepare_state_dir(&self) -> anyhow::Result<()> {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.state_dir)
+            .with_context(|| format!("cannot create {}", self.state_dir.display()))?;
+        if let Some(git_dir) = &self.git_dir {
+            exclude_state_dir(git_dir).with_context(|| {
+                format!("cannot add `.baton/` to {}/info/exclude", git_dir.display())
+            })?;
+        }
+        Ok(())
+    }
+}
+
+fn exclude_state_dir(git_dir: &Path) -> std::io::Result<()> {
+    let info = git_dir.join("info");
+    let exclude = info.join("exclude");
+    let current = std::fs::read_to_string(&exclude).unwrap_or_default();
+    if current
+        .lines()
+        .any(|l| matches!(l.trim(), ".baton/" | ".baton" | "/.baton" | "/.baton/"))
+    {
+        return Ok(());
+    }
+    std::fs::create_dir_all(&info)?;
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&exclude)?;
+    let sep = if current.is_empty() || current.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    write!(file, "{sep}# baton's run records and logs\n/.baton/\n")
+}
+
+/// Resolves a `.git` file (`gitdir: PATH`) to the common git directory, whose `info/exclude`
+/// applies to every worktree.
+fn common_git_dir(dot_git_file: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(dot_git_file).ok()?;
+    let gitdir = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
+    let base = dot_git_file.parent()?;
+    let gitdir = base.join(gitdir);
+    match std::fs::read_to_string(gitdir.join("commondir")) {
+        Ok(common) => Some(gitdir.join(common.trim())),
+        Err(_) => Some(gitdir),
+    }
+}
