@@ -107,6 +107,7 @@ pub async fn run(
 
     let mut dispatcher = Dispatcher::new(&graph, store, run_id.clone(), dirs, &config);
     let fatal = dispatcher.drive(reporter, stops, started_at_ms).await;
+    dispatcher.launcher.dirs().remove_scratch();
     let _ = store.release_driver(&run_id, &driver);
     if let Some(source) = fatal {
         return Err(RunError::StoreFailedMidRun {

@@ -68,6 +68,10 @@ impl<'a> Launcher<'a> {
         }
     }
 
+    pub(crate) fn dirs(&self) -> &RunDirs {
+        &self.dirs
+    }
+
     pub(crate) fn log_path(&self, task: u32, attempt: u32) -> PathBuf {
         self.dirs.log(&self.graph.task(task).id, attempt)
     }
@@ -226,6 +230,8 @@ impl<'a> Launcher<'a> {
             Ok(json) => (json, None),
             Err(err) => (None, Some(format!("baton: ignored $BATON_OUTPUT: {err}"))),
         };
+        // Its content now lives in the store.
+        let _ = std::fs::remove_file(&path);
         (
             HeldOutput {
                 text: report.stdout.text.clone(),
@@ -256,6 +262,13 @@ impl<'a> Launcher<'a> {
 
     pub(crate) fn task_finished(&mut self, task: u32, state: TaskState) {
         self.states[task as usize] = Some(state);
+        if let Some(Prepared {
+            handoff: Some(path),
+            ..
+        }) = self.prepared[task as usize].take()
+        {
+            let _ = std::fs::remove_file(path);
+        }
         if state != TaskState::Succeeded {
             // Under `on_failure = "continue"` dependents still run and see the failure.
             if self.held[task as usize].is_none() && self.readers_left[task as usize] > 0 {

@@ -1,30 +1,42 @@
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use baton_model::{RunId, TaskId};
 
-/// Where a run keeps its files under the state directory (`.baton/`).
+/// Where a run keeps its files.
 ///
 /// ```text
-/// .baton/runs/RUN/logs/TASK.ATTEMPT.log     everything an attempt printed
-/// .baton/runs/RUN/handoff/TASK.json         what a task's predecessors handed it
-/// .baton/runs/RUN/out/TASK.ATTEMPT.json     structured output a task may write ($BATON_OUTPUT)
+/// .baton/runs/RUN/logs/TASK.ATTEMPT.log     everything an attempt printed (kept)
+/// SCRATCH/RUN/handoff/TASK.json             what a task's predecessors handed it
+/// SCRATCH/RUN/out/TASK.ATTEMPT.json         structured output a task may write ($BATON_OUTPUT)
 /// ```
+///
+/// SCRATCH holds files that only live while a task runs: their content is recorded in the store
+/// (outputs) or can be rebuilt from it (handoffs). It is a private directory on tmpfs
+/// (`$XDG_RUNTIME_DIR/baton`, else `/dev/shm/baton-UID`) when there is one, because creating a
+/// file on a disk file system costs far more than the rest of launching a small task (0.6 ms on
+/// ext4 here, against ~6 µs on tmpfs); otherwise `.baton/runs/RUN/`.
 #[derive(Debug, Clone)]
 pub struct RunDirs {
     pub run: PathBuf,
     pub logs: PathBuf,
+    pub scratch: PathBuf,
     pub handoff: PathBuf,
     pub out: PathBuf,
 }
 
 impl RunDirs {
     pub fn new(state_dir: &Path, run: &RunId) -> Self {
-        let run = state_dir.join("runs").join(run.as_str());
+        let run_dir = state_dir.join("runs").join(run.as_str());
+        let scratch = private_tmpfs_root()
+            .map(|root| root.join(run.as_str()))
+            .unwrap_or_else(|| run_dir.clone());
         Self {
-            logs: run.join("logs"),
-            handoff: run.join("handoff"),
-            out: run.join("out"),
-            run,
+            logs: run_dir.join("logs"),
+            run: run_dir,
+            handoff: scratch.join("handoff"),
+            out: scratch.join("out"),
+            scratch,
         }
     }
 
@@ -34,6 +46,15 @@ impl RunDirs {
             create_private_dir(dir)?;
         }
         Ok(())
+    }
+
+    /// Removes the scratch files once the run is over.
+    pub fn remove_scratch(&self) {
+        let _ = std::fs::remove_dir_all(&self.handoff);
+        let _ = std::fs::remove_dir_all(&self.out);
+        if self.scratch != self.run {
+            let _ = std::fs::remove_dir(&self.scratch);
+        }
     }
 
     pub fn log(&self, task: &TaskId, attempt: u32) -> PathBuf {
@@ -49,8 +70,31 @@ impl RunDirs {
     }
 }
 
+/// A directory on tmpfs that only this user can use, or `None`. An existing directory is used
+/// only if this user owns it and nobody else can enter it: `/dev/shm` is shared, and a
+/// directory planted there by someone else must not receive our files.
+fn private_tmpfs_root() -> Option<PathBuf> {
+    let uid = nix::unistd::getuid().as_raw();
+    let candidates = [
+        std::env::var_os("XDG_RUNTIME_DIR").map(|d| PathBuf::from(d).join("baton")),
+        Some(PathBuf::from(format!("/dev/shm/baton-{uid}"))),
+    ];
+    for dir in candidates.into_iter().flatten() {
+        if !dir.parent().is_some_and(Path::is_dir) {
+            continue;
+        }
+        let _ = create_private_dir(&dir);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0 => {
+                return Some(dir);
+            }
+            _ => continue,
+        }
+    }
+    None
+}
+
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
