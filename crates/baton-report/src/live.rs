@@ -4,7 +4,7 @@ use std::time::Duration;
 use baton_model::{Event, EventKind, TaskId, TaskState};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::plain::{describe_finish, describe_retry};
+use crate::plain::{TaskClock, describe_finish, describe_retry};
 use crate::{Reporter, RunInfo, RunResult, StateCounts};
 
 /// Running tasks shown with their own line; more are summed up in the header.
@@ -19,6 +19,7 @@ pub struct LiveReporter {
     header: ProgressBar,
     bars: HashMap<TaskId, ProgressBar>,
     counts: StateCounts,
+    clock: TaskClock,
     list_successes: bool,
 }
 
@@ -36,6 +37,7 @@ impl LiveReporter {
             header,
             bars: HashMap::new(),
             counts: StateCounts::default(),
+            clock: TaskClock::default(),
             list_successes: true,
         }
     }
@@ -71,6 +73,7 @@ impl Reporter for LiveReporter {
     fn events(&mut self, events: &[Event]) {
         for event in events {
             self.counts.apply(&event.kind);
+            self.clock.apply(event);
             match &event.kind {
                 EventKind::AttemptStarted { task, attempt, .. } => {
                     if self.bars.len() < MAX_TASK_LINES {
@@ -103,7 +106,8 @@ impl Reporter for LiveReporter {
                     reason,
                 } => {
                     if *state != TaskState::Succeeded || self.list_successes {
-                        self.println(describe_finish(task, *state, reason.as_deref()));
+                        let timing = self.clock.finished(task, event.at_ms);
+                        self.println(describe_finish(task, *state, reason.as_deref(), timing));
                     }
                 }
                 EventKind::RunStopping { reason } => {

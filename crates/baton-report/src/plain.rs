@@ -1,4 +1,6 @@
+use std::collections::HashMap;
 use std::io::Write;
+use std::time::Duration;
 
 use baton_model::{Event, EventKind, TaskId, TaskState, format_duration};
 
@@ -9,6 +11,7 @@ use crate::{Reporter, RunInfo, RunResult, StateCounts};
 pub struct PlainReporter<W: Write> {
     out: W,
     counts: StateCounts,
+    clock: TaskClock,
     list_successes: bool,
 }
 
@@ -17,6 +20,7 @@ impl<W: Write> PlainReporter<W> {
         Self {
             out,
             counts: StateCounts::default(),
+            clock: TaskClock::default(),
             list_successes: true,
         }
     }
@@ -36,6 +40,7 @@ impl<W: Write> Reporter for PlainReporter<W> {
     fn events(&mut self, events: &[Event]) {
         for event in events {
             self.counts.apply(&event.kind);
+            self.clock.apply(event);
             let line = match &event.kind {
                 EventKind::RetryScheduled {
                     task,
@@ -46,9 +51,12 @@ impl<W: Write> Reporter for PlainReporter<W> {
                     task,
                     state,
                     reason,
-                } if *state != TaskState::Succeeded || self.list_successes => {
-                    describe_finish(task, *state, reason.as_deref())
-                }
+                } if *state != TaskState::Succeeded || self.list_successes => describe_finish(
+                    task,
+                    *state,
+                    reason.as_deref(),
+                    self.clock.finished(task, event.at_ms),
+                ),
                 EventKind::RunStopping { reason } => format!("baton: stopping: {reason}"),
                 _ => continue,
             };
@@ -63,18 +71,55 @@ impl<W: Write> Reporter for PlainReporter<W> {
 pub(crate) fn describe_retry(task: &TaskId, attempt: u32, delay_ms: u64) -> String {
     format!(
         "  ↻ {task}: retrying in {} (attempt {attempt})",
-        format_duration(std::time::Duration::from_millis(delay_ms))
+        format_duration(Duration::from_millis(delay_ms))
     )
 }
 
-pub(crate) fn describe_finish(task: &TaskId, state: TaskState, reason: Option<&str>) -> String {
+/// When each task started and how many attempts it made, from the events, so that a finished
+/// task's line can say how long it took.
+#[derive(Debug, Default)]
+pub(crate) struct TaskClock {
+    started: HashMap<TaskId, (i64, u32)>,
+}
+
+impl TaskClock {
+    pub(crate) fn apply(&mut self, event: &Event) {
+        if let EventKind::AttemptStarted { task, attempt, .. } = &event.kind {
+            let entry = self.started.entry(task.clone()).or_insert((event.at_ms, 0));
+            entry.1 = *attempt;
+        }
+    }
+
+    /// Time since the task's first attempt started, and its attempts; forgets the task.
+    pub(crate) fn finished(&mut self, task: &TaskId, at_ms: i64) -> Option<(Duration, u32)> {
+        let (start, attempts) = self.started.remove(task)?;
+        Some((
+            Duration::from_millis(at_ms.saturating_sub(start).max(0) as u64),
+            attempts,
+        ))
+    }
+}
+
+pub(crate) fn describe_finish(
+    task: &TaskId,
+    state: TaskState,
+    reason: Option<&str>,
+    timing: Option<(Duration, u32)>,
+) -> String {
     let mark = match state {
         TaskState::Succeeded => "✓",
         TaskState::Blocked | TaskState::Skipped => "⊘",
         _ => "✗",
     };
-    match reason {
-        Some(reason) => format!("  {mark} {task}: {state} ({reason})"),
-        None => format!("  {mark} {task}: {state}"),
+    let mut line = format!("  {mark} {task}: {state}");
+    if let Some((took, attempts)) = timing {
+        line.push_str(&format!(" in {}", format_duration(took)));
+        if attempts > 1 {
+            line.push_str(&format!(" ({attempts} attempts)"));
+        }
     }
+    if let Some(reason) = reason {
+        line.push_str(&format!(": {reason}"));
+    }
+    line
 }
