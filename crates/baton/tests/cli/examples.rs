@@ -1,0 +1,260 @@
+//! The two example graphs of the README, run as a user would.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use baton_model::{Outcome, RunState, TaskState};
+
+use crate::test::Test;
+
+const QUICKSTART: &str = include_str!("../../../../examples/quickstart.toml");
+const FAILURES: &str = include_str!("../../../../examples/failures.toml");
+
+#[test]
+fn quickstart_succeeds_and_is_recorded() {
+    let out = Test::new()
+        .graph("quickstart.toml", QUICKSTART)
+        .args(&["run", "quickstart.toml", "--json"])
+        .run()
+        .status(0);
+
+    let json = out.json();
+    assert_eq!(json["schema"], 1);
+    assert_eq!(json["run"]["state"], "succeeded");
+    let tasks = json["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 6);
+    for task in tasks {
+        assert_eq!(task["state"], "succeeded", "{task:#}");
+    }
+    assert_eq!(out.json_task("integration-tests")["attempts"], 2);
+    let report = out.json_task("report")["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for expected in [
+        "lint: 0 warnings",
+        "42 unit tests passed",
+        "7 integration tests passed on attempt 2",
+        "records fetched: 3",
+    ] {
+        assert!(
+            report.contains(expected),
+            "report lacks {expected:?}: {report}"
+        );
+    }
+    assert!(report.contains(json["run"]["id"].as_str().unwrap()));
+
+    let store = out.store();
+    let run = store.run();
+    assert_eq!(run.status, RunState::Succeeded);
+    assert_eq!(run.id.as_str(), json["run"]["id"]);
+    assert!(run.ended_at_ms.is_some());
+    let records = store.tasks();
+    assert_eq!(records.len(), tasks.len());
+    for (record, task) in records.iter().zip(tasks) {
+        assert_eq!(record.task.as_str(), task["id"]);
+        assert_eq!(record.status, TaskState::Succeeded);
+        assert_eq!(
+            u64::from(record.attempts),
+            task["attempts"].as_u64().unwrap()
+        );
+        assert_eq!(record.exit_code, Some(0));
+    }
+    let flaky = store.attempts("integration-tests");
+    let outcomes: Vec<_> = flaky.iter().map(|a| a.outcome.clone()).collect();
+    assert_eq!(
+        outcomes,
+        [
+            Some(Outcome::Exited { code: 1 }),
+            Some(Outcome::Exited { code: 0 })
+        ]
+    );
+    assert!(
+        flaky[0]
+            .stderr_tail
+            .as_deref()
+            .unwrap()
+            .contains("connection reset by peer")
+    );
+    assert_eq!(
+        store.all_attempts().len() as u64,
+        json["totals"]["attempts"].as_u64().unwrap()
+    );
+    assert_eq!(
+        store
+            .task("fetch")
+            .output_json
+            .as_deref()
+            .map(|j| j.contains("\"records\"")),
+        Some(true)
+    );
+    store.assert_consistent();
+    // No dependent started before each of its dependencies had finished, as recorded.
+    for (task, needs) in [
+        ("lint", &["fetch"][..]),
+        ("unit-tests", &["fetch"]),
+        ("integration-tests", &["fetch"]),
+        (
+            "report",
+            &["fetch", "lint", "unit-tests", "integration-tests"],
+        ),
+        ("handoff-size", &["report"]),
+    ] {
+        let started = store.attempts(task)[0].started_at_ms;
+        for need in needs {
+            let ended = store.task(need).ended_at_ms.unwrap();
+            assert!(
+                ended <= started,
+                "{task} started at {started}, before {need} ended at {ended}"
+            );
+        }
+    }
+    // Scratch files (handoffs, structured outputs) are gone once the run is over.
+    assert!(!out.scratch(run.id.as_str()).exists());
+
+    let exclude = String::from_utf8(out.read(".git/info/exclude")).unwrap();
+    assert!(
+        exclude.lines().any(|l| l == "/.baton/"),
+        "exclude: {exclude}"
+    );
+    assert_private(&out.path().join(".baton"));
+}
+
+/// Everything under `.baton/` is the user's alone: directories 0700, files 0600.
+fn assert_private(dir: &Path) {
+    let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{} is {mode:o}", dir.display());
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        if meta.is_dir() {
+            assert_private(&path);
+        } else {
+            let mode = meta.permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{} is {mode:o}", path.display());
+        }
+    }
+}
+
+#[test]
+fn failures_example_times_out_fails_and_blocks() {
+    let out = Test::new()
+        .graph("failures.toml", FAILURES)
+        .args(&["run", "failures.toml", "--json"])
+        .run()
+        .status(1);
+    // The timed-out task sleeps 30 s; its group was stopped at the 1 s timeout.
+    assert!(out.elapsed.as_secs() < 20, "took {:?}", out.elapsed);
+
+    let json = out.json();
+    assert_eq!(json["run"]["state"], "failed");
+    let state = |id: &str| out.json_task(id)["state"].as_str().unwrap().to_owned();
+    assert_eq!(state("slow-migration"), "timed_out");
+    assert_eq!(
+        out.json_task("slow-migration")["outcome"]["kind"],
+        "timed-out"
+    );
+    assert_eq!(state("compile"), "failed");
+    assert_eq!(out.json_task("compile")["exit_code"], 2);
+    assert!(
+        out.json_task("compile")["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("error[E0308]")
+    );
+    assert_eq!(state("deploy"), "blocked");
+    assert_eq!(state("package"), "blocked");
+    assert_eq!(state("publish"), "blocked");
+    assert_eq!(state("docs"), "succeeded");
+    let reason = |id: &str| out.json_task(id)["reason"].as_str().unwrap().to_owned();
+    assert!(
+        reason("deploy").contains("slow-migration"),
+        "{}",
+        reason("deploy")
+    );
+    assert!(
+        reason("package").contains("compile"),
+        "{}",
+        reason("package")
+    );
+    let publish = reason("publish");
+    assert!(
+        publish.contains("compile") || publish.contains("package") || publish.contains("deploy"),
+        "{publish}"
+    );
+    let totals = &json["totals"];
+    assert_eq!(
+        (
+            totals["succeeded"].as_u64(),
+            totals["failed"].as_u64(),
+            totals["timed_out"].as_u64(),
+            totals["blocked"].as_u64()
+        ),
+        (Some(1), Some(1), Some(1), Some(3))
+    );
+
+    let store = out.store();
+    assert_eq!(store.run().status, RunState::Failed);
+    for id in ["deploy", "package", "publish"] {
+        let task = store.task(id);
+        assert_eq!(task.status, TaskState::Blocked);
+        assert_eq!(task.attempts, 0, "{id} never ran");
+        assert!(store.attempts(id).is_empty());
+    }
+    assert_eq!(
+        store.attempts("slow-migration")[0].outcome,
+        Some(Outcome::TimedOut)
+    );
+    store.assert_consistent();
+}
+
+#[test]
+fn a_second_run_adds_a_run_not_another_exclude_line() {
+    let graph = "[[task]]\nid = \"hello\"\nrun = \"echo hello\"\n";
+    let out = Test::new()
+        .graph("g.toml", graph)
+        .args(&["run", "g.toml", "-q"])
+        .run()
+        .status(0)
+        .then()
+        .args(&["run", "g.toml", "-q"])
+        .run()
+        .status(0);
+    let exclude = String::from_utf8(out.read(".git/info/exclude")).unwrap();
+    assert_eq!(
+        exclude.lines().filter(|l| l.contains(".baton")).count(),
+        1,
+        "{exclude}"
+    );
+    let runs = out.store().runs();
+    assert_eq!(runs.len(), 2);
+    assert_ne!(runs[0].id, runs[1].id);
+    assert!(runs.iter().all(|r| r.status == RunState::Succeeded));
+}
+
+#[test]
+fn state_goes_to_the_repository_root_from_a_subdirectory() {
+    let out = Test::new()
+        .graph(
+            "tools/ci/g.toml",
+            "[[task]]\nid = \"where\"\nrun = \"pwd\"\n",
+        )
+        .current_dir("tools/ci")
+        .args(&["run", "g.toml", "--json"])
+        .run()
+        .status(0);
+    assert!(
+        out.state_dir_exists(),
+        ".baton/ is not at the repository root"
+    );
+    assert!(!out.path().join("tools/ci/.baton").exists());
+    // Tasks run from the repository root unless they set `cwd`.
+    let pwd = out.json_task("where")["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        std::path::Path::new(&pwd).canonicalize().unwrap(),
+        out.path().canonicalize().unwrap()
+    );
+}

@@ -1,0 +1,20 @@
+//! baton's integration tests: one binary that drives the real `baton` through the small builder
+//! in `test.rs` (graph file, arguments and environment in; exit code, output and the store
+//! out), with fixture programs from `tests/fixtures/` that misbehave on purpose.
+
+mod procs;
+mod test;
+
+mod examples;
+mod flags;
+mod handoff;
+mod interrupt;
+mod kill;
+mod legacy;
+mod on_failure;
+mod output;
+mod plan;
+mod retry;
+mod scheduling;
+mod timeout;
+mod validation;

@@ -1,0 +1,184 @@
+//! What tasks print: a flood that must not grow baton, bytes that are not UTF-8, a crash.
+
+use std::time::Duration;
+
+use baton_model::Outcome;
+
+use crate::procs;
+use crate::test::{RUN_LIMIT, Test, fixture};
+
+/// 200 MB through baton must not be held in memory. A whole run of the quickstart peaks at about
+/// 9 MiB of RSS (debug build); keeping the flood would take 200 MB.
+const RSS_LIMIT_KIB: u64 = 60 * 1024;
+const FLOOD_BYTES: u64 = 200_000_000;
+
+#[test]
+fn a_200_mb_output_keeps_baton_small_and_reaches_the_log() {
+    let mut running = Test::new()
+        .graph(
+            "g.toml",
+            &format!(
+                r#"
+[[task]]
+id = "flood"
+run = "sh {} {FLOOD_BYTES}"
+"#,
+                fixture("flood.sh")
+            ),
+        )
+        .args(&["run", "g.toml", "--quiet"])
+        .spawn();
+    let pid = running.pid();
+    let mut peak = 0;
+    let deadline = std::time::Instant::now() + RUN_LIMIT;
+    while !running.exited() && std::time::Instant::now() < deadline {
+        // VmHWM only grows, so a sample taken late still covers everything before it.
+        if let Some(kib) = procs::peak_rss_kib(pid) {
+            peak = peak.max(kib);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = running.wait(RUN_LIMIT).status(0);
+    eprintln!("baton's peak RSS during a {FLOOD_BYTES}-byte flood: {peak} KiB");
+    assert!(peak > 0, "never sampled baton's memory");
+    assert!(
+        peak < RSS_LIMIT_KIB,
+        "baton's peak RSS was {peak} KiB printing {FLOOD_BYTES} bytes"
+    );
+
+    let store = out.store();
+    let attempt = &store.attempts("flood")[0];
+    assert_eq!(attempt.output_bytes, Some(FLOOD_BYTES));
+    let log = attempt.log_path.as_deref().expect("log path");
+    let log = out.path().join(log);
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().len(),
+        FLOOD_BYTES,
+        "{}",
+        log.display()
+    );
+    // What is kept in the store and handed on is bounded.
+    let kept = store.task("flood").output.unwrap_or_default();
+    assert!(kept.len() < 1024 * 1024, "kept {} bytes", kept.len());
+    assert!(kept.contains(" cut …]"), "no cut marker in the kept output");
+}
+
+#[test]
+fn invalid_utf8_is_logged_raw_and_handed_on_lossily() {
+    let out = Test::new()
+        .graph(
+            "g.toml",
+            &format!(
+                r#"
+[[task]]
+id = "bytes"
+run = "sh {}"
+
+[[task]]
+id = "reader"
+needs = ["bytes"]
+run = "printf '%s' {{{{ needs.bytes.output }}}} > got.txt"
+"#,
+                fixture("invalid-utf8.sh")
+            ),
+        )
+        .args(&["run", "g.toml", "--json"])
+        .run()
+        .status(0);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    let output = out.json_task("bytes")["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        output.starts_with("before ") && output.ends_with(" after"),
+        "{output:?}"
+    );
+    assert!(output.contains('\u{FFFD}'), "{output:?}");
+    let stderr = out.json_task("bytes")["stderr"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        stderr.contains("err ") && stderr.contains(" end"),
+        "{stderr:?}"
+    );
+
+    let got = String::from_utf8(out.read("got.txt")).expect("handed on as UTF-8");
+    assert_eq!(got, output);
+
+    let store = out.store();
+    let log = store.attempts("bytes")[0].log_path.clone().unwrap();
+    let log = std::fs::read(out.path().join(log)).unwrap();
+    let window = |needle: &[u8]| log.windows(needle.len()).any(|w| w == needle);
+    assert!(window(b"before \xff\xfe after\n"), "log: {log:?}");
+    assert!(window(b"err \xff end\n"), "log: {log:?}");
+    store.assert_consistent();
+}
+
+#[test]
+fn a_crash_is_a_signal_with_its_name() {
+    let out = Test::new()
+        .graph(
+            "g.toml",
+            &format!(
+                r#"
+[[task]]
+id = "crash"
+run = "exec sh {}"
+"#,
+                fixture("crash.sh")
+            ),
+        )
+        .args(&["run", "g.toml", "--json"])
+        .run()
+        .status(1);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    let task = out.json_task("crash");
+    assert_eq!(task["state"], "failed");
+    assert_eq!(
+        task["outcome"],
+        serde_json::json!({"kind": "signaled", "signal": 11, "name": "SEGV"})
+    );
+    assert_eq!(task["output"], "about to crash");
+    assert_eq!(
+        out.store().attempts("crash")[0].outcome,
+        Some(Outcome::signaled(11))
+    );
+}
+
+#[test]
+fn a_stderr_flood_is_logged_and_its_tail_bounded() {
+    const BYTES: u64 = 20_000_000;
+    let out = Test::new()
+        .graph(
+            "g.toml",
+            &format!(
+                r#"
+[[task]]
+id = "noisy"
+run = "echo to stdout; sh {} {BYTES} stderr; echo; echo done >&2"
+"#,
+                fixture("flood.sh")
+            ),
+        )
+        .args(&["run", "g.toml", "--json"])
+        .run()
+        .status(0);
+    let task = out.json_task("noisy");
+    assert_eq!(task["output"], "to stdout");
+    let stderr = task["stderr"].as_str().unwrap();
+    assert!(
+        stderr.len() < 64 * 1024,
+        "kept {} bytes of stderr",
+        stderr.len()
+    );
+    assert!(stderr.trim_end().ends_with("done"), "the tail is kept");
+    let log = task["log"].as_str().unwrap();
+    let size = std::fs::metadata(out.path().join(log)).unwrap().len();
+    // Both streams, interleaved: the flood plus the short lines around it.
+    assert_eq!(
+        size,
+        BYTES + "to stdout\n".len() as u64 + 1 + "done\n".len() as u64
+    );
+}

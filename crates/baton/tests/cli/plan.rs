@@ -1,0 +1,130 @@
+//! `--dry-run`, `plan` and `graph`: looking at a graph without running it.
+
+use crate::test::Test;
+
+const DIAMOND: &str = r#"
+name = "diamond"
+
+[[task]]
+id = "fetch"
+run = "true"
+
+[[task]]
+id = "build"
+needs = ["fetch"]
+scope = ["src/**"]
+run = "true"
+
+[[task]]
+id = "lint"
+needs = ["fetch"]
+scope = ["src/db/*.rs"]
+run = "true"
+
+[[task]]
+id = "ship"
+needs = ["build", "lint"]
+run = "true"
+"#;
+
+#[test]
+fn dry_run_prints_the_plan_and_touches_nothing() {
+    let out = Test::new()
+        .graph("d.toml", DIAMOND)
+        .args(&["run", "d.toml", "--dry-run"])
+        .run()
+        .status(0)
+        .stdout_contains("diamond: 4 tasks, 4 dependencies")
+        .stdout_contains("critical path");
+    assert!(!out.state_dir_exists(), "a dry run created .baton/");
+    let exclude = std::fs::read_to_string(out.path().join(".git/info/exclude")).unwrap_or_default();
+    assert!(
+        !exclude.contains(".baton"),
+        "a dry run touched .git/info/exclude"
+    );
+}
+
+/// docs/JSON.md: `baton run --dry-run --json` prints the plan, the same document as
+/// `baton plan --json`. (The doc comment of `baton_report::RunResult` and STYLE.md describe a
+/// run result with `"dry_run": true` instead; the user-facing document is what this holds to.)
+#[test]
+fn dry_run_json_is_the_plan_document() {
+    let dry = Test::new()
+        .graph("d.toml", DIAMOND)
+        .args(&["run", "d.toml", "--dry-run", "--json"])
+        .run()
+        .status(0);
+    assert!(!dry.state_dir_exists());
+    let plan = Test::new()
+        .graph("d.toml", DIAMOND)
+        .args(&["plan", "d.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(dry.json()["schema"], 1);
+    assert_eq!(dry.json(), plan.json());
+}
+
+#[test]
+fn plan_json_has_schema_levels_critical_path_and_conflicts() {
+    let out = Test::new()
+        .graph("d.toml", DIAMOND)
+        .args(&["plan", "d.toml", "--json"])
+        .run()
+        .status(0);
+    let plan = out.json();
+    assert_eq!(plan["schema"], 1);
+    assert_eq!(plan["tasks"], 4);
+    assert_eq!(plan["edges"], 4);
+    assert_eq!(
+        plan["levels"],
+        serde_json::json!([["fetch"], ["build", "lint"], ["ship"]])
+    );
+    let path: Vec<&str> = plan["critical_path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(path.len(), 3, "{path:?}");
+    assert_eq!((path[0], path[2]), ("fetch", "ship"));
+    assert!(matches!(path[1], "build" | "lint"));
+    let conflicts = plan["conflicts"].to_string();
+    assert!(
+        conflicts.contains("build") && conflicts.contains("lint"),
+        "{conflicts}"
+    );
+    assert!(!out.state_dir_exists());
+}
+
+#[test]
+fn graph_formats_show_the_edges() {
+    let mermaid = Test::new()
+        .graph("d.toml", DIAMOND)
+        .args(&["graph", "d.toml", "--format", "mermaid"])
+        .run()
+        .status(0)
+        .stdout_contains("flowchart");
+    // Mermaid nodes are numbered in file order.
+    for edge in ["t0 --> t1", "t0 --> t2", "t1 --> t3", "t2 --> t3"] {
+        assert!(
+            mermaid.stdout.contains(edge),
+            "no {edge}:\n{}",
+            mermaid.stdout
+        );
+    }
+    let dot = Test::new()
+        .graph("d.toml", DIAMOND)
+        .args(&["graph", "d.toml", "--format", "dot"])
+        .run()
+        .status(0)
+        .stdout_contains("digraph \"diamond\"");
+    for edge in [
+        "\"fetch\" -> \"build\"",
+        "\"fetch\" -> \"lint\"",
+        "\"build\" -> \"ship\"",
+        "\"lint\" -> \"ship\"",
+    ] {
+        assert!(dot.stdout.contains(edge), "no {edge}:\n{}", dot.stdout);
+    }
+    assert!(!dot.state_dir_exists());
+}

@@ -1,0 +1,496 @@
+//! The builder every test drives baton through: a temporary git repository with graph files in
+//! it, arguments and environment in; exit code, stdout, stderr and the store out.
+
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use baton_model::{Event, EventKind, TaskId};
+use baton_store::{AttemptRecord, RunRecord, SqliteStore, TaskRecord};
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use tempfile::TempDir;
+
+use crate::procs;
+
+/// The binary under test.
+pub const BATON: &str = env!("CARGO_BIN_EXE_baton");
+
+/// Longest any single baton invocation may take before the test gives up on it; generous, so
+/// that a loaded machine slows tests down rather than failing them.
+pub const RUN_LIMIT: Duration = Duration::from_secs(60);
+
+/// The environment variable that marks every process a test started (baton passes its own
+/// environment on to tasks), so that cleanup finds stray descendants and nothing else.
+const MARKER: &str = "BATON_CLI_TEST_DIR";
+
+/// A misbehaving program from `tests/fixtures/`.
+pub fn fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name);
+    let path = path
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()));
+    path.to_str().expect("fixture path is UTF-8").to_owned()
+}
+
+pub fn task_id(id: &str) -> TaskId {
+    TaskId::new(id).expect("valid task id")
+}
+
+/// One baton invocation being set up. The repository is `<tmp>/repo`; baton's stdout and stderr
+/// go to files beside it, never into the repository.
+pub struct Test {
+    tmp: TempDir,
+    root: PathBuf,
+    /// Where baton runs, relative to the repository root.
+    cwd: PathBuf,
+    args: Vec<OsString>,
+    env: Vec<(OsString, OsString)>,
+}
+
+impl Test {
+    pub fn new() -> Self {
+        let tmp = tempfile::Builder::new()
+            .prefix("baton-cli-")
+            .tempdir()
+            .expect("temporary directory");
+        let root = tmp.path().join("repo");
+        fs::create_dir(&root).expect("create repo dir");
+        let git = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&root)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdin(Stdio::null())
+            .status();
+        if !matches!(git, Ok(status) if status.success()) {
+            // What baton looks for is a `.git` directory; without git, make one.
+            fs::create_dir_all(root.join(".git/info")).expect("create .git");
+        }
+        Self {
+            tmp,
+            root,
+            cwd: PathBuf::new(),
+            args: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Writes a graph file (or any file) into the repository.
+    pub fn graph(self, name: &str, text: &str) -> Self {
+        self.file(name, text)
+    }
+
+    pub fn file(self, name: &str, contents: impl AsRef<[u8]>) -> Self {
+        let path = self.root.join(name);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).expect("create parent dir");
+        }
+        fs::write(&path, contents).expect("write file");
+        self
+    }
+
+    /// Runs baton from this directory of the repository (created if need be).
+    pub fn current_dir(mut self, dir: &str) -> Self {
+        fs::create_dir_all(self.root.join(dir)).expect("create current dir");
+        self.cwd = dir.into();
+        self
+    }
+
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.args.extend(args.iter().map(OsString::from));
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// Runs baton to the end (bounded by [`RUN_LIMIT`]).
+    pub fn run(self) -> Output {
+        self.spawn().wait(RUN_LIMIT)
+    }
+
+    /// Starts baton in the background.
+    pub fn spawn(self) -> Running {
+        let stdout = File::create(self.tmp.path().join("stdout")).expect("stdout file");
+        let stderr = File::create(self.tmp.path().join("stderr")).expect("stderr file");
+        // baton keeps short-lived scratch files under `$XDG_RUNTIME_DIR/baton`: give it one of
+        // the test's own, so that nothing lands in the shared `/dev/shm` and tests can see what
+        // is left behind.
+        let runtime = self.tmp.path().join("runtime");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&runtime)
+            .expect("runtime dir");
+        let mut command = Command::new(BATON);
+        command
+            .args(&self.args)
+            .current_dir(self.root.join(&self.cwd))
+            .env_remove("BATON_STORE")
+            .env_remove("BATON_SYNC")
+            .env("NO_COLOR", "1")
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env(MARKER, self.tmp.path())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr);
+        let child = command.spawn().expect("spawn baton");
+        Running {
+            test: Some(self),
+            child: Some(child),
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Drop for Test {
+    fn drop(&mut self) {
+        // Whatever a test left running (a task orphaned by a killed baton, a grandchild that
+        // escaped) must not outlive it.
+        procs::kill_marked(MARKER, self.tmp.path());
+    }
+}
+
+/// baton running in the background.
+pub struct Running {
+    test: Option<Test>,
+    child: Option<Child>,
+    started: Instant,
+}
+
+impl Running {
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("baton was reaped").id()
+    }
+
+    pub fn path(&self) -> &Path {
+        self.test.as_ref().expect("baton was reaped").path()
+    }
+
+    pub fn signal(&self, signal: Signal) {
+        nix::sys::signal::kill(Pid::from_raw(self.pid() as i32), signal)
+            .unwrap_or_else(|e| panic!("cannot send {signal} to baton: {e}"));
+    }
+
+    /// Whether baton has exited (without reaping a still running one).
+    pub fn exited(&mut self) -> bool {
+        let child = self.child.as_mut().expect("baton was reaped");
+        matches!(child.try_wait(), Ok(Some(_)))
+    }
+
+    /// Polls `check` every 20 ms until it gives a value; panics if baton exits first or `limit`
+    /// passes, saying what was awaited.
+    pub fn await_that<T>(
+        &mut self,
+        what: &str,
+        limit: Duration,
+        mut check: impl FnMut(&Path) -> Option<T>,
+    ) -> T {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(value) = check(self.path()) {
+                return value;
+            }
+            if self.exited() {
+                let out = self.collect();
+                panic!(
+                    "baton exited ({:?}) while waiting for {what}\nstdout:\n{}\nstderr:\n{}",
+                    out.code, out.stdout, out.stderr
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "gave up after {limit:?} waiting for {what}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for baton to exit, at most `limit`; past that, kills it and fails the test.
+    pub fn wait(mut self, limit: Duration) -> Output {
+        let deadline = self.started + limit;
+        loop {
+            if self.exited() {
+                return self.collect();
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.as_mut().map(Child::kill);
+                let out = self.collect();
+                panic!(
+                    "baton did not exit within {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                    out.stdout, out.stderr
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Kills baton with SIGKILL and reaps it.
+    pub fn kill(mut self) -> Output {
+        self.signal(Signal::SIGKILL);
+        self.collect()
+    }
+
+    fn collect(&mut self) -> Output {
+        let mut child = self.child.take().expect("baton was reaped");
+        let status = child.wait().expect("wait for baton");
+        let elapsed = self.started.elapsed();
+        let test = self.test.take().expect("baton was reaped");
+        let read = |name: &str| {
+            String::from_utf8_lossy(&fs::read(test.tmp.path().join(name)).unwrap_or_default())
+                .into_owned()
+        };
+        let stdout = read("stdout");
+        let stderr = read("stderr");
+        Output {
+            code: status.code(),
+            stdout,
+            stderr,
+            elapsed,
+            test,
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// What one baton invocation did.
+pub struct Output {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+    test: Test,
+}
+
+impl Output {
+    fn context(&self) -> String {
+        format!(
+            "exit code {:?} after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code, self.elapsed, self.stdout, self.stderr
+        )
+    }
+
+    #[track_caller]
+    pub fn status(self, code: i32) -> Self {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "unexpected exit code\n{}",
+            self.context()
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn stdout_contains(self, text: &str) -> Self {
+        assert!(
+            self.stdout.contains(text),
+            "stdout lacks {text:?}\n{}",
+            self.context()
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn stderr_contains(self, text: &str) -> Self {
+        assert!(
+            self.stderr.contains(text),
+            "stderr lacks {text:?}\n{}",
+            self.context()
+        );
+        self
+    }
+
+    /// stdout parsed as JSON (for `--json`).
+    #[track_caller]
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON: {e}\n{}", self.context()))
+    }
+
+    /// The `tasks` entry of `--json` output with this id.
+    #[track_caller]
+    pub fn json_task(&self, id: &str) -> serde_json::Value {
+        let json = self.json();
+        json["tasks"]
+            .as_array()
+            .expect("tasks array")
+            .iter()
+            .find(|t| t["id"] == id)
+            .unwrap_or_else(|| panic!("no task {id} in the JSON result\n{}", self.context()))
+            .clone()
+    }
+
+    pub fn path(&self) -> &Path {
+        self.test.path()
+    }
+
+    /// The same repository, for another invocation.
+    pub fn then(self) -> Test {
+        let mut test = self.test;
+        test.args.clear();
+        test
+    }
+
+    pub fn read(&self, name: &str) -> Vec<u8> {
+        fs::read(self.path().join(name)).unwrap_or_else(|e| panic!("read {name}: {e}"))
+    }
+
+    /// Where baton keeps a run's scratch files (handoffs, structured outputs) while it runs.
+    pub fn scratch(&self, run: &str) -> PathBuf {
+        self.test.tmp.path().join("runtime/baton").join(run)
+    }
+
+    pub fn state_dir_exists(&self) -> bool {
+        self.path().join(".baton").exists()
+    }
+
+    #[track_caller]
+    pub fn store(&self) -> Store {
+        Store::try_open(self.path())
+            .unwrap_or_else(|| panic!("cannot open the store\n{}", self.context()))
+    }
+}
+
+/// The run store, opened read-only as another process would.
+pub struct Store {
+    inner: SqliteStore,
+}
+
+impl Store {
+    pub fn try_open(root: &Path) -> Option<Self> {
+        let path = root.join(".baton/baton.db");
+        if !path.exists() {
+            return None;
+        }
+        SqliteStore::open_readonly(&path)
+            .ok()
+            .map(|inner| Self { inner })
+    }
+
+    /// The one run recorded (every test makes exactly one, unless it says otherwise).
+    #[track_caller]
+    pub fn run(&self) -> RunRecord {
+        let runs = self.inner.runs(10).expect("list runs");
+        assert_eq!(runs.len(), 1, "expected exactly one run, found {runs:#?}");
+        runs.into_iter().next().expect("one run").run
+    }
+
+    /// Every run, newest first.
+    pub fn runs(&self) -> Vec<RunRecord> {
+        let runs = self.inner.runs(100).expect("list runs");
+        runs.into_iter().map(|r| r.run).collect()
+    }
+
+    /// The run if it has been created yet.
+    pub fn try_run(&self) -> Option<RunRecord> {
+        self.inner
+            .runs(1)
+            .ok()
+            .and_then(|r| r.into_iter().next())
+            .map(|r| r.run)
+    }
+
+    pub fn tasks(&self) -> Vec<TaskRecord> {
+        self.inner.tasks(&self.run().id).expect("list tasks")
+    }
+
+    #[track_caller]
+    pub fn task(&self, id: &str) -> TaskRecord {
+        self.tasks()
+            .into_iter()
+            .find(|t| t.task.as_str() == id)
+            .unwrap_or_else(|| panic!("no task {id} in the store"))
+    }
+
+    pub fn attempts(&self, id: &str) -> Vec<AttemptRecord> {
+        self.inner
+            .attempts(&self.run().id, &task_id(id))
+            .expect("list attempts")
+    }
+
+    pub fn all_attempts(&self) -> Vec<AttemptRecord> {
+        self.inner
+            .run_attempts(&self.run().id)
+            .expect("list attempts")
+    }
+
+    pub fn events(&self) -> Vec<Event> {
+        self.inner
+            .events(&self.run().id, 0, u32::MAX)
+            .expect("list events")
+    }
+
+    pub fn events_of(&self, pick: impl Fn(&EventKind) -> bool) -> Vec<EventKind> {
+        self.events()
+            .into_iter()
+            .map(|e| e.kind)
+            .filter(|k| pick(k))
+            .collect()
+    }
+
+    #[track_caller]
+    pub fn assert_consistent(&self) {
+        let problems = self
+            .inner
+            .check_consistency(&self.run().id)
+            .expect("check consistency");
+        assert!(
+            problems.is_empty(),
+            "the store is inconsistent: {problems:#?}"
+        );
+    }
+}
+
+/// The `(start, end)` of each finished attempt, in milliseconds.
+pub fn intervals(attempts: &[AttemptRecord]) -> Vec<(i64, i64)> {
+    attempts
+        .iter()
+        .map(|a| {
+            let end = a
+                .ended_at_ms
+                .unwrap_or_else(|| panic!("attempt {} of {} never ended", a.attempt, a.task));
+            (a.started_at_ms, end)
+        })
+        .collect()
+}
+
+/// Most intervals that hold at one instant; an interval ending when another starts does not
+/// overlap it.
+pub fn peak_overlap(intervals: &[(i64, i64)]) -> usize {
+    let mut edges: Vec<(i64, i32)> = intervals
+        .iter()
+        .flat_map(|&(s, e)| [(s, 1), (e, -1)])
+        .collect();
+    edges.sort_unstable();
+    let (mut now, mut peak) = (0i32, 0i32);
+    for (_, delta) in edges {
+        now += delta;
+        peak = peak.max(now);
+    }
+    peak as usize
+}
+
+pub fn overlaps(a: (i64, i64), b: (i64, i64)) -> bool {
+    a.0 < b.1 && b.0 < a.1
+}
