@@ -23,6 +23,11 @@ use crate::{build_result, new_run_id};
 /// the attempt is re-run on resume (execution is at least once).
 const START_BATCH_WINDOW: Duration = Duration::from_millis(50);
 
+/// Most events one turn records. No-op tasks finish inside a turn, so a graph of them would
+/// otherwise be one giant transaction held in memory; past this, the rest of the inputs are
+/// carried into the next turn.
+const MAX_TURN_EVENTS: usize = 8192;
+
 /// Where and how a run executes.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -265,6 +270,11 @@ impl<'a> Dispatcher<'a> {
     fn process(&mut self, turn: &mut Turn) -> bool {
         let mut finished = false;
         while let Some(input) = turn.inputs.pop_front() {
+            if turn.events.len() >= MAX_TURN_EVENTS {
+                turn.inputs.push_front(input);
+                self.carried.extend(turn.inputs.drain(..));
+                break;
+            }
             let stop_before = self.sched.stop_cause();
             let actions = self.sched.handle(input);
             if let Some(cause) = self.sched.stop_cause().filter(|c| Some(*c) != stop_before) {
