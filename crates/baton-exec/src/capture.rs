@@ -3,7 +3,6 @@
 
 use std::collections::VecDeque;
 
-use baton_model::format_size;
 use serde::{Deserialize, Serialize};
 
 use crate::utf8;
@@ -118,7 +117,7 @@ impl Capture {
 }
 
 fn cut_marker(cut: u64) -> String {
-    format!("\n[… {} cut …]\n", format_size(cut))
+    baton_model::cut_marker(cut)
 }
 
 #[cfg(test)]

@@ -11,30 +11,37 @@ use baton_model::format_size;
 use crate::utf8::{ceil_char_boundary, floor_char_boundary};
 
 /// `text` cut to at most `limit` bytes: its head and its tail, joined by a line saying
-/// `[… N bytes cut …]`. The result is valid UTF-8 and never longer than `limit`; when `limit` is
+/// `[… 1.2KiB cut …]`. The result is valid UTF-8 and never longer than `limit`; when `limit` is
 /// too small even for the marker, only the head is kept. Borrows when nothing needs cutting.
 pub fn truncate_utf8(text: &str, limit: usize) -> Cow<'_, str> {
     if text.len() <= limit {
         return Cow::Borrowed(text);
     }
-    // The marker carries the count it reports, so its length depends on the cut; the count is
-    // at most the whole length, which bounds the marker.
-    let Some(budget) = limit.checked_sub(cut_marker(text.len()).len()) else {
-        return Cow::Borrowed(&text[..floor_char_boundary(text, limit)]);
-    };
-    let head_end = floor_char_boundary(text, budget / 2);
-    let tail_start = ceil_char_boundary(text, text.len() - (budget - budget / 2));
-    let cut = tail_start - head_end;
-    Cow::Owned(format!(
-        "{}{}{}",
-        &text[..head_end],
-        cut_marker(cut),
-        &text[tail_start..]
-    ))
+    // The marker carries the count it reports, so its length depends on the cut it describes.
+    // Reserve room for a guess, and if the marker came out longer, reserve that much more.
+    let mut reserve = cut_marker(text.len()).len();
+    loop {
+        let Some(budget) = limit.checked_sub(reserve) else {
+            return Cow::Borrowed(&text[..floor_char_boundary(text, limit)]);
+        };
+        let head_end = floor_char_boundary(text, budget / 2);
+        let tail_start = ceil_char_boundary(text, text.len() - (budget - budget / 2));
+        let cut = tail_start - head_end;
+        let out = format!(
+            "{}{}{}",
+            &text[..head_end],
+            cut_marker(cut),
+            &text[tail_start..]
+        );
+        if out.len() <= limit {
+            return Cow::Owned(out);
+        }
+        reserve += out.len() - limit;
+    }
 }
 
 fn cut_marker(cut: usize) -> String {
-    format!("\n[… {cut} bytes cut …]\n")
+    baton_model::cut_marker(cut as u64)
 }
 
 /// Splits a byte budget among predecessors' outputs of the given lengths by water-filling: each
@@ -119,7 +126,7 @@ mod tests {
     fn long_text_keeps_head_tail_and_says_how_much_was_cut() {
         let text = "a".repeat(50) + &"b".repeat(50);
         let cut = truncate_utf8(&text, 40);
-        assert_eq!(cut, "aaaaaaa\n[… 85 bytes cut …]\nbbbbbbbb");
+        assert_eq!(cut, "aaaaaaaaaa\n[… 80B cut …]\nbbbbbbbbbb");
         assert!(cut.len() <= 40);
     }
 
@@ -131,7 +138,9 @@ mod tests {
             assert!(cut.len() <= limit, "limit {limit}: {cut:?}");
             if let Some(rest) = cut.split("[… ").nth(1) {
                 // What is kept plus what the marker reports is the whole text.
-                let reported: usize = rest.split(' ').next().unwrap().parse().unwrap();
+                // The text is under 1 KiB, so the count is in bytes: `85B`.
+                let count = rest.split(' ').next().unwrap();
+                let reported: usize = count.trim_end_matches('B').parse().unwrap();
                 let kept = cut.len() - cut_marker(reported).len();
                 assert_eq!(kept + reported, text.len(), "limit {limit}");
             }

@@ -11,7 +11,9 @@ mod state;
 
 pub use event::{EVENT_SCHEMA_VERSION, Event, EventKind};
 pub use id::{IdError, RunId, TaskId};
-pub use literal::{LiteralError, format_duration, format_size, parse_duration, parse_size};
+pub use literal::{
+    LiteralError, cut_marker, format_duration, format_size, parse_duration, parse_size,
+};
 pub use outcome::{FailureClass, Outcome, signal_name};
 pub use policy::OnFailure;
 pub use state::{RunState, TaskState};

@@ -107,6 +107,12 @@ pub fn format_size(bytes: u64) -> String {
     format!("{value:.1}{}", UNITS[unit])
 }
 
+/// The line that stands in for bytes dropped from the middle of an output: `[… 12.3MiB cut …]`.
+/// One form everywhere (captured output, handoff), so a reader learns it once.
+pub fn cut_marker(bytes: u64) -> String {
+    format!("\n[… {} cut …]\n", format_size(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,8 +17,9 @@
 //!
 //! `schema` changes only when a field changes meaning or disappears; fields may be added.
 //! `tasks` are in graph-file order. `output` is the task's captured stdout (head and tail, with
-//! a marker where bytes were cut); `output_bytes` is its full length. A dry run prints the same
-//! document with `"dry_run": true`, every task `pending` and no timeline.
+//! a marker where bytes were cut); `output_bytes` is its full length. `run --dry-run --json`
+//! prints the plan document instead (see docs/JSON.md): before a run there are no results, and
+//! the plan says more about what would happen.
 
 use baton_model::{Outcome, RunState, TaskState};
 use serde::{Deserialize, Serialize};
@@ -30,8 +31,6 @@ pub const RESULT_SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     pub schema: u32,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub dry_run: bool,
     pub run: RunSection,
     pub totals: Totals,
     pub tasks: Vec<TaskResult>,

@@ -312,6 +312,7 @@ impl<'a> Dispatcher<'a> {
                             cause,
                             self.last_outcome[task as usize].as_ref(),
                             self.sched.attempts(task),
+                            |dep| self.sched.state(dep),
                         );
                         turn.events.push(event(EventKind::TaskFinished {
                             task: self.graph.task(task).id.clone(),

@@ -12,6 +12,8 @@ pub(crate) fn stop_reason(cause: StopCause) -> &'static str {
     }
 }
 
+/// Why a task ended in `state`. `dep_state` gives the final state of another task (the one
+/// whose failure blocked this one).
 pub(crate) fn finish_reason(
     graph: &Graph,
     task: u32,
@@ -19,16 +21,25 @@ pub(crate) fn finish_reason(
     cause: Cause,
     last: Option<&Outcome>,
     attempts: u32,
+    dep_state: impl Fn(u32) -> TaskState,
 ) -> Option<String> {
     match cause {
         Cause::DependencyFailed(dep) => {
-            Some(format!("needs `{}`, which failed", graph.task(dep).id))
+            let how = match dep_state(dep) {
+                TaskState::TimedOut => "timed out",
+                TaskState::Cancelled => "was cancelled",
+                _ => "failed",
+            };
+            Some(format!("needs `{}`, which {how}", graph.task(dep).id))
         }
         Cause::Stopped(StopCause::TaskFailed) if state == TaskState::Skipped => {
             Some("not started: the run stopped after a failure".into())
         }
         Cause::Stopped(cause) if state == TaskState::Skipped => {
             Some(format!("not started: run {}", stop_reason(cause)))
+        }
+        Cause::Stopped(StopCause::TaskFailed) => {
+            Some("stopped: another task failed and on_failure is \"stop\"".into())
         }
         Cause::Stopped(cause) => Some(format!("run {}", stop_reason(cause))),
         Cause::Outcome if state == TaskState::Succeeded => None,

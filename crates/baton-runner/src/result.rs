@@ -62,7 +62,6 @@ pub fn build_result(
     let _ = graph;
     Ok(RunResult {
         schema: RESULT_SCHEMA_VERSION,
-        dry_run: false,
         run: RunSection {
             id: record.id.to_string(),
             name: record.name.clone(),
