@@ -4,12 +4,14 @@
 //! back from a run's stored copy with [`Graph::from_stored_json`] (which was validated when the
 //! run began). Its fields are private so that nothing can change it afterwards.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use baton_model::{OnFailure, TaskId};
 use serde::{Deserialize, Serialize};
+
+use crate::adjacency::Adjacency;
 
 /// Position of a task in [`Graph::tasks`]. Dense, `0..graph.len()`, in file order.
 pub type TaskIndex = u32;
@@ -24,14 +26,15 @@ pub struct Graph {
     pub(crate) tasks: Vec<Task>,
     /// For each task, the tasks whose `needs` name it. Derived; rebuilt on load.
     #[serde(skip)]
-    pub(crate) dependents: Vec<Vec<TaskIndex>>,
+    pub(crate) dependents: Adjacency,
     /// For each task, the tasks whose scopes can match a common path with its own (symmetric;
     /// pairs where one depends on the other, directly or not, are included: the dependency
     /// already keeps them apart). Derived; rebuilt on load.
     #[serde(skip)]
-    pub(crate) conflicts: Vec<Vec<TaskIndex>>,
+    pub(crate) conflicts: Adjacency,
+    /// Every task's index, sorted by id: a map would hold a second copy of each id. Derived.
     #[serde(skip)]
-    pub(crate) by_id: HashMap<TaskId, TaskIndex>,
+    pub(crate) by_id: Vec<TaskIndex>,
     /// What a conversion from a legacy format mapped to what, for the user to read.
     pub(crate) notes: Vec<String>,
 }
@@ -161,15 +164,19 @@ impl Graph {
     }
 
     pub fn index_of(&self, id: &str) -> Option<TaskIndex> {
-        self.by_id.get(id).copied()
+        let k = self
+            .by_id
+            .binary_search_by(|&i| self.tasks[i as usize].id.as_str().cmp(id))
+            .ok()?;
+        Some(self.by_id[k])
     }
 
     pub fn dependents(&self, index: TaskIndex) -> &[TaskIndex] {
-        &self.dependents[index as usize]
+        self.dependents.get(index)
     }
 
     pub fn conflicts(&self, index: TaskIndex) -> &[TaskIndex] {
-        &self.conflicts[index as usize]
+        self.conflicts.get(index)
     }
 
     pub fn notes(&self) -> &[String] {
@@ -206,20 +213,12 @@ impl Graph {
 
     /// Recomputes `dependents`, `by_id` and `conflicts` from `tasks`.
     pub(crate) fn rebuild_derived(&mut self) {
-        let n = self.tasks.len();
-        self.by_id = self
-            .tasks
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.id.clone(), i as TaskIndex))
-            .collect();
-        self.dependents = vec![Vec::new(); n];
-        for (i, task) in self.tasks.iter().enumerate() {
-            for &dep in &task.needs {
-                self.dependents[dep as usize].push(i as TaskIndex);
-            }
-        }
-        self.conflicts = crate::scope::conflicts(&self.tasks);
+        let tasks = &self.tasks;
+        let mut by_id: Vec<TaskIndex> = (0..tasks.len() as TaskIndex).collect();
+        by_id.sort_unstable_by(|&a, &b| tasks[a as usize].id.cmp(&tasks[b as usize].id));
+        self.by_id = by_id;
+        self.dependents = Adjacency::reversed(tasks.len(), |i| &tasks[i].needs);
+        self.conflicts = Adjacency::from_lists(&crate::scope::conflicts(tasks));
     }
 }
 

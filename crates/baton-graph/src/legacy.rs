@@ -216,7 +216,7 @@ impl Converter<'_> {
                         .map(|s| At::new(s, e.value.span.clone()))
                 }
                 ("deps", _) => t.needs = self.ids(&e.value),
-                ("scope", _) => t.scope = self.strings(&e.value),
+                ("scope", _) => t.more_mut().scope = self.strings(&e.value),
                 ("agentKind", _) => {
                     kind = self
                         .text(&e.value)
@@ -236,7 +236,7 @@ impl Converter<'_> {
             }
         }
         self.note_once("nodes[].goal → prompt (or run, for shell nodes); nodes[].deps → needs");
-        let engine = kind.as_ref().map_or("claude", |k| match k.value.as_str() {
+        let engine: &'static str = kind.as_ref().map_or("claude", |k| match k.value.as_str() {
             "claude" | "claude-code" => "claude",
             "codex" => "codex",
             "gemini" => "gemini",
@@ -259,7 +259,7 @@ impl Converter<'_> {
             engine => {
                 t.prompt = goal;
                 if let Some(k) = kind {
-                    t.engine = Some(At::new(engine.to_owned(), k.span));
+                    t.engine = Some(At::new(engine, k.span));
                 }
             }
         }
@@ -292,7 +292,7 @@ impl Converter<'_> {
                         .map(|s| At::new(s, e.value.span.clone()));
                 }
                 ("blockedBy", _) => t.needs = self.ids(&e.value),
-                ("expectedFiles", _) => t.scope = self.strings(&e.value),
+                ("expectedFiles", _) => t.more_mut().scope = self.strings(&e.value),
                 ("acceptance", _) => {
                     acceptance = self
                         .strings(&e.value)

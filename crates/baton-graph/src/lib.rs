@@ -2,6 +2,7 @@
 //! JSON formats), validation that reports every problem at once, scope conflicts, templates,
 //! plans and rendering. Pure: no processes, no clocks, no environment.
 
+mod adjacency;
 mod cycle;
 mod diagnostic;
 mod from_json;
@@ -16,6 +17,7 @@ mod scope;
 mod spec;
 mod suggest;
 pub mod template;
+mod toml_split;
 mod tree;
 mod validate;
 mod walk;

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use crate::diagnostic::{Diagnostic, LoadError};
 use crate::graph::Graph;
+use crate::spec::Spec;
 use crate::tree::Node;
 use crate::{from_json, from_toml, legacy, validate, walk};
 
@@ -37,19 +38,9 @@ pub fn load(path: &Path) -> Result<Graph, LoadError> {
 /// Validates the text of a graph file; `path` picks the format and names the file in errors.
 pub fn load_str(path: &Path, text: &str) -> Result<Graph, LoadError> {
     let fail = |diags| LoadError::new(path.to_path_buf(), text.to_owned(), diags);
-    let root = parse(path, text).map_err(fail)?;
-    let mut diags = Vec::new();
-    let spec = match legacy::detect(&root) {
-        Some(shape) => legacy::convert(&root, shape, &mut diags),
-        None => walk::walk(&root, &mut diags),
-    };
-    validate::validate(spec, text, path, diags).map_err(fail)
-}
-
-fn parse(path: &Path, text: &str) -> Result<Node, Vec<Diagnostic>> {
     // A byte-order mark is three bytes; three spaces keep every offset where it was.
     let unmarked;
-    let text = match text.strip_prefix('\u{feff}') {
+    let unmarked_text = match text.strip_prefix('\u{feff}') {
         Some(rest) => {
             unmarked = format!("   {rest}");
             unmarked.as_str()
@@ -59,7 +50,51 @@ fn parse(path: &Path, text: &str) -> Result<Node, Vec<Diagnostic>> {
     let extension = path
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
-    match extension.as_deref() {
+    let mut diags = Vec::new();
+    let split = match extension.as_deref() {
+        Some("json" | "jsonc" | "json5") => None,
+        _ => walk_split(unmarked_text, &mut diags),
+    };
+    let spec = match split {
+        Some(spec) => spec,
+        None => {
+            diags.clear();
+            let root = parse(extension.as_deref(), unmarked_text).map_err(fail)?;
+            match legacy::detect(&root) {
+                Some(shape) => legacy::convert(&root, shape, &mut diags),
+                None => walk::walk(&root, &mut diags),
+            }
+        }
+    };
+    validate::validate(spec, text, path, diags).map_err(fail)
+}
+
+/// A TOML document walked a group of tasks at a time (see [`from_toml::split`]), so that the
+/// whole document is never in memory as a tree. `None`: walk it whole instead.
+fn walk_split(text: &str, diags: &mut Vec<Diagnostic>) -> Option<Spec> {
+    let from_toml::Split {
+        rest,
+        groups,
+        tasks,
+    } = from_toml::split(text)?;
+    let mut spec = walk::walk(&rest, diags);
+    drop(rest);
+    // Growing by doubling would hold up to twice the tasks, and both copies while it moves.
+    spec.tasks.reserve_exact(tasks);
+    for group in groups {
+        let (key_span, items) = from_toml::parse_tasks(text, group)?;
+        spec.tasks_span.get_or_insert(key_span);
+        for item in &items {
+            if let Some(task) = walk::task(item, diags) {
+                spec.tasks.push(task);
+            }
+        }
+    }
+    Some(spec)
+}
+
+fn parse(extension: Option<&str>, text: &str) -> Result<Node, Vec<Diagnostic>> {
+    match extension {
         Some("toml") => from_toml::parse(text),
         Some("json" | "jsonc" | "json5") => from_json::parse(text),
         other => from_toml::parse(text).or_else(|mut toml_errors| {
@@ -77,5 +112,88 @@ fn parse(path: &Path, text: &str) -> Result<Node, Vec<Diagnostic>> {
                 toml_errors
             })
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The spec and diagnostics of `text` walked whole, and walked split if it splits.
+    fn both_ways(text: &str) -> (String, Option<String>) {
+        let root = parse(Some("toml"), text).unwrap();
+        let mut diags = Vec::new();
+        let spec = walk::walk(&root, &mut diags);
+        let whole = format!("{spec:?}\n{diags:?}");
+        let mut diags = Vec::new();
+        let split = walk_split(text, &mut diags).map(|spec| format!("{spec:?}\n{diags:?}"));
+        (whole, split)
+    }
+
+    #[test]
+    fn split_walk_is_the_whole_walk() {
+        let text = r#"# a graph
+name = "x"
+[defaults]
+engine = "shell"
+
+[[task]]
+id = "a"
+run = """
+[[task]]
+id = "not a task"
+"""
+[task.env]
+B = 2
+
+[[task]]  # b
+id = "b"
+needs = [
+  "a",
+]
+timeout = 30
+env.A = "1"
+bogus = { x = "[" }
+
+[run]
+concurrency = 0
+
+[[task]]
+id = "c"
+prompt = '''it's'''
+[[task.verify]]
+x = 1
+"#;
+        let (whole, split) = both_ways(text);
+        assert_eq!(split.as_deref(), Some(whole.as_str()));
+        assert!(whole.contains("concurrency"), "{whole}");
+    }
+
+    #[test]
+    fn documents_that_only_parse_whole() {
+        for text in [
+            "[task.env]\nA = \"1\"\n[[task]]\nid = \"a\"\n",
+            "task = []\n[[task]]\nid = \"a\"\n",
+            "[[tasks]]\nid = \"b\"\n[[task]]\nid = \"a\"\n",
+            "name = \"x\"\n",
+        ] {
+            assert_eq!(
+                walk_split(text, &mut Vec::new()).map(|_| ()),
+                None,
+                "{text}"
+            );
+        }
+        for text in [
+            "[[task]]\nid = \"a\"\n[task]\nid = \"b\"\n",
+            "[[task]]\nid = \"a\"\nid = \"b\"\n",
+            "[defaults]\n[[task]]\nid = \"a\"\n[defaults]\n",
+        ] {
+            assert_eq!(
+                walk_split(text, &mut Vec::new()).map(|_| ()),
+                None,
+                "{text}"
+            );
+            assert!(parse(Some("toml"), text).is_err(), "{text}");
+        }
     }
 }

@@ -38,7 +38,8 @@ pub(crate) struct Spec {
 
 #[derive(Debug, Default)]
 pub(crate) struct Defaults {
-    pub engine: Option<At<String>>,
+    /// One of [`crate::walk::ENGINES`].
+    pub engine: Option<At<&'static str>>,
     pub timeout: Option<Duration>,
     pub retries: Option<u32>,
     pub backoff: Option<Duration>,
@@ -63,7 +64,15 @@ pub(crate) struct TaskSpec {
     pub needs: Vec<At<String>>,
     pub run: Option<At<String>>,
     pub prompt: Option<At<String>>,
-    pub engine: Option<At<String>>,
+    /// One of [`crate::walk::ENGINES`]: a name, not a copy, for each of many tasks.
+    pub engine: Option<At<&'static str>>,
+    /// The fields most tasks leave out, boxed so that a graph of many tasks does not pay for
+    /// them: `None` when none is given.
+    pub more: Option<Box<TaskMore>>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct TaskMore {
     pub timeout: Option<Duration>,
     pub retries: Option<u32>,
     pub backoff: Option<Duration>,
@@ -74,4 +83,27 @@ pub(crate) struct TaskSpec {
     pub verify: Vec<String>,
     pub approval: Option<bool>,
     pub workspace: Option<Workspace>,
+}
+
+static NOTHING_MORE: TaskMore = TaskMore {
+    timeout: None,
+    retries: None,
+    backoff: None,
+    scope: Vec::new(),
+    env: BTreeMap::new(),
+    cwd: None,
+    handoff_limit: None,
+    verify: Vec::new(),
+    approval: None,
+    workspace: None,
+};
+
+impl TaskSpec {
+    pub fn more(&self) -> &TaskMore {
+        self.more.as_deref().unwrap_or(&NOTHING_MORE)
+    }
+
+    pub fn more_mut(&mut self) -> &mut TaskMore {
+        self.more.get_or_insert_with(Box::default)
+    }
 }

@@ -80,6 +80,14 @@ pub(crate) fn walk(root: &Node, diags: &mut Vec<Diagnostic>) -> Spec {
     spec
 }
 
+/// One `[[task]]` table, for documents whose tasks are parsed apart from the rest (see
+/// `from_toml::split`): the rest goes through [`walk`], each task through this.
+pub(crate) fn task(item: &Node, diags: &mut Vec<Diagnostic>) -> Option<TaskSpec> {
+    let mut w = Walker { diags };
+    let table = w.table_node(item, "a task")?;
+    Some(w.task(item, table))
+}
+
 struct Walker<'d> {
     diags: &'d mut Vec<Diagnostic>,
 }
@@ -94,9 +102,17 @@ impl Walker<'_> {
         known: &[&str],
         mut visit: impl FnMut(&mut Self, &'n Entry) -> bool,
     ) {
+        // A task's handful of fields is searched: a map for each of 100,000 tasks costs more.
+        let small = table.len() <= 16;
         let mut seen: HashMap<&str, &Entry> = HashMap::new();
-        for entry in table {
-            if let Some(first) = seen.insert(&entry.key, entry) {
+        for (k, entry) in table.iter().enumerate() {
+            // The latest earlier one, as the map (which keeps the latest) would say.
+            let earlier = if small {
+                table[..k].iter().rev().find(|e| e.key == entry.key)
+            } else {
+                seen.insert(&entry.key, entry)
+            };
+            if let Some(first) = earlier {
                 self.diags.push(
                     Diagnostic::at(
                         entry.key_span.clone(),
@@ -310,10 +326,10 @@ impl Walker<'_> {
         None
     }
 
-    fn engine(&mut self, e: &Entry) -> Option<At<String>> {
+    fn engine(&mut self, e: &Entry) -> Option<At<&'static str>> {
         let s = self.string(e)?;
-        if ENGINES.contains(&s.value.as_str()) {
-            return Some(s);
+        if let Some(&engine) = ENGINES.iter().find(|&&engine| engine == s.value) {
+            return Some(At::new(engine, s.span));
         }
         let mut d =
             Diagnostic::at(s.span, format!("unknown engine `{}`", s.value)).label("unknown engine");
@@ -456,16 +472,18 @@ impl Walker<'_> {
                 "run" => t.run = w.string(e),
                 "prompt" => t.prompt = w.string(e),
                 "engine" => t.engine = w.engine(e),
-                "timeout" => t.timeout = w.duration(e),
-                "retries" => t.retries = w.count(e, 0),
-                "backoff" => t.backoff = w.duration(e),
-                "scope" => t.scope = w.strings(e),
-                "env" => t.env = w.env(e),
-                "cwd" => t.cwd = w.string(e),
-                "handoff_limit" => t.handoff_limit = w.size(e),
-                "verify" => t.verify = w.plain_strings(e),
-                "approval" => t.approval = w.boolean(e),
-                "workspace" => t.workspace = w.choice(e, Workspace::NAMES, Workspace::parse),
+                "timeout" => t.more_mut().timeout = w.duration(e),
+                "retries" => t.more_mut().retries = w.count(e, 0),
+                "backoff" => t.more_mut().backoff = w.duration(e),
+                "scope" => t.more_mut().scope = w.strings(e),
+                "env" => t.more_mut().env = w.env(e),
+                "cwd" => t.more_mut().cwd = w.string(e),
+                "handoff_limit" => t.more_mut().handoff_limit = w.size(e),
+                "verify" => t.more_mut().verify = w.plain_strings(e),
+                "approval" => t.more_mut().approval = w.boolean(e),
+                "workspace" => {
+                    t.more_mut().workspace = w.choice(e, Workspace::NAMES, Workspace::parse)
+                }
                 _ => return false,
             }
             true
