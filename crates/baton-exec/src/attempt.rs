@@ -93,6 +93,17 @@ impl Attempt {
     }
 }
 
+/// stdin for every attempt. `/dev/null` is opened once and duplicated per spawn: a `dup` costs
+/// less than resolving the path again for each of thousands of small tasks.
+fn dev_null() -> Stdio {
+    static DEV_NULL: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    DEV_NULL
+        .get_or_init(|| std::fs::File::open("/dev/null").ok())
+        .as_ref()
+        .and_then(|file| file.try_clone().ok())
+        .map_or_else(Stdio::null, Stdio::from)
+}
+
 fn command(spec: &AttemptSpec) -> Command {
     let mut command = match &spec.program {
         // An absolute path: no PATH search, and the same shell whatever PATH the task sets.
@@ -110,7 +121,7 @@ fn command(spec: &AttemptSpec) -> Command {
     command
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(key, value)| (key, value)))
-        .stdin(Stdio::null())
+        .stdin(dev_null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // A new group lets one signal reach every descendant. Unlike a `pre_exec` hook, it keeps

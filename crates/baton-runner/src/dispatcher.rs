@@ -12,21 +12,16 @@ use baton_store::{AttemptOutput, NewRun, SqliteStore, StoreError};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+use crate::journal::{Journal, MAX_BATCH_EVENTS};
 use crate::launch::{HeldOutput, Launcher};
 use crate::layout::RunDirs;
 use crate::reasons::{finish_reason, stop_reason};
 use crate::{build_result, new_run_id};
 
-/// How long the start of an attempt may wait before it is recorded on its own. Starts are
-/// normally recorded with the next turn's events; a lone long-running attempt gets its own
-/// commit after this delay. A crash inside the window loses only the record of a start, and
-/// the attempt is re-run on resume (execution is at least once).
-const START_BATCH_WINDOW: Duration = Duration::from_millis(50);
-
-/// Most events one turn records. No-op tasks finish inside a turn, so a graph of them would
-/// otherwise be one giant transaction held in memory; past this, the rest of the inputs are
-/// carried into the next turn.
-const MAX_TURN_EVENTS: usize = 8192;
+/// Most events one turn produces. No-op tasks finish inside a turn, so a graph of them would
+/// otherwise be one giant batch held in memory; past this, the rest of the inputs are carried
+/// into the next turn.
+const MAX_TURN_EVENTS: usize = MAX_BATCH_EVENTS;
 
 /// Where and how a run executes.
 #[derive(Debug, Clone)]
@@ -140,20 +135,17 @@ struct Dispatcher<'a> {
     stop_tx: watch::Sender<StopLevel>,
     /// Retry timers, earliest first.
     timers: BinaryHeap<Reverse<(Instant, u32)>>,
-    /// Starts of attempts spawned but not yet recorded (see `START_BATCH_WINDOW`).
-    unrecorded_starts: Vec<Event>,
-    flush_starts_at: Option<tokio::time::Instant>,
+    /// Events decided but not yet recorded.
+    journal: Journal,
     last_outcome: Vec<Option<Outcome>>,
     /// The first store failure. Once set, the run is stopped and nothing more is recorded.
     fatal: Option<StoreError>,
 }
 
-/// Everything one turn produced.
+/// What one turn has to work through.
 #[derive(Default)]
 struct Turn {
     inputs: VecDeque<Input>,
-    events: Vec<Event>,
-    outputs: Vec<AttemptOutput>,
     launches: Vec<(u32, u32)>,
 }
 
@@ -192,8 +184,7 @@ impl<'a> Dispatcher<'a> {
             carried: VecDeque::new(),
             stop_tx,
             timers: BinaryHeap::new(),
-            unrecorded_starts: Vec::new(),
-            flush_starts_at: None,
+            journal: Journal::new(graph.len()),
             last_outcome: vec![None; graph.len()],
             fatal: None,
         }
@@ -208,17 +199,30 @@ impl<'a> Dispatcher<'a> {
         started_at_ms: i64,
     ) -> Option<StoreError> {
         let mut turn = Turn::default();
-        turn.events.push(event(EventKind::RunStarted {
-            name: self.graph.name().to_owned(),
-            tasks: self.graph.len() as u32,
-            concurrency: self.graph.run_settings().concurrency,
-        }));
-        turn.events[0].at_ms = started_at_ms;
+        self.journal.push(Event {
+            seq: 0,
+            at_ms: started_at_ms,
+            kind: EventKind::RunStarted {
+                name: self.graph.name().to_owned(),
+                tasks: self.graph.len() as u32,
+                concurrency: self.graph.run_settings().concurrency,
+            },
+        });
         turn.inputs.push_back(Input::Start);
         let mut stops_open = true;
         loop {
             let finished = self.process(&mut turn);
-            self.record(&mut turn, reporter);
+            // A launch waits for a commit only if it needs a task whose end is not recorded.
+            let needs_unrecorded = turn.launches.iter().any(|&(task, _)| {
+                self.graph
+                    .task(task)
+                    .needs
+                    .iter()
+                    .any(|&need| self.journal.end_unrecorded(need))
+            });
+            if finished || needs_unrecorded || self.journal.is_due(tokio::time::Instant::now()) {
+                self.record(reporter);
+            }
             self.carry_out(&mut turn);
             if finished {
                 break;
@@ -243,9 +247,7 @@ impl<'a> Dispatcher<'a> {
                     Some(request) => turn.inputs.push_back(stop_input(request)),
                     None => stops_open = false,
                 },
-                _ = sleep_until_opt(self.flush_starts_at), if self.flush_starts_at.is_some() => {
-                    self.flush_starts_at = None;
-                }
+                _ = sleep_until_opt(self.journal.deadline()), if !self.journal.is_empty() => {}
             }
             while let Some(joined) = self.inflight.try_join_next_with_id() {
                 self.attempt_done(joined, &mut turn);
@@ -270,7 +272,7 @@ impl<'a> Dispatcher<'a> {
     fn process(&mut self, turn: &mut Turn) -> bool {
         let mut finished = false;
         while let Some(input) = turn.inputs.pop_front() {
-            if turn.events.len() >= MAX_TURN_EVENTS {
+            if self.journal.len() >= MAX_TURN_EVENTS {
                 turn.inputs.push_front(input);
                 self.carried.extend(turn.inputs.drain(..));
                 break;
@@ -278,7 +280,7 @@ impl<'a> Dispatcher<'a> {
             let stop_before = self.sched.stop_cause();
             let actions = self.sched.handle(input);
             if let Some(cause) = self.sched.stop_cause().filter(|c| Some(*c) != stop_before) {
-                turn.events.push(event(EventKind::RunStopping {
+                self.journal.push(event(EventKind::RunStopping {
                     reason: stop_reason(cause).to_owned(),
                 }));
             }
@@ -297,7 +299,7 @@ impl<'a> Dispatcher<'a> {
                         delay,
                     } => {
                         self.timers.push(Reverse((Instant::now() + delay, task)));
-                        turn.events.push(event(EventKind::RetryScheduled {
+                        self.journal.push(event(EventKind::RetryScheduled {
                             task: self.graph.task(task).id.clone(),
                             attempt,
                             delay_ms: delay.as_millis() as u64,
@@ -314,7 +316,7 @@ impl<'a> Dispatcher<'a> {
                             self.sched.attempts(task),
                             |dep| self.sched.state(dep),
                         );
-                        turn.events.push(event(EventKind::TaskFinished {
+                        self.journal.push(event(EventKind::TaskFinished {
                             task: self.graph.task(task).id.clone(),
                             state,
                             reason,
@@ -329,7 +331,7 @@ impl<'a> Dispatcher<'a> {
                         self.stop_tx.send_replace(level);
                     }
                     Action::RunFinished { state } => {
-                        turn.events.push(event(EventKind::RunFinished { state }));
+                        self.journal.push(event(EventKind::RunFinished { state }));
                         finished = true;
                     }
                 }
@@ -340,18 +342,19 @@ impl<'a> Dispatcher<'a> {
 
     fn finish_noop(&mut self, task: u32, attempt: u32, turn: &mut Turn) {
         let id = self.graph.task(task).id.clone();
-        turn.events.push(event(EventKind::AttemptStarted {
+        self.journal.push(event(EventKind::AttemptStarted {
             task: id.clone(),
             attempt,
             pid: None,
         }));
         let outcome = Outcome::Exited { code: 0 };
-        turn.events.push(event(EventKind::AttemptFinished {
+        self.journal.push(event(EventKind::AttemptFinished {
             task: id,
             attempt,
             outcome: outcome.clone(),
             duration_ms: 0,
         }));
+        self.journal.mark_end(task);
         self.launcher.hold_output(task, HeldOutput::default());
         turn.inputs.push_back(Input::Finished {
             task,
@@ -407,13 +410,13 @@ impl<'a> Dispatcher<'a> {
             stderr_tail.push('\n');
             stderr_tail.push_str(&extra);
         }
-        turn.events.push(event(EventKind::AttemptFinished {
+        self.journal.push(event(EventKind::AttemptFinished {
             task: id.clone(),
             attempt,
             outcome: report.outcome.clone(),
             duration_ms: report.duration.as_millis() as u64,
         }));
-        turn.outputs.push(AttemptOutput {
+        self.journal.push_output(AttemptOutput {
             task: id,
             attempt,
             output: output.text.clone(),
@@ -422,6 +425,7 @@ impl<'a> Dispatcher<'a> {
             stderr_tail,
             log_path: self.launcher.log_path(task, attempt).display().to_string(),
         });
+        self.journal.mark_end(task);
         self.launcher.hold_output(task, output);
         self.last_outcome[task as usize] = Some(report.outcome.clone());
         turn.inputs.push_back(Input::Finished {
@@ -431,22 +435,14 @@ impl<'a> Dispatcher<'a> {
         });
     }
 
-    /// Commits the turn (with any starts not yet recorded, which come first) and reports it.
-    fn record(&mut self, turn: &mut Turn, reporter: &mut dyn Reporter) {
-        let flush_starts = !turn.events.is_empty()
-            || !turn.outputs.is_empty()
-            || self.flush_starts_at.is_none() && !self.unrecorded_starts.is_empty();
-        if !flush_starts {
+    /// Commits everything unrecorded in one transaction, then reports it.
+    fn record(&mut self, reporter: &mut dyn Reporter) {
+        if self.journal.is_empty() {
             return;
         }
-        let mut events = std::mem::take(&mut self.unrecorded_starts);
-        self.flush_starts_at = None;
-        events.append(&mut turn.events);
-        if events.is_empty() {
-            return;
-        }
+        let (mut events, outputs) = self.journal.take();
         if self.fatal.is_none() {
-            match self.store.commit(&self.run_id, &events, &turn.outputs) {
+            match self.store.commit(&self.run_id, &events, &outputs) {
                 Ok(seqs) => {
                     for (event, seq) in events.iter_mut().zip(seqs) {
                         event.seq = seq;
@@ -479,12 +475,11 @@ impl<'a> Dispatcher<'a> {
                 Ok(spec) => spec,
                 Err(error) => {
                     // Recorded like a process that could not be spawned.
-                    self.unrecorded_starts
-                        .push(event(EventKind::AttemptStarted {
-                            task: self.graph.task(task).id.clone(),
-                            attempt,
-                            pid: None,
-                        }));
+                    self.journal.push(event(EventKind::AttemptStarted {
+                        task: self.graph.task(task).id.clone(),
+                        attempt,
+                        pid: None,
+                    }));
                     let handle = self.inflight.spawn(std::future::ready(AttemptReport {
                         outcome: Outcome::SpawnFailed { error },
                         duration: Duration::ZERO,
@@ -499,18 +494,14 @@ impl<'a> Dispatcher<'a> {
             };
             let child = Attempt::spawn(spec);
             let pid = child.pid();
-            self.unrecorded_starts
-                .push(event(EventKind::AttemptStarted {
-                    task: self.graph.task(task).id.clone(),
-                    attempt,
-                    pid,
-                }));
+            self.journal.push(event(EventKind::AttemptStarted {
+                task: self.graph.task(task).id.clone(),
+                attempt,
+                pid,
+            }));
             let stop = self.stop_tx.subscribe();
             let handle = self.inflight.spawn(child.wait(stop));
             self.inflight_ids.insert(handle.id(), (task, attempt));
-        }
-        if !self.unrecorded_starts.is_empty() && self.flush_starts_at.is_none() {
-            self.flush_starts_at = Some(tokio::time::Instant::now() + START_BATCH_WINDOW);
         }
     }
 }

@@ -227,11 +227,14 @@ impl<'a> Launcher<'a> {
             .dirs
             .structured_output(&self.graph.task(task).id, attempt);
         let (json, note) = match read_structured_output(&path, STRUCTURED_OUTPUT_LIMIT) {
-            Ok(json) => (json, None),
+            Ok(None) => (None, None),
+            Ok(Some(json)) => (Some(json), None),
             Err(err) => (None, Some(format!("baton: ignored $BATON_OUTPUT: {err}"))),
         };
-        // Its content now lives in the store.
-        let _ = std::fs::remove_file(&path);
+        if json.is_some() || note.is_some() {
+            // Its content now lives in the store (or its problem in the attempt's record).
+            let _ = std::fs::remove_file(&path);
+        }
         (
             HeldOutput {
                 text: report.stdout.text.clone(),

@@ -9,6 +9,7 @@
 
 mod dispatcher;
 pub mod driver;
+mod journal;
 mod launch;
 mod layout;
 mod reasons;
