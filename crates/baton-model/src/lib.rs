@@ -12,7 +12,8 @@ mod state;
 pub use event::{EVENT_SCHEMA_VERSION, Event, EventKind};
 pub use id::{IdError, RunId, TaskId};
 pub use literal::{
-    LiteralError, cut_marker, format_duration, format_size, parse_duration, parse_size,
+    LiteralError, civil_from_days, cut_marker, format_duration, format_size, format_utc,
+    parse_duration, parse_size,
 };
 pub use outcome::{FailureClass, Outcome, signal_name};
 pub use policy::OnFailure;

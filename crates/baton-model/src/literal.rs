@@ -107,6 +107,35 @@ pub fn format_size(bytes: u64) -> String {
     format!("{value:.1}{}", UNITS[unit])
 }
 
+/// A wall-clock time (milliseconds since the Unix epoch) as `2026-11-30 04:01:41Z`: UTC, so
+/// that it means the same on every machine of a team.
+pub fn format_utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day), by Howard Hinnant's
+/// `civil_from_days`.
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
 /// The line that stands in for bytes dropped from the middle of an output: `[… 12.3MiB cut …]`.
 /// One form everywhere (captured output, handoff), so a reader learns it once.
 pub fn cut_marker(bytes: u64) -> String {
@@ -140,6 +169,15 @@ mod tests {
         for bad in ["", "KiB", "8 parsecs", "-1", "99999999999999999999GiB"] {
             assert!(parse_size(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_422), (2025, 11, 30));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(format_utc(1_764_474_312_000), "2025-11-30 03:45:12Z");
+        assert_eq!(format_utc(0), "1970-01-01 00:00:00Z");
     }
 
     #[test]

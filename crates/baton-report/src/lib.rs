@@ -10,6 +10,7 @@ mod plain;
 mod reporter;
 mod result;
 pub mod summary;
+mod terminal;
 mod timeline;
 
 pub use counts::StateCounts;
@@ -17,4 +18,5 @@ pub use live::LiveReporter;
 pub use plain::PlainReporter;
 pub use reporter::{NullReporter, Reporter, RunInfo};
 pub use result::{RESULT_SCHEMA_VERSION, RunResult, RunSection, TaskResult, Totals};
+pub use terminal::terminal_safe;
 pub use timeline::{Timeline, timeline};

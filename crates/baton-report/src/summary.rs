@@ -99,11 +99,11 @@ fn detail(task: &crate::TaskResult) -> String {
 /// The last non-empty line of an output, shortened for a table cell.
 fn last_line(text: &str) -> Option<String> {
     let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
-    let clean: String = line.chars().filter(|c| !c.is_control()).collect();
+    let clean = crate::terminal_safe(line);
     Some(if clean.chars().count() > 60 {
         format!("{}…", clean.chars().take(59).collect::<String>())
     } else {
-        clean
+        clean.into_owned()
     })
 }
 

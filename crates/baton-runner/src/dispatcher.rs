@@ -115,7 +115,7 @@ pub async fn run(
             source,
         });
     }
-    let result = build_result(store, &graph, &run_id)?;
+    let result = build_result(store, &run_id)?;
     reporter.run_finished(&result);
     Ok(result)
 }

@@ -1,14 +1,9 @@
-use baton_graph::Graph;
 use baton_model::RunId;
 use baton_report::{RESULT_SCHEMA_VERSION, RunResult, RunSection, TaskResult, Totals, timeline};
 use baton_store::{SqliteStore, StoreError};
 
 /// The run result document, read back from the store: what is printed is what was recorded.
-pub fn build_result(
-    store: &SqliteStore,
-    graph: &Graph,
-    run: &RunId,
-) -> Result<RunResult, StoreError> {
+pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, StoreError> {
     let record = store
         .run(run)?
         .ok_or_else(|| StoreError::UnknownRun(run.clone()))?;
@@ -59,7 +54,6 @@ pub fn build_result(
             }
         })
         .collect();
-    let _ = graph;
     Ok(RunResult {
         schema: RESULT_SCHEMA_VERSION,
         run: RunSection {

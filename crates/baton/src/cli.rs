@@ -26,6 +26,59 @@ pub enum Command {
     Plan(PlanArgs),
     /// Print a graph file's tasks and dependencies as Graphviz dot or Mermaid.
     Graph(GraphArgs),
+    /// List recorded runs, newest first.
+    Runs(RunsArgs),
+    /// Show every task of a run: state, attempts, time, why it failed or is blocked.
+    Status(StatusArgs),
+    /// Print what an attempt of a task printed (the latest attempt unless `--attempt`).
+    Logs(LogsArgs),
+    /// Print a run's event log.
+    Events(EventsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Most runs to list.
+    #[arg(short = 'n', long, default_value_t = 20, value_name = "N")]
+    pub limit: u32,
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// A run id, or a unique prefix of one. Default: the latest run.
+    pub run: Option<String>,
+    /// Print the run result as JSON (the document `baton run --json` prints).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// A run id (or a unique prefix), or `latest`.
+    pub run: String,
+    /// The task's id.
+    pub task: String,
+    /// Which attempt (1 for the first). Default: the latest.
+    #[arg(long, value_name = "N")]
+    pub attempt: Option<u32>,
+    /// Keep printing as the log grows, until the attempt ends.
+    #[arg(short, long)]
+    pub follow: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// A run id (or a unique prefix), or `latest`.
+    pub run: String,
+    /// Keep printing new events until the run ends.
+    #[arg(short, long)]
+    pub follow: bool,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,9 +1,14 @@
 //! One module per subcommand; each resolves its raw flags and returns an exit code.
 
+mod events;
 mod graph;
 mod load;
+mod logs;
 mod plan;
+mod records;
 mod run;
+mod runs;
+mod status;
 
 use crate::cli::{Cli, Command};
 use crate::exit::Failure;
@@ -13,5 +18,9 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Run(args) => run::run(args, cli.store.as_deref()),
         Command::Plan(args) => plan::plan(args),
         Command::Graph(args) => graph::graph(args),
+        Command::Runs(args) => runs::runs(args, cli.store.as_deref()),
+        Command::Status(args) => status::status(args, cli.store.as_deref()),
+        Command::Logs(args) => logs::logs(args, cli.store.as_deref()),
+        Command::Events(args) => events::events(args, cli.store.as_deref()),
     }
 }

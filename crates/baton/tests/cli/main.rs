@@ -8,6 +8,7 @@ mod test;
 mod examples;
 mod flags;
 mod handoff;
+mod history;
 mod interrupt;
 mod kill;
 mod legacy;

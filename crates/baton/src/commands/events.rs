@@ -1,0 +1,117 @@
+use std::io::Write;
+use std::time::Duration;
+
+use baton_model::{Event, EventKind, RunState, format_utc};
+
+use super::records;
+use crate::cli::EventsArgs;
+use crate::exit::{self, Failure};
+
+const POLL: Duration = Duration::from_millis(100);
+const PAGE: u32 = 1000;
+
+pub fn events(args: EventsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    let store = records::open(store_url)?;
+    let run = records::resolve(&store, Some(&args.run))?;
+    let mut out = std::io::stdout().lock();
+    let mut after = 0;
+    loop {
+        let page = store.events(&run.id, after, PAGE)?;
+        let mut finished = false;
+        for event in &page {
+            after = event.seq;
+            finished |= matches!(event.kind, EventKind::RunFinished { .. });
+            let line = if args.json {
+                serde_json::to_string(&JsonEvent { schema: 1, event })
+                    .map_err(anyhow::Error::from)?
+            } else {
+                describe(event)
+            };
+            if writeln!(out, "{line}").is_err() {
+                // The reader went away (a closed pipe): nothing more to do.
+                return Ok(exit::SUCCESS);
+            }
+        }
+        let _ = out.flush();
+        if page.len() as u32 == PAGE {
+            continue;
+        }
+        if !args.follow || finished {
+            return Ok(exit::SUCCESS);
+        }
+        let current = store.run(&run.id)?.unwrap_or_else(|| run.clone());
+        if records::effective_state(&current) != RunState::Running {
+            // Finished, or its driver died: read what is left once more, then stop.
+            let rest = store.events(&run.id, after, u32::MAX)?;
+            for event in &rest {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    if args.json {
+                        serde_json::to_string(&JsonEvent { schema: 1, event }).unwrap_or_default()
+                    } else {
+                        describe(event)
+                    }
+                );
+            }
+            return Ok(exit::SUCCESS);
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+#[derive(serde::Serialize)]
+struct JsonEvent<'a> {
+    schema: u32,
+    #[serde(flatten)]
+    event: &'a Event,
+}
+
+/// `#12 2026-11-30 04:01:41Z attempt-finished build#1: exit 0 in 812ms`.
+fn describe(event: &Event) -> String {
+    let detail = match &event.kind {
+        EventKind::RunStarted {
+            name,
+            tasks,
+            concurrency,
+        } => {
+            format!("`{name}`: {tasks} tasks, concurrency {concurrency}")
+        }
+        EventKind::RunStopping { reason } => reason.clone(),
+        EventKind::RunFinished { state } => state.to_string(),
+        EventKind::AttemptStarted { task, attempt, pid } => match pid {
+            Some(pid) => format!("{task}#{attempt} (pid {pid})"),
+            None => format!("{task}#{attempt}"),
+        },
+        EventKind::AttemptFinished {
+            task,
+            attempt,
+            outcome,
+            duration_ms,
+        } => format!(
+            "{task}#{attempt}: {outcome} in {}",
+            baton_model::format_duration(Duration::from_millis(*duration_ms))
+        ),
+        EventKind::RetryScheduled {
+            task,
+            attempt,
+            delay_ms,
+        } => format!(
+            "{task}#{attempt} in {}",
+            baton_model::format_duration(Duration::from_millis(*delay_ms))
+        ),
+        EventKind::TaskFinished {
+            task,
+            state,
+            reason,
+        } => match reason {
+            Some(reason) => format!("{task}: {state} ({reason})"),
+            None => format!("{task}: {state}"),
+        },
+    };
+    let ms = event.at_ms.rem_euclid(1000);
+    let stamp = format_utc(event.at_ms);
+    // `2026-11-30 04:01:41Z` with milliseconds before the zone.
+    let stamp = format!("{}.{ms:03}Z", stamp.trim_end_matches('Z'));
+    format!("#{} {stamp} {} {detail}", event.seq, event.kind.name())
+}

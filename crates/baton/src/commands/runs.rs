@@ -1,0 +1,103 @@
+use std::time::Duration;
+
+use anyhow::Context;
+use baton_model::{TaskState, format_duration, format_utc};
+use serde::Serialize;
+
+use super::records;
+use crate::cli::RunsArgs;
+use crate::exit::{self, Failure};
+
+/// One line of `baton runs --json` (schema 1).
+#[derive(Debug, Serialize)]
+struct RunLine {
+    id: String,
+    name: String,
+    state: baton_model::RunState,
+    graph: String,
+    started_at_ms: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ended_at_ms: Option<i64>,
+    duration_ms: Option<u64>,
+    tasks: u32,
+    succeeded: u32,
+    failed: u32,
+    blocked: u32,
+}
+
+#[derive(Debug, Serialize)]
+struct RunList {
+    schema: u32,
+    runs: Vec<RunLine>,
+}
+
+pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    let store = records::open(store_url)?;
+    let lines: Vec<RunLine> = store
+        .runs(args.limit)?
+        .into_iter()
+        .map(|s| RunLine {
+            id: s.run.id.to_string(),
+            name: s.run.name.clone(),
+            state: records::effective_state(&s.run),
+            graph: s.run.graph_path.clone(),
+            started_at_ms: s.run.started_at_ms,
+            ended_at_ms: s.run.ended_at_ms,
+            duration_ms: s
+                .run
+                .ended_at_ms
+                .map(|e| e.saturating_sub(s.run.started_at_ms).max(0) as u64),
+            tasks: s.run.task_count,
+            succeeded: s.count(TaskState::Succeeded),
+            failed: s.count(TaskState::Failed)
+                + s.count(TaskState::TimedOut)
+                + s.count(TaskState::Cancelled),
+            blocked: s.count(TaskState::Blocked),
+        })
+        .collect();
+    if args.json {
+        let list = RunList {
+            schema: 1,
+            runs: lines,
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&list).context("cannot serialize runs")?
+        );
+        return Ok(exit::SUCCESS);
+    }
+    if lines.is_empty() {
+        println!("no runs recorded yet");
+        return Ok(exit::SUCCESS);
+    }
+    let name_width = lines
+        .iter()
+        .map(|l| l.name.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 30);
+    println!(
+        "{:<20}  {:<name_width$}  {:<23}  {:<20}  {:>8}  {:>5}  {:>5}  {:>6}  {:>7}  {:>4}",
+        "RUN", "NAME", "STATE", "STARTED", "DURATION", "TASKS", "OK", "FAILED", "BLOCKED", "COST"
+    );
+    for l in &lines {
+        let duration = l.duration_ms.map_or_else(
+            || "-".to_owned(),
+            |ms| format_duration(Duration::from_millis(ms)),
+        );
+        println!(
+            "{:<20}  {:<name_width$}  {:<23}  {:<20}  {:>8}  {:>5}  {:>5}  {:>6}  {:>7}  {:>4}",
+            l.id,
+            l.name,
+            l.state.as_str(),
+            format_utc(l.started_at_ms),
+            duration,
+            l.tasks,
+            l.succeeded,
+            l.failed,
+            l.blocked,
+            "-"
+        );
+    }
+    Ok(exit::SUCCESS)
+}

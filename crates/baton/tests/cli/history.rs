@@ -1,0 +1,232 @@
+//! Reading what runs recorded, from another process: `runs`, `status`, `logs`, `events`,
+//! including `--follow` on a run still in progress.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::test::{BATON, Test};
+
+/// Runs baton in `dir` to the end; returns (exit code, stdout, stderr).
+fn baton_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BATON)
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("BATON_STORE")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run baton");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn spawn_in(dir: &Path, args: &[&str]) -> Child {
+    Command::new(BATON)
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("BATON_STORE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn baton")
+}
+
+/// Waits for `child` to exit, at most `limit`, and returns its stdout.
+fn finish(mut child: Child, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("baton did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    out
+}
+
+const TWO_RUNS: &str = r#"
+[[task]]
+id = "greet"
+run = "echo hello from greet"
+
+[[task]]
+id = "flaky"
+retries = 1
+backoff = "10ms"
+run = 'echo "attempt $BATON_ATTEMPT"; [ "$BATON_ATTEMPT" -ge 2 ]'
+"#;
+
+#[test]
+fn runs_and_status_show_what_was_recorded() {
+    let first = Test::new()
+        .graph("g.toml", TWO_RUNS)
+        .args(&["run", "g.toml"])
+        .run()
+        .status(0);
+    let second = first
+        .then()
+        .graph("bad.toml", "[[task]]\nid = \"boom\"\nrun = \"exit 3\"\n")
+        .args(&["run", "bad.toml"])
+        .run()
+        .status(1);
+    let root = second.path().to_path_buf();
+
+    let (code, stdout, _) = baton_in(&root, &["runs", "--json"]);
+    assert_eq!(code, 0);
+    let list: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(list["schema"], 1);
+    let runs = list["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    // Newest first.
+    assert_eq!(runs[0]["name"], "bad");
+    assert_eq!(runs[0]["state"], "failed");
+    assert_eq!(runs[0]["failed"], 1);
+    assert_eq!(runs[1]["state"], "succeeded");
+    assert_eq!(runs[1]["succeeded"], 2);
+
+    let (code, stdout, _) = baton_in(&root, &["runs"]);
+    assert_eq!(code, 0);
+    assert!(stdout.lines().count() == 3, "{stdout}");
+
+    // The latest run by default; another by a prefix of its id.
+    let (code, stdout, _) = baton_in(&root, &["status"]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("boom") && stdout.contains("exit 3"),
+        "{stdout}"
+    );
+    let older = runs[1]["id"].as_str().unwrap();
+    let (code, stdout, _) = baton_in(&root, &["status", older, "--json"]);
+    assert_eq!(code, 0);
+    let result: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["schema"], 1);
+    assert_eq!(result["run"]["id"], older);
+    let flaky = &result["tasks"].as_array().unwrap()[1];
+    assert_eq!(flaky["attempts"], 2);
+    assert_eq!(flaky["output"], "attempt 2");
+
+    let (code, _, stderr) = baton_in(&root, &["status", "19990101"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no run `19990101`"), "{stderr}");
+    // Both runs started today: a date prefix alone is ambiguous.
+    let (code, _, stderr) = baton_in(&root, &["status", &older[..4]]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("matches 2 runs"), "{stderr}");
+}
+
+#[test]
+fn logs_print_each_attempt() {
+    let out = Test::new()
+        .graph("g.toml", TWO_RUNS)
+        .args(&["run", "g.toml"])
+        .run()
+        .status(0);
+    let root = out.path().to_path_buf();
+    let (code, stdout, _) = baton_in(&root, &["logs", "latest", "flaky", "--attempt", "1"]);
+    assert_eq!((code, stdout.as_str()), (0, "attempt 1\n"));
+    let (code, stdout, _) = baton_in(&root, &["logs", "latest", "flaky"]);
+    assert_eq!((code, stdout.as_str()), (0, "attempt 2\n"));
+    let (code, _, stderr) = baton_in(&root, &["logs", "latest", "nosuch"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no task `nosuch`"), "{stderr}");
+    let (code, _, stderr) = baton_in(&root, &["logs", "latest", "flaky", "--attempt", "9"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no attempt 9"), "{stderr}");
+}
+
+#[test]
+fn no_store_is_a_clear_error() {
+    let out = Test::new().args(&["runs"]).run().status(2);
+    out.stderr_contains("no runs are recorded here");
+}
+
+#[test]
+fn logs_and_events_follow_a_task_still_running() {
+    let mut running = Test::new()
+        .graph(
+            "g.toml",
+            r#"
+[[task]]
+id = "slow"
+run = '''
+echo "tick 1"
+while [ ! -e go ]; do sleep 0.05; done
+echo "tick 2"
+'''
+"#,
+        )
+        .args(&["run", "g.toml"])
+        .spawn();
+    let root = running.path().to_path_buf();
+    // Wait until the first tick is in the log, seen through `baton logs`.
+    running.await_that("the first tick", Duration::from_secs(30), |root| {
+        let (code, stdout, _) = baton_in(root, &["logs", "latest", "slow"]);
+        (code == 0 && stdout.contains("tick 1")).then_some(())
+    });
+    let logs = spawn_in(&root, &["logs", "latest", "slow", "--follow"]);
+    let events = spawn_in(&root, &["events", "latest", "--follow", "--json"]);
+    // Both followers keep running while the task does.
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(root.join("go"), "").unwrap();
+    // Keep the repository (owned by the output) until the followers are done.
+    let _out = running.wait(Duration::from_secs(30)).status(0);
+    let logged = finish(logs, Duration::from_secs(30));
+    assert_eq!(logged, "tick 1\ntick 2\n");
+    let events = finish(events, Duration::from_secs(30));
+    let kinds: Vec<String> = events
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("run-started"));
+    assert_eq!(kinds.last().map(String::as_str), Some("run-finished"));
+    assert!(kinds.iter().any(|k| k == "attempt-finished"));
+}
+
+#[test]
+fn a_killed_run_shows_as_interrupted() {
+    let mut running = Test::new()
+        .graph(
+            "g.toml",
+            "[[task]]\nid = \"long\"\nrun = \"touch started; sleep 30\"\n",
+        )
+        .args(&["run", "g.toml"])
+        .spawn();
+    running.await_that("the task to start", Duration::from_secs(30), |root| {
+        root.join("started").exists().then_some(())
+    });
+    // The start of an attempt is recorded within a commit window: wait for it.
+    running.await_that(
+        "the start to be recorded",
+        Duration::from_secs(30),
+        |root| {
+            let (_, stdout, _) = baton_in(root, &["status", "--json"]);
+            stdout.contains("\"running\"").then_some(())
+        },
+    );
+    let out = running.kill();
+    let (code, stdout, _) = baton_in(out.path(), &["runs", "--json"]);
+    assert_eq!(code, 0);
+    let list: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(list["runs"][0]["state"], "interrupted");
+    let (_, stdout, _) = baton_in(out.path(), &["status"]);
+    assert!(stdout.contains("interrupted"), "{stdout}");
+}
