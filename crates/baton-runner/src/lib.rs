@@ -12,11 +12,13 @@ pub mod driver;
 mod journal;
 mod launch;
 mod layout;
+mod leftovers;
 mod reasons;
 mod result;
 mod run_id;
 
 pub use dispatcher::{RunConfig, RunError, StopRequest, run};
 pub use layout::RunDirs;
+pub use leftovers::kill_leftovers;
 pub use result::build_result;
 pub use run_id::new_run_id;

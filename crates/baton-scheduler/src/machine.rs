@@ -102,6 +102,8 @@ pub struct Scheduler {
     running_conflicts: Vec<u32>,
     /// Attempts launched so far, per task.
     attempts: Vec<u32>,
+    /// Attempts that do not count against `retries` (made before a resume or retry), per task.
+    uncharged: Vec<u32>,
     ready: BinaryHeap<(u32, Reverse<u32>)>,
     running: u32,
     done: u32,
@@ -144,6 +146,7 @@ impl Scheduler {
             remaining,
             running_conflicts: vec![0; n],
             attempts: vec![0; n],
+            uncharged: vec![0; n],
             ready: BinaryHeap::new(),
             running: 0,
             done: 0,
@@ -177,11 +180,20 @@ impl Scheduler {
         }
     }
 
+    /// Continues a task that will run again (after a crash, or `baton retry`): its attempt
+    /// numbers go on after the `used` ones recorded, and those count against its `retries` only
+    /// if `charge`. Call before [`Input::Start`].
+    pub fn continue_after(&mut self, task: u32, used: u32, charge: bool) {
+        let i = task as usize;
+        self.attempts[i] = used;
+        self.uncharged[i] = if charge { 0 } else { used };
+    }
+
     /// Applies one input and returns what follows from it, in order.
     pub fn handle(&mut self, input: Input) -> Vec<Action> {
         let mut out = Vec::new();
         match input {
-            Input::Start => self.start(),
+            Input::Start => self.start(&mut out),
             Input::Finished {
                 task,
                 attempt,
@@ -233,7 +245,16 @@ impl Scheduler {
         self.phase.is_empty()
     }
 
-    fn start(&mut self) {
+    fn start(&mut self, out: &mut Vec<Action>) {
+        // A restored run may hold failures whose dependents were not restored as blocked (the
+        // user asked to re-run only a dependent): block them now, as the failure would have.
+        if self.on_failure == OnFailure::Block {
+            for i in 0..self.phase.len() as u32 {
+                if matches!(self.phase[i as usize], Phase::Done(state) if state.is_failure()) {
+                    self.block_dependents(i, out);
+                }
+            }
+        }
         for i in 0..self.phase.len() as u32 {
             if self.phase[i as usize] == Phase::Waiting && self.remaining[i as usize] == 0 {
                 self.enqueue(i);
@@ -310,7 +331,7 @@ impl Scheduler {
             self.fail(task, TaskState::Cancelled, cause, out);
             return;
         }
-        if self.stop.is_none() && attempt <= self.retries[i] {
+        if self.stop.is_none() && attempt - self.uncharged[i] <= self.retries[i] {
             let next = attempt + 1;
             let delay = backoff_delay(self.backoff[i], next, self.rng.f64());
             self.phase[i] = Phase::Backoff;

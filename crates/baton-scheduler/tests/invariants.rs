@@ -345,6 +345,86 @@ fn retry_then_success() {
 }
 
 #[test]
+fn a_continued_task_numbers_on_and_gets_its_retries_back() {
+    let mut plan = chain_plan(2, OnFailure::Block);
+    plan.tasks[0].retries = 1;
+    let mut sched = Scheduler::new(&plan, 0);
+    sched.restore(1, TaskState::Succeeded, 1);
+    // Two attempts were made before a crash; they are not charged.
+    sched.continue_after(0, 2, false);
+    assert_eq!(
+        sched.handle(Input::Start),
+        vec![Action::Launch {
+            task: 0,
+            attempt: 3
+        }]
+    );
+    let actions = sched.handle(Input::Finished {
+        task: 0,
+        attempt: 3,
+        outcome: Outcome::Exited { code: 1 },
+    });
+    assert!(
+        matches!(
+            actions[0],
+            Action::RetryLater {
+                task: 0,
+                attempt: 4,
+                ..
+            }
+        ),
+        "{actions:?}"
+    );
+
+    // Charged: the same two attempts use up the one retry.
+    let mut sched = Scheduler::new(&plan, 0);
+    sched.restore(1, TaskState::Succeeded, 1);
+    sched.continue_after(0, 2, true);
+    sched.handle(Input::Start);
+    let actions = sched.handle(Input::Finished {
+        task: 0,
+        attempt: 3,
+        outcome: Outcome::Exited { code: 1 },
+    });
+    assert!(
+        matches!(
+            actions[0],
+            Action::Finished {
+                task: 0,
+                state: TaskState::Failed,
+                ..
+            }
+        ),
+        "{actions:?}"
+    );
+}
+
+#[test]
+fn a_restored_failure_blocks_what_was_not_restored_below_it() {
+    let mut sched = Scheduler::new(&chain_plan(3, OnFailure::Block), 0);
+    sched.restore(0, TaskState::Failed, 1);
+    let actions = sched.handle(Input::Start);
+    let blocked: Vec<u32> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Finished {
+                task,
+                state: TaskState::Blocked,
+                ..
+            } => Some(*task),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(blocked, vec![1, 2]);
+    assert_eq!(
+        actions.last(),
+        Some(&Action::RunFinished {
+            state: RunState::Failed
+        })
+    );
+}
+
+#[test]
 fn longest_chain_starts_first() {
     // 0 alone; 1 -> 2 -> 3. With one slot, 1 must go before 0.
     let mut plan = chain_plan(4, OnFailure::Block);
