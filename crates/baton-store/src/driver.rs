@@ -72,6 +72,12 @@ impl SqliteStore {
             {
                 return Err(held(run, driver));
             }
+            // `tasks`, `attempts` and `events` have no foreign key to cascade (see the version 3
+            // migration); `run_graphs` and `task_counts` go with the run by theirs.
+            for table in ["attempts", "tasks", "events"] {
+                tx.prepare_cached(&format!("DELETE FROM {table} WHERE run_id = ?1"))?
+                    .execute([run.as_str()])?;
+            }
             tx.prepare_cached("DELETE FROM runs WHERE id = ?1")?
                 .execute([run.as_str()])?;
             Ok(true)

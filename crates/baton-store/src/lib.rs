@@ -20,6 +20,7 @@ mod private_fs;
 mod project;
 mod read;
 mod records;
+mod statements;
 mod store;
 mod write;
 

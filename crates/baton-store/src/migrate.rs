@@ -11,6 +11,7 @@ use crate::StoreError;
 pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("migrations/v1_core.sql"),
     include_str!("migrations/v2_driver.sql"),
+    include_str!("migrations/v3_clustered.sql"),
 ];
 
 /// The schema version this build writes.
@@ -58,10 +59,10 @@ pub(crate) fn migrate(
 
 #[cfg(test)]
 mod tests {
-    use baton_model::{RunId, TaskId};
+    use baton_model::{Event, EventKind, Outcome, RunId, TaskId, TaskState};
 
     use super::*;
-    use crate::{Driver, Durability, NewRun, SqliteStore};
+    use crate::{AttemptOutput, Driver, Durability, NewRun, SqliteStore};
 
     fn new_run(id: &str) -> NewRun {
         NewRun {
@@ -100,6 +101,109 @@ mod tests {
     }
 
     #[test]
+    fn opening_a_version_2_database_keeps_its_tasks_attempts_and_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baton.db");
+        let run = RunId::new("r1").unwrap();
+        let (a, b) = (TaskId::new("a").unwrap(), TaskId::new("b").unwrap());
+        let event = |seq, kind| Event {
+            seq,
+            at_ms: 10 * seq as i64,
+            kind,
+        };
+        let started = |seq, task: &TaskId| {
+            event(
+                seq,
+                EventKind::AttemptStarted {
+                    task: task.clone(),
+                    attempt: 1,
+                    pid: Some(7),
+                },
+            )
+        };
+        let output = |task: &TaskId| AttemptOutput {
+            task: task.clone(),
+            attempt: 1,
+            output: format!("{task} said hi"),
+            output_bytes: 8,
+            output_json: None,
+            stderr_tail: String::new(),
+            log_path: format!("{task}.log"),
+        };
+        let (tasks, attempts, events) = {
+            let old =
+                SqliteStore::open_migrated(&path, Durability::Normal, &MIGRATIONS[..2]).unwrap();
+            let mut created = new_run("r1");
+            created.tasks.push((b.clone(), 1));
+            old.create_run(&created).unwrap();
+            old.commit(
+                &run,
+                &[
+                    started(1, &a),
+                    event(
+                        2,
+                        EventKind::AttemptFinished {
+                            task: a.clone(),
+                            attempt: 1,
+                            outcome: Outcome::Exited { code: 0 },
+                            duration_ms: 3,
+                        },
+                    ),
+                    event(
+                        3,
+                        EventKind::TaskFinished {
+                            task: a.clone(),
+                            state: TaskState::Succeeded,
+                            reason: None,
+                        },
+                    ),
+                    started(4, &b),
+                ],
+                &[output(&a)],
+            )
+            .unwrap();
+            (
+                old.tasks(&run).unwrap(),
+                old.run_attempts(&run).unwrap(),
+                old.events(&run, 0, 100).unwrap(),
+            )
+        };
+
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        assert_eq!(store.tasks(&run).unwrap(), tasks);
+        assert_eq!(store.run_attempts(&run).unwrap(), attempts);
+        assert_eq!(store.events(&run, 0, 100).unwrap(), events);
+        assert_eq!(store.check_consistency(&run).unwrap(), Vec::<String>::new());
+        // The triggers came back with their tables.
+        let finished = event(
+            5,
+            EventKind::TaskFinished {
+                task: b.clone(),
+                state: TaskState::Failed,
+                reason: Some("no".into()),
+            },
+        );
+        assert_eq!(store.commit(&run, &[finished], &[]).unwrap(), [5]);
+        assert_eq!(store.check_consistency(&run).unwrap(), Vec::<String>::new());
+        let summary = store.runs(1).unwrap().remove(0);
+        assert_eq!(summary.count(TaskState::Failed), 1);
+        let conn = Connection::open(&path).unwrap();
+        let err = conn.execute("UPDATE events SET at_ms = 5", []).unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{err}");
+        // And deleting the run still takes everything with it.
+        assert!(store.delete_run(&run, |_| false).unwrap());
+        for table in ["tasks", "attempts", "events", "task_counts", "run_graphs"] {
+            let rows: i64 = conn
+                .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |row| {
+                    row.get(0)
+                })
+                .unwrap();
+            assert_eq!(rows, 0, "{table}");
+        }
+    }
+
+    #[test]
     fn a_database_newer_than_this_build_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("baton.db");
@@ -110,7 +214,7 @@ mod tests {
             matches!(
                 err,
                 StoreError::SchemaTooNew {
-                    found: 2,
+                    found: SCHEMA_VERSION,
                     known: 1,
                     ..
                 }

@@ -3,7 +3,8 @@
 use baton_model::{Event, RunState, TaskState};
 use rusqlite::{ErrorCode, OptionalExtension, params};
 
-use crate::project::{apply_event, apply_output};
+use crate::project::apply_turn;
+use crate::statements::{Sql, Statements};
 use crate::{AttemptOutput, NewRun, SqliteStore, StoreError};
 
 impl SqliteStore {
@@ -81,13 +82,15 @@ impl SqliteStore {
                 .optional()?;
             let mut seq = last.ok_or_else(|| StoreError::UnknownRun(run.clone()))?;
             let mut seqs = Vec::with_capacity(events.len());
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO events (run_id, seq, at_ms, kind, task_id, data_json) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?;
+            let mut statements = Statements::new(tx);
+            let insert = statements.get(Sql::InsertEvent)?;
+            // One buffer for every event's JSON rather than a string each.
+            let mut buffer = Vec::new();
             for event in events {
                 seq += 1;
-                let data = serde_json::to_string(&event.kind).map_err(StoreError::Encode)?;
+                buffer.clear();
+                serde_json::to_writer(&mut buffer, &event.kind).map_err(StoreError::Encode)?;
+                let data = std::str::from_utf8(&buffer).expect("serde_json writes UTF-8");
                 insert.execute(params![
                     run.as_str(),
                     seq,
@@ -96,12 +99,9 @@ impl SqliteStore {
                     event.kind.task().map(|task| task.as_str()),
                     data,
                 ])?;
-                apply_event(tx, run, event)?;
                 seqs.push(seq);
             }
-            for output in outputs {
-                apply_output(tx, run, output)?;
-            }
+            apply_turn(&mut statements, run, events, outputs)?;
             Ok(seqs)
         })
     }

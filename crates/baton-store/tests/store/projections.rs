@@ -298,6 +298,111 @@ fn a_turn_with_a_bad_event_is_not_recorded_at_all() {
     assert_consistent(&store, &run);
 }
 
+/// `commit` applies an attempt's end, its output and its task's end together when a turn holds
+/// all three; the tables must come out as if each event, then each output, were committed alone.
+#[test]
+fn a_turn_lands_as_its_events_and_outputs_would_one_at_a_time() {
+    let tasks = ["a", "b", "c", "d", "e", "f"];
+    let before = [started(1, "c", 1), started(2, "c", 2)];
+    let before_outputs = [output("c", 2, "c's second")];
+    let retry = |at, id: &str, attempt| {
+        event(
+            at,
+            EventKind::RetryScheduled {
+                task: task(id),
+                attempt,
+                delay_ms: 50,
+            },
+        )
+    };
+    let ok = Outcome::Exited { code: 0 };
+    let turn = [
+        started(3, "a", 1),
+        started(3, "b", 1),
+        started(3, "d", 1),
+        started(3, "e", 1),
+        started(3, "f", 1),
+        // Something about another task between an attempt's end and its task's end.
+        finished(4, "a", 1, ok.clone()),
+        started(4, "d", 2),
+        task_finished(5, "a", TaskState::Succeeded, None),
+        // An end followed by a retry, then the retry's end.
+        finished(6, "b", 1, Outcome::Exited { code: 1 }),
+        retry(6, "b", 2),
+        started(7, "b", 2),
+        finished(8, "b", 2, ok.clone()),
+        task_finished(8, "b", TaskState::Succeeded, None),
+        // An attempt that is not the latest: its exit code and output are not the task's.
+        finished(9, "c", 1, Outcome::Exited { code: 3 }),
+        task_finished(9, "c", TaskState::Failed, Some("exit code 3")),
+        // An end without an output.
+        finished(10, "d", 2, Outcome::TimedOut),
+        task_finished(10, "d", TaskState::Failed, Some("timed out")),
+        // Two outputs of one attempt: the second wins.
+        finished(11, "e", 1, ok.clone()),
+        task_finished(11, "e", TaskState::Succeeded, None),
+        // An end whose next event about the task is not the task's end.
+        finished(12, "f", 1, Outcome::Exited { code: 1 }),
+        started(12, "f", 2),
+        task_finished(13, "f", TaskState::Cancelled, Some("stopped")),
+        event(
+            14,
+            EventKind::RunFinished {
+                state: RunState::Failed,
+            },
+        ),
+    ];
+    let outputs = [
+        output("e", 1, "e's first"),
+        output("b", 2, "b's second"),
+        output("a", 1, "a's"),
+        output("c", 1, "c's first"),
+        output("b", 1, "b's first"),
+        output("e", 1, "e's second"),
+        output("f", 1, "f's"),
+    ];
+
+    let batched = Db::new();
+    let batched_store = batched.open();
+    let one_by_one = Db::new();
+    let one_by_one_store = one_by_one.open();
+    let run = run_id("r1");
+    for store in [&batched_store, &one_by_one_store] {
+        store.create_run(&new_run("r1", &tasks)).unwrap();
+        store.commit(&run, &before, &before_outputs).unwrap();
+    }
+    batched_store.commit(&run, &turn, &outputs).unwrap();
+    for event in &turn {
+        one_by_one_store
+            .commit(&run, std::slice::from_ref(event), &[])
+            .unwrap();
+    }
+    for output in &outputs {
+        one_by_one_store
+            .commit(&run, &[], std::slice::from_ref(output))
+            .unwrap();
+    }
+
+    let got = batched_store.tasks(&run).unwrap();
+    assert_eq!(got, one_by_one_store.tasks(&run).unwrap());
+    assert_eq!(
+        batched_store.run_attempts(&run).unwrap(),
+        one_by_one_store.run_attempts(&run).unwrap()
+    );
+    assert_eq!(
+        batched_store.runs(1).unwrap(),
+        one_by_one_store.runs(1).unwrap()
+    );
+    assert_consistent(&batched_store, &run);
+    // The cases above are the ones meant.
+    let by_id = |id: &str| got.iter().find(|t| t.task.as_str() == id).unwrap();
+    assert_eq!(by_id("c").exit_code, None);
+    assert_eq!(by_id("c").output.as_deref(), Some("c's second"));
+    assert_eq!(by_id("e").output.as_deref(), Some("e's second"));
+    assert_eq!(by_id("b").output.as_deref(), Some("b's second"));
+    assert_eq!(by_id("d").output, None);
+}
+
 #[test]
 fn a_late_output_of_an_earlier_attempt_does_not_replace_the_latest() {
     let db = Db::new();

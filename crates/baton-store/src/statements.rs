@@ -1,0 +1,126 @@
+//! The statements a commit runs, each taken from the connection's cache once per commit rather
+//! than once per event: a turn of a few tasks runs each of them several times, and every trip
+//! through the cache hashes the statement's text twice (out of the cache, and back in).
+
+use rusqlite::{CachedStatement, Connection};
+
+/// One statement of a commit. [`Sql::text`] holds the SQL.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Sql {
+    InsertEvent,
+    RunStarted,
+    RunStopping,
+    RunFinished,
+    TaskStarted,
+    InsertAttempt,
+    AttemptFinished,
+    AttemptFinishedWithOutput,
+    TaskExitCode,
+    TaskEndedWithOutput,
+    RetryScheduled,
+    TaskFinished,
+    AttemptOutput,
+    TaskOutput,
+}
+
+impl Sql {
+    const COUNT: usize = Self::TaskOutput as usize + 1;
+
+    fn text(self) -> &'static str {
+        match self {
+            Self::InsertEvent => {
+                "INSERT INTO events (run_id, seq, at_ms, kind, task_id, data_json) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+            }
+            Self::RunStarted => {
+                "UPDATE runs SET status = ?2, ended_at_ms = NULL, stop_reason = NULL \
+                 WHERE id = ?1"
+            }
+            Self::RunStopping => "UPDATE runs SET stop_reason = ?2 WHERE id = ?1",
+            Self::RunFinished => "UPDATE runs SET status = ?2, ended_at_ms = ?3 WHERE id = ?1",
+            Self::TaskStarted => {
+                "UPDATE tasks SET status = ?3, attempts = MAX(attempts, ?4), \
+                 started_at_ms = COALESCE(started_at_ms, ?5), ended_at_ms = NULL, \
+                 reason = NULL, exit_code = NULL, next_attempt = NULL, retry_at_ms = NULL \
+                 WHERE run_id = ?1 AND task_id = ?2"
+            }
+            Self::InsertAttempt => {
+                "INSERT INTO attempts (run_id, task_id, attempt, started_at_ms, pid) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)"
+            }
+            Self::AttemptFinished => {
+                "UPDATE attempts SET ended_at_ms = ?4, outcome_kind = ?5, outcome_json = ?6, \
+                 exit_code = ?7, duration_ms = ?8 \
+                 WHERE run_id = ?1 AND task_id = ?2 AND attempt = ?3"
+            }
+            Self::AttemptFinishedWithOutput => {
+                "UPDATE attempts SET ended_at_ms = ?4, outcome_kind = ?5, outcome_json = ?6, \
+                 exit_code = ?7, duration_ms = ?8, output = ?9, output_bytes = ?10, \
+                 output_json = ?11, stderr_tail = ?12, log_path = ?13 \
+                 WHERE run_id = ?1 AND task_id = ?2 AND attempt = ?3"
+            }
+            Self::TaskExitCode => {
+                "UPDATE tasks SET exit_code = ?4 \
+                 WHERE run_id = ?1 AND task_id = ?2 AND attempts = ?3"
+            }
+            // `TaskExitCode`, `TaskOutput` and `TaskFinished` at once. Every expression reads
+            // the row as it was, and none of the three writes a column another reads or
+            // writes, so doing them together is doing them in turn. `output_attempt` is NULL
+            // or at least 1, and `?3` at least 0.
+            Self::TaskEndedWithOutput => {
+                "UPDATE tasks SET exit_code = IIF(attempts = ?3, ?4, exit_code), \
+                 status = ?5, reason = ?6, ended_at_ms = ?7, \
+                 next_attempt = NULL, retry_at_ms = NULL, \
+                 output_attempt = IIF(COALESCE(output_attempt, 0) <= ?3, ?3, output_attempt), \
+                 output = IIF(COALESCE(output_attempt, 0) <= ?3, ?8, output), \
+                 output_bytes = IIF(COALESCE(output_attempt, 0) <= ?3, ?9, output_bytes), \
+                 output_json = IIF(COALESCE(output_attempt, 0) <= ?3, ?10, output_json), \
+                 stderr_tail = IIF(COALESCE(output_attempt, 0) <= ?3, ?11, stderr_tail) \
+                 WHERE run_id = ?1 AND task_id = ?2"
+            }
+            Self::RetryScheduled => {
+                "UPDATE tasks SET status = ?3, next_attempt = ?4, retry_at_ms = ?5 \
+                 WHERE run_id = ?1 AND task_id = ?2"
+            }
+            Self::TaskFinished => {
+                "UPDATE tasks SET status = ?3, reason = ?4, ended_at_ms = ?5, \
+                 next_attempt = NULL, retry_at_ms = NULL \
+                 WHERE run_id = ?1 AND task_id = ?2"
+            }
+            Self::AttemptOutput => {
+                "UPDATE attempts SET output = ?4, output_bytes = ?5, output_json = ?6, \
+                 stderr_tail = ?7, log_path = ?8 \
+                 WHERE run_id = ?1 AND task_id = ?2 AND attempt = ?3"
+            }
+            Self::TaskOutput => {
+                "UPDATE tasks SET output_attempt = ?3, output = ?4, output_bytes = ?5, \
+                 output_json = ?6, stderr_tail = ?7 \
+                 WHERE run_id = ?1 AND task_id = ?2 \
+                 AND (output_attempt IS NULL OR output_attempt <= ?3)"
+            }
+        }
+    }
+}
+
+/// The statements of one commit, each prepared (or taken from the cache) when first used.
+pub(crate) struct Statements<'conn> {
+    conn: &'conn Connection,
+    taken: [Option<CachedStatement<'conn>>; Sql::COUNT],
+}
+
+impl<'conn> Statements<'conn> {
+    pub(crate) fn new(conn: &'conn Connection) -> Self {
+        Self {
+            conn,
+            taken: [const { None }; Sql::COUNT],
+        }
+    }
+
+    pub(crate) fn get(&mut self, sql: Sql) -> rusqlite::Result<&mut CachedStatement<'conn>> {
+        let slot = &mut self.taken[sql as usize];
+        if slot.is_none() {
+            *slot = Some(self.conn.prepare_cached(sql.text())?);
+        }
+        Ok(slot.as_mut().expect("filled above"))
+    }
+}
