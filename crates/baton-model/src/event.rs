@@ -45,6 +45,14 @@ pub enum EventKind {
     RunFinished {
         state: RunState,
     },
+    /// Another process took the run over: `baton resume` (`retry: false`) or `baton retry`.
+    RunResumed {
+        retry: bool,
+    },
+    /// A task that had ended goes back to `pending`, to run again after a takeover.
+    TaskReset {
+        task: TaskId,
+    },
     AttemptStarted {
         task: TaskId,
         attempt: u32,
@@ -78,8 +86,12 @@ impl EventKind {
             Self::AttemptStarted { task, .. }
             | Self::AttemptFinished { task, .. }
             | Self::RetryScheduled { task, .. }
-            | Self::TaskFinished { task, .. } => Some(task),
-            Self::RunStarted { .. } | Self::RunStopping { .. } | Self::RunFinished { .. } => None,
+            | Self::TaskFinished { task, .. }
+            | Self::TaskReset { task } => Some(task),
+            Self::RunStarted { .. }
+            | Self::RunStopping { .. }
+            | Self::RunFinished { .. }
+            | Self::RunResumed { .. } => None,
         }
     }
 
@@ -89,6 +101,8 @@ impl EventKind {
             Self::RunStarted { .. } => "run-started",
             Self::RunStopping { .. } => "run-stopping",
             Self::RunFinished { .. } => "run-finished",
+            Self::RunResumed { .. } => "run-resumed",
+            Self::TaskReset { .. } => "task-reset",
             Self::AttemptStarted { .. } => "attempt-started",
             Self::AttemptFinished { .. } => "attempt-finished",
             Self::RetryScheduled { .. } => "retry-scheduled",

@@ -15,6 +15,8 @@ pub struct StateCounts {
     pub blocked: u32,
     pub skipped: u32,
     pub other: u32,
+    /// Tasks that had ended before this process took the run over.
+    pub earlier: u32,
 }
 
 impl StateCounts {
@@ -49,7 +51,9 @@ impl StateCounts {
             }
             EventKind::RunStarted { .. }
             | EventKind::RunStopping { .. }
-            | EventKind::RunFinished { .. } => {}
+            | EventKind::RunFinished { .. }
+            | EventKind::RunResumed { .. }
+            | EventKind::TaskReset { .. } => {}
         }
     }
 
@@ -61,6 +65,7 @@ impl StateCounts {
             + self.blocked
             + self.skipped
             + self.other
+            + self.earlier
     }
 
     pub fn waiting(&self) -> u32 {
@@ -82,6 +87,7 @@ impl fmt::Display for StateCounts {
             (self.blocked, "blocked"),
             (self.skipped, "skipped"),
             (self.waiting(), "waiting"),
+            (self.earlier, "done earlier"),
         ];
         let mut first = true;
         for (n, label) in parts {

@@ -62,6 +62,7 @@ impl Default for LiveReporter {
 impl Reporter for LiveReporter {
     fn run_started(&mut self, info: &RunInfo) {
         self.counts = StateCounts::new(info.tasks);
+        self.counts.earlier = info.earlier;
         self.list_successes = info.tasks <= LIST_SUCCESSES_UP_TO;
         self.println(format!(
             "baton: run {} of `{}`: {} tasks, concurrency {}",
@@ -113,7 +114,17 @@ impl Reporter for LiveReporter {
                 EventKind::RunStopping { reason } => {
                     self.println(format!("baton: stopping: {reason}"));
                 }
-                EventKind::RunStarted { .. } | EventKind::RunFinished { .. } => {}
+                EventKind::RunResumed { retry } => self.println(format!(
+                    "baton: {} the run",
+                    if *retry {
+                        "retrying tasks of"
+                    } else {
+                        "resuming"
+                    }
+                )),
+                EventKind::RunStarted { .. }
+                | EventKind::RunFinished { .. }
+                | EventKind::TaskReset { .. } => {}
             }
         }
         self.header.set_message(self.counts.to_string());

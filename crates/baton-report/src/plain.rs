@@ -29,6 +29,7 @@ impl<W: Write> PlainReporter<W> {
 impl<W: Write> Reporter for PlainReporter<W> {
     fn run_started(&mut self, info: &RunInfo) {
         self.counts = StateCounts::new(info.tasks);
+        self.counts.earlier = info.earlier;
         self.list_successes = info.tasks <= 200;
         let _ = writeln!(
             self.out,

@@ -9,6 +9,8 @@ pub struct RunInfo {
     pub name: String,
     pub tasks: u32,
     pub concurrency: u32,
+    /// Tasks that had ended before this process took the run over (resume, retry).
+    pub earlier: u32,
 }
 
 /// Receives a run's events after they are recorded. Implementations must not block for long:

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use baton_exec::{Attempt, AttemptReport, Captured, StopLevel};
 use baton_graph::{Action as TaskAction, Graph};
-use baton_model::{Event, EventKind, Outcome, RunId};
+use baton_model::{Event, EventKind, Outcome, RunId, RunState};
 use baton_report::{Reporter, RunInfo, RunResult};
 use baton_scheduler::{Action, Input, Plan, PlanTask, Scheduler, StopCause};
 use baton_store::{AttemptOutput, NewRun, SqliteStore, StoreError};
@@ -16,7 +16,8 @@ use crate::journal::{Journal, MAX_BATCH_EVENTS};
 use crate::launch::{HeldOutput, Launcher};
 use crate::layout::RunDirs;
 use crate::reasons::{finish_reason, stop_reason};
-use crate::{build_result, new_run_id};
+use crate::takeover::{Restored, Takeover, TakeoverError, plan_takeover};
+use crate::{build_result, kill_leftovers, new_run_id};
 
 /// Most events one turn produces. No-op tasks finish inside a turn, so a graph of them would
 /// otherwise be one giant batch held in memory; past this, the rest of the inputs are carried
@@ -50,6 +51,8 @@ pub enum StopRequest {
 pub enum RunError {
     #[error("cannot record the run in the store")]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Takeover(#[from] TakeoverError),
     #[error("cannot create the run directory {path}")]
     RunDir {
         path: PathBuf,
@@ -97,18 +100,105 @@ pub async fn run(
     })?;
     let driver = crate::driver::me();
     store.claim_driver(&run_id, &driver, |_| false)?;
+    let opening = vec![Event {
+        seq: 0,
+        at_ms: started_at_ms,
+        kind: EventKind::RunStarted {
+            name: graph.name().to_owned(),
+            tasks: graph.len() as u32,
+            concurrency: graph.run_settings().concurrency,
+        },
+    }];
+    let restored = Restored {
+        opening,
+        ..Restored::default()
+    };
+    drive_run(
+        &graph, store, run_id, dirs, &driver, restored, reporter, &config, stops,
+    )
+    .await
+}
 
+/// Takes over a recorded run (see [`Takeover`]) and drives it to its end.
+pub async fn resume(
+    run_id: &RunId,
+    how: Takeover,
+    store: &SqliteStore,
+    reporter: &mut dyn Reporter,
+    config: RunConfig,
+    stops: mpsc::UnboundedReceiver<StopRequest>,
+) -> Result<RunResult, RunError> {
+    let record = store
+        .run(run_id)?
+        .ok_or_else(|| TakeoverError::UnknownRun(run_id.clone()))?;
+    let graph_json = store
+        .graph_json(run_id)?
+        .ok_or_else(|| TakeoverError::UnknownRun(run_id.clone()))?;
+    let graph = Graph::from_stored_json(&graph_json).map_err(|source| TakeoverError::Graph {
+        run: run_id.clone(),
+        source,
+    })?;
+    let driver = crate::driver::me();
+    // Refuses while another live process drives the run, naming it.
+    store.claim_driver(run_id, &driver, crate::driver::is_alive)?;
+    let effective = match record.status {
+        RunState::Running => RunState::Interrupted,
+        state => state,
+    };
+    let restored = match plan_takeover(store, &graph, run_id, effective, &how) {
+        Ok(restored) => restored,
+        Err(err) => {
+            let _ = store.release_driver(run_id, &driver);
+            return Err(err);
+        }
+    };
+    kill_leftovers(run_id, &restored.leftover_groups);
+    let dirs = RunDirs::new(&config.state_dir, run_id);
+    dirs.create().map_err(|source| RunError::RunDir {
+        path: dirs.run.clone(),
+        source,
+    })?;
+    drive_run(
+        &graph,
+        store,
+        run_id.clone(),
+        dirs,
+        &driver,
+        restored,
+        reporter,
+        &config,
+        stops,
+    )
+    .await
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site each for run and resume"
+)]
+async fn drive_run(
+    graph: &Graph,
+    store: &SqliteStore,
+    run_id: RunId,
+    dirs: RunDirs,
+    driver: &baton_store::Driver,
+    restored: Restored,
+    reporter: &mut dyn Reporter,
+    config: &RunConfig,
+    stops: mpsc::UnboundedReceiver<StopRequest>,
+) -> Result<RunResult, RunError> {
     reporter.run_started(&RunInfo {
         run_id: run_id.clone(),
         name: graph.name().to_owned(),
         tasks: graph.len() as u32,
         concurrency: graph.run_settings().concurrency,
+        earlier: restored.terminal.len() as u32,
     });
-
-    let mut dispatcher = Dispatcher::new(&graph, store, run_id.clone(), dirs, &config);
-    let fatal = dispatcher.drive(reporter, stops, started_at_ms).await;
+    let mut dispatcher = Dispatcher::new(graph, store, run_id.clone(), dirs, config);
+    dispatcher.restore(restored);
+    let fatal = dispatcher.drive(reporter, stops).await;
     dispatcher.launcher.dirs().remove_scratch();
-    let _ = store.release_driver(&run_id, &driver);
+    let _ = store.release_driver(&run_id, driver);
     if let Some(source) = fatal {
         return Err(RunError::StoreFailedMidRun {
             run: run_id,
@@ -190,24 +280,32 @@ impl<'a> Dispatcher<'a> {
         }
     }
 
+    /// Starts from a recorded run's state (or, for a new run, just records its start).
+    fn restore(&mut self, restored: Restored) {
+        for event in restored.opening {
+            self.journal.push(event);
+        }
+        for (task, state, attempts) in restored.terminal {
+            self.sched.restore(task, state, attempts);
+            self.launcher.restored(task, state);
+        }
+        for (task, output) in restored.outputs {
+            self.launcher.hold_output(task, output);
+        }
+        for (task, used) in restored.again {
+            self.sched
+                .continue_after(task, used, restored.charge_retries);
+        }
+    }
+
     /// The loop. Never bails out early: whatever fails, running attempts are ended and the run
     /// is brought to a finish. Returns the first store failure, if any.
     async fn drive(
         &mut self,
         reporter: &mut dyn Reporter,
         mut stops: mpsc::UnboundedReceiver<StopRequest>,
-        started_at_ms: i64,
     ) -> Option<StoreError> {
         let mut turn = Turn::default();
-        self.journal.push(Event {
-            seq: 0,
-            at_ms: started_at_ms,
-            kind: EventKind::RunStarted {
-                name: self.graph.name().to_owned(),
-                tasks: self.graph.len() as u32,
-                concurrency: self.graph.run_settings().concurrency,
-            },
-        });
         turn.inputs.push_back(Input::Start);
         let mut stops_open = true;
         loop {

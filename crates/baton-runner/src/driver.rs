@@ -22,12 +22,16 @@ pub fn is_alive(driver: &Driver) -> bool {
     process_start_time(driver.pid) == Some(driver.start_time)
 }
 
-/// The start time of a process in clock ticks since boot (field 22 of `/proc/PID/stat`).
+/// The start time of a live process in clock ticks since boot (field 22 of `/proc/PID/stat`);
+/// `None` for a process that is gone or a zombie (dead, only not yet reaped by its parent).
 fn process_start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may contain spaces: skip past it.
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(19)?.parse().ok()
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    if matches!(fields.next(), Some("Z" | "X")) {
+        return None;
+    }
+    fields.nth(18)?.parse().ok()
 }
 
 fn hostname() -> String {

@@ -263,6 +263,16 @@ impl<'a> Launcher<'a> {
         }
     }
 
+    /// A task that ended before a takeover: its state is known, and its dependents that also
+    /// ended no longer need its output.
+    pub(crate) fn restored(&mut self, task: u32, state: TaskState) {
+        self.states[task as usize] = Some(state);
+        for &need in &self.graph.task(task).needs {
+            let left = &mut self.readers_left[need as usize];
+            *left = left.saturating_sub(1);
+        }
+    }
+
     pub(crate) fn task_finished(&mut self, task: u32, state: TaskState) {
         self.states[task as usize] = Some(state);
         if let Some(Prepared {

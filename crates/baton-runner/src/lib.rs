@@ -16,9 +16,11 @@ mod leftovers;
 mod reasons;
 mod result;
 mod run_id;
+mod takeover;
 
-pub use dispatcher::{RunConfig, RunError, StopRequest, run};
+pub use dispatcher::{RunConfig, RunError, StopRequest, resume, run};
 pub use layout::RunDirs;
 pub use leftovers::kill_leftovers;
 pub use result::build_result;
 pub use run_id::new_run_id;
+pub use takeover::{Takeover, TakeoverError, cancel_abandoned};

@@ -209,7 +209,7 @@ impl Derived {
             return;
         }
         match kind {
-            EventKind::RunStarted { .. } => {
+            EventKind::RunStarted { .. } | EventKind::RunResumed { .. } => {
                 self.run = RunView {
                     status: RunState::Running,
                     ended_at_ms: None,
@@ -281,6 +281,14 @@ impl Derived {
                 view.next_attempt = Some(attempt);
                 view.retry_at_ms =
                     Some(at.saturating_add(i64::try_from(delay_ms).unwrap_or(i64::MAX)));
+            }
+            EventKind::TaskReset { task } => {
+                let view = self.task(&task);
+                view.status = TaskState::Pending;
+                view.reason = None;
+                view.ended_at_ms = None;
+                view.next_attempt = None;
+                view.retry_at_ms = None;
             }
             EventKind::TaskFinished {
                 task,

@@ -170,10 +170,19 @@ fn apply_event(
     let at = event.at_ms;
     let id = run.as_str();
     match &event.kind {
-        EventKind::RunStarted { .. } => {
+        // A takeover reopens the run just as its start opened it.
+        EventKind::RunStarted { .. } | EventKind::RunResumed { .. } => {
             statements
                 .get(Sql::RunStarted)?
                 .execute(params![id, RunState::Running.as_str()])?;
+        }
+        EventKind::TaskReset { task } => {
+            let changed = statements.get(Sql::TaskReset)?.execute(params![
+                id,
+                task.as_str(),
+                TaskState::Pending.as_str()
+            ])?;
+            known_task(changed, run, task)?;
         }
         EventKind::RunStopping { reason } => {
             statements

@@ -11,6 +11,7 @@ pub(crate) enum Sql {
     RunStarted,
     RunStopping,
     RunFinished,
+    TaskReset,
     TaskStarted,
     InsertAttempt,
     AttemptFinished,
@@ -37,6 +38,11 @@ impl Sql {
                  WHERE id = ?1"
             }
             Self::RunStopping => "UPDATE runs SET stop_reason = ?2 WHERE id = ?1",
+            Self::TaskReset => {
+                "UPDATE tasks SET status = ?3, reason = NULL, ended_at_ms = NULL, \
+                 next_attempt = NULL, retry_at_ms = NULL \
+                 WHERE run_id = ?1 AND task_id = ?2"
+            }
             Self::RunFinished => "UPDATE runs SET status = ?2, ended_at_ms = ?3 WHERE id = ?1",
             Self::TaskStarted => {
                 "UPDATE tasks SET status = ?3, attempts = MAX(attempts, ?4), \

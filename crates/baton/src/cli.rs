@@ -34,6 +34,59 @@ pub enum Command {
     Logs(LogsArgs),
     /// Print a run's event log.
     Events(EventsArgs),
+    /// Finish a run whose driver died (or that was cancelled): tasks that succeeded are not
+    /// run again; attempts cut short are recorded as interrupted and run again.
+    Resume(ResumeArgs),
+    /// Run a finished run's failed, timed-out, cancelled, blocked and skipped tasks again (or
+    /// the tasks named, with what they need and what they blocked), as new attempts of the same
+    /// run.
+    Retry(RetryArgs),
+    /// Stop a running run from another terminal: the same as Ctrl-C in the terminal running it.
+    Cancel(CancelArgs),
+}
+
+/// Flags shared by everything that drives a run.
+#[derive(Debug, Args)]
+pub struct DriveArgs {
+    /// Time between TERM and KILL when an attempt is stopped.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub kill_grace: String,
+    /// Print only the final line.
+    #[arg(short, long, conflicts_with = "json")]
+    pub quiet: bool,
+    /// Print the run result as JSON (schema documented in docs/JSON.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// A run id (or a unique prefix), or `latest`.
+    pub run: String,
+    /// Count the attempts cut short by the crash against each task's `retries`.
+    #[arg(long)]
+    pub charge_retries: bool,
+    #[command(flatten)]
+    pub drive: DriveArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RetryArgs {
+    /// A run id (or a unique prefix), or `latest`.
+    pub run: String,
+    /// Tasks to run again. Default: every task that did not succeed.
+    pub tasks: Vec<String>,
+    #[command(flatten)]
+    pub drive: DriveArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    /// A run id (or a unique prefix), or `latest`.
+    pub run: String,
+    /// How long to wait for the run to stop before giving up waiting.
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub wait: String,
 }
 
 #[derive(Debug, Args)]
@@ -94,15 +147,8 @@ pub struct RunArgs {
     /// Per-attempt time limit for every task, like `30s` or `20m` (overrides the file).
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
-    /// Time between TERM and KILL when an attempt is stopped.
-    #[arg(long, value_name = "DURATION", default_value = "5s")]
-    pub kill_grace: String,
-    /// Print only the final line.
-    #[arg(short, long, conflicts_with = "json")]
-    pub quiet: bool,
-    /// Print the run result as JSON (schema documented in docs/JSON.md).
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub drive: DriveArgs,
     /// Validate and print the plan without running anything.
     #[arg(long)]
     pub dry_run: bool,

@@ -79,6 +79,13 @@ fn describe(event: &Event) -> String {
         }
         EventKind::RunStopping { reason } => reason.clone(),
         EventKind::RunFinished { state } => state.to_string(),
+        EventKind::RunResumed { retry } => if *retry {
+            "by `baton retry`"
+        } else {
+            "by `baton resume`"
+        }
+        .to_owned(),
+        EventKind::TaskReset { task } => format!("{task}: to run again"),
         EventKind::AttemptStarted { task, attempt, pid } => match pid {
             Some(pid) => format!("{task}#{attempt} (pid {pid})"),
             None => format!("{task}#{attempt}"),

@@ -1,5 +1,6 @@
 //! One module per subcommand; each resolves its raw flags and returns an exit code.
 
+mod cancel;
 mod events;
 mod graph;
 mod load;
@@ -22,5 +23,8 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Status(args) => status::status(args, cli.store.as_deref()),
         Command::Logs(args) => logs::logs(args, cli.store.as_deref()),
         Command::Events(args) => events::events(args, cli.store.as_deref()),
+        Command::Resume(args) => run::resume(args, cli.store.as_deref()),
+        Command::Retry(args) => run::retry(args, cli.store.as_deref()),
+        Command::Cancel(args) => cancel::cancel(args, cli.store.as_deref()),
     }
 }

@@ -2,17 +2,24 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::Context;
-use baton_graph::{Action, Overrides};
-use baton_model::{RunState, parse_duration};
+use baton_graph::{Action, Graph, Overrides};
+use baton_model::{RunId, RunState, TaskId, parse_duration};
 use baton_report::{LiveReporter, NullReporter, PlainReporter, Reporter, summary};
-use baton_runner::{RunConfig, StopRequest};
-use baton_store::SqliteStore;
+use baton_runner::{RunConfig, RunError, StopRequest, Takeover};
+use baton_store::{SqliteStore, StoreError};
 use tokio::sync::mpsc;
 
 use super::load::load_graph;
-use crate::cli::RunArgs;
+use super::records;
+use crate::cli::{DriveArgs, ResumeArgs, RetryArgs, RunArgs};
 use crate::exit::{self, Failure};
 use crate::project::Project;
+
+/// What to drive.
+enum Job {
+    New(Box<Graph>),
+    Takeover(RunId, Takeover),
+}
 
 pub fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let timeout = args
@@ -21,11 +28,10 @@ pub fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         .map(parse_duration)
         .transpose()
         .map_err(|e| Failure::BadInput(format!("--timeout: {e}")))?;
-    let kill_grace = parse_duration(&args.kill_grace)
-        .map_err(|e| Failure::BadInput(format!("--kill-grace: {e}")))?;
     if args.concurrency == Some(0) {
         return Err(Failure::BadInput("--concurrency must be at least 1".into()));
     }
+    kill_grace(&args.drive)?;
 
     let mut graph = load_graph(&args.file)?;
     graph.apply_overrides(&Overrides {
@@ -35,34 +41,85 @@ pub fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     });
 
     if args.dry_run {
-        return super::plan::print_plan(&graph, args.json);
+        return super::plan::print_plan(&graph, args.drive.json);
     }
     refuse_agent_tasks(&graph)?;
+    drive(Job::New(Box::new(graph)), &args.drive, store_url)
+}
 
+pub fn resume(args: ResumeArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    let run = records::resolve(&records::open(store_url)?, Some(&args.run))?;
+    let how = Takeover::Resume {
+        charge_retries: args.charge_retries,
+    };
+    drive(Job::Takeover(run.id, how), &args.drive, store_url)
+}
+
+pub fn retry(args: RetryArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    let run = records::resolve(&records::open(store_url)?, Some(&args.run))?;
+    let tasks = args
+        .tasks
+        .iter()
+        .map(|t| TaskId::new(t.clone()).map_err(|e| Failure::BadInput(format!("`{t}`: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    drive(
+        Job::Takeover(run.id, Takeover::Retry { tasks }),
+        &args.drive,
+        store_url,
+    )
+}
+
+fn kill_grace(args: &DriveArgs) -> Result<Duration, Failure> {
+    parse_duration(&args.kill_grace).map_err(|e| Failure::BadInput(format!("--kill-grace: {e}")))
+}
+
+/// Drives a run to its end in this process, prints the result and maps it to an exit code.
+fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    let kill_grace = kill_grace(args)?;
     let project = Project::discover()?;
     let store_path = project.store_path(store_url).map_err(Failure::BadInput)?;
     project.prepare_state_dir()?;
     let store = SqliteStore::open(&store_path)
         .with_context(|| format!("cannot open the run store at {}", store_path.display()))?;
+    if let Job::Takeover(run, _) = &job {
+        refuse_agent_tasks_of(&store, run)?;
+    }
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let (stop_tx, stop_rx) = mpsc::unbounded_channel();
-    let mut reporter = reporter(&args);
+    let mut reporter = reporter(args);
     let config = RunConfig {
         root: project.root.clone(),
         state_dir: project.state_dir.clone(),
         kill_grace,
         seed: fastrand_seed(),
     };
-    let result = runtime.block_on(async {
+    let outcome = runtime.block_on(async {
         forward_signals(stop_tx)?;
-        baton_runner::run(graph, &store, reporter.as_mut(), config, stop_rx)
-            .await
-            .map_err(anyhow::Error::from)
+        let result = match job {
+            Job::New(graph) => {
+                baton_runner::run(*graph, &store, reporter.as_mut(), config, stop_rx).await
+            }
+            Job::Takeover(run, how) => {
+                baton_runner::resume(&run, how, &store, reporter.as_mut(), config, stop_rx).await
+            }
+        };
+        anyhow::Ok(result)
     })?;
+    let result = match outcome {
+        Ok(result) => result,
+        Err(RunError::Takeover(err)) => return Err(Failure::BadInput(err.to_string())),
+        Err(RunError::Store(StoreError::RunHeld { run, pid, host, .. })) => {
+            return Err(Failure::BadInput(format!(
+                "run {run} is being driven by process {pid} on {host}; \
+                 wait for it to finish, or stop it with `baton cancel {run}`"
+            )));
+        }
+        Err(err) => return Err(Failure::Internal(err.into())),
+    };
 
     if args.json {
         println!(
@@ -81,7 +138,7 @@ pub fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     })
 }
 
-fn reporter(args: &RunArgs) -> Box<dyn Reporter> {
+fn reporter(args: &DriveArgs) -> Box<dyn Reporter> {
     let tty = std::io::stderr().is_terminal();
     if args.quiet || (args.json && !tty) {
         Box::new(NullReporter)
@@ -94,7 +151,7 @@ fn reporter(args: &RunArgs) -> Box<dyn Reporter> {
 
 /// Agent engines arrive with their own issue; until then a graph that needs one is refused
 /// before anything runs rather than failing task by task.
-fn refuse_agent_tasks(graph: &baton_graph::Graph) -> Result<(), Failure> {
+fn refuse_agent_tasks(graph: &Graph) -> Result<(), Failure> {
     let agents: Vec<String> = graph
         .tasks()
         .iter()
@@ -111,6 +168,17 @@ fn refuse_agent_tasks(graph: &baton_graph::Graph) -> Result<(), Failure> {
         graph.source().display(),
         agents.join(", ")
     )))
+}
+
+fn refuse_agent_tasks_of(store: &SqliteStore, run: &RunId) -> Result<(), Failure> {
+    let Some(json) = store.graph_json(run)? else {
+        return Ok(());
+    };
+    match Graph::from_stored_json(&json) {
+        Ok(graph) => refuse_agent_tasks(&graph),
+        // The takeover itself reports an unreadable graph.
+        Err(_) => Ok(()),
+    }
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP stop the run: the first gracefully, any further one at once.

@@ -1,0 +1,306 @@
+//! Taking over a recorded run: `baton resume` (continue a run whose driver died, or that was
+//! cancelled) and `baton retry` (run a finished run's failures again). Both append to the same
+//! run, so its history stays whole: the new attempts are numbered after the old ones.
+
+use std::collections::BTreeSet;
+
+use baton_graph::Graph;
+use baton_model::{Event, EventKind, Outcome, RunId, RunState, TaskId, TaskState};
+use baton_store::{SqliteStore, TaskRecord};
+
+use crate::dispatcher::now_ms;
+use crate::launch::HeldOutput;
+
+/// How a run is taken over.
+#[derive(Debug, Clone)]
+pub enum Takeover {
+    /// Finish an interrupted or cancelled run. Attempts cut short by the crash count against
+    /// `retries` only if `charge_retries`.
+    Resume { charge_retries: bool },
+    /// Run again the given tasks of a finished run (all that did not succeed when empty), with
+    /// what they need that did not succeed and what they blocked.
+    Retry { tasks: Vec<TaskId> },
+}
+
+/// Why a run cannot be taken over.
+#[derive(Debug, thiserror::Error)]
+pub enum TakeoverError {
+    #[error("no run `{0}` is recorded")]
+    UnknownRun(RunId),
+    #[error("the graph recorded with run {run} cannot be read")]
+    Graph {
+        run: RunId,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("run {run} is {state}; {hint}")]
+    NotApplicable {
+        run: RunId,
+        state: RunState,
+        hint: &'static str,
+    },
+    #[error("run {run} has no task `{task}`")]
+    UnknownTask { run: RunId, task: TaskId },
+}
+
+/// What the dispatcher starts from when it takes a run over.
+#[derive(Debug, Default)]
+pub(crate) struct Restored {
+    /// Tasks that keep their recorded end, with the attempts they made.
+    pub terminal: Vec<(u32, TaskState, u32)>,
+    /// Tasks to run (again), with the attempts they already made.
+    pub again: Vec<(u32, u32)>,
+    pub charge_retries: bool,
+    /// Outputs of succeeded tasks, for the dependents that still run.
+    pub outputs: Vec<(u32, HeldOutput)>,
+    /// Recorded before anything else: the takeover, attempts the crash cut short, resets.
+    pub opening: Vec<Event>,
+    /// Process groups of attempts that were in flight, to end before anything starts.
+    pub leftover_groups: Vec<u32>,
+}
+
+/// Works out what to run again. `effective` is the run's state as readers see it
+/// (`interrupted` when its driver is gone).
+pub(crate) fn plan_takeover(
+    store: &SqliteStore,
+    graph: &Graph,
+    run: &RunId,
+    effective: RunState,
+    how: &Takeover,
+) -> Result<Restored, crate::RunError> {
+    let records = store.tasks(run)?;
+    let mut restored = Restored::default();
+    let again: BTreeSet<u32> = match how {
+        Takeover::Resume { charge_retries } => {
+            restored.charge_retries = *charge_retries;
+            match effective {
+                RunState::Interrupted | RunState::Running => {}
+                RunState::Cancelled => {}
+                state => {
+                    return Err(TakeoverError::NotApplicable {
+                        run: run.clone(),
+                        state,
+                        hint: "only an interrupted or cancelled run can be resumed; `baton retry` runs a finished run's failures again",
+                    }
+                    .into());
+                }
+            }
+            records
+                .iter()
+                .filter(|t| {
+                    !t.status.is_terminal()
+                        || (effective == RunState::Cancelled
+                            && matches!(t.status, TaskState::Cancelled | TaskState::Skipped))
+                })
+                .map(|t| t.idx)
+                .collect()
+        }
+        Takeover::Retry { tasks } => {
+            if matches!(effective, RunState::Running | RunState::Interrupted) {
+                return Err(TakeoverError::NotApplicable {
+                    run: run.clone(),
+                    state: effective,
+                    hint: "it has not finished; `baton resume` continues it",
+                }
+                .into());
+            }
+            retry_selection(graph, run, &records, tasks)?
+        }
+    };
+
+    let at_ms = now_ms();
+    restored.opening.push(Event {
+        seq: 0,
+        at_ms,
+        kind: EventKind::RunResumed {
+            retry: matches!(how, Takeover::Retry { .. }),
+        },
+    });
+    // A task whose last attempt's success was recorded but not the task's own end (the two can
+    // land in different commits when a turn is split) succeeded: finish it, don't run it again.
+    let mut again = again;
+    let mut settled = Vec::new();
+    if matches!(how, Takeover::Resume { .. }) {
+        let attempts = store.run_attempts(run)?;
+        for t in records.iter().filter(|t| !t.status.is_terminal()) {
+            let last = attempts
+                .iter()
+                .filter(|a| a.task == t.task)
+                .max_by_key(|a| a.attempt);
+            if last.is_some_and(|a| {
+                a.attempt == t.attempts && a.outcome.as_ref().is_some_and(Outcome::is_success)
+            }) {
+                again.remove(&t.idx);
+                settled.push(t.idx);
+                restored.opening.push(Event {
+                    seq: 0,
+                    at_ms,
+                    kind: EventKind::TaskFinished {
+                        task: t.task.clone(),
+                        state: TaskState::Succeeded,
+                        reason: None,
+                    },
+                });
+            }
+        }
+    }
+    // Attempts in flight when the driver died: recorded as interrupted, their groups ended.
+    for attempt in store.open_attempts(run)? {
+        if let Some(pid) = attempt.pid {
+            restored.leftover_groups.push(pid);
+        }
+        restored.opening.push(Event {
+            seq: 0,
+            at_ms,
+            kind: EventKind::AttemptFinished {
+                task: attempt.task.clone(),
+                attempt: attempt.attempt,
+                outcome: Outcome::Interrupted,
+                duration_ms: at_ms.saturating_sub(attempt.started_at_ms).max(0) as u64,
+            },
+        });
+    }
+    for t in &records {
+        if again.contains(&t.idx) {
+            restored.again.push((t.idx, t.attempts));
+            if t.status == TaskState::Pending {
+                continue;
+            }
+            restored.opening.push(Event {
+                seq: 0,
+                at_ms,
+                kind: EventKind::TaskReset {
+                    task: t.task.clone(),
+                },
+            });
+        } else {
+            let status = if settled.contains(&t.idx) {
+                TaskState::Succeeded
+            } else {
+                t.status
+            };
+            restored.terminal.push((t.idx, status, t.attempts));
+            if status == TaskState::Succeeded {
+                restored.outputs.push((
+                    t.idx,
+                    HeldOutput {
+                        text: t.output.clone().unwrap_or_default(),
+                        json: t
+                            .output_json
+                            .as_deref()
+                            .and_then(|j| serde_json::from_str(j).ok()),
+                    },
+                ));
+            }
+        }
+    }
+    Ok(restored)
+}
+
+/// The tasks `baton retry` runs again: the named ones (all that did not succeed when none are
+/// named), everything they need that did not succeed, and everything below them that did not
+/// succeed (it was blocked or skipped because of them).
+fn retry_selection(
+    graph: &Graph,
+    run: &RunId,
+    records: &[TaskRecord],
+    named: &[TaskId],
+) -> Result<BTreeSet<u32>, crate::RunError> {
+    let ok = |i: u32| {
+        records
+            .iter()
+            .find(|t| t.idx == i)
+            .is_some_and(|t| t.status == TaskState::Succeeded)
+    };
+    let mut seeds = Vec::new();
+    if named.is_empty() {
+        seeds.extend((0..graph.len() as u32).filter(|&i| !ok(i)));
+    } else {
+        for id in named {
+            let index = graph
+                .index_of(id.as_str())
+                .ok_or_else(|| TakeoverError::UnknownTask {
+                    run: run.clone(),
+                    task: id.clone(),
+                })?;
+            seeds.push(index);
+        }
+    }
+    let mut chosen: BTreeSet<u32> = seeds.iter().copied().collect();
+    // Upward: what a chosen task needs and did not get.
+    let mut stack = seeds.clone();
+    while let Some(t) = stack.pop() {
+        for &need in &graph.task(t).needs {
+            if !ok(need) && chosen.insert(need) {
+                stack.push(need);
+            }
+        }
+    }
+    // Downward: what waited on a chosen task.
+    let mut stack: Vec<u32> = chosen.iter().copied().collect();
+    while let Some(t) = stack.pop() {
+        for &dependent in graph.dependents(t) {
+            if !ok(dependent) && chosen.insert(dependent) {
+                stack.push(dependent);
+            }
+        }
+    }
+    Ok(chosen)
+}
+
+/// Cancels a run whose driver died: ends the process groups it left, records its attempts in
+/// flight as interrupted, its unfinished tasks as cancelled (those that were running) or
+/// skipped, and the run as cancelled. Refuses, naming it, while a live process drives the run.
+pub fn cancel_abandoned(store: &SqliteStore, run: &RunId) -> Result<(), crate::RunError> {
+    let me = crate::driver::me();
+    store.claim_driver(run, &me, crate::driver::is_alive)?;
+    let result = (|| {
+        let at_ms = now_ms();
+        let open = store.open_attempts(run)?;
+        let groups: Vec<u32> = open.iter().filter_map(|a| a.pid).collect();
+        crate::kill_leftovers(run, &groups);
+        let mut events = Vec::new();
+        let event = |kind| Event {
+            seq: 0,
+            at_ms,
+            kind,
+        };
+        for attempt in &open {
+            events.push(event(EventKind::AttemptFinished {
+                task: attempt.task.clone(),
+                attempt: attempt.attempt,
+                outcome: Outcome::Interrupted,
+                duration_ms: at_ms.saturating_sub(attempt.started_at_ms).max(0) as u64,
+            }));
+        }
+        events.push(event(EventKind::RunStopping {
+            reason: "cancelled after its driver died".into(),
+        }));
+        for task in store.tasks(run)? {
+            if task.status.is_terminal() {
+                continue;
+            }
+            let was_running = open.iter().any(|a| a.task == task.task);
+            events.push(event(EventKind::TaskFinished {
+                task: task.task.clone(),
+                state: if was_running {
+                    TaskState::Cancelled
+                } else {
+                    TaskState::Skipped
+                },
+                reason: Some(if was_running {
+                    "run cancelled".into()
+                } else {
+                    "not started: run cancelled".into()
+                }),
+            }));
+        }
+        events.push(event(EventKind::RunFinished {
+            state: RunState::Cancelled,
+        }));
+        store.commit(run, &events, &[])?;
+        Ok(())
+    })();
+    let _ = store.release_driver(run, &me);
+    result
+}

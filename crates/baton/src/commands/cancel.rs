@@ -1,0 +1,70 @@
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use baton_model::{RunState, parse_duration};
+use baton_runner::{RunError, driver};
+use baton_store::{SqliteStore, StoreError};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use super::records;
+use crate::cli::CancelArgs;
+use crate::exit::{self, Failure};
+
+const POLL: Duration = Duration::from_millis(100);
+
+pub fn cancel(args: CancelArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    let wait = parse_duration(&args.wait).map_err(|e| Failure::BadInput(format!("--wait: {e}")))?;
+    let (project, reader) = records::open_with_project(store_url)?;
+    let run = records::resolve(&reader, Some(&args.run))?;
+    if run.status != RunState::Running {
+        println!("run {} has already finished: {}", run.id, run.status);
+        return Ok(exit::SUCCESS);
+    }
+    match run.driver.as_ref().filter(|d| driver::is_alive(d)) {
+        Some(d) => {
+            // The driver handles SIGTERM exactly as Ctrl-C: stop launching, terminate what
+            // runs, record it, finish the run.
+            let pid = i32::try_from(d.pid).context("a pid out of range")?;
+            kill(Pid::from_raw(pid), Signal::SIGTERM).with_context(|| {
+                format!("cannot signal process {} driving run {}", d.pid, run.id)
+            })?;
+            eprintln!("baton: asked process {} to stop run {}", d.pid, run.id);
+            let deadline = Instant::now() + wait;
+            loop {
+                let now = reader.run(&run.id)?.unwrap_or_else(|| run.clone());
+                if now.status != RunState::Running {
+                    println!("run {} {}", run.id, now.status);
+                    return Ok(exit::SUCCESS);
+                }
+                if Instant::now() >= deadline {
+                    eprintln!(
+                        "baton: run {} has not stopped within {}; it may still be ending its tasks",
+                        run.id, args.wait
+                    );
+                    return Ok(exit::RUN_FAILED);
+                }
+                std::thread::sleep(POLL);
+            }
+        }
+        None => {
+            // Nobody drives it: record the cancellation ourselves.
+            let path = project.store_path(store_url).map_err(Failure::BadInput)?;
+            let store = SqliteStore::open(&path)
+                .with_context(|| format!("cannot open the run store at {}", path.display()))?;
+            match baton_runner::cancel_abandoned(&store, &run.id) {
+                Ok(()) => {
+                    println!("run {} cancelled (its driver had died)", run.id);
+                    Ok(exit::SUCCESS)
+                }
+                Err(RunError::Store(StoreError::RunHeld { pid, host, .. })) => {
+                    Err(Failure::BadInput(format!(
+                        "run {} was just taken over by process {pid} on {host}",
+                        run.id
+                    )))
+                }
+                Err(err) => Err(Failure::Internal(err.into())),
+            }
+        }
+    }
+}

@@ -1,0 +1,359 @@
+//! Runs survive their driver: `resume` after SIGKILL at many points, one driver at a time,
+//! `cancel` from another terminal, `retry` of a finished run's failures.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use baton_model::{EventKind, Outcome, RunState, TaskState};
+
+use crate::test::{BATON, Store, Test};
+
+/// A random DAG of `n` short tasks, reproducible from `seed`, with each task's needs.
+fn random_graph(n: usize, seed: u64) -> (String, Vec<Vec<usize>>) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut text = String::from("name = \"crashy\"\n\n[run]\nconcurrency = 4\n\n");
+    let mut all_needs = vec![Vec::new(); n];
+    for (i, task_needs) in all_needs.iter_mut().enumerate() {
+        let _ = write!(text, "[[task]]\nid = \"t{i}\"\n");
+        if i > 0 {
+            let k = rng.usize(0..=3.min(i));
+            let mut needs: Vec<usize> =
+                (0..k).map(|_| rng.usize(i.saturating_sub(20)..i)).collect();
+            needs.sort_unstable();
+            needs.dedup();
+            let list: Vec<String> = needs.iter().map(|d| format!("\"t{d}\"")).collect();
+            let _ = writeln!(text, "needs = [{}]", list.join(", "));
+            *task_needs = needs;
+        }
+        // Some tasks take a little while, so that kills land on attempts in flight too.
+        let run = if i % 7 == 0 { "sleep 0.02" } else { "true" };
+        let _ = write!(text, "run = \"{run}\"\n\n");
+    }
+    (text, all_needs)
+}
+
+fn seed() -> u64 {
+    std::env::var("BATON_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        })
+}
+
+#[test]
+fn sigkill_at_many_points_then_resume_loses_and_duplicates_nothing() {
+    let seed = seed();
+    eprintln!("crash-resume seed: {seed} (set BATON_TEST_SEED to replay)");
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let tasks = 400;
+    let (graph, needs) = random_graph(tasks, seed);
+    let mut test = Test::new().graph("g.toml", &graph);
+    let mut args: Vec<&str> = vec!["run", "g.toml", "--quiet"];
+    let mut kills = 0;
+    let mut seen = 0;
+    let started = Instant::now();
+    let out = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(240),
+            "gave up after {kills} kills (seed {seed})"
+        );
+        let mut running = test.args(&args).spawn();
+        // Kill after a random number of further events are recorded (or let it finish).
+        let target = seen + rng.usize(1..16);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut finished = false;
+        loop {
+            if running.exited() {
+                finished = true;
+                break;
+            }
+            let now = Store::try_open(running.path())
+                .and_then(|s| s.try_run().map(|_| s.events().len()))
+                .unwrap_or(0);
+            if now >= target {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no progress (seed {seed})");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if finished {
+            break running.wait(Duration::from_secs(60)).status(0);
+        }
+        let out = running.kill();
+        kills += 1;
+        // Killed after the run was recorded as finished, before the process exited.
+        if out.store().run().status != RunState::Running {
+            break out;
+        }
+        seen = out.store().events().len();
+        test = out.then();
+        args = vec!["resume", "latest", "--quiet"];
+    };
+    eprintln!("{kills} kill points in {:?}", started.elapsed());
+    assert!(kills >= 50, "only {kills} kill points (seed {seed})");
+
+    let store = out.store();
+    store.assert_consistent();
+    assert_eq!(store.run().status, RunState::Succeeded);
+    let records = store.tasks();
+    assert_eq!(records.len(), tasks);
+    assert!(records.iter().all(|t| t.status == TaskState::Succeeded));
+    // Exactly one recorded success per task, in the attempts and in the event log.
+    let mut successes: BTreeMap<String, usize> = BTreeMap::new();
+    for attempt in store.all_attempts() {
+        assert!(
+            attempt.ended_at_ms.is_some(),
+            "attempt left open: {attempt:?}"
+        );
+        if attempt.outcome == Some(Outcome::Exited { code: 0 }) {
+            *successes.entry(attempt.task.to_string()).or_default() += 1;
+        }
+    }
+    let finishes = store.events_of(|k| {
+        matches!(
+            k,
+            EventKind::TaskFinished {
+                state: TaskState::Succeeded,
+                ..
+            }
+        )
+    });
+    assert_eq!(finishes.len(), tasks, "seed {seed}");
+    for t in &records {
+        assert_eq!(
+            successes.get(t.task.as_str()),
+            Some(&1),
+            "task {} (seed {seed})",
+            t.task
+        );
+    }
+    // Across all the crashes, no task's successful attempt started before all it needs had
+    // succeeded.
+    let success: BTreeMap<String, (i64, i64)> = store
+        .all_attempts()
+        .iter()
+        .filter(|a| a.outcome == Some(Outcome::Exited { code: 0 }))
+        .map(|a| {
+            (
+                a.task.to_string(),
+                (a.started_at_ms, a.ended_at_ms.unwrap()),
+            )
+        })
+        .collect();
+    for (i, task_needs) in needs.iter().enumerate() {
+        let (start, _) = success[&format!("t{i}")];
+        for n in task_needs {
+            let (_, end) = success[&format!("t{n}")];
+            assert!(
+                end <= start,
+                "t{i} started before its need t{n} ended (seed {seed})"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_second_driver_is_refused_naming_the_first() {
+    let mut running = Test::new()
+        .graph(
+            "g.toml",
+            "[[task]]\nid = \"long\"\nrun = \"touch started; sleep 30\"\n",
+        )
+        .args(&["run", "g.toml"])
+        .spawn();
+    running.await_that("the task to start", Duration::from_secs(30), |root| {
+        root.join("started").exists().then_some(())
+    });
+    let out = Command::new(BATON)
+        .args(["resume", "latest"])
+        .current_dir(running.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("being driven by process {}", running.pid())),
+        "{stderr}"
+    );
+    running.kill();
+}
+
+#[test]
+fn cancel_from_another_terminal_stops_the_run() {
+    let mut running = Test::new()
+        .graph(
+            "g.toml",
+            "[[task]]\nid = \"long\"\nrun = \"touch started; sleep 30\"\n\n[[task]]\nid = \"next\"\nneeds = [\"long\"]\nrun = \"true\"\n",
+        )
+        .args(&["run", "g.toml"])
+        .spawn();
+    running.await_that("the task to start", Duration::from_secs(30), |root| {
+        root.join("started").exists().then_some(())
+    });
+    let out = Command::new(BATON)
+        .args(["cancel", "latest"])
+        .current_dir(running.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("cancelled"));
+    let out = running.wait(Duration::from_secs(30)).status(130);
+    let store = out.store();
+    assert_eq!(store.run().status, RunState::Cancelled);
+    assert_eq!(store.task("long").status, TaskState::Cancelled);
+    assert_eq!(store.task("next").status, TaskState::Skipped);
+    store.assert_consistent();
+}
+
+#[test]
+fn cancel_of_a_run_whose_driver_died_records_it_and_ends_its_processes() {
+    let mut running = Test::new()
+        .graph(
+            "g.toml",
+            "[[task]]\nid = \"long\"\nrun = \"echo $$ > pid; sleep 30\"\n",
+        )
+        .args(&["run", "g.toml"])
+        .spawn();
+    let pid: i32 = running.await_that("the task to start", Duration::from_secs(30), |root| {
+        std::fs::read_to_string(root.join("pid"))
+            .ok()
+            .and_then(|p| p.trim().parse().ok())
+    });
+    running.await_that(
+        "the start to be recorded",
+        Duration::from_secs(30),
+        |root| {
+            Store::try_open(root)
+                .and_then(|s| (s.task("long").status == TaskState::Running).then_some(()))
+        },
+    );
+    let out = running.kill();
+    let cancel = Command::new(BATON)
+        .args(["cancel", "latest"])
+        .current_dir(out.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        cancel.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&cancel.stderr)
+    );
+    let store = out.store();
+    assert_eq!(store.run().status, RunState::Cancelled);
+    assert_eq!(store.task("long").status, TaskState::Cancelled);
+    assert_eq!(
+        store.attempts("long")[0].outcome,
+        Some(Outcome::Interrupted)
+    );
+    store.assert_consistent();
+    // The orphaned task was ended.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.contains(") Z"))
+            .unwrap_or(true);
+        if zombie {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "task process {pid} survived the cancel"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn retry_runs_failures_again_as_new_attempts_of_the_same_run() {
+    let out = Test::new()
+        .graph(
+            "g.toml",
+            r#"
+[[task]]
+id = "flaky"
+run = '[ -e fixed ] && echo fixed || { echo broken >&2; exit 1; }'
+
+[[task]]
+id = "after"
+needs = ["flaky"]
+run = "echo after"
+
+[[task]]
+id = "fine"
+run = "echo fine"
+"#,
+        )
+        .args(&["run", "g.toml", "--json"])
+        .run()
+        .status(1);
+    assert_eq!(out.json_task("after")["state"], "blocked");
+    let out = out
+        .then()
+        .file("fixed", "")
+        .args(&["retry", "latest", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(out.json_task("flaky")["attempts"], 2);
+    assert_eq!(out.json_task("after")["state"], "succeeded");
+    // What had succeeded was not run again.
+    assert_eq!(out.json_task("fine")["attempts"], 1);
+    let store = out.store();
+    assert_eq!(store.runs().len(), 1, "a retry continues the same run");
+    store.assert_consistent();
+    let attempts = store.attempts("flaky");
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(attempts[0].outcome, Some(Outcome::Exited { code: 1 }));
+
+    // Resume refuses a finished run and says what to do instead.
+    let out = out.then().args(&["resume", "latest"]).run().status(2);
+    out.stderr_contains("baton retry");
+}
+
+#[test]
+fn a_reader_polling_during_a_busy_run_is_never_locked_out() {
+    let mut graph = String::from("[run]\nconcurrency = 4\n\n");
+    for i in 0..400 {
+        let _ = write!(graph, "[[task]]\nid = \"t{i}\"\nrun = \"true\"\n\n");
+    }
+    let mut running = Test::new()
+        .graph("g.toml", &graph)
+        .args(&["run", "g.toml", "--quiet"])
+        .spawn();
+    let root = running.path().to_path_buf();
+    let mut reads = 0;
+    while !running.exited() {
+        if !root.join(".baton/baton.db").exists() {
+            std::thread::sleep(Duration::from_millis(5));
+            continue;
+        }
+        let out = Command::new(BATON)
+            .args(["status", "--json"])
+            .current_dir(&root)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("locked"), "{stderr}");
+        // Before the run row exists there is nothing to show; after, status always works.
+        if out.status.code() == Some(0) {
+            reads += 1;
+        }
+    }
+    running.wait(Duration::from_secs(60)).status(0);
+    assert!(reads > 0, "status never succeeded during the run");
+}
