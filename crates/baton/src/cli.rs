@@ -43,6 +43,24 @@ pub enum Command {
     Retry(RetryArgs),
     /// Stop a running run from another terminal: the same as Ctrl-C in the terminal running it.
     Cancel(CancelArgs),
+    /// Remove old runs: their records and their logs. A run that is running is never removed.
+    Prune(PruneArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Keep the newest N runs.
+    #[arg(long, value_name = "N")]
+    pub keep: Option<u32>,
+    /// Remove runs started longer ago than this, like `30d` or `12h`.
+    #[arg(long, value_name = "DURATION")]
+    pub older_than: Option<String>,
+    /// Say what would be removed, remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print what was removed as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Flags shared by everything that drives a run.

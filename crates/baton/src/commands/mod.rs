@@ -6,6 +6,7 @@ mod graph;
 mod load;
 mod logs;
 mod plan;
+pub mod prune;
 mod records;
 mod run;
 mod runs;
@@ -26,5 +27,6 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Resume(args) => run::resume(args, cli.store.as_deref()),
         Command::Retry(args) => run::retry(args, cli.store.as_deref()),
         Command::Cancel(args) => cancel::cancel(args, cli.store.as_deref()),
+        Command::Prune(args) => prune::prune(args, cli.store.as_deref()),
     }
 }

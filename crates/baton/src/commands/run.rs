@@ -121,6 +121,19 @@ fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Fai
         Err(err) => return Err(Failure::Internal(err.into())),
     };
 
+    // Default retention, after the run so that it never delays one: keeps `.baton/` bounded.
+    if let Err(err) = super::prune::apply(
+        &store,
+        &project.state_dir,
+        &super::prune::Policy::default_retention(),
+        false,
+    ) {
+        eprintln!(
+            "baton: warning: could not prune old runs: {}",
+            describe(&err)
+        );
+    }
+
     if args.json {
         println!(
             "{}",
@@ -218,4 +231,12 @@ fn fastrand_seed() -> u64 {
         .unwrap_or(Duration::ZERO)
         .as_nanos() as u64;
     nanos ^ u64::from(std::process::id()).rotate_left(32)
+}
+
+fn describe(failure: &Failure) -> String {
+    match failure {
+        Failure::Reported(code) => format!("exit {code}"),
+        Failure::BadInput(message) => message.clone(),
+        Failure::Internal(err) => format!("{err:#}"),
+    }
 }

@@ -15,6 +15,7 @@ mod legacy;
 mod on_failure;
 mod output;
 mod plan;
+mod prune;
 mod resume;
 mod retry;
 mod scheduling;

@@ -1,0 +1,202 @@
+//! Removing old runs, on request (`baton prune`) and by default after every run, so that
+//! `.baton/` does not grow without end.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use baton_model::{RunState, format_size, parse_duration};
+use baton_runner::{RunDirs, driver};
+use baton_store::{RunRecord, SqliteStore, StoreError};
+use serde::Serialize;
+
+use crate::cli::PruneArgs;
+use crate::exit::{self, Failure};
+use crate::project::Project;
+
+/// Runs kept by default, newest first.
+pub const DEFAULT_KEEP: usize = 100;
+/// Logs kept by default, in bytes: past this, the oldest runs go first. The newest run is
+/// always kept, whatever its size.
+pub const DEFAULT_MAX_LOG_BYTES: u64 = 2 << 30;
+
+/// Which runs to remove.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    pub keep: Option<usize>,
+    pub older_than: Option<Duration>,
+    pub max_log_bytes: Option<u64>,
+}
+
+impl Policy {
+    /// What `baton run` applies after every run: the newest `BATON_KEEP_RUNS` runs (100) and
+    /// at most `BATON_KEEP_LOG_BYTES` of their logs (2 GiB).
+    pub fn default_retention() -> Self {
+        let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+        Self {
+            keep: Some(env("BATON_KEEP_RUNS").map_or(DEFAULT_KEEP, |n| n.max(1) as usize)),
+            older_than: None,
+            max_log_bytes: Some(env("BATON_KEEP_LOG_BYTES").unwrap_or(DEFAULT_MAX_LOG_BYTES)),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Pruned {
+    pub id: String,
+    pub name: String,
+    pub log_bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct PruneReport<'a> {
+    schema: u32,
+    dry_run: bool,
+    removed: &'a [Pruned],
+    /// Runs that matched but are being driven by a live process.
+    skipped_running: &'a [String],
+}
+
+pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    if args.keep.is_none() && args.older_than.is_none() {
+        return Err(Failure::BadInput(
+            "say which runs to remove: `--keep N` (keep the newest N) and/or `--older-than 30d`"
+                .into(),
+        ));
+    }
+    let older_than = args
+        .older_than
+        .as_deref()
+        .map(parse_duration)
+        .transpose()
+        .map_err(|e| Failure::BadInput(format!("--older-than: {e}")))?;
+    let project = Project::discover()?;
+    let path = project.store_path(store_url).map_err(Failure::BadInput)?;
+    if !path.exists() {
+        println!("nothing to prune: no runs are recorded here");
+        return Ok(exit::SUCCESS);
+    }
+    let store = SqliteStore::open(&path)
+        .with_context(|| format!("cannot open the run store at {}", path.display()))?;
+    let policy = Policy {
+        keep: args.keep.map(|k| k as usize),
+        older_than,
+        max_log_bytes: None,
+    };
+    let (removed, skipped) = apply(&store, &project.state_dir, &policy, args.dry_run)?;
+    if args.json {
+        let report = PruneReport {
+            schema: 1,
+            dry_run: args.dry_run,
+            removed: &removed,
+            skipped_running: &skipped,
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).context("serialize")?
+        );
+        return Ok(exit::SUCCESS);
+    }
+    let verb = if args.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
+    for run in &removed {
+        println!(
+            "{verb} run {} `{}` ({} of logs)",
+            run.id,
+            run.name,
+            format_size(run.log_bytes)
+        );
+    }
+    for id in &skipped {
+        println!("kept run {id}: it is running");
+    }
+    let total: u64 = removed.iter().map(|r| r.log_bytes).sum();
+    println!(
+        "{verb} {} runs, {} of logs",
+        removed.len(),
+        format_size(total)
+    );
+    Ok(exit::SUCCESS)
+}
+
+/// Removes the runs `policy` selects, with their logs; never one driven by a live process.
+/// Returns the runs removed (or that would be, with `dry_run`) and those skipped as running.
+pub fn apply(
+    store: &SqliteStore,
+    state_dir: &Path,
+    policy: &Policy,
+    dry_run: bool,
+) -> Result<(Vec<Pruned>, Vec<String>), Failure> {
+    let runs: Vec<RunRecord> = store.runs(u32::MAX)?.into_iter().map(|s| s.run).collect();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let mut log_total = 0u64;
+    let mut removed = Vec::new();
+    let mut skipped = Vec::new();
+    // Newest first: a run is removed when it is past the count, past the age, or when the logs
+    // of the newer runs already fill the budget.
+    for (position, run) in runs.iter().enumerate() {
+        let dirs = RunDirs::new(state_dir, &run.id);
+        let bytes = dir_size(&dirs.run);
+        let too_many = policy.keep.is_some_and(|keep| position >= keep);
+        let too_old = policy
+            .older_than
+            .is_some_and(|age| now_ms.saturating_sub(run.started_at_ms) > age.as_millis() as i64);
+        let too_big = position > 0
+            && policy
+                .max_log_bytes
+                .is_some_and(|max| log_total.saturating_add(bytes) > max);
+        if !(too_many || too_old || too_big) {
+            log_total = log_total.saturating_add(bytes);
+            continue;
+        }
+        let live =
+            run.status == RunState::Running && run.driver.as_ref().is_some_and(driver::is_alive);
+        if live {
+            skipped.push(run.id.to_string());
+            continue;
+        }
+        if !dry_run {
+            match store.delete_run(&run.id, driver::is_alive) {
+                Ok(_) => {}
+                // Taken over since we looked: leave it.
+                Err(StoreError::RunHeld { .. }) => {
+                    skipped.push(run.id.to_string());
+                    continue;
+                }
+                Err(err) => return Err(err.into()),
+            }
+            let _ = std::fs::remove_dir_all(&dirs.run);
+        }
+        removed.push(Pruned {
+            id: run.id.to_string(),
+            name: run.name.clone(),
+            log_bytes: bytes,
+        });
+    }
+    Ok((removed, skipped))
+}
+
+/// Bytes of the files under `dir` (0 if it does not exist). Does not follow symlinks.
+fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else {
+                total += meta.len();
+            }
+        }
+    }
+    total
+}
