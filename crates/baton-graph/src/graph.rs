@@ -104,30 +104,43 @@ pub enum Action {
 pub struct Task {
     pub id: TaskId,
     /// Indices of the tasks this one needs, in the order written, without duplicates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub needs: Vec<TaskIndex>,
     pub action: Action,
     /// Per attempt. `None`: no limit.
-    #[serde(with = "opt_millis")]
+    #[serde(default, with = "opt_millis", skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Duration>,
     /// Attempts after the first.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub retries: u32,
     /// Delay before the first retry; doubles with each further one (plus jitter).
     #[serde(with = "millis")]
     pub backoff: Duration,
     /// Globs of the paths the task may change, relative to the repository root.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scope: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
     /// Working directory relative to the repository root (never escapes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
     /// Cap in bytes on the predecessors' output handed to this task.
     pub handoff_limit: u64,
     /// Acceptance checks run after the task.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verify: Vec<String>,
     /// Waits for `baton approve` before it starts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub approval: bool,
     /// Where attempts run; `[defaults]` or the task set it, else it follows from the action.
     #[serde(default = "default_workspace")]
     pub workspace: Workspace,
+}
+
+// The stored copy of a graph leaves out what every task has by default: a 100,000-task graph
+// is then a few MB in the store rather than twenty.
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn default_workspace() -> Workspace {

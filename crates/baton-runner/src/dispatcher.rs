@@ -198,6 +198,8 @@ async fn drive_run(
     dispatcher.restore(restored);
     let fatal = dispatcher.drive(reporter, stops).await;
     dispatcher.launcher.dirs().remove_scratch();
+    // Its memory is reused for reading the result back.
+    drop(dispatcher);
     let _ = store.release_driver(&run_id, driver);
     if let Some(source) = fatal {
         return Err(RunError::StoreFailedMidRun {

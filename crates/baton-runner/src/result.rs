@@ -1,4 +1,4 @@
-use baton_model::RunId;
+use baton_model::{Outcome, RunId};
 use baton_report::{RESULT_SCHEMA_VERSION, RunResult, RunSection, TaskResult, Totals, timeline};
 use baton_store::{SqliteStore, StoreError};
 
@@ -17,25 +17,38 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
         .saturating_sub(started)
         .max(0) as u64;
 
-    let mut last_attempt = std::collections::HashMap::new();
+    // Per task, the last attempt's outcome and log; then the attempts go, before the tasks are
+    // converted (a 100,000-task run would otherwise hold three copies at once).
+    let mut last: std::collections::HashMap<
+        baton_model::TaskId,
+        (u32, Option<Outcome>, Option<String>),
+    > = std::collections::HashMap::with_capacity(records.len());
     let mut intervals = Vec::with_capacity(attempts.len());
-    for attempt in &attempts {
+    for attempt in attempts {
         if let Some(end) = attempt.ended_at_ms {
             intervals.push((
                 attempt.started_at_ms.saturating_sub(started).max(0) as u64,
                 end.saturating_sub(started).max(0) as u64,
             ));
         }
-        let slot = last_attempt.entry(attempt.task.clone()).or_insert(attempt);
-        if attempt.attempt > slot.attempt {
-            *slot = attempt;
+        let newer = last
+            .get(&attempt.task)
+            .is_none_or(|(number, _, _)| attempt.attempt > *number);
+        if newer {
+            last.insert(
+                attempt.task,
+                (attempt.attempt, attempt.outcome, attempt.log_path),
+            );
         }
     }
 
     let tasks: Vec<TaskResult> = records
-        .iter()
+        .into_iter()
         .map(|t| {
-            let last = last_attempt.get(&t.task);
+            let (outcome, log) = last
+                .remove(&t.task)
+                .map(|(_, outcome, log)| (outcome, log))
+                .unwrap_or_default();
             TaskResult {
                 id: t.task.to_string(),
                 state: t.status,
@@ -44,13 +57,13 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
                     (Some(s), Some(e)) => Some(e.saturating_sub(s).max(0) as u64),
                     _ => None,
                 },
-                outcome: last.and_then(|a| a.outcome.clone()),
+                outcome,
                 exit_code: t.exit_code,
-                reason: t.reason.clone(),
-                output: t.output.clone(),
+                reason: t.reason,
+                output: t.output,
                 output_bytes: t.output_bytes.unwrap_or(0),
-                stderr: t.stderr_tail.clone().filter(|s| !s.is_empty()),
-                log: last.and_then(|a| a.log_path.clone()),
+                stderr: t.stderr_tail.filter(|s| !s.is_empty()),
+                log,
             }
         })
         .collect();
