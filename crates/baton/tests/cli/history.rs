@@ -6,24 +6,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::test::{BATON, Test};
-
-/// Runs baton in `dir` to the end; returns (exit code, stdout, stderr).
-fn baton_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BATON)
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("BATON_STORE")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run baton");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::test::{BATON, Test, baton_in};
 
 fn spawn_in(dir: &Path, args: &[&str]) -> Child {
     Command::new(BATON)
@@ -85,7 +68,8 @@ fn runs_and_status_show_what_was_recorded() {
         .status(1);
     let root = second.path().to_path_buf();
 
-    let (code, stdout, _) = baton_in(&root, &["runs", "--json"]);
+    let side = baton_in(&root, &["runs", "--json"]);
+    let (code, stdout) = (side.code.unwrap_or(-1), side.stdout);
     assert_eq!(code, 0);
     let list: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(list["schema"], 1);
@@ -98,19 +82,22 @@ fn runs_and_status_show_what_was_recorded() {
     assert_eq!(runs[1]["state"], "succeeded");
     assert_eq!(runs[1]["succeeded"], 2);
 
-    let (code, stdout, _) = baton_in(&root, &["runs"]);
+    let side = baton_in(&root, &["runs"]);
+    let (code, stdout) = (side.code.unwrap_or(-1), side.stdout);
     assert_eq!(code, 0);
     assert!(stdout.lines().count() == 3, "{stdout}");
 
     // The latest run by default; another by a prefix of its id.
-    let (code, stdout, _) = baton_in(&root, &["status"]);
+    let side = baton_in(&root, &["status"]);
+    let (code, stdout) = (side.code.unwrap_or(-1), side.stdout);
     assert_eq!(code, 0);
     assert!(
         stdout.contains("boom") && stdout.contains("exit 3"),
         "{stdout}"
     );
     let older = runs[1]["id"].as_str().unwrap();
-    let (code, stdout, _) = baton_in(&root, &["status", older, "--json"]);
+    let side = baton_in(&root, &["status", older, "--json"]);
+    let (code, stdout) = (side.code.unwrap_or(-1), side.stdout);
     assert_eq!(code, 0);
     let result: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(result["schema"], 1);
@@ -119,11 +106,13 @@ fn runs_and_status_show_what_was_recorded() {
     assert_eq!(flaky["attempts"], 2);
     assert_eq!(flaky["output"], "attempt 2");
 
-    let (code, _, stderr) = baton_in(&root, &["status", "19990101"]);
+    let side = baton_in(&root, &["status", "19990101"]);
+    let (code, stderr) = (side.code.unwrap_or(-1), side.stderr);
     assert_eq!(code, 2);
     assert!(stderr.contains("no run `19990101`"), "{stderr}");
     // Both runs started today: a date prefix alone is ambiguous.
-    let (code, _, stderr) = baton_in(&root, &["status", &older[..4]]);
+    let side = baton_in(&root, &["status", &older[..4]]);
+    let (code, stderr) = (side.code.unwrap_or(-1), side.stderr);
     assert_eq!(code, 2);
     assert!(stderr.contains("matches 2 runs"), "{stderr}");
 }
@@ -136,14 +125,18 @@ fn logs_print_each_attempt() {
         .run()
         .status(0);
     let root = out.path().to_path_buf();
-    let (code, stdout, _) = baton_in(&root, &["logs", "latest", "flaky", "--attempt", "1"]);
+    let side = baton_in(&root, &["logs", "latest", "flaky", "--attempt", "1"]);
+    let (code, stdout) = (side.code.unwrap_or(-1), side.stdout);
     assert_eq!((code, stdout.as_str()), (0, "attempt 1\n"));
-    let (code, stdout, _) = baton_in(&root, &["logs", "latest", "flaky"]);
+    let side = baton_in(&root, &["logs", "latest", "flaky"]);
+    let (code, stdout) = (side.code.unwrap_or(-1), side.stdout);
     assert_eq!((code, stdout.as_str()), (0, "attempt 2\n"));
-    let (code, _, stderr) = baton_in(&root, &["logs", "latest", "nosuch"]);
+    let side = baton_in(&root, &["logs", "latest", "nosuch"]);
+    let (code, stderr) = (side.code.unwrap_or(-1), side.stderr);
     assert_eq!(code, 2);
     assert!(stderr.contains("no task `nosuch`"), "{stderr}");
-    let (code, _, stderr) = baton_in(&root, &["logs", "latest", "flaky", "--attempt", "9"]);
+    let side = baton_in(&root, &["logs", "latest", "flaky", "--attempt", "9"]);
+    let (code, stderr) = (side.code.unwrap_or(-1), side.stderr);
     assert_eq!(code, 2);
     assert!(stderr.contains("no attempt 9"), "{stderr}");
 }
@@ -174,7 +167,8 @@ echo "tick 2"
     let root = running.path().to_path_buf();
     // Wait until the first tick is in the log, seen through `baton logs`.
     running.await_that("the first tick", Duration::from_secs(30), |root| {
-        let (code, stdout, _) = baton_in(root, &["logs", "latest", "slow"]);
+        let side = baton_in(root, &["logs", "latest", "slow"]);
+        let (code, stdout) = (side.code.unwrap_or(-1), side.stdout);
         (code == 0 && stdout.contains("tick 1")).then_some(())
     });
     let logs = spawn_in(&root, &["logs", "latest", "slow", "--follow"]);
@@ -218,15 +212,16 @@ fn a_killed_run_shows_as_interrupted() {
         "the start to be recorded",
         Duration::from_secs(30),
         |root| {
-            let (_, stdout, _) = baton_in(root, &["status", "--json"]);
+            let stdout = baton_in(root, &["status", "--json"]).stdout;
             stdout.contains("\"running\"").then_some(())
         },
     );
     let out = running.kill();
-    let (code, stdout, _) = baton_in(out.path(), &["runs", "--json"]);
+    let side = baton_in(out.path(), &["runs", "--json"]);
+    let (code, stdout) = (side.code.unwrap_or(-1), side.stdout);
     assert_eq!(code, 0);
     let list: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(list["runs"][0]["state"], "interrupted");
-    let (_, stdout, _) = baton_in(out.path(), &["status"]);
+    let stdout = baton_in(out.path(), &["status"]).stdout;
     assert!(stdout.contains("interrupted"), "{stdout}");
 }

@@ -1,9 +1,6 @@
 //! Removing old runs: on request, by default after every run, never a running one.
 
-use std::process::{Command, Stdio};
-use std::time::Duration;
-
-use crate::test::{BATON, Test};
+use crate::test::{Test, baton_in, running_long_task};
 
 const GRAPH: &str = "[[task]]\nid = \"a\"\nrun = \"echo some output\"\n";
 
@@ -84,25 +81,13 @@ fn default_retention_applies_after_each_run() {
 
 #[test]
 fn a_running_run_is_never_pruned() {
-    let mut running = Test::new()
-        .graph(
-            "g.toml",
-            "[[task]]\nid = \"long\"\nrun = \"touch started; sleep 30\"\n",
-        )
-        .args(&["run", "g.toml"])
-        .spawn();
-    running.await_that("the task to start", Duration::from_secs(30), |root| {
-        root.join("started").exists().then_some(())
-    });
-    let out = Command::new(BATON)
-        .args(["prune", "--keep", "0", "--older-than", "0s"])
-        .current_dir(running.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("it is running"), "{stdout}");
+    let running = running_long_task(false);
+    let side = baton_in(
+        running.path(),
+        &["prune", "--keep", "0", "--older-than", "0s"],
+    );
+    assert_eq!(side.code, Some(0));
+    assert!(side.stdout.contains("it is running"), "{}", side.stdout);
     let out = running.kill();
     assert_eq!(out.store().runs().len(), 1);
 }

@@ -3,12 +3,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use baton_model::{EventKind, Outcome, RunState, TaskState};
 
-use crate::test::{BATON, Store, Test};
+use crate::test::{Store, Test, baton_in, running_long_task};
 
 /// A random DAG of `n` short tasks, reproducible from `seed`, with each task's needs.
 fn random_graph(n: usize, seed: u64) -> (String, Vec<Vec<usize>>) {
@@ -160,56 +159,24 @@ fn sigkill_at_many_points_then_resume_loses_and_duplicates_nothing() {
 
 #[test]
 fn a_second_driver_is_refused_naming_the_first() {
-    let mut running = Test::new()
-        .graph(
-            "g.toml",
-            "[[task]]\nid = \"long\"\nrun = \"touch started; sleep 30\"\n",
-        )
-        .args(&["run", "g.toml"])
-        .spawn();
-    running.await_that("the task to start", Duration::from_secs(30), |root| {
-        root.join("started").exists().then_some(())
-    });
-    let out = Command::new(BATON)
-        .args(["resume", "latest"])
-        .current_dir(running.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let running = running_long_task(false);
+    let side = baton_in(running.path(), &["resume", "latest"]);
+    assert_eq!(side.code, Some(2));
     assert!(
-        stderr.contains(&format!("being driven by process {}", running.pid())),
-        "{stderr}"
+        side.stderr
+            .contains(&format!("being driven by process {}", running.pid())),
+        "{}",
+        side.stderr
     );
     running.kill();
 }
 
 #[test]
 fn cancel_from_another_terminal_stops_the_run() {
-    let mut running = Test::new()
-        .graph(
-            "g.toml",
-            "[[task]]\nid = \"long\"\nrun = \"touch started; sleep 30\"\n\n[[task]]\nid = \"next\"\nneeds = [\"long\"]\nrun = \"true\"\n",
-        )
-        .args(&["run", "g.toml"])
-        .spawn();
-    running.await_that("the task to start", Duration::from_secs(30), |root| {
-        root.join("started").exists().then_some(())
-    });
-    let out = Command::new(BATON)
-        .args(["cancel", "latest"])
-        .current_dir(running.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("cancelled"));
+    let running = running_long_task(true);
+    let side = baton_in(running.path(), &["cancel", "latest"]);
+    assert_eq!(side.code, Some(0), "{}", side.stderr);
+    assert!(side.stdout.contains("cancelled"));
     let out = running.wait(Duration::from_secs(30)).status(130);
     let store = out.store();
     assert_eq!(store.run().status, RunState::Cancelled);
@@ -241,18 +208,8 @@ fn cancel_of_a_run_whose_driver_died_records_it_and_ends_its_processes() {
         },
     );
     let out = running.kill();
-    let cancel = Command::new(BATON)
-        .args(["cancel", "latest"])
-        .current_dir(out.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(
-        cancel.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&cancel.stderr)
-    );
+    let cancel = baton_in(out.path(), &["cancel", "latest"]);
+    assert_eq!(cancel.code, Some(0), "{}", cancel.stderr);
     let store = out.store();
     assert_eq!(store.run().status, RunState::Cancelled);
     assert_eq!(store.task("long").status, TaskState::Cancelled);
@@ -341,16 +298,10 @@ fn a_reader_polling_during_a_busy_run_is_never_locked_out() {
             std::thread::sleep(Duration::from_millis(5));
             continue;
         }
-        let out = Command::new(BATON)
-            .args(["status", "--json"])
-            .current_dir(&root)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!stderr.contains("locked"), "{stderr}");
+        let side = baton_in(&root, &["status", "--json"]);
+        assert!(!side.stderr.contains("locked"), "{}", side.stderr);
         // Before the run row exists there is nothing to show; after, status always works.
-        if out.status.code() == Some(0) {
+        if side.code == Some(0) {
             reads += 1;
         }
     }

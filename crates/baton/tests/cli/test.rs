@@ -494,3 +494,44 @@ pub fn peak_overlap(intervals: &[(i64, i64)]) -> usize {
 pub fn overlaps(a: (i64, i64), b: (i64, i64)) -> bool {
     a.0 < b.1 && b.0 < a.1
 }
+
+/// What a baton run "from another terminal" printed.
+pub struct Side {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs baton in `dir` to its end, as a user would from another terminal while a run goes on.
+pub fn baton_in(dir: &Path, args: &[&str]) -> Side {
+    let out = Command::new(BATON)
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("BATON_STORE")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run baton");
+    Side {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// baton running a graph of one long task (`long`, which needs 30 s) and, if `with_next`, a
+/// task `next` that needs it; returned once `long` has started.
+pub fn running_long_task(with_next: bool) -> Running {
+    let mut graph = String::from("[[task]]\nid = \"long\"\nrun = \"touch started; sleep 30\"\n");
+    if with_next {
+        graph.push_str("\n[[task]]\nid = \"next\"\nneeds = [\"long\"]\nrun = \"true\"\n");
+    }
+    let mut running = Test::new()
+        .graph("g.toml", &graph)
+        .args(&["run", "g.toml"])
+        .spawn();
+    running.await_that("the task to start", Duration::from_secs(30), |root| {
+        root.join("started").exists().then_some(())
+    });
+    running
+}
