@@ -99,7 +99,13 @@ impl<'a> Launcher<'a> {
         if let Some(handoff) = &prepared.handoff {
             env.push(("BATON_HANDOFF_FILE".into(), handoff.into()));
         }
-        env.extend(spec_task.env.iter().map(|(k, v)| (k.into(), v.into())));
+        for (key, value) in &spec_task.env {
+            // `${VAR}` comes from baton's own environment now: the graph and its stored copy
+            // never hold the value.
+            let value = crate::env_ref::expand(value, |name| std::env::var(name).ok())
+                .map_err(|err| format!("env `{key}` {err}"))?;
+            env.push((key.into(), value.into()));
+        }
         let output_limit = self
             .graph
             .dependents(task)

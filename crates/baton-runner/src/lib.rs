@@ -9,6 +9,7 @@
 
 mod dispatcher;
 pub mod driver;
+pub mod env_ref;
 mod journal;
 mod launch;
 mod layout;

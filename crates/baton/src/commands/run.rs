@@ -44,6 +44,7 @@ pub fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         return super::plan::print_plan(&graph, args.drive.json);
     }
     refuse_agent_tasks(&graph)?;
+    check_env(&graph)?;
     drive(Job::New(Box::new(graph)), &args.drive, store_url)
 }
 
@@ -162,6 +163,19 @@ fn reporter(args: &DriveArgs) -> Box<dyn Reporter> {
     }
 }
 
+/// `${VAR}` in tasks' `env` must be settable before anything runs.
+fn check_env(graph: &Graph) -> Result<(), Failure> {
+    let problems = baton_runner::env_ref::check_graph(graph, |name| std::env::var(name).ok());
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::BadInput(format!(
+        "{}: {}; set them, or write `$${{` for a literal `${{`",
+        graph.source().display(),
+        problems.join("; ")
+    )))
+}
+
 /// Agent engines arrive with their own issue; until then a graph that needs one is refused
 /// before anything runs rather than failing task by task.
 fn refuse_agent_tasks(graph: &Graph) -> Result<(), Failure> {
@@ -188,7 +202,10 @@ fn refuse_agent_tasks_of(store: &SqliteStore, run: &RunId) -> Result<(), Failure
         return Ok(());
     };
     match Graph::from_stored_json(&json) {
-        Ok(graph) => refuse_agent_tasks(&graph),
+        Ok(graph) => {
+            refuse_agent_tasks(&graph)?;
+            check_env(&graph)
+        }
         // The takeover itself reports an unreadable graph.
         Err(_) => Ok(()),
     }

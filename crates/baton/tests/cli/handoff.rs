@@ -195,3 +195,39 @@ run = 'printf "%s|%s|%s|%s|%s|%s" "$FROM_FILE" "$GREETING" "$BATON_TASK_ID" "$BA
         format!("file value|hello from outside|env|1|{run_id}|sub")
     );
 }
+
+#[test]
+fn env_values_name_variables_of_batons_environment_without_storing_them() {
+    let secret = "s3cr3t-value-that-must-not-be-stored";
+    let graph = r#"
+[[task]]
+id = "use"
+env = { API_TOKEN = "${BATON_TEST_TOKEN}", LITERAL = "$${NOT_EXPANDED}" }
+run = 'printf "%s|%s" "$API_TOKEN" "$LITERAL" > got.txt'
+"#;
+    let out = Test::new()
+        .graph("g.toml", graph)
+        .env("BATON_TEST_TOKEN", secret)
+        .args(&["run", "g.toml"])
+        .run()
+        .status(0);
+    assert_eq!(
+        String::from_utf8(out.read("got.txt")).unwrap(),
+        format!("{secret}|${{NOT_EXPANDED}}")
+    );
+    // The store keeps `${BATON_TEST_TOKEN}`, never the value.
+    let db = std::fs::read(out.path().join(".baton/baton.db")).unwrap();
+    let wal = std::fs::read(out.path().join(".baton/baton.db-wal")).unwrap_or_default();
+    for bytes in [&db, &wal] {
+        assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()));
+    }
+
+    // A variable that is not set stops the run before anything starts.
+    let out = Test::new()
+        .graph("g.toml", graph)
+        .args(&["run", "g.toml"])
+        .run()
+        .status(2)
+        .stderr_contains("BATON_TEST_TOKEN");
+    assert!(!out.state_dir_exists(), "nothing was run");
+}
