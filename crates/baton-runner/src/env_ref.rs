@@ -32,9 +32,9 @@ pub fn expand(
         out.push_str(&rest[..at]);
         let after = &rest[at + 2..];
         let Some(end) = after.find('}') else {
-            return Err(ExpandError::Syntax(format!(
-                "has a `${{` without its `}}`; write `$${{` for a literal `${{`"
-            )));
+            return Err(ExpandError::Syntax(
+                "has a `${` without its `}`; write `$${` for a literal `${`".to_owned(),
+            ));
         };
         let name = &after[..end];
         if !is_name(name) {
