@@ -34,7 +34,12 @@ impl Attempt {
     pub fn spawn(mut spec: AttemptSpec) -> Attempt {
         let started = Instant::now();
         let log_path = std::mem::take(&mut spec.log_path);
-        let sink = OutputSink::new(log_path, spec.output_limit, spec.stderr_limit);
+        let sink = OutputSink::with_redactor(
+            log_path,
+            spec.output_limit,
+            spec.stderr_limit,
+            spec.redactor.as_ref(),
+        );
         let mut command = command(&spec);
         let mut child = match command.spawn() {
             Ok(child) => child,

@@ -71,6 +71,7 @@ pub fn share_budget(lengths: &[usize], limit: usize) -> Vec<usize> {
 pub fn read_structured_output(
     path: &Path,
     limit: u64,
+    redactor: Option<&baton_redact::Redactor>,
 ) -> Result<Option<serde_json::Value>, String> {
     let file = match File::open(path) {
         Ok(file) => file,
@@ -104,6 +105,12 @@ pub fn read_structured_output(
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
+    // Redacted as text, before parsing: a secret inside a JSON string becomes a marker inside
+    // the same string, and the JSON stays valid.
+    let bytes = match redactor {
+        Some(redactor) => redactor.redact(&bytes).into_owned(),
+        None => bytes,
+    };
     serde_json::from_slice(&bytes).map(Some).map_err(|error| {
         format!(
             "structured output `{}` is not valid JSON ({error}); write one JSON value to \
@@ -187,20 +194,20 @@ mod tests {
     fn structured_output() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("output.json");
-        assert_eq!(read_structured_output(&path, 100), Ok(None));
+        assert_eq!(read_structured_output(&path, 100, None), Ok(None));
 
         std::fs::write(&path, " \n").unwrap();
-        assert_eq!(read_structured_output(&path, 100), Ok(None));
+        assert_eq!(read_structured_output(&path, 100, None), Ok(None));
 
         std::fs::write(&path, r#"{"files": ["a.rs"], "ok": true}"#).unwrap();
-        let value = read_structured_output(&path, 100).unwrap().unwrap();
+        let value = read_structured_output(&path, 100, None).unwrap().unwrap();
         assert_eq!(value["ok"], true);
 
-        let error = read_structured_output(&path, 10).unwrap_err();
+        let error = read_structured_output(&path, 10, None).unwrap_err();
         assert!(error.contains("larger than the limit of 10B"), "{error}");
 
         std::fs::write(&path, "{not json").unwrap();
-        let error = read_structured_output(&path, 100).unwrap_err();
+        let error = read_structured_output(&path, 100, None).unwrap_err();
         assert!(error.contains("is not valid JSON"), "{error}");
         assert!(error.contains("output.json"), "{error}");
     }

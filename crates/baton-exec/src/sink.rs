@@ -7,6 +7,8 @@ use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use baton_redact::{Redactor, StreamRedactor};
+
 use crate::capture::{Capture, Captured};
 
 /// Big enough to turn a chatty child's many small writes into few, small enough not to matter
@@ -16,8 +18,8 @@ const LOG_BUFFER: usize = 32 * 1024;
 /// Which pipe a chunk came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stream {
-    Stdout,
-    Stderr,
+    Stdout = 0,
+    Stderr = 1,
 }
 
 impl Stream {
@@ -38,14 +40,31 @@ pub(crate) struct SinkOutput {
     pub(crate) log_error: Option<String>,
 }
 
-#[derive(Debug)]
 pub(crate) struct OutputSink {
+    /// Redaction is off when `None` (tests of the sink itself).
+    redactor: Option<Redactor>,
+    /// One per stream, so that a secret split across two writes of the same stream is still
+    /// found; made on the stream's first byte, since most quick tasks print nothing and a
+    /// stream's matching state is not free to set up.
+    redact: [Option<StreamRedactor>; 2],
+    /// Redacted bytes on their way to the log and the captures.
+    scratch: Vec<u8>,
     log: Log,
     unflushed: bool,
     log_bytes: u64,
     error: Option<String>,
     stdout: Capture,
     stderr: Capture,
+}
+
+impl std::fmt::Debug for OutputSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutputSink")
+            .field("redacting", &self.redactor.is_some())
+            .field("log", &self.log)
+            .field("log_bytes", &self.log_bytes)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The log file, created when the first byte arrives. Creating a file costs more than the
@@ -61,8 +80,22 @@ enum Log {
 }
 
 impl OutputSink {
+    #[cfg(test)]
     pub(crate) fn new(log_path: PathBuf, output_limit: usize, stderr_limit: usize) -> Self {
+        Self::with_redactor(log_path, output_limit, stderr_limit, None)
+    }
+
+    /// A sink whose bytes pass through `redactor` before anything else sees them.
+    pub(crate) fn with_redactor(
+        log_path: PathBuf,
+        output_limit: usize,
+        stderr_limit: usize,
+        redactor: Option<&Redactor>,
+    ) -> Self {
         Self {
+            redactor: redactor.cloned(),
+            redact: [None, None],
+            scratch: Vec::new(),
             log: Log::NotYet(log_path),
             unflushed: false,
             log_bytes: 0,
@@ -72,7 +105,25 @@ impl OutputSink {
         }
     }
 
+    /// Takes a chunk the child printed. Redaction comes first: what reaches the log file and
+    /// the captures (and from them the store, the handoff and the screen) is what it let
+    /// through.
     pub(crate) fn accept(&mut self, stream: Stream, bytes: &[u8]) {
+        let Some(redactor) = &self.redactor else {
+            self.write_through(stream, bytes);
+            return;
+        };
+        let redact = self.redact[stream as usize].get_or_insert_with(|| redactor.stream());
+        let mut out = std::mem::take(&mut self.scratch);
+        out.clear();
+        redact.push(bytes, &mut out);
+        if !out.is_empty() {
+            self.write_through(stream, &out);
+        }
+        self.scratch = out;
+    }
+
+    fn write_through(&mut self, stream: Stream, bytes: &[u8]) {
         if let Log::NotYet(path) = &self.log {
             self.log = match open_log(path) {
                 Ok(file) => Log::Open(BufWriter::with_capacity(LOG_BUFFER, file)),
@@ -124,6 +175,17 @@ impl OutputSink {
     }
 
     pub(crate) fn finish(mut self) -> SinkOutput {
+        // What the redactors held back, waiting to see whether a secret went on.
+        let [stdout, stderr] = std::mem::take(&mut self.redact);
+        for (stream, redactor) in [(Stream::Stdout, stdout), (Stream::Stderr, stderr)] {
+            if let Some(redactor) = redactor {
+                let mut out = Vec::new();
+                redactor.finish(&mut out);
+                if !out.is_empty() {
+                    self.write_through(stream, &out);
+                }
+            }
+        }
         self.flush();
         SinkOutput {
             stdout: self.stdout.finish(),

@@ -38,6 +38,9 @@ pub struct AttemptSpec {
     pub output_limit: usize,
     /// Bytes of stderr kept in memory, all from the end.
     pub stderr_limit: usize,
+    /// What every byte the child prints passes through before it is logged, captured or
+    /// handed on. `None` turns redaction off (for tests of the machinery itself).
+    pub redactor: Option<baton_redact::Redactor>,
 }
 
 impl AttemptSpec {
@@ -59,6 +62,7 @@ impl AttemptSpec {
             log_path: log_path.into(),
             output_limit: Self::DEFAULT_OUTPUT_LIMIT,
             stderr_limit: Self::DEFAULT_STDERR_LIMIT,
+            redactor: None,
         }
     }
 }

@@ -13,6 +13,7 @@ use baton_graph::template::{
 };
 use baton_graph::{Action, Graph};
 use baton_model::{RunId, TaskState};
+use baton_redact::{Redactor, RedactorConfig, secret_env_values};
 
 use crate::RunConfig;
 use crate::layout::RunDirs;
@@ -48,6 +49,8 @@ pub(crate) struct Launcher<'a> {
     /// Dependents of each task that have not started yet; its held output is dropped at zero.
     readers_left: Vec<u32>,
     prepared: Vec<Option<Prepared>>,
+    /// Everything a task prints, and what it writes to `$BATON_OUTPUT`, passes through it.
+    redactor: Redactor,
 }
 
 impl<'a> Launcher<'a> {
@@ -65,6 +68,7 @@ impl<'a> Launcher<'a> {
                 .map(|i| graph.dependents(i).len() as u32)
                 .collect(),
             prepared: (0..n).map(|_| None).collect(),
+            redactor: redactor_for(graph),
         }
     }
 
@@ -126,6 +130,7 @@ impl<'a> Launcher<'a> {
             log_path: self.log_path(task, attempt),
             output_limit,
             stderr_limit: STDERR_CAPTURE,
+            redactor: Some(self.redactor.clone()),
         })
     }
 
@@ -232,11 +237,12 @@ impl<'a> Launcher<'a> {
         let path = self
             .dirs
             .structured_output(&self.graph.task(task).id, attempt);
-        let (json, note) = match read_structured_output(&path, STRUCTURED_OUTPUT_LIMIT) {
-            Ok(None) => (None, None),
-            Ok(Some(json)) => (Some(json), None),
-            Err(err) => (None, Some(format!("baton: ignored $BATON_OUTPUT: {err}"))),
-        };
+        let (json, note) =
+            match read_structured_output(&path, STRUCTURED_OUTPUT_LIMIT, Some(&self.redactor)) {
+                Ok(None) => (None, None),
+                Ok(Some(json)) => (Some(json), None),
+                Err(err) => (None, Some(format!("baton: ignored $BATON_OUTPUT: {err}"))),
+            };
         if json.is_some() || note.is_some() {
             // Its content now lives in the store (or its problem in the attempt's record).
             let _ = std::fs::remove_file(&path);
@@ -308,4 +314,23 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
         .mode(0o600)
         .open(path)?;
     file.write_all(bytes)
+}
+
+/// The run's redactor: its rules, plus the values of every variable that looks like a secret,
+/// in baton's own environment (which tasks inherit) and in the tasks' `env`.
+fn redactor_for(graph: &Graph) -> Redactor {
+    let mut values = secret_env_values(std::env::vars_os(), &[]);
+    for task in graph.tasks() {
+        let expanded = task.env.iter().filter_map(|(key, value)| {
+            crate::env_ref::expand(value, |name| std::env::var(name).ok())
+                .ok()
+                .map(|value| (key.clone(), value))
+        });
+        values.extend(secret_env_values(expanded, &[]));
+    }
+    values.sort_unstable();
+    values.dedup();
+    Redactor::new(RedactorConfig {
+        secret_values: values,
+    })
 }

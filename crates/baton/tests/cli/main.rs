@@ -16,6 +16,7 @@ mod on_failure;
 mod output;
 mod plan;
 mod prune;
+mod redaction;
 mod resume;
 mod retry;
 mod scheduling;

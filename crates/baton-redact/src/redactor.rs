@@ -1,0 +1,252 @@
+//! The compiled redactor and its configuration.
+
+use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
+
+use regex_automata::hybrid;
+use regex_automata::nfa::thompson::{self, WhichCaptures};
+use regex_syntax::hir::Hir;
+
+use crate::engine::{Compiled, Engine, Mode, Out, build};
+use crate::rules::{self, PEM_END, Tail};
+use crate::stream::StreamRedactor;
+use crate::validate;
+
+/// Secret values shorter than this are not redacted verbatim: an 8-byte minimum keeps a
+/// variable set to `1`, `main` or `true` from blanking those words everywhere.
+pub const MIN_SECRET_LEN: usize = 8;
+
+/// What a [`Redactor`] redacts besides its built-in rules.
+#[derive(Clone, Debug, Default)]
+pub struct RedactorConfig {
+    /// Values redacted verbatim wherever they appear, as `[REDACTED:secret-value]`: typically
+    /// the secret-looking environment variables a task gets (see
+    /// [`secret_env_values`](crate::secret_env_values)). Values shorter than
+    /// [`MIN_SECRET_LEN`] bytes are ignored. A stream holds back as many bytes as the longest
+    /// value, so values are meant to be secrets, not files.
+    pub secret_values: Vec<Vec<u8>>,
+}
+
+/// The compiled rule set. Cheap to clone (the compiled form is shared) and safe to use from
+/// many threads at once.
+#[derive(Clone)]
+pub struct Redactor {
+    engine: Arc<Engine>,
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redactor")
+            .field("patterns", &self.engine.patterns.len())
+            .field("window", &self.engine.window)
+            .finish()
+    }
+}
+
+impl Default for Redactor {
+    fn default() -> Self {
+        Redactor::new(RedactorConfig::default())
+    }
+}
+
+fn parse(pattern: &str) -> Hir {
+    // The rules are constants checked by the tests, so a rule that does not parse is a bug
+    // in this crate, not an input error.
+    regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .build()
+        .parse(pattern)
+        .unwrap_or_else(|e| panic!("rule {pattern:?} does not parse: {e}"))
+}
+
+fn marker(label: &str) -> Box<[u8]> {
+    format!("[REDACTED:{label}]")
+        .into_bytes()
+        .into_boxed_slice()
+}
+
+impl Redactor {
+    /// Compiles the rules and the configured secret values (about 10 ms: do it once
+    /// and share the result).
+    pub fn new(config: RedactorConfig) -> Redactor {
+        let mut values: Vec<Vec<u8>> = config
+            .secret_values
+            .into_iter()
+            .filter(|v| v.len() >= MIN_SECRET_LEN)
+            .collect();
+        // Longest first, so that a value that is a prefix of another does not cut it short.
+        values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        values.dedup();
+
+        let mut hirs = Vec::new();
+        let mut patterns = Vec::new();
+        for value in &values {
+            hirs.push(Hir::literal(value.clone()));
+            patterns.push(Compiled {
+                hir: None,
+                regex: OnceLock::new(),
+                validate: validate::always,
+                tail: Tail::None,
+                groups: vec![(0, marker("secret-value"))],
+            });
+        }
+        for rule in rules::rules() {
+            let hir = parse(&rule.pattern);
+            let groups = group_labels(&hir);
+            hirs.push(hir.clone());
+            patterns.push(Compiled {
+                hir: Some(hir),
+                regex: OnceLock::new(),
+                validate: rule.validate,
+                tail: rule.tail,
+                groups,
+            });
+        }
+        let longest = hirs
+            .iter()
+            .map(|h| {
+                h.properties()
+                    .maximum_len()
+                    .expect("every pattern has a bounded length")
+            })
+            .max()
+            .unwrap_or(0);
+
+        let all: Vec<&Hir> = hirs.iter().collect();
+        let regex = build(&all, WhichCaptures::Implicit);
+        let starts = starts_dfa(&all);
+        let pem_end_hir = parse(PEM_END);
+        let pem_end_len = pem_end_hir
+            .properties()
+            .maximum_len()
+            .expect("bounded END line");
+        let pem_end = build(&[&pem_end_hir], WhichCaptures::Implicit);
+        Redactor {
+            engine: Arc::new(Engine {
+                regex,
+                starts,
+                patterns,
+                pem_end,
+                pem_end_len,
+                // One byte of look-ahead (`\b`, `$`) beyond the longest match.
+                window: longest + 1,
+            }),
+        }
+    }
+
+    /// Redacts a whole text. Borrows when nothing was redacted.
+    pub fn redact<'h>(&self, text: &'h [u8]) -> Cow<'h, [u8]> {
+        let mut out = CowOut {
+            text,
+            passed: 0,
+            owned: None,
+        };
+        self.engine
+            .run(text, 0, true, &mut Mode::Scan, None, &mut out);
+        match out.owned {
+            Some(owned) => Cow::Owned(owned),
+            None => {
+                debug_assert_eq!(out.passed, text.len());
+                Cow::Borrowed(text)
+            }
+        }
+    }
+
+    /// Redacts a whole text. Borrows when nothing was redacted.
+    pub fn redact_str<'h>(&self, text: &'h str) -> Cow<'h, str> {
+        match self.redact(text.as_bytes()) {
+            Cow::Borrowed(_) => Cow::Borrowed(text),
+            // Matches start and end on ASCII bytes or on whole secret values, so valid UTF-8
+            // stays valid; the lossy path is a guard, not a case.
+            Cow::Owned(bytes) => Cow::Owned(
+                String::from_utf8(bytes)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            ),
+        }
+    }
+
+    /// A redactor for one stream of bytes (one task's stdout, say).
+    pub fn stream(&self) -> StreamRedactor {
+        StreamRedactor::new(Arc::clone(&self.engine))
+    }
+
+    /// How many bytes a stream holds back at most, beyond those of the chunk being pushed
+    /// (a private key block or a long token is swallowed, not held).
+    pub fn window(&self) -> usize {
+        self.engine.window
+    }
+}
+
+/// The capture groups of a pattern that are secrets, in order, with their markers.
+fn group_labels(hir: &Hir) -> Vec<(usize, Box<[u8]>)> {
+    fn walk(hir: &Hir, out: &mut Vec<(usize, Box<[u8]>)>) {
+        use regex_syntax::hir::HirKind;
+        match hir.kind() {
+            HirKind::Capture(c) => {
+                if let Some(name) = &c.name {
+                    let label = name.split("__").next().unwrap_or(name).replace('_', "-");
+                    out.push((c.index as usize, marker(&label)));
+                }
+                walk(&c.sub, out);
+            }
+            HirKind::Concat(subs) | HirKind::Alternation(subs) => {
+                subs.iter().for_each(|s| walk(s, out));
+            }
+            HirKind::Repetition(r) => walk(&r.sub, out),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(hir, &mut out);
+    out.sort_by_key(|(index, _)| *index);
+    out
+}
+
+/// Passes input through by reference until the first redaction, then copies.
+struct CowOut<'h> {
+    text: &'h [u8],
+    /// How much of `text` went through unchanged before `owned` was needed.
+    passed: usize,
+    owned: Option<Vec<u8>>,
+}
+
+impl CowOut<'_> {
+    fn owned(&mut self) -> &mut Vec<u8> {
+        let (text, passed) = (self.text, self.passed);
+        self.owned.get_or_insert_with(|| text[..passed].to_vec())
+    }
+}
+
+impl Out for CowOut<'_> {
+    fn keep(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        if self.owned.is_none() && std::ptr::eq(bytes.as_ptr(), self.text[self.passed..].as_ptr()) {
+            self.passed += bytes.len();
+        } else {
+            self.owned().extend_from_slice(bytes);
+        }
+    }
+
+    fn insert(&mut self, bytes: &[u8]) {
+        self.owned().extend_from_slice(bytes);
+    }
+}
+
+/// The lazy DFA of [`Engine::starts`](crate::engine::Engine).
+fn starts_dfa(hirs: &[&Hir]) -> hybrid::dfa::DFA {
+    let nfa = thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .which_captures(WhichCaptures::None)
+                .nfa_size_limit(None),
+        )
+        .build_many_from_hir(hirs)
+        .expect("the rules compile");
+    hybrid::dfa::DFA::builder()
+        .configure(hybrid::dfa::DFA::config().cache_capacity(2 << 20))
+        .build_from_nfa(nfa)
+        .expect("the rules compile")
+}

@@ -1,0 +1,175 @@
+//! No secret a task prints reaches anything baton stores or prints: the database, its WAL, the
+//! logs, the JSON result, the event log, `status`, `logs`, what is handed downstream.
+
+use std::path::Path;
+
+use crate::test::{Test, baton_in};
+
+/// Fake but well-formed secrets of several kinds, built at run time so that this file holds no
+/// key-shaped string. Each is written to `secrets/NAME` in the repository.
+fn secrets() -> Vec<(&'static str, String)> {
+    let alnum = |n: usize, seed: u64| -> String {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        (0..n)
+            .map(|_| {
+                let c = rng.u8(0..62);
+                char::from(match c {
+                    0..=9 => b'0' + c,
+                    10..=35 => b'a' + c - 10,
+                    _ => b'A' + c - 36,
+                })
+            })
+            .collect()
+    };
+    let upper = |n: usize, seed: u64| alnum(n, seed).to_uppercase();
+    vec![
+        ("github", format!("{}{}", "ghp_", alnum(36, 1))),
+        ("aws", format!("{}{}", "AKIA", upper(16, 2))),
+        (
+            "slack",
+            format!(
+                "{}-{}-{}-{}",
+                "xoxb",
+                "1234567890",
+                "0987654321",
+                alnum(24, 3)
+            ),
+        ),
+        ("anthropic", format!("{}{}", "sk-ant-api03-", alnum(80, 4))),
+        ("bearer", format!("Authorization: Bearer {}", alnum(40, 5))),
+        (
+            "url",
+            format!("https://deploy:{}@git.example.com/repo.git", alnum(20, 6)),
+        ),
+        ("assignment", format!("DB_PASSWORD={}", alnum(18, 7))),
+    ]
+}
+
+/// The part of a secret that must never be seen: the secret itself, not its harmless prefix.
+fn sensitive(name: &str, secret: &str) -> String {
+    match name {
+        "bearer" => secret
+            .trim_start_matches("Authorization: Bearer ")
+            .to_owned(),
+        "url" => secret["https://deploy:".len()..secret.find('@').unwrap()].to_owned(),
+        "assignment" => secret["DB_PASSWORD=".len()..].to_owned(),
+        _ => secret.to_owned(),
+    }
+}
+
+fn files_under(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files_under(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn secrets_printed_by_tasks_are_redacted_everywhere() {
+    let env_secret = "v4lue-of-an-env-secret-9f8e7d6c";
+    let mut test = Test::new().env("MY_SERVICE_TOKEN", env_secret);
+    for (name, secret) in secrets() {
+        test = test.file(&format!("secrets/{name}"), &secret);
+    }
+    let graph = r#"
+[[task]]
+id = "leaky"
+run = '''
+for f in secrets/*; do cat "$f"; echo; done
+# Split across two writes, with a pause between them.
+head -c 10 secrets/github; sleep 0.05; tail -c +11 secrets/github; echo
+# On stderr, inside JSON.
+printf '{"token": "%s"}\n' "$(cat secrets/aws)" >&2
+# The environment's own secret.
+echo "service token is $MY_SERVICE_TOKEN"
+# Structured output.
+printf '{"key": "%s", "note": "fine"}' "$(cat secrets/anthropic)" > "$BATON_OUTPUT"
+'''
+
+[[task]]
+id = "downstream"
+needs = ["leaky"]
+run = '''
+cat "$BATON_HANDOFF_FILE"
+echo {{ needs.leaky.output }}
+echo {{ needs.leaky.json.key }}
+'''
+"#;
+    let out = test
+        .graph("g.toml", graph)
+        .args(&["run", "g.toml", "--json"])
+        .run()
+        .status(0);
+    let root = out.path().to_path_buf();
+    assert_eq!(out.json_task("downstream")["state"], "succeeded");
+
+    let mut haystacks: Vec<(String, Vec<u8>)> = vec![
+        ("run --json".into(), out.stdout.clone().into_bytes()),
+        ("run stderr".into(), out.stderr.clone().into_bytes()),
+    ];
+    for args in [
+        vec!["events", "latest", "--json"],
+        vec!["status"],
+        vec!["status", "--json"],
+        vec!["logs", "latest", "leaky"],
+        vec!["logs", "latest", "downstream"],
+    ] {
+        let side = baton_in(&root, &args);
+        assert_eq!(side.code, Some(0), "{args:?}: {}", side.stderr);
+        haystacks.push((args.join(" "), side.stdout.into_bytes()));
+    }
+    let mut files = Vec::new();
+    files_under(&root.join(".baton"), &mut files);
+    assert!(files.iter().any(|f| f.ends_with("leaky.1.log")));
+    for file in files {
+        haystacks.push((file.display().to_string(), std::fs::read(&file).unwrap()));
+    }
+
+    let mut needles: Vec<(String, String)> = secrets()
+        .into_iter()
+        .map(|(name, secret)| (name.to_owned(), sensitive(name, &secret)))
+        .collect();
+    needles.push(("env".into(), env_secret.to_owned()));
+    for (what, hay) in &haystacks {
+        for (name, needle) in &needles {
+            assert!(
+                !hay.windows(needle.len()).any(|w| w == needle.as_bytes()),
+                "the {name} secret leaked into {what}"
+            );
+        }
+    }
+    // What the task said around the secrets did arrive.
+    let log = String::from_utf8(
+        baton_in(&root, &["logs", "latest", "leaky"])
+            .stdout
+            .into_bytes(),
+    )
+    .unwrap();
+    assert!(log.contains("[REDACTED:"), "{log}");
+    assert!(log.contains("service token is"), "{log}");
+    assert_eq!(out.json_task("leaky")["state"], "succeeded");
+}
+
+#[test]
+fn ordinary_output_comes_through_unchanged() {
+    let text = "commit 3f786850e387550fdab836ed7e6dc881de23001b\n\
+                id 123e4567-e89b-12d3-a456-426614174000\n\
+                max_tokens: 4096, token count 17\n\
+                color: #ff00aa; version 1.2.3-beta.4\n\
+                aGVsbG8gd29ybGQsIHRoaXMgaXMgYmFzZTY0IGVuY29kZWQgZmlsZSBjb250ZW50Cg==\n";
+    let out = Test::new()
+        .file("plain.txt", text)
+        .graph(
+            "g.toml",
+            "[[task]]\nid = \"plain\"\nrun = \"cat plain.txt\"\n",
+        )
+        .args(&["run", "g.toml"])
+        .run()
+        .status(0);
+    let side = baton_in(out.path(), &["logs", "latest", "plain"]);
+    assert_eq!(side.stdout, text);
+}
