@@ -415,7 +415,8 @@ impl<'a> Dispatcher<'a> {
                             self.last_outcome[task as usize].as_ref(),
                             self.sched.attempts(task),
                             |dep| self.sched.state(dep),
-                        );
+                        )
+                        .map(|reason| self.launcher.redact(&reason));
                         self.journal.push(event(EventKind::TaskFinished {
                             task: self.graph.task(task).id.clone(),
                             state,
@@ -491,6 +492,12 @@ impl<'a> Dispatcher<'a> {
             return;
         };
         let id = self.graph.task(task).id.clone();
+        // Error texts can quote what a task printed or was given: they are redacted like its
+        // output before they are recorded.
+        let mut report = report;
+        if let Outcome::SpawnFailed { error } = &mut report.outcome {
+            *error = self.launcher.redact(error);
+        }
         let (mut output, note) = self.launcher.collect_output(task, attempt, &report);
         // Like `$(command)` in a shell: trailing newlines are not part of the value.
         output
@@ -508,7 +515,7 @@ impl<'a> Dispatcher<'a> {
         .flatten()
         {
             stderr_tail.push('\n');
-            stderr_tail.push_str(&extra);
+            stderr_tail.push_str(&self.launcher.redact(&extra));
         }
         self.journal.push(event(EventKind::AttemptFinished {
             task: id.clone(),

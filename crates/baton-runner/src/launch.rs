@@ -72,6 +72,11 @@ impl<'a> Launcher<'a> {
         }
     }
 
+    /// `text` with what the run's redactor finds replaced.
+    pub(crate) fn redact(&self, text: &str) -> String {
+        self.redactor.redact_str(text).into_owned()
+    }
+
     pub(crate) fn dirs(&self) -> &RunDirs {
         &self.dirs
     }
