@@ -123,6 +123,9 @@ fn command(spec: &AttemptSpec) -> Command {
             command
         }
     };
+    if !spec.inherit_env {
+        command.env_clear();
+    }
     command
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(key, value)| (key, value)))

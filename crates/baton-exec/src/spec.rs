@@ -23,8 +23,11 @@ pub enum Program {
 pub struct AttemptSpec {
     pub program: Program,
     pub cwd: PathBuf,
-    /// Set on top of the inherited environment.
+    /// The child's environment: on top of baton's own when `inherit_env`, else all of it.
     pub env: Vec<(OsString, OsString)>,
+    /// Whether the child starts from baton's own environment (`env` on top) or from `env`
+    /// alone.
+    pub inherit_env: bool,
     /// At this age the process group gets TERM, then KILL after `kill_grace`.
     pub timeout: Option<Duration>,
     /// How long a stopped attempt may take between TERM and KILL.
@@ -57,6 +60,7 @@ impl AttemptSpec {
             program,
             cwd: cwd.into(),
             env: Vec::new(),
+            inherit_env: true,
             timeout: None,
             kill_grace: Self::DEFAULT_KILL_GRACE,
             log_path: log_path.into(),

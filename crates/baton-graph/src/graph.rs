@@ -135,6 +135,10 @@ pub struct Task {
     /// Where attempts run; `[defaults]` or the task set it, else it follows from the action.
     #[serde(default = "default_workspace")]
     pub workspace: Workspace,
+    /// Variables of baton's environment the task also gets, beyond the few every task gets
+    /// (`PATH`, `HOME`, locale, …): names, or prefixes ending in `*`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_env: Vec<String>,
 }
 
 // The stored copy of a graph leaves out what every task has by default: a 100,000-task graph

@@ -134,6 +134,7 @@ mod tests {
             verify: Vec::new(),
             approval: false,
             workspace: Workspace::None,
+            pass_env: Vec::new(),
         }
     }
 

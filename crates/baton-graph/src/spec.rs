@@ -45,6 +45,7 @@ pub(crate) struct Defaults {
     pub backoff: Option<Duration>,
     pub workspace: Option<Workspace>,
     pub handoff_limit: Option<u64>,
+    pub pass_env: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -83,6 +84,7 @@ pub(crate) struct TaskMore {
     pub verify: Vec<String>,
     pub approval: Option<bool>,
     pub workspace: Option<Workspace>,
+    pub pass_env: Vec<String>,
 }
 
 static NOTHING_MORE: TaskMore = TaskMore {
@@ -96,6 +98,7 @@ static NOTHING_MORE: TaskMore = TaskMore {
     verify: Vec::new(),
     approval: None,
     workspace: None,
+    pass_env: Vec::new(),
 };
 
 impl TaskSpec {

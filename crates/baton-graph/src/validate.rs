@@ -500,5 +500,7 @@ fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) ->
         verify: more.verify,
         approval: more.approval.unwrap_or(false),
         workspace,
+        // The task's names add to the defaults'.
+        pass_env: d.pass_env.iter().cloned().chain(more.pass_env).collect(),
     }
 }

@@ -20,6 +20,7 @@ pub(crate) const DEFAULTS_FIELDS: &[&str] = &[
     "backoff",
     "workspace",
     "handoff_limit",
+    "pass_env",
 ];
 pub(crate) const RUN_FIELDS: &[&str] = &["concurrency", "on_failure", "base", "budget", "verify"];
 pub(crate) const BUDGET_FIELDS: &[&str] = &["tokens", "usd"];
@@ -39,6 +40,7 @@ pub(crate) const TASK_FIELDS: &[&str] = &[
     "verify",
     "approval",
     "workspace",
+    "pass_env",
 ];
 
 /// Engines a task may name. `noop` is internal (benchmarks, grouping).
@@ -197,6 +199,31 @@ impl Walker<'_> {
                 Vec::new()
             }
         }
+    }
+
+    /// Names of environment variables, each possibly ending in `*` (`AWS_*`).
+    fn env_names(&mut self, e: &Entry) -> Vec<String> {
+        let mut names = Vec::new();
+        for s in self.strings(e) {
+            let base = s.value.strip_suffix('*').unwrap_or(&s.value);
+            let valid = !base.is_empty() || s.value == "*";
+            let valid = valid
+                && base.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !base.starts_with(|c: char| c.is_ascii_digit());
+            if valid && s.value != "*" {
+                names.push(s.value);
+            } else {
+                self.diags.push(
+                    Diagnostic::at(
+                        s.span.clone(),
+                        format!("`{}` is not an environment variable name", s.value),
+                    )
+                    .label("not a name")
+                    .help("write a name like `AWS_REGION`, or a prefix ending in `*` like `AWS_*`"),
+                );
+            }
+        }
+        names
     }
 
     fn plain_strings(&mut self, e: &Entry) -> Vec<String> {
@@ -390,6 +417,7 @@ impl Walker<'_> {
                 "backoff" => d.backoff = w.duration(e),
                 "workspace" => d.workspace = w.choice(e, Workspace::NAMES, Workspace::parse),
                 "handoff_limit" => d.handoff_limit = w.size(e),
+                "pass_env" => d.pass_env = w.env_names(e),
                 _ => return false,
             }
             true
@@ -481,6 +509,7 @@ impl Walker<'_> {
                 "handoff_limit" => t.more_mut().handoff_limit = w.size(e),
                 "verify" => t.more_mut().verify = w.plain_strings(e),
                 "approval" => t.more_mut().approval = w.boolean(e),
+                "pass_env" => t.more_mut().pass_env = w.env_names(e),
                 "workspace" => {
                     t.more_mut().workspace = w.choice(e, Workspace::NAMES, Workspace::parse)
                 }

@@ -684,3 +684,25 @@ fn twenty_thousand_tasks_load() {
     assert_eq!(g.len(), 20_000);
     assert_eq!(g.task(19_999).needs, [19_998]);
 }
+
+#[test]
+fn pass_env_names_add_up_and_bad_names_are_errors() {
+    let g = ok(
+        "g.toml",
+        "[defaults]\npass_env = [\"AWS_*\"]\n\n[[task]]\nid = \"a\"\nrun = \"true\"\npass_env = [\"GITHUB_TOKEN\"]\n",
+    );
+    assert_eq!(g.task(0).pass_env, ["AWS_*", "GITHUB_TOKEN"]);
+    let e = err(
+        "g.toml",
+        "[[task]]\nid = \"a\"\nrun = \"true\"\npass_env = [\"1BAD\", \"*\", \"OK_*\", \"A-B\"]\n",
+    );
+    let messages: Vec<&str> = e.diagnostics.iter().map(|d| d.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "`1BAD` is not an environment variable name",
+            "`*` is not an environment variable name",
+            "`A-B` is not an environment variable name"
+        ]
+    );
+}

@@ -36,6 +36,36 @@ pub(crate) struct HeldOutput {
 struct Prepared {
     program: Result<Program, String>,
     handoff: Option<PathBuf>,
+    /// What the task gets of baton's own environment.
+    passed: Vec<(OsString, OsString)>,
+}
+
+/// What every task gets of baton's environment: what programs need to find themselves, their
+/// home, and the user's locale and terminal. Anything else must be asked for with `pass_env`
+/// (or `BATON_PASS_ENV`): a task does not see, and cannot print, what it was not given.
+const ALWAYS_PASSED: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "TMPDIR",
+    "TZ",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "XDG_RUNTIME_DIR",
+];
+
+/// Whether variable `name` is among `patterns` (names, or prefixes ending in `*`).
+fn passes(name: &str, patterns: &[String]) -> bool {
+    patterns.iter().any(|p| match p.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == p,
+    })
 }
 
 pub(crate) struct Launcher<'a> {
@@ -51,6 +81,10 @@ pub(crate) struct Launcher<'a> {
     prepared: Vec<Option<Prepared>>,
     /// Everything a task prints, and what it writes to `$BATON_OUTPUT`, passes through it.
     redactor: Redactor,
+    /// baton's own environment, read once.
+    environment: Vec<(OsString, OsString)>,
+    /// Passed to every task: [`ALWAYS_PASSED`] and `BATON_PASS_ENV`.
+    pass_env: Vec<String>,
 }
 
 impl<'a> Launcher<'a> {
@@ -69,6 +103,18 @@ impl<'a> Launcher<'a> {
                 .collect(),
             prepared: (0..n).map(|_| None).collect(),
             redactor: redactor_for(graph),
+            environment: std::env::vars_os().collect(),
+            pass_env: ALWAYS_PASSED
+                .iter()
+                .map(|s| (*s).to_owned())
+                .chain(
+                    std::env::var("BATON_PASS_ENV")
+                        .unwrap_or_default()
+                        .split([',', ' '])
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned),
+                )
+                .collect(),
         }
     }
 
@@ -97,7 +143,9 @@ impl<'a> Launcher<'a> {
             .expect("just prepared");
         let program = prepared.program.clone()?;
         let spec_task = self.graph.task(task);
-        let mut env: Vec<(OsString, OsString)> = Vec::with_capacity(spec_task.env.len() + 5);
+        let mut env: Vec<(OsString, OsString)> =
+            Vec::with_capacity(prepared.passed.len() + spec_task.env.len() + 5);
+        env.extend(prepared.passed.iter().cloned());
         env.push(("BATON_TASK_ID".into(), spec_task.id.as_str().into()));
         env.push(("BATON_RUN_ID".into(), self.run_id.as_str().into()));
         env.push(("BATON_ATTEMPT".into(), attempt.to_string().into()));
@@ -136,6 +184,7 @@ impl<'a> Launcher<'a> {
             output_limit,
             stderr_limit: STDERR_CAPTURE,
             redactor: Some(self.redactor.clone()),
+            inherit_env: false,
         })
     }
 
@@ -161,6 +210,7 @@ impl<'a> Launcher<'a> {
                             path.display()
                         )),
                         handoff: None,
+                        passed: Vec::new(),
                     };
                 }
             }
@@ -182,7 +232,23 @@ impl<'a> Launcher<'a> {
             )),
             Action::Noop => Ok(Program::Shell(String::new())),
         };
-        Prepared { program, handoff }
+        let patterns: Vec<String> = self
+            .pass_env
+            .iter()
+            .cloned()
+            .chain(spec_task.pass_env.iter().cloned())
+            .collect();
+        let passed = self
+            .environment
+            .iter()
+            .filter(|(name, _)| name.to_str().is_some_and(|n| passes(n, &patterns)))
+            .cloned()
+            .collect();
+        Prepared {
+            program,
+            handoff,
+            passed,
+        }
     }
 
     /// The template context of `task`: its predecessors' results, each capped so that all of

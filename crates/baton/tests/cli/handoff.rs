@@ -182,8 +182,14 @@ fn environment_cwd_and_baton_variables() {
 [[task]]
 id = "env"
 env = { FROM_FILE = "file value" }
+pass_env = ["GREET*"]
 cwd = "sub"
 run = 'printf "%s|%s|%s|%s|%s|%s" "$FROM_FILE" "$GREETING" "$BATON_TASK_ID" "$BATON_ATTEMPT" "$BATON_RUN_ID" "$(basename "$PWD")"'
+
+[[task]]
+id = "not-given"
+run = 'printf "[%s] %s" "${GREETING-unset}" "$([ "$PATH" = "$EXPECTED_PATH" ] && echo PATH)"'
+env = { EXPECTED_PATH = "${PATH}" }
 "#,
         )
         .args(&["run", "g.toml", "--json"])
@@ -194,6 +200,8 @@ run = 'printf "%s|%s|%s|%s|%s|%s" "$FROM_FILE" "$GREETING" "$BATON_TASK_ID" "$BA
         out.json_task("env")["output"],
         format!("file value|hello from outside|env|1|{run_id}|sub")
     );
+    // Without `pass_env`, a task gets only PATH, HOME, locale and the like.
+    assert_eq!(out.json_task("not-given")["output"], "[unset] PATH");
 }
 
 #[test]

@@ -142,6 +142,9 @@ impl Test {
             .env("NO_COLOR", "1")
             .env("XDG_RUNTIME_DIR", &runtime)
             .env(MARKER, self.tmp.path())
+            // Tasks get only what they are given of baton's environment: the marker must
+            // reach them so that cleanup can find their processes.
+            .env("BATON_PASS_ENV", MARKER)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(stdout)
