@@ -20,27 +20,69 @@ pub enum IdError {
     BadDots,
 }
 
-/// The id of a task inside one graph.
-///
-/// Validated on construction because it becomes part of file paths (logs, worktrees) and git
-/// branch names (`baton/RUN/TASK`): only ASCII letters, digits, `_`, `-` and non-consecutive dots,
-/// starting with a letter or digit, never ending in `.` or `.lock`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct TaskId(String);
+/// A validated identifier type: both kinds of id become parts of file paths and git branch
+/// names, so both follow the same rules (see [`validate`]).
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
 
-impl TaskId {
-    pub fn new(s: impl Into<String>) -> Result<Self, IdError> {
-        let s = s.into();
-        validate(&s)?;
-        Ok(Self(s))
-    }
+        impl $name {
+            pub fn new(s: impl Into<String>) -> Result<Self, IdError> {
+                let s = s.into();
+                validate(&s)?;
+                Ok(Self(s))
+            }
 
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = IdError;
+            fn try_from(s: String) -> Result<Self, IdError> {
+                Self::new(s)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+    };
 }
 
+id_type!(
+    /// The id of a task inside one graph.
+    ///
+    /// Validated on construction because it becomes part of file paths (logs, worktrees) and git
+    /// branch names (`baton/RUN/TASK`): only ASCII letters, digits, `_`, `-` and non-consecutive
+    /// dots, starting with a letter or digit, never ending in `.` or `.lock`.
+    TaskId
+);
+
+id_type!(
+    /// The id of one run: sortable by start time (`YYYYMMDD-HHMMSS-xxxx`), usable as a file name.
+    RunId
+);
+
+/// The rules both kinds of id follow.
 fn validate(s: &str) -> Result<(), IdError> {
     let first = s.chars().next().ok_or(IdError::Empty)?;
     if s.len() > MAX_TASK_ID_LEN {
@@ -59,67 +101,6 @@ fn validate(s: &str) -> Result<(), IdError> {
         return Err(IdError::BadDots);
     }
     Ok(())
-}
-
-impl TryFrom<String> for TaskId {
-    type Error = IdError;
-    fn try_from(s: String) -> Result<Self, IdError> {
-        Self::new(s)
-    }
-}
-
-impl From<TaskId> for String {
-    fn from(id: TaskId) -> String {
-        id.0
-    }
-}
-
-impl fmt::Display for TaskId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::borrow::Borrow<str> for TaskId {
-    fn borrow(&self) -> &str {
-        &self.0
-    }
-}
-
-/// The id of one run: sortable by start time (`YYYYMMDD-HHMMSS-xxxx`), usable as a file name.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct RunId(String);
-
-impl RunId {
-    pub fn new(s: impl Into<String>) -> Result<Self, IdError> {
-        let s = s.into();
-        validate(&s)?;
-        Ok(Self(s))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl TryFrom<String> for RunId {
-    type Error = IdError;
-    fn try_from(s: String) -> Result<Self, IdError> {
-        Self::new(s)
-    }
-}
-
-impl From<RunId> for String {
-    fn from(id: RunId) -> String {
-        id.0
-    }
-}
-
-impl fmt::Display for RunId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
 }
 
 #[cfg(test)]
