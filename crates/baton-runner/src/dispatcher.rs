@@ -198,6 +198,10 @@ async fn drive_run(
     dispatcher.restore(restored);
     let fatal = dispatcher.drive(reporter, stops).await;
     dispatcher.launcher.dirs().remove_scratch();
+    dispatcher
+        .launcher
+        .dirs()
+        .add_log_bytes(dispatcher.log_bytes);
     // Its memory is reused for reading the result back.
     drop(dispatcher);
     let _ = store.release_driver(&run_id, driver);
@@ -232,6 +236,8 @@ struct Dispatcher<'a> {
     last_outcome: Vec<Option<Outcome>>,
     /// The first store failure. Once set, the run is stopped and nothing more is recorded.
     fatal: Option<StoreError>,
+    /// Bytes written to log files by this process's attempts.
+    log_bytes: u64,
 }
 
 /// What one turn has to work through.
@@ -279,6 +285,7 @@ impl<'a> Dispatcher<'a> {
             journal: Journal::new(graph.len()),
             last_outcome: vec![None; graph.len()],
             fatal: None,
+            log_bytes: 0,
         }
     }
 
@@ -498,6 +505,7 @@ impl<'a> Dispatcher<'a> {
         if let Outcome::SpawnFailed { error } = &mut report.outcome {
             *error = self.launcher.redact(error);
         }
+        self.log_bytes += report.log_bytes;
         let (mut output, note) = self.launcher.collect_output(task, attempt, &report);
         // Like `$(command)` in a shell: trailing newlines are not part of the value.
         output

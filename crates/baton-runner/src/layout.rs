@@ -57,6 +57,28 @@ impl RunDirs {
         }
     }
 
+    /// Bytes of logs the run has written, as recorded by [`RunDirs::add_log_bytes`] (a walk
+    /// of the log directory when no record exists). Retention reads this for every run it
+    /// keeps, so it must not walk thousands of files each time.
+    pub fn log_bytes(&self) -> u64 {
+        std::fs::read_to_string(self.run.join(LOG_BYTES_FILE))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or_else(|| dir_size(&self.run))
+    }
+
+    /// Adds `bytes` to the recorded size of the run's logs.
+    pub fn add_log_bytes(&self, bytes: u64) {
+        let before = std::fs::read_to_string(self.run.join(LOG_BYTES_FILE))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let _ = std::fs::write(
+            self.run.join(LOG_BYTES_FILE),
+            format!("{}\n", before.saturating_add(bytes)),
+        );
+    }
+
     pub fn log(&self, task: &TaskId, attempt: u32) -> PathBuf {
         self.logs.join(format!("{task}.{attempt}.log"))
     }
@@ -92,6 +114,29 @@ fn private_tmpfs_root() -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// The file holding the size of a run's logs.
+const LOG_BYTES_FILE: &str = "log-bytes";
+
+/// Bytes of the files under `dir` (0 if it does not exist). Does not follow symlinks.
+fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else {
+                total += meta.len();
+            }
+        }
+    }
+    total
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {

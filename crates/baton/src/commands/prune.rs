@@ -141,7 +141,7 @@ pub fn apply(
     // of the newer runs already fill the budget.
     for (position, run) in runs.iter().enumerate() {
         let dirs = RunDirs::new(state_dir, &run.id);
-        let bytes = dir_size(&dirs.run);
+        let bytes = dirs.log_bytes();
         let too_many = policy.keep.is_some_and(|keep| position >= keep);
         let too_old = policy
             .older_than
@@ -179,24 +179,4 @@ pub fn apply(
         });
     }
     Ok((removed, skipped))
-}
-
-/// Bytes of the files under `dir` (0 if it does not exist). Does not follow symlinks.
-fn dir_size(dir: &Path) -> u64 {
-    let mut total = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let Ok(meta) = entry.metadata() else { continue };
-            if meta.is_dir() {
-                stack.push(entry.path());
-            } else {
-                total += meta.len();
-            }
-        }
-    }
-    total
 }
