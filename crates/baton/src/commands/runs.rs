@@ -23,6 +23,9 @@ struct RunLine {
     succeeded: u32,
     failed: u32,
     blocked: u32,
+    /// Tokens and dollars spent by agent tasks; `null` until agent engines record them.
+    tokens: Option<u64>,
+    cost_usd: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -53,6 +56,8 @@ pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
                 + s.count(TaskState::TimedOut)
                 + s.count(TaskState::Cancelled),
             blocked: s.count(TaskState::Blocked),
+            tokens: None,
+            cost_usd: None,
         })
         .collect();
     if args.json {
@@ -77,8 +82,18 @@ pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         .unwrap_or(4)
         .clamp(4, 30);
     println!(
-        "{:<20}  {:<name_width$}  {:<23}  {:<20}  {:>8}  {:>5}  {:>5}  {:>6}  {:>7}  {:>4}",
-        "RUN", "NAME", "STATE", "STARTED", "DURATION", "TASKS", "OK", "FAILED", "BLOCKED", "COST"
+        "{:<20}  {:<name_width$}  {:<23}  {:<20}  {:>8}  {:>5}  {:>5}  {:>6}  {:>7}  {:>6}  {:>4}",
+        "RUN",
+        "NAME",
+        "STATE",
+        "STARTED",
+        "DURATION",
+        "TASKS",
+        "OK",
+        "FAILED",
+        "BLOCKED",
+        "TOKENS",
+        "COST"
     );
     for l in &lines {
         let duration = l.duration_ms.map_or_else(
@@ -86,7 +101,7 @@ pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             |ms| format_duration(Duration::from_millis(ms)),
         );
         println!(
-            "{:<20}  {:<name_width$}  {:<23}  {:<20}  {:>8}  {:>5}  {:>5}  {:>6}  {:>7}  {:>4}",
+            "{:<20}  {:<name_width$}  {:<23}  {:<20}  {:>8}  {:>5}  {:>5}  {:>6}  {:>7}  {:>6}  {:>4}",
             l.id,
             l.name,
             l.state.as_str(),
@@ -96,6 +111,7 @@ pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             l.succeeded,
             l.failed,
             l.blocked,
+            "-",
             "-"
         );
     }
