@@ -73,10 +73,18 @@ impl RunDirs {
             .ok()
             .and_then(|s| s.trim().parse::<u64>().ok())
             .unwrap_or(0);
-        let _ = std::fs::write(
-            self.run.join(LOG_BYTES_FILE),
-            format!("{}\n", before.saturating_add(bytes)),
-        );
+        // Private like everything else under `.baton/`.
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(self.run.join(LOG_BYTES_FILE));
+        if let Ok(mut file) = file {
+            let _ = writeln!(file, "{}", before.saturating_add(bytes));
+        }
     }
 
     pub fn log(&self, task: &TaskId, attempt: u32) -> PathBuf {
