@@ -94,7 +94,7 @@ pub(crate) fn authorization(groups: &[&[u8]]) -> bool {
 /// `Basic x` where `x` decodes to `user:password`.
 pub(crate) fn basic_auth(groups: &[&[u8]]) -> bool {
     let v = last(groups);
-    v.len() % 4 == 0 && decode_base64(v).is_some_and(|d| d.contains(&b':'))
+    v.len().is_multiple_of(4) && decode_base64(v).is_some_and(|d| d.contains(&b':'))
 }
 
 /// Standard base64 with padding; `None` if `v` is not.
