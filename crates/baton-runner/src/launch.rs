@@ -118,6 +118,25 @@ impl<'a> Launcher<'a> {
         }
     }
 
+    /// `cwd` under the root, refusing one that leads outside it through a symlink (the graph
+    /// already refuses `..` and absolute paths; a link can only be seen on disk, at launch).
+    fn contained(&self, cwd: &std::path::Path) -> Result<PathBuf, String> {
+        let joined = self.root.join(cwd);
+        let (Ok(real), Ok(root)) = (joined.canonicalize(), self.root.canonicalize()) else {
+            // A missing directory is reported by the spawn, with its name.
+            return Ok(joined);
+        };
+        if real.starts_with(&root) {
+            Ok(joined)
+        } else {
+            Err(format!(
+                "cwd `{}` leads outside the repository (to {}) through a symbolic link",
+                cwd.display(),
+                real.display()
+            ))
+        }
+    }
+
     /// `text` with what the run's redactor finds replaced.
     pub(crate) fn redact(&self, text: &str) -> String {
         self.redactor.redact_str(text).into_owned()
@@ -174,7 +193,7 @@ impl<'a> Launcher<'a> {
         Ok(AttemptSpec {
             program,
             cwd: match &spec_task.cwd {
-                Some(cwd) => self.root.join(cwd),
+                Some(cwd) => self.contained(cwd)?,
                 None => self.root.clone(),
             },
             env,

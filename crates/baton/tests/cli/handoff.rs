@@ -239,3 +239,24 @@ run = 'printf "%s|%s" "$API_TOKEN" "$LITERAL" > got.txt'
         .stderr_contains("BATON_TEST_TOKEN");
     assert!(!out.state_dir_exists(), "nothing was run");
 }
+
+#[test]
+fn a_cwd_that_escapes_through_a_symlink_is_refused() {
+    let test = Test::new().graph(
+        "g.toml",
+        "[[task]]\nid = \"escape\"\ncwd = \"out\"\nrun = \"touch escaped\"\n",
+    );
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), test.path().join("out")).unwrap();
+    let out = test.args(&["run", "g.toml", "--json"]).run().status(1);
+    let task = out.json_task("escape");
+    assert_eq!(task["state"], "failed");
+    assert!(
+        task["outcome"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("leads outside the repository"),
+        "{task}"
+    );
+    assert!(!outside.path().join("escaped").exists());
+}
