@@ -14,6 +14,7 @@ mod journal;
 mod launch;
 mod layout;
 mod leftovers;
+pub mod paths;
 mod reasons;
 mod result;
 mod run_id;

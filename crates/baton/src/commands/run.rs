@@ -45,6 +45,7 @@ pub fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     }
     refuse_agent_tasks(&graph)?;
     check_env(&graph)?;
+    check_scopes(&graph)?;
     drive(Job::New(Box::new(graph)), &args.drive, store_url)
 }
 
@@ -171,6 +172,20 @@ fn check_env(graph: &Graph) -> Result<(), Failure> {
     }
     Err(Failure::BadInput(format!(
         "{}: {}; set them, or write `$${{` for a literal `${{`",
+        graph.source().display(),
+        problems.join("; ")
+    )))
+}
+
+/// Scopes must stay inside the repository, also through symbolic links.
+fn check_scopes(graph: &Graph) -> Result<(), Failure> {
+    let project = Project::discover()?;
+    let problems = baton_runner::paths::scopes_escaping(graph, &project.root);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::BadInput(format!(
+        "{}: {}; a scope names paths inside the repository",
         graph.source().display(),
         problems.join("; ")
     )))

@@ -260,3 +260,19 @@ fn a_cwd_that_escapes_through_a_symlink_is_refused() {
     );
     assert!(!outside.path().join("escaped").exists());
 }
+
+#[test]
+fn a_scope_that_escapes_through_a_symlink_is_bad_input() {
+    let test = Test::new().graph(
+        "g.toml",
+        "[[task]]\nid = \"a\"\nscope = [\"out/**\", \"src/*.rs\"]\nrun = \"true\"\n",
+    );
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), test.path().join("out")).unwrap();
+    let out = test
+        .args(&["run", "g.toml"])
+        .run()
+        .status(2)
+        .stderr_contains("scope `out/**` leads outside the repository");
+    assert!(!out.state_dir_exists(), "nothing ran");
+}
