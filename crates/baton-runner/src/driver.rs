@@ -25,13 +25,23 @@ pub fn is_alive(driver: &Driver) -> bool {
 /// The start time of a live process in clock ticks since boot (field 22 of `/proc/PID/stat`);
 /// `None` for a process that is gone or a zombie (dead, only not yet reaped by its parent).
 fn process_start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may contain spaces: skip past it.
-    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
-    if matches!(fields.next(), Some("Z" | "X")) {
+    let fields = stat_fields(pid)?;
+    if matches!(fields.first().map(String::as_str), Some("Z" | "X")) {
         return None;
     }
-    fields.nth(18)?.parse().ok()
+    fields.get(19)?.parse().ok()
+}
+
+/// The fields of `/proc/PID/stat` after the command name, starting with the state (field 3).
+pub(crate) fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may contain spaces: skip past it.
+    Some(
+        stat[stat.rfind(')')? + 1..]
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect(),
+    )
 }
 
 fn hostname() -> String {

@@ -57,9 +57,7 @@ fn group_belongs_to(group: u32, marker: &[u8]) -> bool {
 
 /// The process group of `pid` (field 5 of `/proc/PID/stat`).
 fn process_group(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(2)?.parse().ok()
+    crate::driver::stat_fields(pid)?.get(2)?.parse().ok()
 }
 
 #[cfg(test)]

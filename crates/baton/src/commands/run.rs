@@ -167,25 +167,31 @@ fn reporter(args: &DriveArgs) -> Box<dyn Reporter> {
 /// `${VAR}` in tasks' `env` must be settable before anything runs.
 fn check_env(graph: &Graph) -> Result<(), Failure> {
     let problems = baton_runner::env_ref::check_graph(graph, |name| std::env::var(name).ok());
-    if problems.is_empty() {
-        return Ok(());
-    }
-    Err(Failure::BadInput(format!(
-        "{}: {}; set them, or write `$${{` for a literal `${{`",
-        graph.source().display(),
-        problems.join("; ")
-    )))
+    refuse_if_any(
+        graph,
+        &problems,
+        "set them, or write `$${` for a literal `${`",
+    )
 }
 
 /// Scopes must stay inside the repository, also through symbolic links.
 fn check_scopes(graph: &Graph) -> Result<(), Failure> {
     let project = Project::discover()?;
     let problems = baton_runner::paths::scopes_escaping(graph, &project.root);
+    refuse_if_any(
+        graph,
+        &problems,
+        "a scope names paths inside the repository",
+    )
+}
+
+/// Bad input naming the graph file, every problem and what to do, when there are problems.
+fn refuse_if_any(graph: &Graph, problems: &[String], hint: &str) -> Result<(), Failure> {
     if problems.is_empty() {
         return Ok(());
     }
     Err(Failure::BadInput(format!(
-        "{}: {}; a scope names paths inside the repository",
+        "{}: {}; {hint}",
         graph.source().display(),
         problems.join("; ")
     )))
