@@ -13,6 +13,7 @@ use crate::report::AttemptReport;
 use crate::sink::OutputSink;
 use crate::spec::{AttemptSpec, Program, StopLevel};
 use crate::supervise::{Limits, Supervisor};
+use crate::watch::LineWatcher;
 
 /// One attempt of a task: a child process in its own process group.
 #[derive(Debug)]
@@ -31,15 +32,24 @@ impl Attempt {
     /// Must be called within a tokio runtime with IO and time enabled. The timeout counts from
     /// here, and nothing reads the child's output until [`Attempt::wait`] runs: call it
     /// promptly, or a chatty child blocks on a full pipe.
-    pub fn spawn(mut spec: AttemptSpec) -> Attempt {
+    pub fn spawn(spec: AttemptSpec) -> Attempt {
+        Self::spawn_watched(spec, None)
+    }
+
+    /// Like [`Attempt::spawn`], with `watcher` reading every line of (redacted) stdout; get it
+    /// back from [`Attempt::wait_watched`].
+    pub fn spawn_watched(mut spec: AttemptSpec, watcher: Option<Box<dyn LineWatcher>>) -> Attempt {
         let started = Instant::now();
         let log_path = std::mem::take(&mut spec.log_path);
-        let sink = OutputSink::with_redactor(
+        let mut sink = OutputSink::with_redactor(
             log_path,
             spec.output_limit,
             spec.stderr_limit,
             spec.redactor.as_ref(),
         );
+        if let Some(watcher) = watcher {
+            sink.watch(watcher);
+        }
         let mut command = command(&spec);
         let mut child = match command.spawn() {
             Ok(child) => child,
@@ -59,11 +69,22 @@ impl Attempt {
             unreachable!("a fresh child with piped output has a pid and both pipes");
         };
         let group = ProcessGroup::led_by(pid);
+        if let (Some(input), Some(mut pipe)) = (spec.stdin.take(), child.stdin.take()) {
+            // Its own task: a child that reads its input slowly must not stall the loop that
+            // drains its output. A child that exits without reading ends the write with EPIPE.
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let _ = pipe.write_all(&input).await;
+                let _ = pipe.shutdown().await;
+            });
+        }
         let limits = Limits {
             timeout_at: spec
                 .timeout
                 .and_then(|timeout| started.checked_add(timeout)),
             kill_grace: spec.kill_grace,
+            idle_timeout: spec.idle_timeout,
+            finish_grace: spec.finish_grace,
         };
         Attempt {
             started,
@@ -81,20 +102,31 @@ impl Attempt {
     /// Supervises the attempt to its end: reads its output, enforces the timeout, obeys `stop`,
     /// and leaves no process of its group behind.
     pub async fn wait(self, stop: watch::Receiver<StopLevel>) -> AttemptReport {
+        self.wait_watched(stop).await.0
+    }
+
+    /// [`Attempt::wait`], and the watcher given to [`Attempt::spawn_watched`] back, once it
+    /// has seen the last line.
+    pub async fn wait_watched(
+        self,
+        stop: watch::Receiver<StopLevel>,
+    ) -> (AttemptReport, Option<Box<dyn LineWatcher>>) {
         let mut sink = self.sink;
-        let outcome = match self.child {
+        let (outcome, reaped_after_result) = match self.child {
             Ok(supervisor) => supervisor.run(&mut sink, stop).await,
-            Err(error) => Outcome::SpawnFailed { error },
+            Err(error) => (Outcome::SpawnFailed { error }, false),
         };
         let output = sink.finish();
-        AttemptReport {
+        let report = AttemptReport {
             outcome,
             duration: self.started.elapsed(),
             stdout: output.stdout,
             stderr: output.stderr,
             log_bytes: output.log_bytes,
             log_error: output.log_error,
-        }
+            reaped_after_result,
+        };
+        (report, output.watcher)
     }
 }
 
@@ -129,7 +161,11 @@ fn command(spec: &AttemptSpec) -> Command {
     command
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(key, value)| (key, value)))
-        .stdin(dev_null())
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            dev_null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // A new group lets one signal reach every descendant. Unlike a `pre_exec` hook, it keeps

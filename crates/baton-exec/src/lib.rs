@@ -27,9 +27,11 @@ mod sink;
 mod spec;
 mod supervise;
 mod utf8;
+mod watch;
 
 pub use attempt::Attempt;
 pub use capture::Captured;
 pub use report::AttemptReport;
 pub use spec::{AttemptSpec, Program, StopLevel};
 pub use supervise::EOF_GRACE;
+pub use watch::{LineWatcher, MAX_WATCHED_LINE, WatchSignal};

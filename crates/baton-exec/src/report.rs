@@ -21,4 +21,8 @@ pub struct AttemptReport {
     /// The first problem with the output record: the log could not be opened or written (disk
     /// full), or a pipe could not be read. The attempt itself is unaffected.
     pub log_error: Option<String>,
+    /// A [`LineWatcher`](crate::LineWatcher) saw the final result and baton ended the
+    /// process after [`finish_grace`](crate::AttemptSpec::finish_grace): the outcome's signal
+    /// is baton's, not a crash.
+    pub reaped_after_result: bool,
 }

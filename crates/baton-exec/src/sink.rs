@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use baton_redact::{Redactor, StreamRedactor};
 
 use crate::capture::{Capture, Captured};
+use crate::watch::{LineSplitter, LineWatcher};
 
 /// Big enough to turn a chatty child's many small writes into few, small enough not to matter
 /// per attempt. Chunks larger than this bypass the buffer.
@@ -32,12 +33,12 @@ impl Stream {
 }
 
 /// What a sink holds once the attempt is over.
-#[derive(Debug)]
 pub(crate) struct SinkOutput {
     pub(crate) stdout: Captured,
     pub(crate) stderr: Captured,
     pub(crate) log_bytes: u64,
     pub(crate) log_error: Option<String>,
+    pub(crate) watcher: Option<Box<dyn LineWatcher>>,
 }
 
 pub(crate) struct OutputSink {
@@ -55,6 +56,8 @@ pub(crate) struct OutputSink {
     error: Option<String>,
     stdout: Capture,
     stderr: Capture,
+    /// Follows stdout line by line, after redaction.
+    lines: Option<LineSplitter>,
 }
 
 impl std::fmt::Debug for OutputSink {
@@ -102,7 +105,18 @@ impl OutputSink {
             error: None,
             stdout: Capture::head_and_tail(output_limit),
             stderr: Capture::tail_only(stderr_limit),
+            lines: None,
         }
+    }
+
+    /// Hands every line of (redacted) stdout to `watcher`.
+    pub(crate) fn watch(&mut self, watcher: Box<dyn LineWatcher>) {
+        self.lines = Some(LineSplitter::new(watcher));
+    }
+
+    /// Whether the watcher saw the final result.
+    pub(crate) fn result_seen(&self) -> bool {
+        self.lines.as_ref().is_some_and(LineSplitter::finished)
     }
 
     /// Takes a chunk the child printed. Redaction comes first: what reaches the log file and
@@ -148,7 +162,12 @@ impl OutputSink {
             }
         }
         match stream {
-            Stream::Stdout => self.stdout.push(bytes),
+            Stream::Stdout => {
+                self.stdout.push(bytes);
+                if let Some(lines) = &mut self.lines {
+                    lines.push(bytes);
+                }
+            }
             Stream::Stderr => self.stderr.push(bytes),
         }
     }
@@ -192,6 +211,7 @@ impl OutputSink {
             stderr: self.stderr.finish(),
             log_bytes: self.log_bytes,
             log_error: self.error,
+            watcher: self.lines.map(LineSplitter::finish),
         }
     }
 

@@ -44,6 +44,15 @@ pub struct AttemptSpec {
     /// What every byte the child prints passes through before it is logged, captured or
     /// handed on. `None` turns redaction off (for tests of the machinery itself).
     pub redactor: Option<baton_redact::Redactor>,
+    /// Written to the child's stdin, which is then closed; `None`: stdin is `/dev/null`.
+    /// How an agent gets its prompt: never in argv, where a large one fails with E2BIG.
+    pub stdin: Option<Vec<u8>>,
+    /// At this much time without a byte on stdout or stderr, the attempt is stopped like at
+    /// its timeout, and ends as [`Outcome::IdleTimeout`](baton_model::Outcome::IdleTimeout).
+    pub idle_timeout: Option<Duration>,
+    /// After a [`LineWatcher`](crate::LineWatcher) saw the final result, how long the child
+    /// may take to exit by itself before its group gets TERM (then KILL after `kill_grace`).
+    pub finish_grace: Duration,
 }
 
 impl AttemptSpec {
@@ -53,6 +62,9 @@ impl AttemptSpec {
     pub const DEFAULT_OUTPUT_LIMIT: usize = 1024 * 1024;
     /// Stderr kept in memory when the caller has no opinion.
     pub const DEFAULT_STDERR_LIMIT: usize = 64 * 1024;
+    /// Time to exit after the final result when the caller has no opinion: enough for an
+    /// agent CLI to flush its session file.
+    pub const DEFAULT_FINISH_GRACE: Duration = Duration::from_secs(5);
 
     /// A spec with no timeout, no extra environment and the default limits.
     pub fn new(program: Program, cwd: impl Into<PathBuf>, log_path: impl Into<PathBuf>) -> Self {
@@ -67,6 +79,9 @@ impl AttemptSpec {
             output_limit: Self::DEFAULT_OUTPUT_LIMIT,
             stderr_limit: Self::DEFAULT_STDERR_LIMIT,
             redactor: None,
+            stdin: None,
+            idle_timeout: None,
+            finish_grace: Self::DEFAULT_FINISH_GRACE,
         }
     }
 }

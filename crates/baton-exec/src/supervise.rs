@@ -41,6 +41,10 @@ const FIRST_READ_CHUNK: usize = 4 * 1024;
 pub(crate) struct Limits {
     pub(crate) timeout_at: Option<Instant>,
     pub(crate) kill_grace: Duration,
+    /// Silence this long stops the attempt.
+    pub(crate) idle_timeout: Option<Duration>,
+    /// Time to exit after the watcher saw the final result.
+    pub(crate) finish_grace: Duration,
 }
 
 /// A running attempt and everything needed to see it to its end.
@@ -59,6 +63,10 @@ pub(crate) struct Supervisor {
 enum StopReason {
     TimedOut,
     Cancelled,
+    /// Nothing printed for `idle_timeout`.
+    Idle,
+    /// The final result was seen `finish_grace` ago and the child is still there.
+    AfterResult,
 }
 
 /// What has happened so far. Only the loop in [`Supervisor::run`] changes it.
@@ -72,6 +80,10 @@ struct Progress {
     leaked: bool,
     stdout_open: bool,
     stderr_open: bool,
+    /// When the child last printed (or started).
+    last_output: Instant,
+    /// When the watcher saw the final result.
+    result_at: Option<Instant>,
 }
 
 /// The timer that fires next, and what baton does when it does.
@@ -79,6 +91,10 @@ struct Progress {
 enum Due {
     /// The attempt ran out of time: TERM, then KILL after the grace.
     Timeout,
+    /// The attempt printed nothing for too long: TERM, then KILL after the grace.
+    Idle,
+    /// The result is in and the child lingers: TERM, then KILL after the grace.
+    Reap,
     /// The grace after TERM is over.
     Kill,
     /// The leader exited and its pipes are still open: a descendant holds them.
@@ -118,7 +134,23 @@ impl Progress {
         }
         match &self.exit {
             Some((_, exited_at)) => pipes_open.then(|| (*exited_at + EOF_GRACE, Due::Leak)),
-            None => limits.timeout_at.map(|at| (at, Due::Timeout)),
+            None => {
+                let idle = limits
+                    .idle_timeout
+                    .filter(|_| self.result_at.is_none())
+                    .and_then(|idle| self.last_output.checked_add(idle));
+                let reap = self
+                    .result_at
+                    .and_then(|at| at.checked_add(limits.finish_grace));
+                [
+                    limits.timeout_at.map(|at| (at, Due::Timeout)),
+                    idle.map(|at| (at, Due::Idle)),
+                    reap.map(|at| (at, Due::Reap)),
+                ]
+                .into_iter()
+                .flatten()
+                .min_by_key(|(at, _)| *at)
+            }
         }
     }
 }
@@ -145,6 +177,8 @@ impl Supervisor {
                 leaked: false,
                 stdout_open: true,
                 stderr_open: true,
+                last_output: Instant::now(),
+                result_at: None,
             },
         }
     }
@@ -155,7 +189,7 @@ impl Supervisor {
         mut self,
         sink: &mut OutputSink,
         mut stop: watch::Receiver<StopLevel>,
-    ) -> Outcome {
+    ) -> (Outcome, bool) {
         let level = *stop.borrow_and_update();
         self.obey(level);
         let mut stop_open = true;
@@ -219,7 +253,11 @@ impl Supervisor {
                     match read {
                         Ok(0) => *open = false,
                         Ok(_) => {
+                            self.progress.last_output = Instant::now();
                             sink.accept(stream, buf);
+                            if self.progress.result_at.is_none() && sink.result_seen() {
+                                self.progress.result_at = Some(self.progress.last_output);
+                            }
                             if buf.len() == buf.capacity() && buf.capacity() < READ_CHUNK {
                                 // A full read means more is coming: read in bigger chunks.
                                 buf.reserve_exact(READ_CHUNK - buf.len());
@@ -259,7 +297,8 @@ impl Supervisor {
         }
 
         // Dropping the supervisor on return KILLs whatever is left of the group.
-        self.outcome()
+        let reaped = self.progress.stopping == Some(StopReason::AfterResult);
+        (self.outcome(), reaped)
     }
 
     /// Reads whatever the pipes hold right now, without waiting, and notes those at EOF. Reads
@@ -300,6 +339,8 @@ impl Supervisor {
         let now = Instant::now();
         match due {
             Due::Timeout => self.terminate(StopReason::TimedOut, now),
+            Due::Idle => self.terminate(StopReason::Idle, now),
+            Due::Reap => self.terminate(StopReason::AfterResult, now),
             Due::Kill => self.kill(now),
             Due::Leak => {
                 self.progress.leaked = true;
@@ -353,7 +394,14 @@ impl Supervisor {
         match self.progress.stopping {
             Some(StopReason::TimedOut) => return Outcome::TimedOut,
             Some(StopReason::Cancelled) => return Outcome::Cancelled,
-            None => {}
+            Some(StopReason::Idle) => {
+                let after = self.limits.idle_timeout.unwrap_or_default();
+                return Outcome::IdleTimeout {
+                    after_ms: u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
+                };
+            }
+            // Whatever the status says: the caller judges by the result it saw.
+            Some(StopReason::AfterResult) | None => {}
         }
         let status = match &self.progress.exit {
             Some((Ok(status), _)) => *status,
@@ -398,6 +446,8 @@ mod tests {
             leaked: false,
             stdout_open: true,
             stderr_open: true,
+            last_output: Instant::now(),
+            result_at: None,
         }
     }
 
@@ -411,6 +461,8 @@ mod tests {
         let limits = Limits {
             timeout_at: Some(start + Duration::from_secs(5)),
             kill_grace: Duration::from_secs(1),
+            idle_timeout: None,
+            finish_grace: Duration::from_secs(2),
         };
         let mut p = progress();
         assert_eq!(
@@ -449,6 +501,8 @@ mod tests {
         let limits = Limits {
             timeout_at: Some(start + Duration::from_secs(5)),
             kill_grace: Duration::from_secs(1),
+            idle_timeout: None,
+            finish_grace: Duration::from_secs(2),
         };
         let mut p = progress();
         p.exit = exited(start);
@@ -459,10 +513,41 @@ mod tests {
     }
 
     #[test]
+    fn the_earliest_of_timeout_idle_and_reap_is_due() {
+        let start = Instant::now();
+        let limits = Limits {
+            timeout_at: Some(start + Duration::from_secs(60)),
+            kill_grace: Duration::from_secs(1),
+            idle_timeout: Some(Duration::from_secs(10)),
+            finish_grace: Duration::from_secs(2),
+        };
+        let mut p = progress();
+        p.last_output = start;
+        assert_eq!(
+            p.next_due(&limits),
+            Some((start + Duration::from_secs(10), Due::Idle))
+        );
+        // Output moves the idle deadline.
+        p.last_output = start + Duration::from_secs(55);
+        assert_eq!(
+            p.next_due(&limits),
+            Some((start + Duration::from_secs(60), Due::Timeout))
+        );
+        // Once the result is in, silence is expected: only the reap deadline counts.
+        p.result_at = Some(start + Duration::from_secs(56));
+        assert_eq!(
+            p.next_due(&limits),
+            Some((start + Duration::from_secs(58), Due::Reap))
+        );
+    }
+
+    #[test]
     fn no_timeout_means_no_timer() {
         let limits = Limits {
             timeout_at: None,
             kill_grace: Duration::from_secs(1),
+            idle_timeout: None,
+            finish_grace: Duration::from_secs(2),
         };
         assert_eq!(progress().next_due(&limits), None);
     }

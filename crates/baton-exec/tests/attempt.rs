@@ -507,3 +507,86 @@ async fn overhead_of_true() {
         started.elapsed() / ATTEMPTS
     );
 }
+
+#[tokio::test]
+async fn stdin_carries_a_large_input_whole_and_is_closed() {
+    let setup = Setup::new();
+    let mut spec = setup.shell("wc -c; cat >/dev/null; echo done");
+    // Far over the kernel's argv limit (and a pipe's buffer): only stdin can carry it.
+    spec.stdin = Some(vec![b'-'; 3 * 1024 * 1024]);
+    let report = run(spec).await;
+    assert_eq!(report.outcome, Outcome::Exited { code: 0 });
+    assert_eq!(report.stdout.text.trim(), "3145728\ndone");
+}
+
+#[tokio::test]
+async fn silence_past_the_idle_timeout_stops_the_attempt() {
+    let setup = Setup::new();
+    let mut spec = setup.shell("echo one; sleep 0.2; echo two; sleep 30");
+    spec.idle_timeout = Some(Duration::from_millis(500));
+    spec.kill_grace = Duration::from_millis(200);
+    let started = Instant::now();
+    let report = run(spec).await;
+    assert_eq!(report.outcome, Outcome::IdleTimeout { after_ms: 500 });
+    assert_eq!(report.stdout.text, "one\ntwo\n");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+/// Stops at a line saying `RESULT`.
+struct UntilResult(Vec<String>);
+
+impl baton_exec::LineWatcher for UntilResult {
+    fn line(&mut self, line: &[u8]) -> baton_exec::WatchSignal {
+        self.0.push(String::from_utf8_lossy(line).into_owned());
+        if line == b"RESULT" {
+            baton_exec::WatchSignal::Finished
+        } else {
+            baton_exec::WatchSignal::Continue
+        }
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
+    }
+}
+
+#[tokio::test]
+async fn a_child_that_lingers_after_its_result_is_reaped() {
+    let setup = Setup::new();
+    let mut spec = setup.shell("echo working; echo RESULT; exec sleep 30");
+    spec.finish_grace = Duration::from_millis(300);
+    spec.kill_grace = Duration::from_millis(300);
+    spec.timeout = Some(Duration::from_secs(20));
+    let started = Instant::now();
+    let (_stop, stop_rx) = watch::channel(StopLevel::Run);
+    let (report, watcher) = Attempt::spawn_watched(spec, Some(Box::new(UntilResult(Vec::new()))))
+        .wait_watched(stop_rx)
+        .await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(report.reaped_after_result);
+    assert_eq!(report.outcome, Outcome::signaled(15));
+    let watcher = watcher
+        .unwrap()
+        .into_any()
+        .downcast::<UntilResult>()
+        .unwrap();
+    assert_eq!(watcher.0, ["working", "RESULT"]);
+}
+
+#[tokio::test]
+async fn a_child_that_exits_after_its_result_is_not_reaped() {
+    let setup = Setup::new();
+    let mut spec = setup.shell("echo RESULT; sleep 0.1; echo after");
+    spec.finish_grace = Duration::from_secs(5);
+    let (_stop, stop_rx) = watch::channel(StopLevel::Run);
+    let (report, watcher) = Attempt::spawn_watched(spec, Some(Box::new(UntilResult(Vec::new()))))
+        .wait_watched(stop_rx)
+        .await;
+    assert!(!report.reaped_after_result);
+    assert_eq!(report.outcome, Outcome::Exited { code: 0 });
+    let watcher = watcher
+        .unwrap()
+        .into_any()
+        .downcast::<UntilResult>()
+        .unwrap();
+    assert_eq!(watcher.0, ["RESULT", "after"]);
+}
