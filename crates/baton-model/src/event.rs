@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Outcome, RunState, TaskId, TaskState};
+use crate::{AgentUsage, Outcome, RunState, TaskId, TaskState};
 
 /// Version of the event wire format.
 pub const EVENT_SCHEMA_VERSION: u32 = 1;
@@ -64,6 +64,9 @@ pub enum EventKind {
         attempt: u32,
         outcome: Outcome,
         duration_ms: u64,
+        /// An agent attempt's tokens, cost, model and session.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<Box<AgentUsage>>,
     },
     RetryScheduled {
         task: TaskId,
@@ -125,6 +128,7 @@ mod tests {
                 attempt: 1,
                 outcome: Outcome::Exited { code: 0 },
                 duration_ms: 812,
+                agent: None,
             },
         };
         let json = serde_json::to_string(&event).unwrap();

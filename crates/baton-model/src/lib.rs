@@ -8,6 +8,7 @@ mod literal;
 mod outcome;
 mod policy;
 mod state;
+mod usage;
 
 pub use event::{EVENT_SCHEMA_VERSION, Event, EventKind};
 pub use id::{IdError, RunId, TaskId};
@@ -18,3 +19,4 @@ pub use literal::{
 pub use outcome::{FailureClass, Outcome, signal_name};
 pub use policy::OnFailure;
 pub use state::{RunState, TaskState};
+pub use usage::AgentUsage;

@@ -22,6 +22,21 @@ pub enum Outcome {
     Leaked { code: i32 },
     /// The process driving the run died while this attempt was in flight.
     Interrupted,
+    /// The attempt printed nothing for `after_ms` (its `idle_timeout`); baton terminated its
+    /// process group. A hung agent CLI, not a task that failed: retried.
+    IdleTimeout { after_ms: u64 },
+    /// An agent's attempt that did not end with a clean result. `class` says whose failure it
+    /// was: the model API's (unreachable, overloaded, rate-limited) or the agent's own (an
+    /// error result, its turn limit). `reason` is short (`error_max_turns`); `message` is the
+    /// agent's own words.
+    AgentFailed {
+        class: FailureClass,
+        reason: String,
+        message: String,
+        /// The wait the API asked for before another try.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<u64>,
+    },
 }
 
 impl Outcome {
@@ -37,8 +52,22 @@ impl Outcome {
             Self::Exited { .. } | Self::Signaled { .. } | Self::TimedOut | Self::Leaked { .. } => {
                 Some(FailureClass::Task)
             }
-            Self::SpawnFailed { .. } | Self::Interrupted => Some(FailureClass::Infrastructure),
+            Self::SpawnFailed { .. } | Self::Interrupted | Self::IdleTimeout { .. } => {
+                Some(FailureClass::Infrastructure)
+            }
+            Self::AgentFailed { class, .. } => Some(*class),
             Self::Cancelled => None,
+        }
+    }
+
+    /// How long the failure asks to wait before another attempt.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            Self::AgentFailed {
+                retry_after_ms: Some(ms),
+                ..
+            } => Some(std::time::Duration::from_millis(*ms)),
+            _ => None,
         }
     }
 
@@ -68,6 +97,22 @@ impl fmt::Display for Outcome {
             Self::Cancelled => f.write_str("cancelled"),
             Self::Leaked { code } => write!(f, "exit {code}, leaked a process holding its output"),
             Self::Interrupted => f.write_str("interrupted"),
+            Self::IdleTimeout { after_ms } => write!(
+                f,
+                "no output for {}",
+                crate::format_duration(std::time::Duration::from_millis(*after_ms))
+            ),
+            Self::AgentFailed {
+                class: FailureClass::Infrastructure,
+                message,
+                ..
+            } => write!(f, "the agent could not work: {message}"),
+            Self::AgentFailed {
+                class: FailureClass::Task,
+                reason,
+                message,
+                ..
+            } => write!(f, "agent failed ({reason}): {message}"),
         }
     }
 }
@@ -136,6 +181,19 @@ mod tests {
             Outcome::Cancelled,
             Outcome::Leaked { code: 0 },
             Outcome::Interrupted,
+            Outcome::IdleTimeout { after_ms: 90_000 },
+            Outcome::AgentFailed {
+                class: FailureClass::Infrastructure,
+                reason: "api_error".into(),
+                message: "API Error: 529 overloaded".into(),
+                retry_after_ms: Some(30_000),
+            },
+            Outcome::AgentFailed {
+                class: FailureClass::Task,
+                reason: "error_max_turns".into(),
+                message: "ended as error_max_turns".into(),
+                retry_after_ms: None,
+            },
         ];
         insta::assert_json_snapshot!(all);
         for outcome in all {

@@ -2,7 +2,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use baton_model::{OnFailure, Outcome, RunState, TaskState};
+use baton_model::{FailureClass, OnFailure, Outcome, RunState, TaskState};
 
 use crate::backoff::backoff_delay;
 use crate::plan::{Adjacency, Plan, priorities};
@@ -92,6 +92,7 @@ pub struct Scheduler {
     on_failure: OnFailure,
     retries: Vec<u32>,
     backoff: Vec<Duration>,
+    retry_infrastructure_only: Vec<bool>,
     dependents: Adjacency,
     conflicts: Adjacency,
     priority: Vec<u32>,
@@ -139,6 +140,11 @@ impl Scheduler {
             on_failure: plan.on_failure,
             retries: plan.tasks.iter().map(|t| t.retries).collect(),
             backoff: plan.tasks.iter().map(|t| t.backoff).collect(),
+            retry_infrastructure_only: plan
+                .tasks
+                .iter()
+                .map(|t| t.retry_infrastructure_only)
+                .collect(),
             dependents,
             conflicts,
             priority,
@@ -331,9 +337,16 @@ impl Scheduler {
             self.fail(task, TaskState::Cancelled, cause, out);
             return;
         }
-        if self.stop.is_none() && attempt - self.uncharged[i] <= self.retries[i] {
+        let retryable = match outcome.failure_class() {
+            Some(FailureClass::Infrastructure) => true,
+            Some(FailureClass::Task) => !self.retry_infrastructure_only[i],
+            None => false,
+        };
+        if self.stop.is_none() && retryable && attempt - self.uncharged[i] <= self.retries[i] {
             let next = attempt + 1;
-            let delay = backoff_delay(self.backoff[i], next, self.rng.f64());
+            // An API that said how long to wait knows better than our backoff.
+            let delay = backoff_delay(self.backoff[i], next, self.rng.f64())
+                .max(outcome.retry_after().unwrap_or_default());
             self.phase[i] = Phase::Backoff;
             out.push(Action::RetryLater {
                 task,
@@ -342,7 +355,7 @@ impl Scheduler {
             });
             return;
         }
-        let state = if *outcome == Outcome::TimedOut {
+        let state = if matches!(outcome, Outcome::TimedOut | Outcome::IdleTimeout { .. }) {
             TaskState::TimedOut
         } else {
             TaskState::Failed

@@ -13,6 +13,9 @@ pub struct PlanTask {
     pub retries: u32,
     /// Delay before the first retry.
     pub backoff: Duration,
+    /// `retries` cover only the machinery's failures (an agent task's default): a failure of
+    /// the task's own ends it at once.
+    pub retry_infrastructure_only: bool,
 }
 
 /// The scheduler's input graph. Must be acyclic with indices in range: the graph crate

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use baton_model::{OnFailure, Outcome, RunState, TaskState};
+use baton_model::{FailureClass, OnFailure, Outcome, RunState, TaskState};
 use baton_scheduler::{Action, Input, Plan, PlanTask, Scheduler, StopCause};
 use proptest::prelude::*;
 
@@ -341,6 +341,76 @@ fn retry_then_success() {
         Some(&Action::RunFinished {
             state: RunState::Succeeded
         })
+    );
+}
+
+#[test]
+fn an_agent_task_retries_only_the_machinery_s_failures_and_honours_retry_after() {
+    let agent_failed = |class, retry_after_ms| Outcome::AgentFailed {
+        class,
+        reason: "r".into(),
+        message: "m".into(),
+        retry_after_ms,
+    };
+    let mut plan = chain_plan(2, OnFailure::Continue);
+    for task in &mut plan.tasks {
+        task.needs.clear();
+        task.retries = 3;
+        task.backoff = Duration::from_millis(10);
+        task.retry_infrastructure_only = true;
+    }
+    let mut sched = Scheduler::new(&plan, 0);
+    sched.handle(Input::Start);
+    // An overloaded API asked for 30 s: more than the backoff.
+    let actions = sched.handle(Input::Finished {
+        task: 0,
+        attempt: 1,
+        outcome: agent_failed(FailureClass::Infrastructure, Some(30_000)),
+    });
+    assert_eq!(
+        actions,
+        [Action::RetryLater {
+            task: 0,
+            attempt: 2,
+            delay: Duration::from_secs(30)
+        }]
+    );
+    // The agent's own failure is final.
+    let actions = sched.handle(Input::Finished {
+        task: 1,
+        attempt: 1,
+        outcome: agent_failed(FailureClass::Task, None),
+    });
+    assert!(
+        matches!(
+            actions.as_slice(),
+            [Action::Finished {
+                task: 1,
+                state: TaskState::Failed,
+                ..
+            }]
+        ),
+        "{actions:?}"
+    );
+    // A hung CLI is the machinery's too, and ends as timed out when retries run out.
+    let mut plan = chain_plan(1, OnFailure::Block);
+    plan.tasks[0].retry_infrastructure_only = true;
+    let mut sched = Scheduler::new(&plan, 0);
+    sched.handle(Input::Start);
+    let actions = sched.handle(Input::Finished {
+        task: 0,
+        attempt: 1,
+        outcome: Outcome::IdleTimeout { after_ms: 5 },
+    });
+    assert!(
+        matches!(
+            actions.first(),
+            Some(Action::Finished {
+                state: TaskState::TimedOut,
+                ..
+            })
+        ),
+        "{actions:?}"
     );
 }
 

@@ -91,6 +91,7 @@ fn main() {
                 attempt: 1,
                 outcome: Outcome::Exited { code: 0 },
                 duration_ms: 1,
+                agent: None,
             }));
             events.push(event(EventKind::TaskFinished {
                 task: ids[i].clone(),

@@ -254,6 +254,7 @@ impl Derived {
                 attempt,
                 outcome,
                 duration_ms,
+                ..
             } => {
                 let code = outcome.exit_code();
                 let Some(view) = self.attempts.get_mut(&(task.clone(), attempt)) else {

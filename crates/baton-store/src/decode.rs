@@ -39,6 +39,18 @@ pub(crate) fn outcome(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<Outc
         .map_err(|err| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, err.into()))
 }
 
+pub(crate) fn agent_usage(
+    row: &Row<'_>,
+    idx: usize,
+) -> rusqlite::Result<Option<baton_model::AgentUsage>> {
+    let Some(text) = row.get::<_, Option<String>>(idx)? else {
+        return Ok(None);
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|err| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, err.into()))
+}
+
 /// The `kind` tag an outcome serializes with, kept in its own column for queries.
 pub(crate) fn outcome_kind(outcome: &Outcome) -> &'static str {
     match outcome {
@@ -49,6 +61,8 @@ pub(crate) fn outcome_kind(outcome: &Outcome) -> &'static str {
         Outcome::Cancelled => "cancelled",
         Outcome::Leaked { .. } => "leaked",
         Outcome::Interrupted => "interrupted",
+        Outcome::IdleTimeout { .. } => "idle-timeout",
+        Outcome::AgentFailed { .. } => "agent-failed",
     }
 }
 
@@ -66,6 +80,13 @@ mod tests {
             Outcome::Cancelled,
             Outcome::Leaked { code: 0 },
             Outcome::Interrupted,
+            Outcome::IdleTimeout { after_ms: 1 },
+            Outcome::AgentFailed {
+                class: baton_model::FailureClass::Task,
+                reason: "r".into(),
+                message: "m".into(),
+                retry_after_ms: None,
+            },
         ] {
             let json = serde_json::to_value(&outcome).unwrap();
             assert_eq!(json["kind"], outcome_kind(&outcome));

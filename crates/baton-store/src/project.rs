@@ -95,6 +95,21 @@ fn next_about_same_task(events: &[Event]) -> Vec<Option<usize>> {
     next
 }
 
+/// The `tokens`, `cost_usd` and `agent_json` columns of an attempt.
+type UsageColumns = (Option<i64>, Option<f64>, Option<String>);
+
+fn usage_columns(agent: Option<&baton_model::AgentUsage>) -> Result<UsageColumns, StoreError> {
+    let Some(agent) = agent else {
+        return Ok((None, None, None));
+    };
+    let json = serde_json::to_string(agent).map_err(StoreError::Encode)?;
+    Ok((
+        Some(i64::try_from(agent.tokens()).unwrap_or(i64::MAX)),
+        agent.cost_usd,
+        Some(json),
+    ))
+}
+
 /// `attempt-finished` with the attempt's output and, if given, the task's `task-finished`.
 fn end_attempt(
     statements: &mut Statements<'_>,
@@ -108,6 +123,7 @@ fn end_attempt(
         attempt,
         outcome,
         duration_ms,
+        agent,
     } = &finished.kind
     else {
         unreachable!("end_attempt is given an attempt-finished event");
@@ -115,6 +131,7 @@ fn end_attempt(
     let id = run.as_str();
     let json = outcome_json(outcome)?;
     let code = outcome.exit_code();
+    let (tokens, cost, agent_json) = usage_columns(agent.as_deref())?;
     let changed = statements
         .get(Sql::AttemptFinishedWithOutput)?
         .execute(params![
@@ -130,7 +147,10 @@ fn end_attempt(
             output.output_bytes,
             output.output_json,
             output.stderr_tail,
-            output.log_path
+            output.log_path,
+            tokens,
+            cost,
+            agent_json
         ])?;
     known_attempt(changed, run, task, *attempt)?;
     let Some(Event {
@@ -226,9 +246,11 @@ fn apply_event(
             attempt,
             outcome,
             duration_ms,
+            agent,
         } => {
             let json = outcome_json(outcome)?;
             let code = outcome.exit_code();
+            let (tokens, cost, agent_json) = usage_columns(agent.as_deref())?;
             let changed = statements.get(Sql::AttemptFinished)?.execute(params![
                 id,
                 task.as_str(),
@@ -237,7 +259,10 @@ fn apply_event(
                 outcome_kind(outcome),
                 json,
                 code,
-                duration_ms
+                duration_ms,
+                tokens,
+                cost,
+                agent_json
             ])?;
             known_attempt(changed, run, task, *attempt)?;
             task_exit_code(statements, run, task, *attempt, code)?;

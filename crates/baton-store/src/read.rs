@@ -16,7 +16,7 @@ pub(crate) const TASK_COLUMNS: &str = "task_id, idx, status, attempts, next_atte
      output_json, stderr_tail";
 
 pub(crate) const ATTEMPT_COLUMNS: &str = "task_id, attempt, started_at_ms, ended_at_ms, pid, outcome_json, \
-     exit_code, duration_ms, output, output_bytes, output_json, stderr_tail, log_path";
+     exit_code, duration_ms, output, output_bytes, output_json, stderr_tail, log_path, agent_json";
 
 impl SqliteStore {
     /// The newest `limit` runs, newest first, each with its tasks counted by state.
@@ -249,5 +249,6 @@ pub(crate) fn attempt_record(row: &Row<'_>) -> rusqlite::Result<AttemptRecord> {
         output_json: row.get(10)?,
         stderr_tail: row.get(11)?,
         log_path: row.get(12)?,
+        agent: decode::agent_usage(row, 13)?,
     })
 }

@@ -100,7 +100,7 @@ pub struct TaskRecord {
 }
 
 /// One attempt of a task.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AttemptRecord {
     pub task: TaskId,
     pub attempt: u32,
@@ -115,4 +115,6 @@ pub struct AttemptRecord {
     pub output_json: Option<String>,
     pub stderr_tail: Option<String>,
     pub log_path: Option<String>,
+    /// An agent attempt's tokens, cost, model and session.
+    pub agent: Option<baton_model::AgentUsage>,
 }

@@ -38,6 +38,7 @@ pub fn finished(at_ms: i64, id: &str, attempt: u32, outcome: Outcome) -> Event {
             attempt,
             outcome,
             duration_ms: 10,
+            agent: None,
         },
     )
 }
