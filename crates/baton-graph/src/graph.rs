@@ -94,9 +94,77 @@ pub enum Action {
     /// A shell command, run with `sh -c`. `run` is a template (see [`crate::template`]).
     Shell { run: String },
     /// A prompt for an agent engine (`claude`, `codex`, …). `prompt` is a template.
-    Agent { engine: String, prompt: String },
+    Agent {
+        engine: String,
+        prompt: String,
+        #[serde(default, skip_serializing_if = "AgentSettings::is_default")]
+        settings: Box<AgentSettings>,
+    },
     /// Does nothing and succeeds: for measuring the scheduler and for grouping tasks.
     Noop,
+}
+
+/// What an agent task asks of its agent, with `[defaults]` applied. Unset fields fall back to
+/// the engine's configuration, then to the engine's own defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_tools: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
+    /// Arguments for the agent CLI, after baton's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Silence this long ends an attempt (a hung CLI).
+    #[serde(default, with = "opt_millis", skip_serializing_if = "Option::is_none")]
+    pub idle_timeout: Option<Duration>,
+    #[serde(default)]
+    pub retry_on: RetryOn,
+    /// What one task may spend.
+    #[serde(default, skip_serializing_if = "Budget::is_unlimited")]
+    pub budget: Budget,
+}
+
+impl AgentSettings {
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+impl Budget {
+    pub fn is_unlimited(&self) -> bool {
+        self.tokens.is_none() && self.usd.is_none()
+    }
+}
+
+/// Which failures of an agent task its `retries` cover.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetryOn {
+    /// Only the machinery's: the model API unreachable, overloaded or rate-limited, a crashed
+    /// or hung CLI. An agent that finished with an error would most likely fail the same way.
+    #[default]
+    Infrastructure,
+    /// Every failure, the agent's own included.
+    Any,
+}
+
+impl RetryOn {
+    pub const NAMES: &'static [&'static str] = &["infrastructure", "any"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "infrastructure" => Some(Self::Infrastructure),
+            "any" => Some(Self::Any),
+            _ => None,
+        }
+    }
 }
 
 /// One task, with `[defaults]` applied.

@@ -23,7 +23,10 @@ mod validate;
 mod walk;
 
 pub use diagnostic::{Diagnostic, LoadError};
-pub use graph::{Action, Budget, Graph, Overrides, RunSettings, Task, TaskIndex, Workspace};
+pub use graph::{
+    Action, AgentSettings, Budget, Graph, Overrides, RetryOn, RunSettings, Task, TaskIndex,
+    Workspace,
+};
 pub use load::{load, load_str};
 pub use plan::{PLAN_SCHEMA_VERSION, Plan, plan};
 pub use render::{to_dot, to_mermaid};

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use baton_model::OnFailure;
 
-use crate::graph::{Budget, Workspace};
+use crate::graph::{AgentSettings, Budget, RetryOn, Workspace};
 use crate::tree::Span;
 
 /// A value and where it was written.
@@ -46,6 +46,42 @@ pub(crate) struct Defaults {
     pub workspace: Option<Workspace>,
     pub handoff_limit: Option<u64>,
     pub pass_env: Vec<String>,
+    pub agent: AgentSpec,
+}
+
+/// The agent fields, as written in `[defaults]` or a task.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct AgentSpec {
+    pub model: Option<String>,
+    pub max_turns: Option<u32>,
+    pub allowed_tools: Option<Vec<String>>,
+    pub permission_mode: Option<String>,
+    pub sandbox: Option<String>,
+    pub args: Option<Vec<String>>,
+    pub idle_timeout: Option<Duration>,
+    pub retry_on: Option<RetryOn>,
+    pub budget: Option<Budget>,
+    /// Where the first of them was written in a task: agent fields on a shell task are a
+    /// mistake worth naming.
+    pub first_span: Option<Span>,
+}
+
+impl AgentSpec {
+    /// `self` over `defaults`, field by field.
+    pub fn or(self, defaults: &AgentSpec) -> AgentSettings {
+        let d = defaults.clone();
+        AgentSettings {
+            model: self.model.or(d.model),
+            max_turns: self.max_turns.or(d.max_turns),
+            allowed_tools: self.allowed_tools.or(d.allowed_tools).unwrap_or_default(),
+            permission_mode: self.permission_mode.or(d.permission_mode),
+            sandbox: self.sandbox.or(d.sandbox),
+            args: self.args.or(d.args).unwrap_or_default(),
+            idle_timeout: self.idle_timeout.or(d.idle_timeout),
+            retry_on: self.retry_on.or(d.retry_on).unwrap_or_default(),
+            budget: self.budget.unwrap_or_default(),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -85,6 +121,7 @@ pub(crate) struct TaskMore {
     pub approval: Option<bool>,
     pub workspace: Option<Workspace>,
     pub pass_env: Vec<String>,
+    pub agent: AgentSpec,
 }
 
 static NOTHING_MORE: TaskMore = TaskMore {
@@ -99,6 +136,18 @@ static NOTHING_MORE: TaskMore = TaskMore {
     approval: None,
     workspace: None,
     pass_env: Vec::new(),
+    agent: AgentSpec {
+        model: None,
+        max_turns: None,
+        allowed_tools: None,
+        permission_mode: None,
+        sandbox: None,
+        args: None,
+        idle_timeout: None,
+        retry_on: None,
+        budget: None,
+        first_span: None,
+    },
 };
 
 impl TaskSpec {

@@ -234,6 +234,28 @@ enum ActionKind {
 }
 
 fn action(spec: &Spec, t: &TaskSpec, diags: &mut Vec<Diagnostic>) -> Option<ActionKind> {
+    let kind = action_kind(spec, t, diags)?;
+    if !matches!(kind, ActionKind::Agent { .. })
+        && let Some(span) = &t.more().agent.first_span
+    {
+        // `[defaults]` may set agent fields for the agent tasks among others; a shell task
+        // that sets one itself was probably meant to be an agent task.
+        diags.push(
+            Diagnostic::at(
+                span.clone(),
+                format!(
+                    "{} is not an agent task; this field is for agents",
+                    task_name(t)
+                ),
+            )
+            .label("agent setting")
+            .help("give the task a `prompt` for an agent engine, or remove the field"),
+        );
+    }
+    Some(kind)
+}
+
+fn action_kind(spec: &Spec, t: &TaskSpec, diags: &mut Vec<Diagnostic>) -> Option<ActionKind> {
     let default_engine = spec.defaults.engine.as_ref().map(|e| e.value);
     let explicit = t.engine.as_ref().map(|e| e.value);
     let engine_span = t.engine.as_ref().map(|e| e.span.clone());
@@ -474,6 +496,12 @@ fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) ->
         ActionKind::Agent { engine } => Action::Agent {
             engine: engine.to_owned(),
             prompt: t.prompt.expect("validated").value,
+            settings: Box::new(
+                t.more
+                    .as_ref()
+                    .map_or_else(Default::default, |m| m.agent.clone())
+                    .or(&d.agent),
+            ),
         },
         ActionKind::Noop => Action::Noop,
     };

@@ -7,8 +7,8 @@ use std::time::Duration;
 use baton_model::{OnFailure, parse_duration, parse_size};
 
 use crate::diagnostic::Diagnostic;
-use crate::graph::{Budget, Workspace};
-use crate::spec::{At, Defaults, RunSpec, Spec, TaskSpec};
+use crate::graph::{Budget, RetryOn, Workspace};
+use crate::spec::{AgentSpec, At, Defaults, RunSpec, Spec, TaskSpec};
 use crate::suggest::did_you_mean;
 use crate::tree::{Entry, Kind, Node};
 
@@ -21,6 +21,26 @@ pub(crate) const DEFAULTS_FIELDS: &[&str] = &[
     "workspace",
     "handoff_limit",
     "pass_env",
+    "model",
+    "max_turns",
+    "allowed_tools",
+    "permission_mode",
+    "sandbox",
+    "args",
+    "idle_timeout",
+    "retry_on",
+];
+/// The fields of an agent task that a shell task does not take.
+const AGENT_FIELDS: &[&str] = &[
+    "model",
+    "max_turns",
+    "allowed_tools",
+    "permission_mode",
+    "sandbox",
+    "args",
+    "idle_timeout",
+    "retry_on",
+    "budget",
 ];
 pub(crate) const RUN_FIELDS: &[&str] = &["concurrency", "on_failure", "base", "budget", "verify"];
 pub(crate) const BUDGET_FIELDS: &[&str] = &["tokens", "usd"];
@@ -41,6 +61,15 @@ pub(crate) const TASK_FIELDS: &[&str] = &[
     "approval",
     "workspace",
     "pass_env",
+    "model",
+    "max_turns",
+    "allowed_tools",
+    "permission_mode",
+    "sandbox",
+    "args",
+    "idle_timeout",
+    "retry_on",
+    "budget",
 ];
 
 /// Engines a task may name. `noop` is internal (benchmarks, grouping).
@@ -418,7 +447,7 @@ impl Walker<'_> {
                 "workspace" => d.workspace = w.choice(e, Workspace::NAMES, Workspace::parse),
                 "handoff_limit" => d.handoff_limit = w.size(e),
                 "pass_env" => d.pass_env = w.env_names(e),
-                _ => return false,
+                _ => return w.agent_field(e, &mut d.agent),
             }
             true
         });
@@ -444,12 +473,33 @@ impl Walker<'_> {
         r
     }
 
+    /// The fields of [`AgentSpec`]: `false` for any other key.
+    fn agent_field(&mut self, e: &Entry, a: &mut AgentSpec) -> bool {
+        match e.key.as_str() {
+            "model" => a.model = self.string(e).map(|s| s.value),
+            "max_turns" => a.max_turns = self.count(e, 1),
+            "allowed_tools" => a.allowed_tools = Some(self.plain_strings(e)),
+            "permission_mode" => a.permission_mode = self.string(e).map(|s| s.value),
+            "sandbox" => a.sandbox = self.string(e).map(|s| s.value),
+            "args" => a.args = Some(self.plain_strings(e)),
+            "idle_timeout" => a.idle_timeout = self.duration(e),
+            "retry_on" => a.retry_on = self.choice(e, RetryOn::NAMES, RetryOn::parse),
+            "budget" => a.budget = Some(self.budget_in(e, "a task's budget")),
+            _ => return false,
+        }
+        true
+    }
+
     fn budget(&mut self, e: &Entry) -> Budget {
+        self.budget_in(e, "[run] budget")
+    }
+
+    fn budget_in(&mut self, e: &Entry, place: &str) -> Budget {
         let mut b = Budget::default();
-        let Some(table) = self.table_node(&e.value, "[run] budget") else {
+        let Some(table) = self.table_node(&e.value, place) else {
             return b;
         };
-        self.each_field(table, "[run] budget", BUDGET_FIELDS, |w, e| {
+        self.each_field(table, place, BUDGET_FIELDS, |w, e| {
             match (e.key.as_str(), &e.value.kind) {
                 ("tokens", Kind::Int(n)) if *n >= 0 => b.tokens = Some(*n as u64),
                 ("usd", Kind::Int(n)) if *n >= 0 => b.usd = Some(*n as f64),
@@ -513,7 +563,14 @@ impl Walker<'_> {
                 "workspace" => {
                     t.more_mut().workspace = w.choice(e, Workspace::NAMES, Workspace::parse)
                 }
-                _ => return false,
+                _ => {
+                    if !AGENT_FIELDS.contains(&e.key.as_str()) {
+                        return false;
+                    }
+                    let agent = &mut t.more_mut().agent;
+                    agent.first_span.get_or_insert_with(|| e.key_span.clone());
+                    return w.agent_field(e, agent);
+                }
             }
             true
         });

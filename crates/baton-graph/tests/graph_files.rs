@@ -706,3 +706,63 @@ fn pass_env_names_add_up_and_bad_names_are_errors() {
         ]
     );
 }
+
+#[test]
+fn agent_settings_merge_over_defaults() {
+    let g = baton_graph::load_str(
+        Path::new("g.toml"),
+        r#"
+[defaults]
+model = "claude-sonnet-4-5"
+allowed_tools = ["Read", "Write"]
+idle_timeout = "2m"
+
+[[task]]
+id = "a"
+prompt = "do a"
+max_turns = 5
+allowed_tools = ["Read"]
+budget = { usd = 1.5 }
+retry_on = "any"
+
+[[task]]
+id = "b"
+engine = "codex"
+prompt = "do b"
+sandbox = "read-only"
+args = ["-c", "x=1"]
+"#,
+    )
+    .unwrap();
+    let settings = |i: u32| match &g.task(i).action {
+        baton_graph::Action::Agent { settings, .. } => settings.clone(),
+        other => panic!("{other:?}"),
+    };
+    let a = settings(0);
+    assert_eq!(a.model.as_deref(), Some("claude-sonnet-4-5"));
+    assert_eq!(a.max_turns, Some(5));
+    assert_eq!(a.allowed_tools, ["Read"]);
+    assert_eq!(a.idle_timeout, Some(std::time::Duration::from_secs(120)));
+    assert_eq!(a.budget.usd, Some(1.5));
+    assert_eq!(a.retry_on, baton_graph::RetryOn::Any);
+    let b = settings(1);
+    assert_eq!(b.allowed_tools, ["Read", "Write"]);
+    assert_eq!(b.sandbox.as_deref(), Some("read-only"));
+    assert_eq!(b.args, ["-c", "x=1"]);
+    assert_eq!(b.retry_on, baton_graph::RetryOn::Infrastructure);
+    // The stored copy reads back the same.
+    let json = serde_json::to_string(&g).unwrap();
+    assert_eq!(baton_graph::Graph::from_stored_json(&json).unwrap(), g);
+}
+
+#[test]
+fn agent_fields_on_a_shell_task_are_named() {
+    let e = baton_graph::load_str(
+        Path::new("g.toml"),
+        "[[task]]\nid = \"a\"\nrun = \"make\"\nmodel = \"gpt-5\"\n",
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("g.toml:4:1"), "{text}");
+    assert!(text.contains("task `a` is not an agent task"), "{text}");
+}

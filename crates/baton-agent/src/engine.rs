@@ -1,0 +1,143 @@
+//! The agent engines baton knows, and what each needs from its environment.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::version::{Version, VersionCheck};
+
+/// Which CLI an engine drives, which decides its command line and how its output is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EngineKind {
+    /// Claude Code: `claude -p --output-format stream-json --verbose`, prompt on stdin.
+    Claude,
+    /// OpenAI Codex: `codex exec --json -`, prompt on stdin.
+    Codex,
+    /// Gemini CLI: `gemini --output-format stream-json`, prompt on stdin.
+    Gemini,
+    /// Aider: `aider --message-file FILE --yes-always --no-auto-commits`.
+    Aider,
+}
+
+impl EngineKind {
+    pub const ALL: [EngineKind; 4] = [Self::Claude, Self::Codex, Self::Gemini, Self::Aider];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Claude => "claude",
+            Self::Codex => "codex",
+            Self::Gemini => "gemini",
+            Self::Aider => "aider",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
+    /// The program run when no config names another.
+    pub fn default_command(self) -> &'static str {
+        self.name()
+    }
+
+    /// Variables of baton's environment the CLI needs (its API keys, base URLs, settings):
+    /// passed on top of the allow-list every task gets. Names, or prefixes ending in `*`.
+    pub fn pass_env(self) -> &'static [&'static str] {
+        match self {
+            Self::Claude => &[
+                "ANTHROPIC_*",
+                "CLAUDE_CODE_*",
+                "CLAUDE_CONFIG_DIR",
+                "DISABLE_*",
+            ],
+            Self::Codex => &["OPENAI_*", "CODEX_*"],
+            Self::Gemini => &["GEMINI_*", "GOOGLE_*"],
+            Self::Aider => &[
+                "AIDER_*",
+                "OPENAI_*",
+                "ANTHROPIC_*",
+                "GEMINI_*",
+                "OPENROUTER_*",
+                "DEEPSEEK_*",
+            ],
+        }
+    }
+
+    /// Variables removed even when passed: Claude Code refuses to start inside another
+    /// Claude Code session it detects by `CLAUDECODE`.
+    pub fn remove_env(self) -> &'static [&'static str] {
+        match self {
+            Self::Claude => &["CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT"],
+            _ => &[],
+        }
+    }
+
+    /// Whether an installed version prints what baton parses.
+    pub fn check_version(self, version: Option<Version>) -> VersionCheck {
+        let Some(version) = version else {
+            return VersionCheck::Unknown;
+        };
+        let (minimum, why) = match self {
+            Self::Claude => (
+                Version(1, 0, 0),
+                "stream-json output with a final result line (usage, cost, session)",
+            ),
+            Self::Codex => (
+                Version(0, 40, 0),
+                "`codex exec --json` with thread/turn/item events",
+            ),
+            Self::Gemini => (Version(0, 10, 0), "`--output-format stream-json`"),
+            Self::Aider => (Version(0, 50, 0), "`--message-file` and `--yes-always`"),
+        };
+        if version < minimum {
+            VersionCheck::Unsupported { minimum, why }
+        } else {
+            VersionCheck::Supported
+        }
+    }
+
+    /// Whether a later attempt can continue the agent's session.
+    pub fn can_resume(self) -> bool {
+        matches!(self, Self::Claude | Self::Codex | Self::Gemini)
+    }
+}
+
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An engine as configured: a kind, the program that runs it, and what every task given to it
+/// gets unless the task says otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Engine {
+    /// What tasks call it (`engine = "claude"`, or a config's own name).
+    pub name: String,
+    pub kind: EngineKind,
+    /// Program name (looked up in `PATH`) or path.
+    pub command: String,
+    /// Arguments added after baton's own, before the prompt.
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Extra variables of baton's environment passed to this engine's tasks.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
+}
+
+impl Engine {
+    /// The engine of this kind with nothing configured.
+    pub fn builtin(kind: EngineKind) -> Self {
+        Self {
+            name: kind.name().to_owned(),
+            kind,
+            command: kind.default_command().to_owned(),
+            args: Vec::new(),
+            model: None,
+            pass_env: Vec::new(),
+        }
+    }
+}

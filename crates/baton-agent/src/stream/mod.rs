@@ -1,0 +1,237 @@
+//! Parsers of what each agent CLI prints on stdout, one line at a time.
+//!
+//! Every parser is total: any bytes in, a report out. A line that is not what the engine prints
+//! is counted as malformed (and the first one kept, shortened) instead of ending the parse, so
+//! a stray log line or a truncated stream still leaves whatever was learned before it.
+
+mod aider;
+mod claude;
+mod codex;
+mod gemini;
+
+use serde_json::Value;
+
+use crate::engine::EngineKind;
+use crate::price::PriceTable;
+use crate::report::AgentReport;
+
+/// What a line told the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineSignal {
+    /// Keep reading.
+    Continue,
+    /// The agent printed its final result: the attempt's work is done, and a process that
+    /// lingers after it may be reaped (some CLIs hang after their result).
+    Finished,
+}
+
+/// Reads one attempt's stdout.
+#[derive(Debug)]
+pub struct StreamParser {
+    kind: EngineKind,
+    report: AgentReport,
+    state: State,
+    prices: PriceTable,
+}
+
+/// What a parser must remember between lines beyond the report itself.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    /// Claude: ids of assistant messages whose usage was counted (one message can arrive as
+    /// several lines, each carrying the same usage).
+    pub(crate) counted_messages: Vec<String>,
+    /// Claude: text of the last assistant message, for a stream cut before its `result`.
+    pub(crate) last_text: Option<String>,
+    /// Gemini: the assistant's streamed text.
+    pub(crate) text: String,
+}
+
+/// The longest line parsed; longer ones are counted as malformed. An agent's final message
+/// rides on one line, so this is generous.
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// The most bytes of a malformed line kept for the record.
+const MALFORMED_SAMPLE: usize = 200;
+
+impl StreamParser {
+    pub fn new(kind: EngineKind, engine_name: &str, prices: PriceTable) -> Self {
+        Self {
+            kind,
+            report: AgentReport {
+                engine: engine_name.to_owned(),
+                ..AgentReport::default()
+            },
+            state: State::default(),
+            prices,
+        }
+    }
+
+    /// The model the task asked for, until the stream names one (Codex never does).
+    pub fn assume_model(&mut self, model: &str) {
+        self.report.model.get_or_insert_with(|| model.to_owned());
+    }
+
+    /// Reads one line of stdout (without its newline).
+    pub fn line(&mut self, line: &[u8]) -> LineSignal {
+        let trimmed = line.trim_ascii();
+        if trimmed.is_empty() {
+            return LineSignal::Continue;
+        }
+        if self.kind == EngineKind::Aider {
+            return aider::line(&mut self.report, &String::from_utf8_lossy(trimmed));
+        }
+        if trimmed.len() > MAX_LINE {
+            self.malformed(trimmed);
+            return LineSignal::Continue;
+        }
+        let value: Value = match serde_json::from_slice(trimmed) {
+            Ok(value @ Value::Object(_)) => value,
+            _ => {
+                self.malformed(trimmed);
+                return LineSignal::Continue;
+            }
+        };
+        let report = &mut self.report;
+        let signal = match self.kind {
+            EngineKind::Claude => claude::line(report, &mut self.state, &value),
+            EngineKind::Codex => codex::line(report, &value),
+            EngineKind::Gemini => gemini::line(report, &mut self.state, &value),
+            EngineKind::Aider => unreachable!("handled above"),
+        };
+        match signal {
+            Some(signal) => signal,
+            None => {
+                self.malformed(trimmed);
+                LineSignal::Continue
+            }
+        }
+    }
+
+    /// What is known so far, with the cost estimated where the agent reports none: for live
+    /// accounting while the attempt runs.
+    pub fn snapshot(&self) -> AgentReport {
+        let mut report = self.report.clone();
+        self.estimate(&mut report);
+        report
+    }
+
+    /// The report, once the stream is over.
+    pub fn finish(mut self) -> AgentReport {
+        if self.report.result.is_none() {
+            // A stream cut before its result: the last thing the agent said is still worth
+            // keeping as output, though it is not a result.
+            self.report.result = match self.kind {
+                EngineKind::Claude => self.state.last_text.take(),
+                EngineKind::Gemini if !self.state.text.is_empty() => {
+                    Some(std::mem::take(&mut self.state.text))
+                }
+                _ => None,
+            };
+        }
+        let mut report = std::mem::take(&mut self.report);
+        self.estimate(&mut report);
+        report
+    }
+
+    fn estimate(&self, report: &mut AgentReport) {
+        if report.reported_cost_usd.is_none() && !report.usage.is_zero() {
+            report.estimated_cost_usd = report
+                .model
+                .as_deref()
+                .and_then(|model| self.prices.cost(model, &report.usage));
+        }
+    }
+
+    fn malformed(&mut self, line: &[u8]) {
+        self.report.malformed_lines = self.report.malformed_lines.saturating_add(1);
+        if self.report.first_malformed.is_none() {
+            let sample = &line[..line.len().min(MALFORMED_SAMPLE)];
+            self.report.first_malformed = Some(String::from_utf8_lossy(sample).into_owned());
+        }
+    }
+}
+
+/// `value[key]` as a string.
+pub(crate) fn str_at<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+/// `value[key]` as a count (a negative or fractional number counts as nothing).
+pub(crate) fn u64_at(value: &Value, key: &str) -> u64 {
+    value.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Keeps the first `max` bytes of an agent's text for an error message, at a char boundary.
+pub(crate) fn short(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn any_bytes_parse_without_panicking(
+            lines in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..200), 0..20),
+            kind in prop_oneof![
+                Just(EngineKind::Claude), Just(EngineKind::Codex),
+                Just(EngineKind::Gemini), Just(EngineKind::Aider)
+            ],
+        ) {
+            let mut parser = StreamParser::new(kind, "x", PriceTable::builtin());
+            for line in &lines {
+                parser.line(line);
+            }
+            let report = parser.finish();
+            prop_assert!(report.malformed_lines as usize <= lines.len());
+        }
+
+        #[test]
+        fn json_shaped_noise_parses_without_panicking(
+            kind in prop_oneof![Just(EngineKind::Claude), Just(EngineKind::Codex), Just(EngineKind::Gemini)],
+            ty in prop_oneof![
+                Just("result"), Just("assistant"), Just("system"), Just("turn.completed"),
+                Just("item.completed"), Just("thread.started"), Just("turn.failed"), Just("error"),
+                Just("init"), Just("message"), Just("tool_use")
+            ],
+            field in prop_oneof![Just("usage"), Just("message"), Just("item"), Just("stats"), Just("error"), Just("result")],
+            inner in prop_oneof![
+                Just(serde_json::json!(null)), Just(serde_json::json!(-1)), Just(serde_json::json!("s")),
+                Just(serde_json::json!([1, {"type": "text"}])), Just(serde_json::json!({"type": "tool_use", "usage": 5})),
+                Just(serde_json::json!({"input_tokens": -3, "content": "x", "text": 7}))
+            ],
+        ) {
+            let line = serde_json::json!({ "type": ty, field: inner }).to_string();
+            let mut parser = StreamParser::new(kind, "x", PriceTable::builtin());
+            parser.line(line.as_bytes());
+            parser.finish();
+        }
+    }
+
+    #[test]
+    fn malformed_lines_are_counted_and_sampled() {
+        let mut parser = StreamParser::new(EngineKind::Codex, "codex", PriceTable::builtin());
+        assert_eq!(
+            parser.line(b"Reading prompt from stdin..."),
+            LineSignal::Continue
+        );
+        assert_eq!(parser.line(b"[1,2]"), LineSignal::Continue);
+        assert_eq!(parser.line(b"   "), LineSignal::Continue);
+        let report = parser.finish();
+        assert_eq!(report.malformed_lines, 2);
+        assert_eq!(
+            report.first_malformed.as_deref(),
+            Some("Reading prompt from stdin...")
+        );
+    }
+}
