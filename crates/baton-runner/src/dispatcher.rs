@@ -3,7 +3,7 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use baton_exec::{Attempt, AttemptReport, Captured, StopLevel};
+use baton_exec::{Attempt, AttemptReport, Captured, LineWatcher, StopLevel};
 use baton_graph::{Action as TaskAction, Graph};
 use baton_model::{Event, EventKind, Outcome, RunId, RunState};
 use baton_report::{Reporter, RunInfo, RunResult};
@@ -12,6 +12,8 @@ use baton_store::{AttemptOutput, NewRun, SqliteStore, StoreError};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+use crate::agent::{AgentWatch, judge};
+use crate::config::AgentConfig;
 use crate::journal::{Journal, MAX_BATCH_EVENTS};
 use crate::launch::{HeldOutput, Launcher};
 use crate::layout::RunDirs;
@@ -35,6 +37,8 @@ pub struct RunConfig {
     pub kill_grace: Duration,
     /// Seeds the backoff jitter.
     pub seed: u64,
+    /// How agent engines are run, and what models cost.
+    pub agents: AgentConfig,
 }
 
 /// A request from outside the run to stop it (Ctrl-C, SIGTERM, `baton cancel`).
@@ -223,7 +227,7 @@ struct Dispatcher<'a> {
     run_id: RunId,
     sched: Scheduler,
     launcher: Launcher<'a>,
-    inflight: JoinSet<AttemptReport>,
+    inflight: JoinSet<Ended>,
     /// Which attempt each supervising future belongs to.
     inflight_ids: HashMap<tokio::task::Id, (u32, u32)>,
     /// Inputs carried into the next turn.
@@ -239,6 +243,9 @@ struct Dispatcher<'a> {
     /// Bytes written to log files by this process's attempts.
     log_bytes: u64,
 }
+
+/// An attempt that ended, and the watcher that followed its output.
+type Ended = (AttemptReport, Option<Box<dyn LineWatcher>>);
 
 /// What one turn has to work through.
 #[derive(Default)]
@@ -265,6 +272,11 @@ impl<'a> Dispatcher<'a> {
                     conflicts: graph.conflicts(i as u32).to_vec(),
                     retries: t.retries,
                     backoff: t.backoff,
+                    retry_infrastructure_only: matches!(
+                        &t.action,
+                        TaskAction::Agent { settings, .. }
+                            if settings.retry_on == baton_graph::RetryOn::Infrastructure
+                    ),
                 })
                 .collect(),
             concurrency: graph.run_settings().concurrency,
@@ -461,6 +473,7 @@ impl<'a> Dispatcher<'a> {
             attempt,
             outcome: outcome.clone(),
             duration_ms: 0,
+            agent: None,
         }));
         self.journal.mark_end(task);
         self.launcher.hold_output(task, HeldOutput::default());
@@ -474,25 +487,19 @@ impl<'a> Dispatcher<'a> {
     /// A finished attempt becomes an event, an output to store, and an input.
     fn attempt_done(
         &mut self,
-        joined: Result<(tokio::task::Id, AttemptReport), tokio::task::JoinError>,
+        joined: Result<(tokio::task::Id, Ended), tokio::task::JoinError>,
         turn: &mut Turn,
     ) {
-        let (id, report) = match joined {
-            Ok((id, report)) => (id, report),
+        let (id, (report, watcher)) = match joined {
+            Ok(done) => done,
             // The supervising future panicked (a bug in baton): record the attempt as an
             // infrastructure failure rather than lose track of it.
             Err(err) => (
                 err.id(),
-                AttemptReport {
-                    outcome: Outcome::SpawnFailed {
-                        error: format!("baton's supervisor failed: {err}"),
-                    },
-                    duration: Duration::ZERO,
-                    stdout: Captured::default(),
-                    stderr: Captured::default(),
-                    log_bytes: 0,
-                    log_error: None,
-                },
+                (
+                    failed_report(format!("baton's supervisor failed: {err}")),
+                    None,
+                ),
             ),
         };
         let Some((task, attempt)) = self.inflight_ids.remove(&id) else {
@@ -507,6 +514,19 @@ impl<'a> Dispatcher<'a> {
         }
         self.log_bytes += report.log_bytes;
         let (mut output, note) = self.launcher.collect_output(task, attempt, &report);
+        let mut agent = None;
+        if self.launcher.is_agent(task) {
+            // The agent's stream is the log; its final message is the task's output, and
+            // whether it succeeded is judged from what it said as well as how it exited.
+            let parsed = watcher
+                .and_then(|w| w.into_any().downcast::<AgentWatch>().ok())
+                .map(|w| w.0.finish())
+                .unwrap_or_default();
+            let judged = judge(&report, parsed);
+            report.outcome = judged.outcome;
+            output.text = judged.output;
+            agent = Some(Box::new(judged.usage));
+        }
         // Like `$(command)` in a shell: trailing newlines are not part of the value.
         output
             .text
@@ -530,6 +550,7 @@ impl<'a> Dispatcher<'a> {
             attempt,
             outcome: report.outcome.clone(),
             duration_ms: report.duration.as_millis() as u64,
+            agent,
         }));
         self.journal.push_output(AttemptOutput {
             task: id,
@@ -586,8 +607,8 @@ impl<'a> Dispatcher<'a> {
                 });
                 continue;
             }
-            let spec = match self.launcher.prepare(task, attempt) {
-                Ok(spec) => spec,
+            let (spec, watcher) = match self.launcher.prepare(task, attempt) {
+                Ok(prepared) => prepared,
                 Err(error) => {
                     // Recorded like a process that could not be spawned.
                     self.journal.push(event(EventKind::AttemptStarted {
@@ -595,19 +616,14 @@ impl<'a> Dispatcher<'a> {
                         attempt,
                         pid: None,
                     }));
-                    let handle = self.inflight.spawn(std::future::ready(AttemptReport {
-                        outcome: Outcome::SpawnFailed { error },
-                        duration: Duration::ZERO,
-                        stdout: Captured::default(),
-                        stderr: Captured::default(),
-                        log_bytes: 0,
-                        log_error: None,
-                    }));
+                    let handle = self
+                        .inflight
+                        .spawn(std::future::ready((failed_report(error), None)));
                     self.inflight_ids.insert(handle.id(), (task, attempt));
                     continue;
                 }
             };
-            let child = Attempt::spawn(spec);
+            let child = Attempt::spawn_watched(spec, watcher);
             let pid = child.pid();
             self.journal.push(event(EventKind::AttemptStarted {
                 task: self.graph.task(task).id.clone(),
@@ -615,9 +631,22 @@ impl<'a> Dispatcher<'a> {
                 pid,
             }));
             let stop = self.stop_tx.subscribe();
-            let handle = self.inflight.spawn(child.wait(stop));
+            let handle = self.inflight.spawn(child.wait_watched(stop));
             self.inflight_ids.insert(handle.id(), (task, attempt));
         }
+    }
+}
+
+/// The report of an attempt that never ran.
+fn failed_report(error: String) -> AttemptReport {
+    AttemptReport {
+        outcome: Outcome::SpawnFailed { error },
+        duration: Duration::ZERO,
+        stdout: Captured::default(),
+        stderr: Captured::default(),
+        log_bytes: 0,
+        log_error: None,
+        reaped_after_result: false,
     }
 }
 

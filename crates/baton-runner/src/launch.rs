@@ -6,8 +6,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use baton_agent::{AgentOptions, Engine, PromptInput, StreamParser};
 use baton_exec::handoff::{read_structured_output, share_budget, truncate_utf8};
-use baton_exec::{AttemptReport, AttemptSpec, Program};
+use baton_exec::{AttemptReport, AttemptSpec, LineWatcher, Program};
 use baton_graph::template::{
     NeedContext, Quote, RunContext, TaskContext, Template, TemplateContext,
 };
@@ -16,6 +17,8 @@ use baton_model::{RunId, TaskState};
 use baton_redact::{Redactor, RedactorConfig, secret_env_values};
 
 use crate::RunConfig;
+use crate::agent::AgentWatch;
+use crate::config::AgentConfig;
 use crate::layout::RunDirs;
 
 /// Stdout kept in memory per attempt, at least: what is stored as the task's output.
@@ -38,6 +41,15 @@ struct Prepared {
     handoff: Option<PathBuf>,
     /// What the task gets of baton's own environment.
     passed: Vec<(OsString, OsString)>,
+    /// For an agent task: its engine, and how its prompt reaches it.
+    agent: Option<PreparedAgent>,
+}
+
+struct PreparedAgent {
+    engine: Engine,
+    prompt: PromptInput,
+    env: Vec<(String, String)>,
+    idle_timeout: Option<Duration>,
 }
 
 /// What every task gets of baton's environment: what programs need to find themselves, their
@@ -85,6 +97,8 @@ pub(crate) struct Launcher<'a> {
     environment: Vec<(OsString, OsString)>,
     /// Passed to every task: [`ALWAYS_PASSED`] and `BATON_PASS_ENV`.
     pass_env: Vec<String>,
+    /// How agent engines are run, and what models cost.
+    agents: AgentConfig,
 }
 
 impl<'a> Launcher<'a> {
@@ -103,6 +117,7 @@ impl<'a> Launcher<'a> {
                 .collect(),
             prepared: (0..n).map(|_| None).collect(),
             redactor: redactor_for(graph),
+            agents: config.agents.clone(),
             environment: std::env::vars_os().collect(),
             pass_env: ALWAYS_PASSED
                 .iter()
@@ -152,7 +167,11 @@ impl<'a> Launcher<'a> {
 
     /// The spec of attempt `attempt` of `task`, or why it cannot be started (a template that
     /// does not render, an engine this build cannot drive).
-    pub(crate) fn prepare(&mut self, task: u32, attempt: u32) -> Result<AttemptSpec, String> {
+    pub(crate) fn prepare(
+        &mut self,
+        task: u32,
+        attempt: u32,
+    ) -> Result<(AttemptSpec, Option<Box<dyn LineWatcher>>), String> {
         if self.prepared[task as usize].is_none() {
             let prepared = self.prepare_first(task);
             self.prepared[task as usize] = Some(prepared);
@@ -190,7 +209,7 @@ impl<'a> Launcher<'a> {
             .max()
             .unwrap_or(0)
             .max(MIN_OUTPUT_CAPTURE);
-        Ok(AttemptSpec {
+        let mut spec = AttemptSpec {
             program,
             cwd: match &spec_task.cwd {
                 Some(cwd) => self.contained(cwd)?,
@@ -204,7 +223,47 @@ impl<'a> Launcher<'a> {
             stderr_limit: STDERR_CAPTURE,
             redactor: Some(self.redactor.clone()),
             inherit_env: false,
-        })
+            stdin: None,
+            idle_timeout: None,
+            finish_grace: AttemptSpec::DEFAULT_FINISH_GRACE,
+        };
+        let Some(agent) = &prepared.agent else {
+            return Ok((spec, None));
+        };
+        for (key, value) in &agent.env {
+            spec.env.push((key.into(), value.into()));
+        }
+        spec.idle_timeout = agent.idle_timeout;
+        match &agent.prompt {
+            PromptInput::Stdin(bytes) => spec.stdin = Some(bytes.clone()),
+            PromptInput::File { path, contents } => write_private(path, contents)
+                .map_err(|e| format!("cannot write the prompt file {}: {e}", path.display()))?,
+        }
+        let parser = StreamParser::new(
+            agent.engine.kind,
+            &agent.engine.name,
+            self.agents.prices.clone(),
+        );
+        let mut parser = parser;
+        if let Some(model) = self.model_of(task, &agent.engine) {
+            parser.assume_model(&model);
+        }
+        Ok((spec, Some(Box::new(AgentWatch(parser)))))
+    }
+
+    /// The model an agent task asked for, if it or its engine's config named one.
+    fn model_of(&self, task: u32, engine: &Engine) -> Option<String> {
+        match &self.graph.task(task).action {
+            Action::Agent { settings, .. } => {
+                settings.model.clone().or_else(|| engine.model.clone())
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `task` is given to an agent engine.
+    pub(crate) fn is_agent(&self, task: u32) -> bool {
+        matches!(self.graph.task(task).action, Action::Agent { .. })
     }
 
     fn prepare_first(&mut self, task: u32) -> Prepared {
@@ -230,6 +289,7 @@ impl<'a> Launcher<'a> {
                         )),
                         handoff: None,
                         passed: Vec::new(),
+                        agent: None,
                     };
                 }
             }
@@ -241,32 +301,79 @@ impl<'a> Launcher<'a> {
                 self.held[need as usize] = None;
             }
         }
-        let program = match &spec_task.action {
-            Action::Shell { run } => Template::new(run, &needs_ids)
-                .and_then(|t| t.render(&context, Quote::Shell))
-                .map(Program::Shell)
-                .map_err(|e| format!("cannot expand `run`: {e}")),
-            Action::Agent { engine, .. } => Err(format!(
-                "engine `{engine}` cannot be driven by this build of baton yet"
-            )),
-            Action::Noop => Ok(Program::Shell(String::new())),
-        };
-        let patterns: Vec<String> = self
+        let mut agent = None;
+        let mut patterns: Vec<String> = self
             .pass_env
             .iter()
             .cloned()
             .chain(spec_task.pass_env.iter().cloned())
             .collect();
+        let mut removed: &[&str] = &[];
+        let program = match &spec_task.action {
+            Action::Shell { run } => Template::new(run, &needs_ids)
+                .and_then(|t| t.render(&context, Quote::Shell))
+                .map(Program::Shell)
+                .map_err(|e| format!("cannot expand `run`: {e}")),
+            Action::Agent {
+                engine,
+                prompt,
+                settings,
+            } => match self.agents.engine(engine).cloned() {
+                None => Err(format!(
+                    "engine `{engine}` cannot be driven by this build of baton yet"
+                )),
+                Some(engine) => Template::new(prompt, &needs_ids)
+                    .and_then(|t| t.render(&context, Quote::None))
+                    .map_err(|e| format!("cannot expand `prompt`: {e}"))
+                    .map(|prompt| {
+                        let options = AgentOptions {
+                            model: settings.model.clone(),
+                            max_turns: settings.max_turns,
+                            allowed_tools: settings.allowed_tools.clone(),
+                            permission_mode: settings.permission_mode.clone(),
+                            sandbox: settings.sandbox.clone(),
+                            args: settings.args.clone(),
+                        };
+                        let preamble = preamble(spec_task);
+                        let invocation = engine.invocation(
+                            &prompt,
+                            preamble.as_deref(),
+                            &options,
+                            None,
+                            &self.dirs.prompt(&spec_task.id),
+                        );
+                        patterns.extend(engine.kind.pass_env().iter().map(|s| (*s).to_owned()));
+                        patterns.extend(engine.pass_env.iter().cloned());
+                        removed = engine.kind.remove_env();
+                        let program = Program::Exec {
+                            program: invocation.program,
+                            args: invocation.args,
+                        };
+                        agent = Some(PreparedAgent {
+                            engine,
+                            prompt: invocation.prompt,
+                            env: invocation.env,
+                            idle_timeout: settings.idle_timeout,
+                        });
+                        program
+                    }),
+            },
+            Action::Noop => Ok(Program::Shell(String::new())),
+        };
         let passed = self
             .environment
             .iter()
-            .filter(|(name, _)| name.to_str().is_some_and(|n| passes(n, &patterns)))
+            .filter(|(name, _)| {
+                name.to_str()
+                    .is_some_and(|n| passes(n, &patterns) && !removed.contains(&n))
+            })
             .cloned()
             .collect();
         Prepared {
             program,
             handoff,
             passed,
+            agent,
         }
     }
 
@@ -391,6 +498,25 @@ impl<'a> Launcher<'a> {
             }
         }
     }
+}
+
+/// What baton tells an agent beside its task: where it may work and that its work is checked.
+fn preamble(task: &baton_graph::Task) -> Option<String> {
+    let mut lines = Vec::new();
+    if !task.scope.is_empty() {
+        lines.push(format!(
+            "You are one task of a larger plan run by baton. Change only files matching: {}. \
+             Other tasks own the rest of the repository.",
+            task.scope.join(", ")
+        ));
+    }
+    if !task.verify.is_empty() {
+        lines.push(format!(
+            "When you are done, baton will check your work by running: {}. Make sure they pass.",
+            task.verify.join("; ")
+        ));
+    }
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 /// Writes a file readable only by the user.

@@ -95,6 +95,11 @@ impl RunDirs {
         self.handoff.join(format!("{task}.json"))
     }
 
+    /// The prompt of an agent that reads it from a file (aider).
+    pub fn prompt(&self, task: &TaskId) -> PathBuf {
+        self.handoff.join(format!("{task}.prompt.txt"))
+    }
+
     pub fn structured_output(&self, task: &TaskId, attempt: u32) -> PathBuf {
         self.out.join(format!("{task}.{attempt}.json"))
     }

@@ -7,6 +7,8 @@
 //! task's completion durable before any dependent starts; one transaction per turn rather than
 //! per event is what makes that durability cheap.
 
+mod agent;
+pub mod config;
 mod dispatcher;
 pub mod driver;
 pub mod env_ref;
@@ -20,7 +22,17 @@ mod result;
 mod run_id;
 mod takeover;
 
+pub use config::{AgentConfig, ConfigError};
 pub use dispatcher::{RunConfig, RunError, StopRequest, resume, run};
+
+/// Checks that every agent engine `graph` uses is installed and recent enough, before anything
+/// runs: one line per problem.
+pub async fn check_engines(
+    graph: &baton_graph::Graph,
+    config: &AgentConfig,
+) -> Result<(), Vec<String>> {
+    agent::probe_engines(graph, config).await.map(|_| ())
+}
 pub use layout::RunDirs;
 pub use leftovers::kill_leftovers;
 pub use result::build_result;

@@ -157,6 +157,7 @@ pub(crate) fn plan_takeover(
                 attempt: attempt.attempt,
                 outcome: Outcome::Interrupted,
                 duration_ms: at_ms.saturating_sub(attempt.started_at_ms).max(0) as u64,
+                agent: None,
             },
         });
     }
@@ -271,6 +272,7 @@ pub fn cancel_abandoned(store: &SqliteStore, run: &RunId) -> Result<(), crate::R
                 attempt: attempt.attempt,
                 outcome: Outcome::Interrupted,
                 duration_ms: at_ms.saturating_sub(attempt.started_at_ms).max(0) as u64,
+                agent: None,
             }));
         }
         events.push(event(EventKind::RunStopping {

@@ -95,10 +95,20 @@ fn describe(event: &Event) -> String {
             attempt,
             outcome,
             duration_ms,
-        } => format!(
-            "{task}#{attempt}: {outcome} in {}",
-            baton_model::format_duration(Duration::from_millis(*duration_ms))
-        ),
+            agent,
+        } => {
+            let mut line = format!(
+                "{task}#{attempt}: {outcome} in {}",
+                baton_model::format_duration(Duration::from_millis(*duration_ms))
+            );
+            if let Some(agent) = agent {
+                line.push_str(&format!(", {} tokens", agent.tokens()));
+                if let Some(cost) = agent.cost_usd {
+                    line.push_str(&format!(", ${cost:.4}"));
+                }
+            }
+            line
+        }
         EventKind::RetryScheduled {
             task,
             attempt,

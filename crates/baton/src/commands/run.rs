@@ -2,10 +2,10 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::Context;
-use baton_graph::{Action, Graph, Overrides};
+use baton_graph::{Graph, Overrides};
 use baton_model::{RunId, RunState, TaskId, parse_duration};
 use baton_report::{LiveReporter, NullReporter, PlainReporter, Reporter, summary};
-use baton_runner::{RunConfig, RunError, StopRequest, Takeover};
+use baton_runner::{AgentConfig, RunConfig, RunError, StopRequest, Takeover};
 use baton_store::{SqliteStore, StoreError};
 use tokio::sync::mpsc;
 
@@ -43,7 +43,6 @@ pub fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     if args.dry_run {
         return super::plan::print_plan(&graph, args.drive.json);
     }
-    refuse_agent_tasks(&graph)?;
     check_env(&graph)?;
     check_scopes(&graph)?;
     drive(Job::New(Box::new(graph)), &args.drive, store_url)
@@ -80,17 +79,21 @@ fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Fai
     let kill_grace = kill_grace(args)?;
     let project = Project::discover()?;
     let store_path = project.store_path(store_url).map_err(Failure::BadInput)?;
-    project.prepare_state_dir()?;
-    let store = SqliteStore::open(&store_path)
-        .with_context(|| format!("cannot open the run store at {}", store_path.display()))?;
-    if let Job::Takeover(run, _) = &job {
-        refuse_agent_tasks_of(&store, run)?;
-    }
-
+    let agents = AgentConfig::load(&project.root).map_err(|e| Failure::BadInput(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    // Before anything is created: a refused run leaves no trace.
+    if let Job::New(graph) = &job {
+        check_engines(graph, &agents, &runtime)?;
+    }
+    project.prepare_state_dir()?;
+    let store = SqliteStore::open(&store_path)
+        .with_context(|| format!("cannot open the run store at {}", store_path.display()))?;
+    if let Job::Takeover(run, _) = &job {
+        check_stored(&store, run, &agents, &runtime)?;
+    }
     let (stop_tx, stop_rx) = mpsc::unbounded_channel();
     let mut reporter = reporter(args);
     let config = RunConfig {
@@ -98,6 +101,7 @@ fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Fai
         state_dir: project.state_dir.clone(),
         kill_grace,
         seed: fastrand_seed(),
+        agents,
     };
     let outcome = runtime.block_on(async {
         forward_signals(stop_tx)?;
@@ -197,35 +201,35 @@ fn refuse_if_any(graph: &Graph, problems: &[String], hint: &str) -> Result<(), F
     )))
 }
 
-/// Agent engines arrive with their own issue; until then a graph that needs one is refused
-/// before anything runs rather than failing task by task.
-fn refuse_agent_tasks(graph: &Graph) -> Result<(), Failure> {
-    let agents: Vec<String> = graph
-        .tasks()
-        .iter()
-        .filter_map(|t| match &t.action {
-            Action::Agent { engine, .. } => Some(format!("`{}` (engine `{engine}`)", t.id)),
-            _ => None,
-        })
-        .collect();
-    if agents.is_empty() {
-        return Ok(());
-    }
-    Err(Failure::BadInput(format!(
-        "{}: this build of baton runs shell tasks only; agent tasks found: {}",
-        graph.source().display(),
-        agents.join(", ")
-    )))
+/// Every agent engine the graph uses must be installed and recent enough: a missing CLI is
+/// named before anything runs, not found task by task.
+fn check_engines(
+    graph: &Graph,
+    agents: &AgentConfig,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(), Failure> {
+    let problems = match runtime.block_on(baton_runner::check_engines(graph, agents)) {
+        Ok(()) => return Ok(()),
+        Err(problems) => problems,
+    };
+    refuse_if_any(graph, &problems, "see `baton doctor`")
 }
 
-fn refuse_agent_tasks_of(store: &SqliteStore, run: &RunId) -> Result<(), Failure> {
+/// What a takeover re-checks of the stored graph: the environment and engines may have
+/// changed since the run began.
+fn check_stored(
+    store: &SqliteStore,
+    run: &RunId,
+    agents: &AgentConfig,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(), Failure> {
     let Some(json) = store.graph_json(run)? else {
         return Ok(());
     };
     match Graph::from_stored_json(&json) {
         Ok(graph) => {
-            refuse_agent_tasks(&graph)?;
-            check_env(&graph)
+            check_env(&graph)?;
+            check_engines(&graph, agents, runtime)
         }
         // The takeover itself reports an unreadable graph.
         Err(_) => Ok(()),

@@ -37,7 +37,7 @@ fn legacy_nodes_run_with_conversion_notes() {
 }
 
 #[test]
-fn legacy_subtasks_are_agent_prompts_and_refused_for_now() {
+fn legacy_subtasks_are_agent_prompts() {
     let graph = r#"{"title": "y", "subtasks": [
         {"id": "s1", "title": "one", "description": "do one", "expectedFiles": ["src/a.rs"]},
         {"id": "s2", "title": "two", "description": "do two", "blockedBy": ["s1"],
@@ -50,11 +50,16 @@ fn legacy_subtasks_are_agent_prompts_and_refused_for_now() {
         .status(0)
         .stderr_contains("blockedBy → needs")
         .stdout_contains("\"s2\"");
+    // Run by claude: here, one that is not installed, which is said before anything starts.
     let out = Test::new()
         .graph("subtasks.json", graph)
+        .graph(
+            "baton.toml",
+            "[engines.claude]\ncommand = \"/nonexistent/claude\"\n",
+        )
         .args(&["run", "subtasks.json"])
         .run()
         .status(2)
-        .stderr_contains("shell tasks only");
+        .stderr_contains("engine `claude`: `/nonexistent/claude` is not installed");
     assert!(!out.state_dir_exists());
 }

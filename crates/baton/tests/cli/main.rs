@@ -2,6 +2,7 @@
 //! in `test.rs` (graph file, arguments and environment in; exit code, output and the store
 //! out), with fixture programs from `tests/fixtures/` that misbehave on purpose.
 
+mod agents;
 mod procs;
 mod test;
 

@@ -1,0 +1,226 @@
+//! Agent attempts: following the agent's stream while it runs, checking the installed CLIs
+//! before a run starts, and judging an attempt by what the agent said and how it ended.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use baton_agent::{AgentReport, Engine, StreamParser, Verdict, Version, VersionCheck};
+use baton_exec::{AttemptReport, LineWatcher, WatchSignal};
+use baton_graph::{Action, Graph};
+use baton_model::{AgentUsage, FailureClass, Outcome};
+
+use crate::config::AgentConfig;
+
+/// Follows an agent's stdout (after redaction) with its engine's parser.
+pub(crate) struct AgentWatch(pub(crate) StreamParser);
+
+impl LineWatcher for AgentWatch {
+    fn line(&mut self, line: &[u8]) -> WatchSignal {
+        match self.0.line(line) {
+            baton_agent::LineSignal::Continue => WatchSignal::Continue,
+            baton_agent::LineSignal::Finished => WatchSignal::Finished,
+        }
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
+    }
+}
+
+/// How long `--version` may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Each engine the graph uses, with its installed version; or what is wrong, one line per
+/// engine that cannot be used.
+pub(crate) async fn probe_engines(
+    graph: &Graph,
+    config: &AgentConfig,
+) -> Result<BTreeMap<String, Option<Version>>, Vec<String>> {
+    let mut used: Vec<&str> = graph
+        .tasks()
+        .iter()
+        .filter_map(|t| match &t.action {
+            Action::Agent { engine, .. } => Some(engine.as_str()),
+            _ => None,
+        })
+        .collect();
+    used.sort_unstable();
+    used.dedup();
+    let mut versions = BTreeMap::new();
+    let mut problems = Vec::new();
+    // One after another: a graph uses a handful of engines at most, and each answers quickly.
+    for name in used {
+        let Some(engine) = config.engine(name) else {
+            problems.push(format!(
+                "engine `{name}` cannot be driven by this build of baton yet"
+            ));
+            continue;
+        };
+        match probe(engine).await {
+            Ok(version) => {
+                versions.insert(name.to_owned(), version);
+            }
+            Err(problem) => problems.push(problem),
+        }
+    }
+    if problems.is_empty() {
+        Ok(versions)
+    } else {
+        Err(problems)
+    }
+}
+
+/// `COMMAND --version`: the version, or why the engine cannot be used.
+pub(crate) async fn probe(engine: &Engine) -> Result<Option<Version>, String> {
+    let mut command = tokio::process::Command::new(&engine.command);
+    command
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let output = match tokio::time::timeout(PROBE_TIMEOUT, command.output()).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(error)) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "engine `{}`: `{}` is not installed (not found in PATH); {}",
+                engine.name,
+                engine.command,
+                install_hint(engine)
+            ));
+        }
+        Ok(Err(error)) => {
+            return Err(format!(
+                "engine `{}`: cannot run `{} --version`: {error}",
+                engine.name, engine.command
+            ));
+        }
+        Err(_) => {
+            return Err(format!(
+                "engine `{}`: `{} --version` did not answer within {}s",
+                engine.name,
+                engine.command,
+                PROBE_TIMEOUT.as_secs()
+            ));
+        }
+    };
+    let text = String::from_utf8_lossy(&output.stdout);
+    let version = Version::parse(&text);
+    if !output.status.success() {
+        return Err(format!(
+            "engine `{}`: `{} --version` failed ({}): {}",
+            engine.name,
+            engine.command,
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    match engine.kind.check_version(version) {
+        VersionCheck::Supported | VersionCheck::Unknown => Ok(version),
+        VersionCheck::Unsupported { minimum, why } => Err(format!(
+            "engine `{}`: {} {} is too old; baton needs {minimum} or later for {why}",
+            engine.name,
+            engine.command,
+            version.map_or_else(|| "?".to_owned(), |v| v.to_string()),
+        )),
+    }
+}
+
+fn install_hint(engine: &Engine) -> String {
+    let package = match engine.kind {
+        baton_agent::EngineKind::Claude => "npm install -g @anthropic-ai/claude-code",
+        baton_agent::EngineKind::Codex => "npm install -g @openai/codex",
+        baton_agent::EngineKind::Gemini => "npm install -g @google/gemini-cli",
+        baton_agent::EngineKind::Aider => "python -m pip install aider-install && aider-install",
+    };
+    format!(
+        "install it ({package}) or set `command` under [engines.{}] in baton.toml",
+        engine.name
+    )
+}
+
+/// What an agent attempt amounted to: its outcome for the scheduler, its accounting, and its
+/// output for the dependents.
+pub(crate) struct Judged {
+    pub outcome: Outcome,
+    pub usage: AgentUsage,
+    pub output: String,
+}
+
+/// Judges an agent attempt by how its process ended and what the agent said.
+pub(crate) fn judge(exec: &AttemptReport, agent: AgentReport) -> Judged {
+    let usage = usage_of(&agent);
+    let outcome = match &exec.outcome {
+        // baton's own verdicts stand: the agent had no say in them.
+        Outcome::TimedOut
+        | Outcome::Cancelled
+        | Outcome::IdleTimeout { .. }
+        | Outcome::SpawnFailed { .. }
+        | Outcome::Interrupted => exec.outcome.clone(),
+        other => {
+            let exit_code = other.exit_code();
+            match agent.verdict(exit_code, exec.reaped_after_result) {
+                Verdict::Succeeded => Outcome::Exited { code: 0 },
+                Verdict::Infrastructure {
+                    message,
+                    retry_after,
+                } => Outcome::AgentFailed {
+                    class: FailureClass::Infrastructure,
+                    reason: infrastructure_reason(&agent, other),
+                    message: with_stderr(message, exec),
+                    retry_after_ms: retry_after
+                        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                },
+                Verdict::Task { reason, message } => Outcome::AgentFailed {
+                    class: FailureClass::Task,
+                    reason,
+                    message,
+                    retry_after_ms: None,
+                },
+            }
+        }
+    };
+    Judged {
+        outcome,
+        usage,
+        output: agent.result.unwrap_or_default(),
+    }
+}
+
+fn infrastructure_reason(agent: &AgentReport, exit: &Outcome) -> String {
+    match (agent.api_status, exit) {
+        (Some(status), _) => format!("api_error_{status}"),
+        (None, Outcome::Signaled { name, .. }) if !agent.finished => {
+            format!("crashed_sig{}", name.to_ascii_lowercase())
+        }
+        _ if agent.finished => "api_error".to_owned(),
+        _ => "no_result".to_owned(),
+    }
+}
+
+/// An agent that died without a word may have said why on stderr.
+fn with_stderr(message: String, exec: &AttemptReport) -> String {
+    let tail = exec.stderr.text.trim();
+    if tail.is_empty() {
+        return message;
+    }
+    let last: Vec<&str> = tail.lines().rev().take(3).collect();
+    let last: Vec<&str> = last.into_iter().rev().collect();
+    format!("{message}; stderr: {}", last.join(" / "))
+}
+
+fn usage_of(agent: &AgentReport) -> AgentUsage {
+    AgentUsage {
+        engine: agent.engine.clone(),
+        model: agent.model.clone(),
+        session_id: agent.session_id.clone(),
+        input_tokens: agent.usage.input,
+        output_tokens: agent.usage.output,
+        cache_read_tokens: agent.usage.cache_read,
+        cache_write_tokens: agent.usage.cache_write,
+        cost_usd: agent.cost_usd(),
+        cost_estimated: agent.reported_cost_usd.is_none() && agent.estimated_cost_usd.is_some(),
+        turns: agent.turns,
+        tool_calls: agent.tool_calls,
+        permission_denials: agent.permission_denials.clone(),
+        malformed_lines: agent.malformed_lines,
+    }
+}

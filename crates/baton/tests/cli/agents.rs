@@ -1,0 +1,276 @@
+//! Agent tasks end to end: the real agent CLIs from `tests/agents` (installed by the test
+//! command at the versions its lockfile pins), driven by baton against a scripted model server
+//! on loopback. Only the model is fake.
+
+use std::path::{Path, PathBuf};
+
+use baton_mock_model::{MockModel, Reply, Rule, Script};
+use baton_model::{FailureClass, Outcome, TaskState};
+
+use crate::test::{Output, Test};
+
+/// `tests/agents/node_modules/.bin/NAME`. The test command installs it; a missing one fails
+/// the test with what to do rather than skipping it.
+pub fn agent_bin(name: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/agents/node_modules/.bin")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run ./scripts/test (it runs `npm ci` in tests/agents)",
+        path.display()
+    );
+    path.canonicalize().unwrap()
+}
+
+/// A test whose `claude` engine is the pinned CLI, talking to `model`, with a home of its own
+/// (Claude Code keeps sessions there).
+fn with_claude(test: Test, model: &MockModel) -> Test {
+    let home = test.path().parent().unwrap().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let config = format!(
+        "[engines.claude]\ncommand = \"{}\"\n",
+        agent_bin("claude").display()
+    );
+    test.file("baton.toml", config)
+        .env("HOME", home.to_str().unwrap())
+        .env("ANTHROPIC_BASE_URL", &model.url())
+        .env(
+            "ANTHROPIC_API_KEY",
+            "sk-ant-api03-test-key-for-the-mock-model-only",
+        )
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+}
+
+fn attempts_of(out: &Output, task: &str) -> Vec<baton_store::AttemptRecord> {
+    out.store().attempts(task)
+}
+
+#[test]
+fn three_claude_tasks_edit_files_and_hand_their_results_on() {
+    let test = Test::new();
+    let root = test.path().canonicalize().unwrap();
+    let file = |name: &str| root.join(name).to_str().unwrap().to_owned();
+    // Each task's prompt carries a marker its rules match on; the turn after a tool ran ends
+    // with the tool's result (for the mock's tool-use id).
+    let script = Script::new()
+        .rule(
+            Rule::text("Schema ready: users(id, email)")
+                .when_contains("TASK-SCHEMA")
+                .when_last_contains("toolu_mock"),
+        )
+        .rule(
+            Rule::reply(Reply::claude_write(
+                &file("schema.sql"),
+                "CREATE TABLE users (id, email);\n",
+            ))
+            .when_contains("TASK-SCHEMA"),
+        )
+        .rule(
+            Rule::text("API ready: GET /users")
+                .when_contains("TASK-API")
+                .when_last_contains("toolu_mock"),
+        )
+        .rule(
+            Rule::reply(Reply::claude_write(&file("api.txt"), "GET /users\n"))
+                .when_contains("TASK-API"),
+        )
+        .rule(Rule::text("Reviewed: looks consistent").when_contains("TASK-REVIEW"));
+    let model = MockModel::start(script).unwrap();
+    let graph = r#"
+[defaults]
+engine = "claude"
+timeout = "2m"
+
+[[task]]
+id = "schema"
+prompt = "TASK-SCHEMA: add a users table in schema.sql"
+
+[[task]]
+id = "api"
+needs = ["schema"]
+prompt = """
+TASK-API: write the API on top of the schema.
+The schema task reported: {{ needs.schema.output }}
+"""
+
+[[task]]
+id = "review"
+needs = ["api"]
+prompt = "TASK-REVIEW: {{ needs.api.output }}"
+"#;
+    let out = with_claude(test, &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run();
+    let out = out.status(0);
+
+    // The real CLI wrote the files the model asked it to.
+    assert_eq!(out.read("schema.sql"), b"CREATE TABLE users (id, email);\n");
+    assert_eq!(out.read("api.txt"), b"GET /users\n");
+
+    // The agent's final message is the task's output, and it reached the next prompt.
+    assert_eq!(
+        out.json_task("schema")["output"],
+        "Schema ready: users(id, email)"
+    );
+    let asked_api = model
+        .requests()
+        .into_iter()
+        .find(|r| r.text().contains("TASK-API"))
+        .expect("the api task asked the model");
+    assert!(
+        asked_api
+            .text()
+            .contains("The schema task reported: Schema ready: users(id, email)"),
+        "{}",
+        asked_api.text()
+    );
+
+    // Tokens, cost, model and session are recorded per attempt.
+    for task in ["schema", "api", "review"] {
+        let attempts = attempts_of(&out, task);
+        assert_eq!(attempts.len(), 1, "{task}");
+        let usage = attempts[0].agent.clone().expect("agent usage recorded");
+        assert_eq!(usage.engine, "claude");
+        assert!(usage.input_tokens >= 10, "{task}: {usage:?}");
+        assert!(usage.output_tokens >= 5, "{task}: {usage:?}");
+        assert!(usage.cost_usd.unwrap() > 0.0, "{task}: {usage:?}");
+        assert!(!usage.cost_estimated, "claude reports its own cost");
+        assert!(usage.session_id.is_some(), "{task}: {usage:?}");
+        assert_eq!(attempts[0].outcome, Some(Outcome::Exited { code: 0 }));
+    }
+    let schema = attempts_of(&out, "schema")[0].agent.clone().unwrap();
+    assert_eq!(schema.turns, Some(2));
+    assert_eq!(schema.tool_calls, 1);
+    out.store().assert_consistent();
+}
+
+#[test]
+fn an_overloaded_model_is_an_infrastructure_failure_retried_until_it_answers() {
+    // The CLI retries a 529 itself, a few times: the model stays overloaded longer than
+    // that, so that baton's own retry is what gets through.
+    let script = Script::new()
+        .rule(Rule::reply(Reply::overloaded()).times(4))
+        .rule(Rule::text("Finally done"));
+    let model = MockModel::start(script).unwrap();
+    let graph = r#"
+[[task]]
+id = "work"
+prompt = "do the work"
+retries = 5
+backoff = "100ms"
+"#;
+    let out = with_claude(Test::new(), &model)
+        .env("CLAUDE_CODE_MAX_RETRIES", "1")
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run();
+    let out = out.status(0);
+    let attempts = attempts_of(&out, "work");
+    // With one retry of its own, each attempt of the CLI asks the model twice.
+    assert_eq!(attempts.len(), 3, "{attempts:?}");
+    assert_eq!(model.requests().len(), 5);
+    let first = attempts[0].outcome.clone().unwrap();
+    let Outcome::AgentFailed {
+        class,
+        reason,
+        message,
+        ..
+    } = &first
+    else {
+        panic!("{first:?}");
+    };
+    assert_eq!(*class, FailureClass::Infrastructure);
+    assert_eq!(reason, "api_error_529");
+    assert!(message.contains("529"), "{message}");
+    assert_eq!(
+        attempts.last().unwrap().outcome,
+        Some(Outcome::Exited { code: 0 })
+    );
+    assert_eq!(out.json_task("work")["output"], "Finally done");
+    assert_eq!(out.store().task("work").status, TaskState::Succeeded);
+}
+
+/// A test whose `codex` engine is the pinned CLI with a model provider pointing at `model`, and
+/// a `CODEX_HOME` of its own.
+fn with_codex(test: Test, model: &MockModel) -> Test {
+    let tmp = test.path().parent().unwrap().to_owned();
+    let (home, codex_home) = (tmp.join("home"), tmp.join("codex-home"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let provider = format!(
+        "model_providers.mock={{name=\"mock\",base_url=\"{}/v1\",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}}",
+        model.url()
+    );
+    let config = format!(
+        "[engines.codex]\ncommand = \"{}\"\nargs = [\"-c\", \"model_provider=mock\", \"-c\", '{provider}']\n",
+        agent_bin("codex").display()
+    );
+    test.file("baton.toml", config)
+        .env("HOME", home.to_str().unwrap())
+        .env("CODEX_HOME", codex_home.to_str().unwrap())
+        .env("OPENAI_API_KEY", "sk-proj-test-key-for-the-mock-model-only")
+}
+
+#[test]
+fn a_codex_task_is_priced_from_the_table() {
+    let script = Script::new().rule(Rule::reply(Reply::Text {
+        text: "Codex says the tests pass".into(),
+        input_tokens: 1_000_000,
+        output_tokens: 100_000,
+    }));
+    let model = MockModel::start(script).unwrap();
+    let graph = r#"
+[[task]]
+id = "check"
+engine = "codex"
+model = "gpt-5"
+prompt = "-n check the tests"
+
+[[task]]
+id = "echo"
+needs = ["check"]
+run = "printf '%s' {{ needs.check.output }}"
+"#;
+    let out = with_codex(Test::new(), &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(
+        out.json_task("check")["output"],
+        "Codex says the tests pass"
+    );
+    assert_eq!(out.json_task("echo")["output"], "Codex says the tests pass");
+    // The prompt reached codex whole, on stdin: a leading `-n` is not a flag.
+    assert!(
+        model
+            .requests()
+            .iter()
+            .any(|r| r.text().contains("-n check the tests")),
+        "{:?}",
+        model
+            .requests()
+            .iter()
+            .map(|r| r.text())
+            .collect::<Vec<_>>()
+    );
+    let usage = attempts_of(&out, "check")[0].agent.clone().unwrap();
+    assert_eq!(usage.engine, "codex");
+    assert_eq!(usage.model.as_deref(), Some("gpt-5"));
+    assert!(usage.session_id.is_some(), "{usage:?}");
+    assert_eq!(usage.output_tokens, 100_000);
+    // gpt-5: $1.25 per million in, $10 per million out (cached input at a tenth).
+    let expected = (usage.input_tokens as f64 * 1.25
+        + usage.cache_read_tokens as f64 * 0.125
+        + usage.output_tokens as f64 * 10.0)
+        / 1e6;
+    let cost = usage.cost_usd.unwrap();
+    assert!(
+        (cost - expected).abs() < 1e-9,
+        "{cost} vs {expected}: {usage:?}"
+    );
+    assert!(cost >= 2.0, "{usage:?}");
+    assert!(usage.cost_estimated);
+}
