@@ -348,10 +348,9 @@ async fn answer(
                 "baton-mock-model: no rule matched this request ({} {})",
                 req.method, req.target
             );
-            for ptr in ["/error/message"] {
-                if let Some(m) = b.pointer_mut(ptr) {
-                    *m = json!(msg);
-                }
+            // All three error shapes keep their message at /error/message.
+            if let Some(m) = b.pointer_mut("/error/message") {
+                *m = json!(msg);
             }
             // `x-should-retry: false` asks SDK clients not to retry: an unmatched request is a
             // broken test, and retrying it only makes the test slower to fail.

@@ -25,6 +25,7 @@ use baton_model::{Outcome, RunState, TaskState};
 use serde::{Deserialize, Serialize};
 
 use crate::Timeline;
+use crate::spend::{RunSpend, Spend};
 
 pub const RESULT_SCHEMA_VERSION: u32 = 1;
 
@@ -36,6 +37,10 @@ pub struct RunResult {
     pub tasks: Vec<TaskResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Timeline>,
+    /// What agent tasks used and cost, in all and by engine and model; absent when no agent
+    /// attempt ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend: Option<RunSpend>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,4 +115,25 @@ pub struct TaskResult {
     /// The last attempt's log file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
+    /// An agent task's engine, model and session (its last attempt's) and what all its
+    /// attempts used and cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<TaskAgent>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskAgent {
+    pub engine: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<u32>,
+    #[serde(default)]
+    pub tool_calls: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub permission_denials: Vec<String>,
+    #[serde(flatten)]
+    pub spend: Spend,
 }

@@ -63,6 +63,9 @@ pub fn render(result: &RunResult) -> String {
             result.run.concurrency
         );
     }
+    if let Some(spend) = &result.spend {
+        let _ = writeln!(out, "{}", spend.line());
+    }
     let _ = writeln!(out, "{}", verdict(result));
     out
 }
@@ -89,6 +92,16 @@ fn detail(task: &crate::TaskResult) -> String {
     };
     if let Some(last) = said {
         parts.push(format!("“{last}”"));
+    }
+    if let Some(agent) = &task.agent {
+        parts.push(format!(
+            "{} · {} tokens",
+            agent.spend.cost_text(),
+            crate::format_tokens(agent.spend.tokens())
+        ));
+        if !agent.permission_denials.is_empty() {
+            parts.push(format!("denied: {}", agent.permission_denials.join(", ")));
+        }
     }
     if task.output_bytes > 4096 {
         parts.push(format!("{} of output", format_size(task.output_bytes)));

@@ -1,5 +1,8 @@
 use baton_model::{Outcome, RunId};
-use baton_report::{RESULT_SCHEMA_VERSION, RunResult, RunSection, TaskResult, Totals, timeline};
+use baton_report::{
+    RESULT_SCHEMA_VERSION, RunResult, RunSection, RunSpend, Spend, TaskAgent, TaskResult, Totals,
+    timeline,
+};
 use baton_store::{SqliteStore, StoreError};
 
 /// The run result document, read back from the store: what is printed is what was recorded.
@@ -24,7 +27,37 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
         (u32, Option<Outcome>, Option<String>),
     > = std::collections::HashMap::with_capacity(records.len());
     let mut intervals = Vec::with_capacity(attempts.len());
+    let mut spend: Option<RunSpend> = None;
+    let mut agents: std::collections::HashMap<baton_model::TaskId, (u32, TaskAgent)> =
+        std::collections::HashMap::new();
     for attempt in attempts {
+        if let Some(usage) = &attempt.agent {
+            spend.get_or_insert_with(RunSpend::default).add(usage);
+            let (number, agent) = agents.entry(attempt.task.clone()).or_insert_with(|| {
+                (
+                    0,
+                    TaskAgent {
+                        engine: usage.engine.clone(),
+                        model: None,
+                        session_id: None,
+                        turns: None,
+                        tool_calls: 0,
+                        permission_denials: Vec::new(),
+                        spend: Spend::default(),
+                    },
+                )
+            });
+            agent.spend.add(usage);
+            agent.tool_calls += usage.tool_calls;
+            if attempt.attempt > *number {
+                *number = attempt.attempt;
+                agent.engine = usage.engine.clone();
+                agent.model = usage.model.clone();
+                agent.session_id = usage.session_id.clone();
+                agent.turns = usage.turns;
+                agent.permission_denials = usage.permission_denials.clone();
+            }
+        }
         if let Some(end) = attempt.ended_at_ms {
             intervals.push((
                 attempt.started_at_ms.saturating_sub(started).max(0) as u64,
@@ -64,6 +97,7 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
                 output_bytes: t.output_bytes.unwrap_or(0),
                 stderr: t.stderr_tail.filter(|s| !s.is_empty()),
                 log,
+                agent: agents.remove(&t.task).map(|(_, agent)| agent),
             }
         })
         .collect();
@@ -81,6 +115,7 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
         },
         totals: Totals::from_tasks(&tasks),
         timeline: Some(timeline(&intervals, run_ms)),
+        spend,
         tasks,
     })
 }

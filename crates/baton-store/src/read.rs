@@ -32,7 +32,13 @@ impl SqliteStore {
             runs.into_iter()
                 .map(|run| {
                     let counts = task_counts(tx, &run.id)?;
-                    Ok(RunSummary { run, counts })
+                    let (tokens, cost_usd) = spend(tx, &run.id)?;
+                    Ok(RunSummary {
+                        run,
+                        counts,
+                        tokens,
+                        cost_usd,
+                    })
                 })
                 .collect()
         })
@@ -186,6 +192,15 @@ fn task_counts(
         })?
         .collect::<Result<_, _>>()?;
     Ok(counts)
+}
+
+/// What a run's agent attempts used and cost, summed.
+fn spend(tx: &Transaction<'_>, run: &RunId) -> Result<(Option<u64>, Option<f64>), StoreError> {
+    let mut statement =
+        tx.prepare_cached("SELECT SUM(tokens), SUM(cost_usd) FROM attempts WHERE run_id = ?1")?;
+    let (tokens, cost): (Option<i64>, Option<f64>) =
+        statement.query_row([run.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    Ok((tokens.map(|t| t.max(0) as u64), cost))
 }
 
 pub(crate) fn run_record(row: &Row<'_>) -> rusqlite::Result<RunRecord> {

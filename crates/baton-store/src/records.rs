@@ -61,11 +61,15 @@ pub struct RunRecord {
 }
 
 /// A run with the number of its tasks in each state (states with no task are absent).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {
     #[serde(flatten)]
     pub run: RunRecord,
     pub counts: BTreeMap<TaskState, u32>,
+    /// Tokens agent attempts used, `None` when the run had no agent attempt.
+    pub tokens: Option<u64>,
+    /// Dollars agent attempts cost (reported or priced), `None` when none was priced.
+    pub cost_usd: Option<f64>,
 }
 
 impl RunSummary {

@@ -23,7 +23,7 @@ struct RunLine {
     succeeded: u32,
     failed: u32,
     blocked: u32,
-    /// Tokens and dollars spent by agent tasks; `null` until agent engines record them.
+    /// Tokens and dollars spent by agent tasks; `null` for a run without agent attempts.
     tokens: Option<u64>,
     cost_usd: Option<f64>,
 }
@@ -56,8 +56,8 @@ pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
                 + s.count(TaskState::TimedOut)
                 + s.count(TaskState::Cancelled),
             blocked: s.count(TaskState::Blocked),
-            tokens: None,
-            cost_usd: None,
+            tokens: s.tokens,
+            cost_usd: s.cost_usd,
         })
         .collect();
     if args.json {
@@ -111,8 +111,10 @@ pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             l.succeeded,
             l.failed,
             l.blocked,
-            "-",
-            "-"
+            l.tokens
+                .map_or_else(|| "-".to_owned(), baton_report::format_tokens),
+            l.cost_usd
+                .map_or_else(|| "-".to_owned(), baton_report::format_usd)
         );
     }
     Ok(exit::SUCCESS)

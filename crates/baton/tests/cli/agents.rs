@@ -144,6 +144,30 @@ prompt = "TASK-REVIEW: {{ needs.api.output }}"
     assert_eq!(schema.turns, Some(2));
     assert_eq!(schema.tool_calls, 1);
     out.store().assert_consistent();
+
+    // The result document sums it up per task and per engine and model.
+    let json = out.json();
+    let total = json["spend"]["cost_usd"].as_f64().unwrap();
+    assert!(total > 0.0, "{json}");
+    assert_eq!(json["spend"]["attempts"], 3);
+    assert_eq!(json["spend"]["by_model"][0]["engine"], "claude");
+    assert_eq!(out.json_task("schema")["agent"]["tool_calls"], 1);
+    assert_eq!(out.json_task("schema")["agent"]["turns"], 2);
+    // And `baton runs` shows it.
+    let runs = out.then().args(&["runs", "--json"]).run().status(0);
+    let line = &runs.json()["runs"][0];
+    assert!(line["tokens"].as_u64().unwrap() >= 45, "{line}");
+    assert!(
+        (line["cost_usd"].as_f64().unwrap() - total).abs() < 1e-9,
+        "{line}"
+    );
+    runs.then()
+        .args(&["status"])
+        .run()
+        .status(0)
+        .stdout_contains("spent $")
+        .stdout_contains("claude/claude-")
+        .stdout_contains("tokens");
 }
 
 #[test]
