@@ -12,7 +12,7 @@ use crate::process_group::ProcessGroup;
 use crate::report::AttemptReport;
 use crate::sink::OutputSink;
 use crate::spec::{AttemptSpec, Program, StopLevel};
-use crate::supervise::{Limits, Supervisor};
+use crate::supervise::{Ended, Limits, Supervisor};
 use crate::watch::LineWatcher;
 
 /// One attempt of a task: a child process in its own process group.
@@ -112,9 +112,9 @@ impl Attempt {
         stop: watch::Receiver<StopLevel>,
     ) -> (AttemptReport, Option<Box<dyn LineWatcher>>) {
         let mut sink = self.sink;
-        let (outcome, reaped_after_result) = match self.child {
+        let (outcome, ended) = match self.child {
             Ok(supervisor) => supervisor.run(&mut sink, stop).await,
-            Err(error) => (Outcome::SpawnFailed { error }, false),
+            Err(error) => (Outcome::SpawnFailed { error }, Ended::default()),
         };
         let output = sink.finish();
         let report = AttemptReport {
@@ -124,7 +124,8 @@ impl Attempt {
             stderr: output.stderr,
             log_bytes: output.log_bytes,
             log_error: output.log_error,
-            reaped_after_result,
+            reaped_after_result: ended.reaped_after_result,
+            stopped_by_watcher: ended.stopped_by_watcher,
         };
         (report, output.watcher)
     }

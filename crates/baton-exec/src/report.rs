@@ -25,4 +25,7 @@ pub struct AttemptReport {
     /// process after [`finish_grace`](crate::AttemptSpec::finish_grace): the outcome's signal
     /// is baton's, not a crash.
     pub reaped_after_result: bool,
+    /// The [`LineWatcher`](crate::LineWatcher) asked to stop the attempt (its outcome is
+    /// `Cancelled`).
+    pub stopped_by_watcher: bool,
 }

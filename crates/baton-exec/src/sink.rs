@@ -114,6 +114,13 @@ impl OutputSink {
         self.lines = Some(LineSplitter::new(watcher));
     }
 
+    /// Whether the watcher asked to stop the attempt.
+    pub(crate) fn stop_requested(&self) -> bool {
+        self.lines
+            .as_ref()
+            .is_some_and(LineSplitter::stop_requested)
+    }
+
     /// Whether the watcher saw the final result.
     pub(crate) fn result_seen(&self) -> bool {
         self.lines.as_ref().is_some_and(LineSplitter::finished)

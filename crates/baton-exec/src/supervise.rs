@@ -58,6 +58,13 @@ pub(crate) struct Supervisor {
     progress: Progress,
 }
 
+/// Who ended an attempt that baton ended, beyond its outcome.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Ended {
+    pub(crate) reaped_after_result: bool,
+    pub(crate) stopped_by_watcher: bool,
+}
+
 /// Why baton is stopping an attempt; the first reason is the one reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum StopReason {
@@ -67,6 +74,8 @@ enum StopReason {
     Idle,
     /// The final result was seen `finish_grace` ago and the child is still there.
     AfterResult,
+    /// The line watcher asked to stop.
+    Watcher,
 }
 
 /// What has happened so far. Only the loop in [`Supervisor::run`] changes it.
@@ -189,7 +198,7 @@ impl Supervisor {
         mut self,
         sink: &mut OutputSink,
         mut stop: watch::Receiver<StopLevel>,
-    ) -> (Outcome, bool) {
+    ) -> (Outcome, Ended) {
         let level = *stop.borrow_and_update();
         self.obey(level);
         let mut stop_open = true;
@@ -258,6 +267,9 @@ impl Supervisor {
                             if self.progress.result_at.is_none() && sink.result_seen() {
                                 self.progress.result_at = Some(self.progress.last_output);
                             }
+                            if sink.stop_requested() {
+                                self.terminate(StopReason::Watcher, self.progress.last_output);
+                            }
                             if buf.len() == buf.capacity() && buf.capacity() < READ_CHUNK {
                                 // A full read means more is coming: read in bigger chunks.
                                 buf.reserve_exact(READ_CHUNK - buf.len());
@@ -297,8 +309,11 @@ impl Supervisor {
         }
 
         // Dropping the supervisor on return KILLs whatever is left of the group.
-        let reaped = self.progress.stopping == Some(StopReason::AfterResult);
-        (self.outcome(), reaped)
+        let how = Ended {
+            reaped_after_result: self.progress.stopping == Some(StopReason::AfterResult),
+            stopped_by_watcher: self.progress.stopping == Some(StopReason::Watcher),
+        };
+        (self.outcome(), how)
     }
 
     /// Reads whatever the pipes hold right now, without waiting, and notes those at EOF. Reads
@@ -393,7 +408,7 @@ impl Supervisor {
     fn outcome(&self) -> Outcome {
         match self.progress.stopping {
             Some(StopReason::TimedOut) => return Outcome::TimedOut,
-            Some(StopReason::Cancelled) => return Outcome::Cancelled,
+            Some(StopReason::Cancelled | StopReason::Watcher) => return Outcome::Cancelled,
             Some(StopReason::Idle) => {
                 let after = self.limits.idle_timeout.unwrap_or_default();
                 return Outcome::IdleTimeout {

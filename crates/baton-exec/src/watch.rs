@@ -12,6 +12,10 @@ pub enum WatchSignal {
     /// [`AttemptSpec::finish_grace`](crate::AttemptSpec::finish_grace) to exit by itself before
     /// its group is terminated (some agent CLIs hang after their result).
     Finished,
+    /// Stop the attempt now (TERM, then KILL after the grace): the watcher saw something that
+    /// must not go on, such as an agent spending past its budget. The attempt ends as
+    /// `Cancelled` with [`AttemptReport::stopped_by_watcher`](crate::AttemptReport) set.
+    Stop,
 }
 
 /// Sees each line of redacted stdout, without its newline. A line longer than
@@ -33,6 +37,7 @@ pub(crate) struct LineSplitter {
     /// The current line outgrew the limit: drop the rest of it.
     overflow: bool,
     finished: bool,
+    stop: bool,
 }
 
 impl LineSplitter {
@@ -42,6 +47,7 @@ impl LineSplitter {
             line: Vec::new(),
             overflow: false,
             finished: false,
+            stop: false,
         }
     }
 
@@ -68,8 +74,10 @@ impl LineSplitter {
     }
 
     fn emit(&mut self) {
-        if self.watcher.line(&self.line) == WatchSignal::Finished {
-            self.finished = true;
+        match self.watcher.line(&self.line) {
+            WatchSignal::Continue => {}
+            WatchSignal::Finished => self.finished = true,
+            WatchSignal::Stop => self.stop = true,
         }
         self.line.clear();
         if self.line.capacity() > 64 * 1024 {
@@ -81,6 +89,11 @@ impl LineSplitter {
     /// Whether the watcher has said the work is done.
     pub(crate) fn finished(&self) -> bool {
         self.finished
+    }
+
+    /// Whether the watcher asked to stop the attempt.
+    pub(crate) fn stop_requested(&self) -> bool {
+        self.stop
     }
 
     /// The last line, unterminated, then the watcher back.

@@ -590,3 +590,35 @@ async fn a_child_that_exits_after_its_result_is_not_reaped() {
         .unwrap();
     assert_eq!(watcher.0, ["RESULT", "after"]);
 }
+
+/// Asks to stop at a line saying `STOP`.
+struct StopAt;
+
+impl baton_exec::LineWatcher for StopAt {
+    fn line(&mut self, line: &[u8]) -> baton_exec::WatchSignal {
+        if line == b"STOP" {
+            baton_exec::WatchSignal::Stop
+        } else {
+            baton_exec::WatchSignal::Continue
+        }
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
+    }
+}
+
+#[tokio::test]
+async fn a_watcher_can_stop_the_attempt() {
+    let setup = Setup::new();
+    let mut spec = setup.shell("echo spending; echo STOP; exec sleep 30");
+    spec.kill_grace = Duration::from_millis(300);
+    let started = Instant::now();
+    let (_stop, stop_rx) = watch::channel(StopLevel::Run);
+    let (report, _) = Attempt::spawn_watched(spec, Some(Box::new(StopAt)))
+        .wait_watched(stop_rx)
+        .await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(report.outcome, Outcome::Cancelled);
+    assert!(report.stopped_by_watcher);
+    assert!(!report.reaped_after_result);
+}

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// How one attempt ended. Each way is its own variant so that nothing downstream has to guess
 /// from a bare exit code.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Outcome {
     /// The process exited by itself with this code.
@@ -37,6 +37,14 @@ pub enum Outcome {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry_after_ms: Option<u64>,
     },
+    /// baton stopped an agent that spent past a hard budget: the task's own (`limit` says
+    /// which) or the run's. Not retried: another attempt would spend more.
+    OverBudget {
+        limit: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spent_usd: Option<f64>,
+        tokens: u64,
+    },
 }
 
 impl Outcome {
@@ -56,6 +64,7 @@ impl Outcome {
                 Some(FailureClass::Infrastructure)
             }
             Self::AgentFailed { class, .. } => Some(*class),
+            Self::OverBudget { .. } => Some(FailureClass::Task),
             Self::Cancelled => None,
         }
     }
@@ -113,6 +122,17 @@ impl fmt::Display for Outcome {
                 message,
                 ..
             } => write!(f, "agent failed ({reason}): {message}"),
+            Self::OverBudget {
+                limit,
+                spent_usd,
+                tokens,
+            } => {
+                write!(f, "over budget ({limit}): stopped after {tokens} tokens")?;
+                match spent_usd {
+                    Some(usd) => write!(f, ", ${usd:.4}"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -193,6 +213,11 @@ mod tests {
                 reason: "error_max_turns".into(),
                 message: "ended as error_max_turns".into(),
                 retry_after_ms: None,
+            },
+            Outcome::OverBudget {
+                limit: "task budget $0.50".into(),
+                spent_usd: Some(0.51),
+                tokens: 120_000,
             },
         ];
         insta::assert_json_snapshot!(all);

@@ -6,17 +6,79 @@ use std::time::Duration;
 
 use baton_agent::{AgentReport, Engine, StreamParser, Verdict, Version, VersionCheck};
 use baton_exec::{AttemptReport, LineWatcher, WatchSignal};
-use baton_graph::{Action, Graph};
+use baton_graph::{Action, Budget, Graph};
 use baton_model::{AgentUsage, FailureClass, Outcome};
 
+use crate::budget::{Exceeded, Meter, Spent, budget_tokens, over};
 use crate::config::AgentConfig;
 
-/// Follows an agent's stdout (after redaction) with its engine's parser.
-pub(crate) struct AgentWatch(pub(crate) StreamParser);
+/// Follows an agent's stdout (after redaction) with its engine's parser, and stops the
+/// attempt when it spends past a hard budget.
+pub(crate) struct AgentWatch {
+    pub(crate) parser: StreamParser,
+    budget: Option<WatchBudget>,
+    /// The limit the attempt went past, once it has.
+    pub(crate) exceeded: Option<Exceeded>,
+    last: Spent,
+}
+
+struct WatchBudget {
+    meter: Meter,
+    key: (u32, u32),
+    task_limit: Budget,
+}
+
+impl AgentWatch {
+    /// `meter` is the run's, `key` this attempt's `(task, attempt)`, `task_limit` the task's
+    /// own budget.
+    pub(crate) fn new(
+        parser: StreamParser,
+        meter: &Meter,
+        key: (u32, u32),
+        task_limit: Budget,
+    ) -> Self {
+        let budget = (meter.has_limit() || !task_limit.is_unlimited()).then(|| WatchBudget {
+            meter: meter.clone(),
+            key,
+            task_limit,
+        });
+        Self {
+            parser,
+            budget,
+            exceeded: None,
+            last: Spent::default(),
+        }
+    }
+
+    /// Checks the budgets when what the attempt spent changed.
+    fn check(&mut self) -> Option<Exceeded> {
+        let budget = self.budget.as_ref()?;
+        let (usd, usage) = self.parser.spent();
+        let now = Spent {
+            usd: usd.unwrap_or(0.0),
+            tokens: budget_tokens(usage.input, usage.output, usage.cache_write),
+        };
+        if now == self.last {
+            return None;
+        }
+        self.last = now;
+        if let Some(what) = over(&budget.task_limit, now) {
+            return Some(Exceeded::Task(format!("task {what}")));
+        }
+        budget.meter.update(budget.key, now)
+    }
+}
 
 impl LineWatcher for AgentWatch {
     fn line(&mut self, line: &[u8]) -> WatchSignal {
-        match self.0.line(line) {
+        let signal = self.parser.line(line);
+        if self.exceeded.is_none()
+            && let Some(exceeded) = self.check()
+        {
+            self.exceeded = Some(exceeded);
+            return WatchSignal::Stop;
+        }
+        match signal {
             baton_agent::LineSignal::Continue => WatchSignal::Continue,
             baton_agent::LineSignal::Finished => WatchSignal::Finished,
         }
@@ -146,8 +208,23 @@ pub(crate) struct Judged {
 }
 
 /// Judges an agent attempt by how its process ended and what the agent said.
-pub(crate) fn judge(exec: &AttemptReport, agent: AgentReport) -> Judged {
+pub(crate) fn judge(
+    exec: &AttemptReport,
+    agent: AgentReport,
+    exceeded: Option<Exceeded>,
+) -> Judged {
     let usage = usage_of(&agent);
+    if let (true, Some(exceeded)) = (exec.stopped_by_watcher, exceeded) {
+        return Judged {
+            outcome: Outcome::OverBudget {
+                limit: exceeded.describe().to_owned(),
+                spent_usd: usage.cost_usd,
+                tokens: usage.tokens(),
+            },
+            usage,
+            output: agent.result.unwrap_or_default(),
+        };
+    }
     let outcome = match &exec.outcome {
         // baton's own verdicts stand: the agent had no say in them.
         Outcome::TimedOut

@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use crate::agent::{AgentWatch, judge};
+use crate::budget::Meter;
 use crate::config::AgentConfig;
 use crate::journal::{Journal, MAX_BATCH_EVENTS};
 use crate::launch::{HeldOutput, Launcher};
@@ -242,6 +243,10 @@ struct Dispatcher<'a> {
     fatal: Option<StoreError>,
     /// Bytes written to log files by this process's attempts.
     log_bytes: u64,
+    /// What agent attempts spend, against the run's budget.
+    meter: Meter,
+    /// Agent attempts spawned and not ended.
+    agents_running: u32,
 }
 
 /// An attempt that ended, and the watcher that followed its output.
@@ -298,6 +303,8 @@ impl<'a> Dispatcher<'a> {
             last_outcome: vec![None; graph.len()],
             fatal: None,
             log_bytes: 0,
+            meter: Meter::new(graph.run_settings().budget.clone()),
+            agents_running: 0,
         }
     }
 
@@ -399,9 +406,11 @@ impl<'a> Dispatcher<'a> {
             let stop_before = self.sched.stop_cause();
             let actions = self.sched.handle(input);
             if let Some(cause) = self.sched.stop_cause().filter(|c| Some(*c) != stop_before) {
-                self.journal.push(event(EventKind::RunStopping {
-                    reason: stop_reason(cause).to_owned(),
-                }));
+                let reason = match cause {
+                    StopCause::BudgetSpent => format!("budget spent: {}", self.meter.describe()),
+                    cause => stop_reason(cause).to_owned(),
+                };
+                self.journal.push(event(EventKind::RunStopping { reason }));
             }
             for action in actions {
                 match action {
@@ -515,14 +524,18 @@ impl<'a> Dispatcher<'a> {
         self.log_bytes += report.log_bytes;
         let (mut output, note) = self.launcher.collect_output(task, attempt, &report);
         let mut agent = None;
-        if self.launcher.is_agent(task) {
+        let agent_ended = self.launcher.is_agent(task);
+        if agent_ended {
+            self.agents_running = self.agents_running.saturating_sub(1);
             // The agent's stream is the log; its final message is the task's output, and
             // whether it succeeded is judged from what it said as well as how it exited.
-            let parsed = watcher
-                .and_then(|w| w.into_any().downcast::<AgentWatch>().ok())
-                .map(|w| w.0.finish())
-                .unwrap_or_default();
-            let judged = judge(&report, parsed);
+            let watch = watcher.and_then(|w| w.into_any().downcast::<AgentWatch>().ok());
+            let (parsed, exceeded) = match watch {
+                Some(watch) => (watch.parser.finish(), watch.exceeded),
+                None => (Default::default(), None),
+            };
+            let judged = judge(&report, parsed, exceeded);
+            self.meter.finish((task, attempt), &judged.usage);
             report.outcome = judged.outcome;
             output.text = judged.output;
             agent = Some(Box::new(judged.usage));
@@ -569,6 +582,9 @@ impl<'a> Dispatcher<'a> {
             attempt,
             outcome: report.outcome,
         });
+        if agent_ended && self.meter.exhausted() {
+            turn.inputs.push_back(Input::Stop(StopCause::BudgetSpent));
+        }
     }
 
     /// Commits everything unrecorded in one transaction, then reports it.
@@ -607,7 +623,20 @@ impl<'a> Dispatcher<'a> {
                 });
                 continue;
             }
-            let (spec, watcher) = match self.launcher.prepare(task, attempt) {
+            let is_agent = self.launcher.is_agent(task);
+            if is_agent && !self.meter.can_start() {
+                // The run's budget cannot cover another agent beside the running ones: it waits
+                // for one of them to end. With none running, the budget is spent.
+                self.carried.push_back(Input::Declined { task, attempt });
+                if self.agents_running == 0 {
+                    self.carried.push_back(Input::Stop(StopCause::BudgetSpent));
+                }
+                continue;
+            }
+            if is_agent {
+                self.agents_running += 1;
+            }
+            let (spec, watcher) = match self.launcher.prepare(task, attempt, &self.meter) {
                 Ok(prepared) => prepared,
                 Err(error) => {
                     // Recorded like a process that could not be spawned.
@@ -647,6 +676,7 @@ fn failed_report(error: String) -> AttemptReport {
         log_bytes: 0,
         log_error: None,
         reaped_after_result: false,
+        stopped_by_watcher: false,
     }
 }
 

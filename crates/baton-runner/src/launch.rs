@@ -18,6 +18,7 @@ use baton_redact::{Redactor, RedactorConfig, secret_env_values};
 
 use crate::RunConfig;
 use crate::agent::AgentWatch;
+use crate::budget::Meter;
 use crate::config::AgentConfig;
 use crate::layout::RunDirs;
 
@@ -171,6 +172,7 @@ impl<'a> Launcher<'a> {
         &mut self,
         task: u32,
         attempt: u32,
+        meter: &Meter,
     ) -> Result<(AttemptSpec, Option<Box<dyn LineWatcher>>), String> {
         if self.prepared[task as usize].is_none() {
             let prepared = self.prepare_first(task);
@@ -248,7 +250,12 @@ impl<'a> Launcher<'a> {
         if let Some(model) = self.model_of(task, &agent.engine) {
             parser.assume_model(&model);
         }
-        Ok((spec, Some(Box::new(AgentWatch(parser)))))
+        let task_limit = match &spec_task.action {
+            Action::Agent { settings, .. } => settings.budget.clone(),
+            _ => Default::default(),
+        };
+        let watch = AgentWatch::new(parser, meter, (task, attempt), task_limit);
+        Ok((spec, Some(Box::new(watch))))
     }
 
     /// The model an agent task asked for, if it or its engine's config named one.

@@ -8,6 +8,7 @@
 //! per event is what makes that durability cheap.
 
 mod agent;
+mod budget;
 pub mod config;
 mod dispatcher;
 pub mod driver;

@@ -7,6 +7,7 @@ use baton_scheduler::{Cause, StopCause};
 pub(crate) fn stop_reason(cause: StopCause) -> &'static str {
     match cause {
         StopCause::TaskFailed => "a task failed and on_failure is \"stop\"",
+        StopCause::BudgetSpent => "budget spent",
         StopCause::Cancelled => "cancelled",
         StopCause::Killed => "killed",
     }

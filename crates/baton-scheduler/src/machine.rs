@@ -20,6 +20,10 @@ pub enum Input {
     },
     /// The backoff timer armed by [`Action::RetryLater`] fired.
     RetryDue { task: u32 },
+    /// The dispatcher did not start a launch it was given (the run's budget could not cover
+    /// it): the task goes back to the ready queue as if never launched. Normally followed by
+    /// a stop.
+    Declined { task: u32, attempt: u32 },
     /// Stop the run.
     Stop(StopCause),
 }
@@ -30,6 +34,8 @@ pub enum Input {
 pub enum StopCause {
     /// A task failed under `on_failure = "stop"`.
     TaskFailed,
+    /// The run's budget is spent: nothing more starts, running agents are stopped.
+    BudgetSpent,
     /// The user asked: Ctrl-C or `baton cancel`. Running tasks get TERM, then KILL.
     Cancelled,
     /// The user insisted (a second Ctrl-C): running tasks are killed at once.
@@ -79,6 +85,9 @@ enum Phase {
     Queued,
     /// Ready, but a task with a conflicting scope is running.
     Parked,
+    /// Ready, but the dispatcher declined to start it (the run's budget could not cover it
+    /// while others run): waits for the next attempt to end.
+    Deferred,
     Running,
     /// Failed; waiting for its retry timer.
     Backoff,
@@ -109,6 +118,8 @@ pub struct Scheduler {
     running: u32,
     done: u32,
     stop: Option<StopCause>,
+    /// Tasks in [`Phase::Deferred`].
+    deferred: Vec<u32>,
     any_failed: bool,
     any_blocked: bool,
     finished: bool,
@@ -157,6 +168,7 @@ impl Scheduler {
             running: 0,
             done: 0,
             stop: None,
+            deferred: Vec::new(),
             any_failed: false,
             any_blocked: false,
             finished: false,
@@ -211,6 +223,23 @@ impl Scheduler {
                 }
             }
             Input::Stop(cause) => self.begin_stop(cause, &mut out),
+            Input::Declined { task, attempt } => {
+                let i = task as usize;
+                if self.phase[i] == Phase::Running && self.attempts[i] == attempt {
+                    self.release_slot(task);
+                    self.attempts[i] -= 1;
+                    match self.stop {
+                        // Launched just before the stop: it never started, like the rest.
+                        Some(cause) => {
+                            self.finish(task, TaskState::Skipped, Cause::Stopped(cause), &mut out)
+                        }
+                        None => {
+                            self.phase[i] = Phase::Deferred;
+                            self.deferred.push(task);
+                        }
+                    }
+                }
+            }
         }
         self.fill(&mut out);
         self.check_end(&mut out);
@@ -221,7 +250,7 @@ impl Scheduler {
     pub fn state(&self, task: u32) -> TaskState {
         match self.phase[task as usize] {
             Phase::Waiting => TaskState::Pending,
-            Phase::Queued | Phase::Parked | Phase::Backoff => TaskState::Ready,
+            Phase::Queued | Phase::Parked | Phase::Deferred | Phase::Backoff => TaskState::Ready,
             Phase::Running => TaskState::Running,
             Phase::Done(state) => state,
         }
@@ -316,14 +345,12 @@ impl Scheduler {
         if self.phase[i] != Phase::Running || self.attempts[i] != attempt {
             return;
         }
-        self.running -= 1;
-        for &c in self.conflicts.of(task) {
-            let count = &mut self.running_conflicts[c as usize];
-            *count -= 1;
-            if *count == 0 && self.phase[c as usize] == Phase::Parked {
-                // Inlined `enqueue`: `self.conflicts` is borrowed by the loop.
-                self.phase[c as usize] = Phase::Queued;
-                self.ready.push((self.priority[c as usize], Reverse(c)));
+        self.release_slot(task);
+        // What was deferred for want of budget gets another look now that an attempt ended
+        // (not on a decline: that would offer the declined tasks again and again).
+        for deferred in std::mem::take(&mut self.deferred) {
+            if self.phase[deferred as usize] == Phase::Deferred {
+                self.enqueue(deferred);
             }
         }
 
@@ -361,6 +388,20 @@ impl Scheduler {
             TaskState::Failed
         };
         self.fail(task, state, Cause::Outcome, out);
+    }
+
+    /// A running task stops occupying its concurrency slot and its scope.
+    fn release_slot(&mut self, task: u32) {
+        self.running -= 1;
+        for &c in self.conflicts.of(task) {
+            let count = &mut self.running_conflicts[c as usize];
+            *count -= 1;
+            if *count == 0 && self.phase[c as usize] == Phase::Parked {
+                // Inlined `enqueue`: `self.conflicts` is borrowed by the loop.
+                self.phase[c as usize] = Phase::Queued;
+                self.ready.push((self.priority[c as usize], Reverse(c)));
+            }
+        }
     }
 
     fn finish(&mut self, task: u32, state: TaskState, cause: Cause, out: &mut Vec<Action>) {
@@ -429,7 +470,9 @@ impl Scheduler {
         }
         for task in 0..self.phase.len() as u32 {
             let state = match self.phase[task as usize] {
-                Phase::Waiting | Phase::Queued | Phase::Parked => TaskState::Skipped,
+                Phase::Waiting | Phase::Queued | Phase::Parked | Phase::Deferred => {
+                    TaskState::Skipped
+                }
                 Phase::Backoff => TaskState::Cancelled,
                 Phase::Running | Phase::Done(_) => continue,
             };
@@ -445,7 +488,8 @@ impl Scheduler {
         self.finished = true;
         let state = if self.stop >= Some(StopCause::Cancelled) {
             RunState::Cancelled
-        } else if self.any_failed {
+        } else if self.any_failed || self.stop == Some(StopCause::BudgetSpent) {
+            // Tasks were left undone for want of money: not a success.
             RunState::Failed
         } else if self.any_blocked {
             RunState::Blocked

@@ -153,11 +153,27 @@ fn simulate(case: &Case) -> (World, Scheduler) {
         let c = choices.next().unwrap();
         let input = if c % 97 == 0 && !stopping {
             stopping = c % 2 == 0;
-            Input::Stop(if c % 3 == 0 {
-                StopCause::Killed
-            } else {
-                StopCause::Cancelled
+            Input::Stop(match c % 3 {
+                0 => StopCause::Killed,
+                1 => StopCause::BudgetSpent,
+                _ => StopCause::Cancelled,
             })
+        } else if c % 13 == 0 && !world.running.is_empty() {
+            // The dispatcher could not afford a launch. As it does, it stops the run for
+            // want of budget when nothing else runs that could free some.
+            let (&task, &attempt) = world
+                .running
+                .iter()
+                .nth(c as usize % world.running.len())
+                .unwrap();
+            world.running.remove(&task);
+            let actions = sched.handle(Input::Declined { task, attempt });
+            world.apply(&case.plan, actions);
+            if world.running.is_empty() && world.run_state.is_none() {
+                Input::Stop(StopCause::BudgetSpent)
+            } else {
+                continue;
+            }
         } else if !world.timers.is_empty() && (c % 5 == 0 || world.running.is_empty()) {
             let task = *world
                 .timers
@@ -212,7 +228,8 @@ proptest! {
         let failed = world.terminal.values().any(|s| s.is_failure());
         match world.run_state.unwrap() {
             RunState::Succeeded => prop_assert!(world.terminal.values().all(|s| *s == TaskState::Succeeded)),
-            RunState::Failed => prop_assert!(failed),
+            // Tasks left undone for want of budget fail the run too.
+            RunState::Failed => prop_assert!(failed || sched.stop_cause() == Some(StopCause::BudgetSpent)),
             RunState::Cancelled => prop_assert!(sched.stop_cause() >= Some(StopCause::Cancelled)),
             other => prop_assert!(false, "unexpected run state {other:?}"),
         }
@@ -411,6 +428,128 @@ fn an_agent_task_retries_only_the_machinery_s_failures_and_honours_retry_after()
             })
         ),
         "{actions:?}"
+    );
+}
+
+#[test]
+fn a_declined_launch_waits_for_an_attempt_to_end_and_a_budget_stop_skips_it() {
+    let mut plan = chain_plan(3, OnFailure::Block);
+    for task in &mut plan.tasks {
+        task.needs.clear();
+    }
+    plan.concurrency = 2;
+    let mut sched = Scheduler::new(&plan, 0);
+    let launched = sched.handle(Input::Start);
+    assert_eq!(launched.len(), 2, "{launched:?}");
+    // The dispatcher could not afford task 1: it is not offered again at once...
+    assert_eq!(
+        sched.handle(Input::Declined {
+            task: 1,
+            attempt: 1
+        }),
+        vec![Action::Launch {
+            task: 2,
+            attempt: 1
+        }]
+    );
+    assert_eq!(
+        sched.handle(Input::Declined {
+            task: 2,
+            attempt: 1
+        }),
+        vec![]
+    );
+    assert_eq!(sched.state(1), TaskState::Ready);
+    // ...but when an attempt ends, it is, with the same attempt number.
+    let actions = sched.handle(Input::Finished {
+        task: 0,
+        attempt: 1,
+        outcome: Outcome::Exited { code: 0 },
+    });
+    assert!(
+        actions.contains(&Action::Launch {
+            task: 1,
+            attempt: 1
+        }),
+        "{actions:?}"
+    );
+    assert!(
+        actions.contains(&Action::Launch {
+            task: 2,
+            attempt: 1
+        }),
+        "{actions:?}"
+    );
+    // Declined again, and the budget is spent: skipped, and the run failed.
+    sched.handle(Input::Declined {
+        task: 2,
+        attempt: 1,
+    });
+    let actions = sched.handle(Input::Stop(StopCause::BudgetSpent));
+    assert!(
+        actions.contains(&Action::Finished {
+            task: 2,
+            state: TaskState::Skipped,
+            cause: baton_scheduler::Cause::Stopped(StopCause::BudgetSpent)
+        }),
+        "{actions:?}"
+    );
+    let actions = sched.handle(Input::Finished {
+        task: 1,
+        attempt: 1,
+        outcome: Outcome::Cancelled,
+    });
+    assert_eq!(
+        actions.last(),
+        Some(&Action::RunFinished {
+            state: RunState::Failed
+        })
+    );
+}
+
+#[test]
+fn a_launch_declined_after_the_stop_is_skipped() {
+    let mut plan = chain_plan(2, OnFailure::Block);
+    plan.tasks[1].needs.clear();
+    plan.concurrency = 1;
+    let mut sched = Scheduler::new(&plan, 0);
+    sched.handle(Input::Start);
+    let actions = sched.handle(Input::Finished {
+        task: 0,
+        attempt: 1,
+        outcome: Outcome::Exited { code: 0 },
+    });
+    assert_eq!(
+        actions,
+        [
+            Action::Finished {
+                task: 0,
+                state: TaskState::Succeeded,
+                cause: baton_scheduler::Cause::Outcome
+            },
+            Action::Launch {
+                task: 1,
+                attempt: 1
+            }
+        ]
+    );
+    sched.handle(Input::Stop(StopCause::BudgetSpent));
+    let actions = sched.handle(Input::Declined {
+        task: 1,
+        attempt: 1,
+    });
+    assert_eq!(
+        actions,
+        [
+            Action::Finished {
+                task: 1,
+                state: TaskState::Skipped,
+                cause: baton_scheduler::Cause::Stopped(StopCause::BudgetSpent)
+            },
+            Action::RunFinished {
+                state: RunState::Failed
+            }
+        ]
     );
 }
 

@@ -63,6 +63,7 @@ pub(crate) fn outcome_kind(outcome: &Outcome) -> &'static str {
         Outcome::Interrupted => "interrupted",
         Outcome::IdleTimeout { .. } => "idle-timeout",
         Outcome::AgentFailed { .. } => "agent-failed",
+        Outcome::OverBudget { .. } => "over-budget",
     }
 }
 
@@ -86,6 +87,11 @@ mod tests {
                 reason: "r".into(),
                 message: "m".into(),
                 retry_after_ms: None,
+            },
+            Outcome::OverBudget {
+                limit: "l".into(),
+                spent_usd: None,
+                tokens: 1,
             },
         ] {
             let json = serde_json::to_value(&outcome).unwrap();

@@ -1,0 +1,239 @@
+//! Hard budgets: what agent attempts spend, counted live from their streams, against the run's
+//! limit and each task's own.
+//!
+//! Dollars come first (token counts are inflated by cache reads): a budget's `tokens` counts
+//! fresh input, output and cache writes, not cache reads. An attempt's spend is known live
+//! (from its stream, priced from the table until the agent reports its own total) and final
+//! (when it ends). Before an agent task starts, what it will likely spend — the average of the
+//! run's finished agent attempts — is reserved beside what the running ones have spent so far,
+//! so that parallel launches cannot overshoot the run's budget together.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use baton_graph::Budget;
+use baton_model::AgentUsage;
+
+/// Tokens that count against a budget: all but cache reads.
+pub(crate) fn budget_tokens(input: u64, output: u64, cache_write: u64) -> u64 {
+    input + output + cache_write
+}
+
+/// What one attempt has spent.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Spent {
+    pub usd: f64,
+    pub tokens: u64,
+}
+
+/// Which limit an attempt went past.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Exceeded {
+    Task(String),
+    Run(String),
+}
+
+impl Exceeded {
+    pub(crate) fn describe(&self) -> &str {
+        match self {
+            Self::Task(s) | Self::Run(s) => s,
+        }
+    }
+}
+
+/// The run's meter, shared by the dispatcher and every running agent's watcher.
+#[derive(Debug, Clone)]
+pub(crate) struct Meter(Arc<Mutex<State>>);
+
+#[derive(Debug)]
+struct State {
+    limit: Budget,
+    /// Finished attempts.
+    spent: Spent,
+    finished: u32,
+    /// Running agent attempts, by (task, attempt).
+    live: HashMap<(u32, u32), Spent>,
+}
+
+impl Meter {
+    pub(crate) fn new(limit: Budget) -> Self {
+        Self(Arc::new(Mutex::new(State {
+            limit,
+            spent: Spent::default(),
+            finished: 0,
+            live: HashMap::new(),
+        })))
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain numbers behind: still usable.
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn has_limit(&self) -> bool {
+        !self.state().limit.is_unlimited()
+    }
+
+    /// An attempt's spend so far; `Some` if the run's budget is now exceeded.
+    pub(crate) fn update(&self, key: (u32, u32), now: Spent) -> Option<Exceeded> {
+        let mut state = self.state();
+        state.live.insert(key, now);
+        let live: Spent = state.live.values().fold(Spent::default(), |a, b| Spent {
+            usd: a.usd + b.usd,
+            tokens: a.tokens + b.tokens,
+        });
+        let total = Spent {
+            usd: state.spent.usd + live.usd,
+            tokens: state.spent.tokens + live.tokens,
+        };
+        over(&state.limit, total).map(|what| Exceeded::Run(format!("run {what}")))
+    }
+
+    /// An attempt ended: its final spend replaces its live one (the larger of the two: an
+    /// attempt stopped mid-stream may never report its total).
+    pub(crate) fn finish(&self, key: (u32, u32), usage: &AgentUsage) {
+        let mut state = self.state();
+        let live = state.live.remove(&key).unwrap_or_default();
+        let usd = usage.cost_usd.unwrap_or(0.0).max(live.usd);
+        let tokens = budget_tokens(
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_write_tokens,
+        )
+        .max(live.tokens);
+        state.spent.usd += usd;
+        state.spent.tokens += tokens;
+        state.finished += 1;
+    }
+
+    /// Whether the run's budget is spent by finished attempts alone.
+    pub(crate) fn exhausted(&self) -> bool {
+        let state = self.state();
+        over(&state.limit, state.spent).is_some()
+    }
+
+    /// Whether one more agent attempt fits: what is spent, what the running ones are likely
+    /// to spend in all (at least the average, or what they spent already), and the average
+    /// for the new one, within the limit.
+    pub(crate) fn can_start(&self) -> bool {
+        let state = self.state();
+        if state.limit.is_unlimited() {
+            return true;
+        }
+        let average = if state.finished == 0 {
+            Spent::default()
+        } else {
+            Spent {
+                usd: state.spent.usd / f64::from(state.finished),
+                tokens: state.spent.tokens / u64::from(state.finished),
+            }
+        };
+        let mut total = state.spent;
+        for live in state.live.values() {
+            total.usd += live.usd.max(average.usd);
+            total.tokens += live.tokens.max(average.tokens);
+        }
+        total.usd += average.usd;
+        total.tokens += average.tokens;
+        // Reaching the limit exactly is spending it: only strictly less leaves room.
+        let fits_usd = state.limit.usd.is_none_or(|limit| total.usd < limit);
+        let fits_tokens = state.limit.tokens.is_none_or(|limit| total.tokens < limit);
+        fits_usd && fits_tokens
+    }
+
+    /// `$1.23 of $2.00`, for reasons.
+    pub(crate) fn describe(&self) -> String {
+        let state = self.state();
+        match (state.limit.usd, state.limit.tokens) {
+            (Some(limit), _) => format!("${:.2} of ${limit:.2} spent", state.spent.usd),
+            (None, Some(limit)) => format!("{} of {limit} tokens spent", state.spent.tokens),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+/// What of `limit` `spent` reaches, in words; `None` while within it.
+pub(crate) fn over(limit: &Budget, spent: Spent) -> Option<String> {
+    if let Some(usd) = limit.usd
+        && spent.usd >= usd
+    {
+        return Some(format!("budget ${usd:.2} reached (${:.4})", spent.usd));
+    }
+    if let Some(tokens) = limit.tokens
+        && spent.tokens >= tokens
+    {
+        return Some(format!(
+            "budget of {tokens} tokens reached ({})",
+            spent.tokens
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(usd: f64, tokens: u64) -> AgentUsage {
+        AgentUsage {
+            engine: "claude".into(),
+            input_tokens: tokens,
+            cost_usd: Some(usd),
+            ..AgentUsage::default()
+        }
+    }
+
+    #[test]
+    fn live_spend_of_all_running_attempts_counts_against_the_run() {
+        let meter = Meter::new(Budget {
+            tokens: None,
+            usd: Some(1.0),
+        });
+        let spent = |usd| Spent { usd, tokens: 0 };
+        assert_eq!(meter.update((0, 1), spent(0.4)), None);
+        assert_eq!(meter.update((1, 1), spent(0.5)), None);
+        // Together they reach it: the one whose line tipped it over is told.
+        let exceeded = meter.update((0, 1), spent(0.5)).unwrap();
+        assert!(matches!(exceeded, Exceeded::Run(_)), "{exceeded:?}");
+        assert!(exceeded.describe().starts_with("run budget $1.00 reached"));
+    }
+
+    #[test]
+    fn launches_reserve_the_average_so_parallel_ones_cannot_overshoot_together() {
+        let meter = Meter::new(Budget {
+            tokens: None,
+            usd: Some(1.0),
+        });
+        // Nothing known yet: the first launches are free to go.
+        assert!(meter.can_start());
+        meter.finish((0, 1), &usage(0.3, 10));
+        assert!(!meter.exhausted());
+        // Spent 0.3, and one more at the average 0.3 fits.
+        assert!(meter.can_start());
+        meter.update((1, 1), Spent::default());
+        // 0.3 spent + 0.3 reserved for the running one + 0.3 for a new one = 0.9: fits.
+        assert!(meter.can_start());
+        meter.update((2, 1), Spent::default());
+        // 0.3 + 2 × 0.3 + 0.3 = 1.2: does not.
+        assert!(!meter.can_start());
+        meter.finish((1, 1), &usage(0.8, 10));
+        assert!(meter.exhausted());
+        assert_eq!(meter.describe(), "$1.10 of $1.00 spent");
+    }
+
+    #[test]
+    fn tokens_leave_cache_reads_out() {
+        let meter = Meter::new(Budget {
+            tokens: Some(100),
+            usd: None,
+        });
+        let mut u = usage(0.0, 50);
+        u.cache_read_tokens = 1_000_000;
+        meter.finish((0, 1), &u);
+        assert!(!meter.exhausted());
+        meter.finish((1, 1), &usage(0.0, 50));
+        assert!(meter.exhausted());
+    }
+}
