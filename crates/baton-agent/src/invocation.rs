@@ -160,8 +160,9 @@ impl Engine {
                     arg(model);
                 }
                 if let Some(session) = resume {
-                    arg("--resume");
-                    arg(session);
+                    // With `=`: an id can never be taken for a flag (0.61 takes a session's
+                    // uuid, its index, or `latest`).
+                    arg(&format!("--resume={session}"));
                 }
                 for a in self.args.iter().chain(&options.args) {
                     arg(a);
@@ -169,6 +170,9 @@ impl Engine {
                 if let Some(preamble) = preamble {
                     prompt_text = format!("{preamble}\n\n{prompt_text}");
                 }
+                // No `-p`: headless because stdin is not a terminal, it reads the prompt from
+                // stdin (and would put an argument's prompt after it). It gives up on stdin
+                // that stays empty for 500 ms, so the prompt must be written at the spawn.
                 // baton made the directory it runs in; Gemini asks before working in a folder
                 // it has not been told to trust, and headless nobody can answer.
                 env.push(("GEMINI_CLI_TRUST_WORKSPACE".to_owned(), "true".to_owned()));
@@ -290,6 +294,56 @@ mod tests {
         assert_eq!(
             inv.prompt,
             PromptInput::Stdin(b"Scope: src/\n\nfix it".to_vec())
+        );
+    }
+
+    #[test]
+    fn gemini_reads_the_prompt_from_stdin_and_may_edit() {
+        let mut engine = Engine::builtin(EngineKind::Gemini);
+        engine.command = "/opt/gemini".into();
+        let options = AgentOptions {
+            model: Some("gemini-2.5-pro".into()),
+            ..AgentOptions::default()
+        };
+        let inv = engine.invocation(
+            "-p not a flag",
+            Some("Scope: docs/"),
+            &options,
+            Some("-1"),
+            Path::new("/unused"),
+        );
+        assert_eq!(inv.program, PathBuf::from("/opt/gemini"));
+        // What gemini 0.61 was run with end to end (crates/baton/tests/cli/agents.rs).
+        assert_eq!(
+            args(&inv),
+            [
+                "--output-format",
+                "stream-json",
+                "--approval-mode",
+                "auto_edit",
+                "--model",
+                "gemini-2.5-pro",
+                "--resume=-1",
+            ]
+        );
+        assert_eq!(
+            inv.prompt,
+            PromptInput::Stdin(b"Scope: docs/\n\n-p not a flag".to_vec())
+        );
+        assert_eq!(
+            inv.env,
+            [("GEMINI_CLI_TRUST_WORKSPACE".to_owned(), "true".to_owned())]
+        );
+        // A task may ask for another approval mode (`plan`: read only).
+        let options = AgentOptions {
+            permission_mode: Some("plan".into()),
+            ..AgentOptions::default()
+        };
+        let inv = engine.invocation("p", None, &options, None, Path::new("/unused"));
+        assert!(
+            args(&inv)
+                .windows(2)
+                .any(|w| w == ["--approval-mode", "plan"])
         );
     }
 

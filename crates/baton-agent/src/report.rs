@@ -16,15 +16,20 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Saturating, as is [`Usage::add`]: the counts come from an agent's stream, which may
+    /// say anything.
     pub fn total(&self) -> u64 {
-        self.input + self.output + self.cache_read + self.cache_write
+        self.input
+            .saturating_add(self.output)
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write)
     }
 
     pub fn add(&mut self, other: &Usage) {
-        self.input += other.input;
-        self.output += other.output;
-        self.cache_read += other.cache_read;
-        self.cache_write += other.cache_write;
+        self.input = self.input.saturating_add(other.input);
+        self.output = self.output.saturating_add(other.output);
+        self.cache_read = self.cache_read.saturating_add(other.cache_read);
+        self.cache_write = self.cache_write.saturating_add(other.cache_write);
     }
 
     pub fn is_zero(&self) -> bool {
@@ -219,6 +224,8 @@ const INFRASTRUCTURE_WORDS: &[&str] = &[
     "api error: 429",
     "request timed out",
     "fetch failed",
+    // Codex's own text for any HTTP 500 of the model API.
+    "experiencing high demand",
 ];
 
 /// What an attempt amounted to.

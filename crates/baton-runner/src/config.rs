@@ -71,14 +71,24 @@ impl AgentConfig {
     /// are no error.
     pub fn load(root: &Path) -> Result<Self, ConfigError> {
         let mut config = Self::default();
+        for path in Self::paths(root) {
+            config.merge_file(&path)?;
+        }
+        Ok(config)
+    }
+
+    /// The files [`AgentConfig::load`] reads, in order: the user's, then the project's.
+    pub fn paths(root: &Path) -> Vec<PathBuf> {
         let user = std::env::var_os("XDG_CONFIG_HOME")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
             .map(|dir| dir.join("baton/config.toml"));
-        for path in user.into_iter().chain([root.join("baton.toml")]) {
-            config.merge_file(&path)?;
-        }
-        Ok(config)
+        user.into_iter().chain([root.join("baton.toml")]).collect()
+    }
+
+    /// Every engine, configured or not, by name.
+    pub fn engines(&self) -> impl Iterator<Item = &Engine> {
+        self.engines.values()
     }
 
     fn merge_file(&mut self, path: &Path) -> Result<(), ConfigError> {

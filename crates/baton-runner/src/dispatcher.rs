@@ -569,7 +569,12 @@ impl<'a> Dispatcher<'a> {
             task: id,
             attempt,
             output: output.text.clone(),
-            output_bytes: report.stdout.total_bytes,
+            // An agent's output is its final message, not the stream it printed.
+            output_bytes: if agent_ended {
+                output.text.len() as u64
+            } else {
+                report.stdout.total_bytes
+            },
             output_json: output.json.as_ref().map(ToString::to_string),
             stderr_tail,
             log_path: self.launcher.log_path(task, attempt).display().to_string(),

@@ -26,6 +26,14 @@ mod takeover;
 pub use config::{AgentConfig, ConfigError};
 pub use dispatcher::{RunConfig, RunError, StopRequest, resume, run};
 
+/// `COMMAND --version` of an engine: its version (`None` if it printed none baton can read),
+/// or why it cannot be used.
+pub async fn probe_engine(
+    engine: &baton_agent::Engine,
+) -> Result<Option<baton_agent::Version>, String> {
+    agent::probe(engine).await
+}
+
 /// Checks that every agent engine `graph` uses is installed and recent enough, before anything
 /// runs: one line per problem.
 pub async fn check_engines(

@@ -45,6 +45,16 @@ pub enum Command {
     Cancel(CancelArgs),
     /// Remove old runs: their records and their logs. A run that is running is never removed.
     Prune(PruneArgs),
+    /// Show which agent engines are installed (and their versions), which config files are
+    /// read, and what is missing.
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -8,12 +8,14 @@ mod aider;
 mod claude;
 mod codex;
 mod gemini;
+#[cfg(test)]
+mod recorded;
 
 use serde_json::Value;
 
 use crate::engine::EngineKind;
 use crate::price::PriceTable;
-use crate::report::AgentReport;
+use crate::report::{AgentReport, Usage};
 
 /// What a line told the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +46,9 @@ pub(crate) struct State {
     pub(crate) last_text: Option<String>,
     /// Gemini: the assistant's streamed text.
     pub(crate) text: String,
+    /// Gemini: tokens per model (its router's classifier runs on a cheaper model than the
+    /// conversation), each priced at its own model's price.
+    pub(crate) model_usage: Vec<(String, Usage)>,
 }
 
 /// The longest line parsed; longer ones are counted as malformed. An agent's final message
@@ -115,6 +120,16 @@ impl StreamParser {
         report
     }
 
+    /// What the attempt has cost so far (the agent's own figure once it gave one, else the
+    /// table's) and its tokens: for live budgets, cheaper than a snapshot.
+    pub fn spent(&self) -> (Option<f64>, crate::Usage) {
+        let report = &self.report;
+        let cost = report
+            .reported_cost_usd
+            .or_else(|| self.estimated_cost(report));
+        (cost, report.usage)
+    }
+
     /// The report, once the stream is over.
     pub fn finish(mut self) -> AgentReport {
         if self.report.result.is_none() {
@@ -135,11 +150,31 @@ impl StreamParser {
 
     fn estimate(&self, report: &mut AgentReport) {
         if report.reported_cost_usd.is_none() && !report.usage.is_zero() {
-            report.estimated_cost_usd = report
-                .model
-                .as_deref()
-                .and_then(|model| self.prices.cost(model, &report.usage));
+            report.estimated_cost_usd = self.estimated_cost(report);
         }
+    }
+
+    /// The table's price of what `report` used: per model where the stream gave tokens per
+    /// model (a model missing from the table priced as the main one), else all at the main
+    /// model's price.
+    fn estimated_cost(&self, report: &AgentReport) -> Option<f64> {
+        let main = report
+            .model
+            .as_deref()
+            .and_then(|model| self.prices.price(model));
+        if self.state.model_usage.is_empty() {
+            return main.map(|price| price.cost(&report.usage));
+        }
+        self.state
+            .model_usage
+            .iter()
+            .map(|(model, usage)| {
+                self.prices
+                    .price(model)
+                    .or(main)
+                    .map(|price| price.cost(usage))
+            })
+            .sum()
     }
 
     fn malformed(&mut self, line: &[u8]) {

@@ -1,6 +1,7 @@
 //! One module per subcommand; each resolves its raw flags and returns an exit code.
 
 mod cancel;
+mod doctor;
 mod events;
 mod graph;
 mod load;
@@ -28,5 +29,6 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Retry(args) => run::retry(args, cli.store.as_deref()),
         Command::Cancel(args) => cancel::cancel(args, cli.store.as_deref()),
         Command::Prune(args) => prune::prune(args, cli.store.as_deref()),
+        Command::Doctor(args) => doctor::doctor(args, cli.store.as_deref()),
     }
 }

@@ -298,3 +298,294 @@ run = "printf '%s' {{ needs.check.output }}"
     assert!(cost >= 2.0, "{usage:?}");
     assert!(usage.cost_estimated);
 }
+
+/// A test whose `gemini` engine is the pinned CLI, talking to `model` with API-key auth (the
+/// only auth that honours `GOOGLE_GEMINI_BASE_URL`), with a home and a temporary directory of
+/// its own (it writes error reports to `os.tmpdir()`).
+fn with_gemini(test: Test, model: &MockModel) -> Test {
+    let tmp = test.path().parent().unwrap().to_owned();
+    let (home, tmpdir) = (tmp.join("home"), tmp.join("tmp"));
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::create_dir_all(&tmpdir).unwrap();
+    // One attempt per request: its own retries of a failing model take minutes.
+    std::fs::write(
+        home.join(".gemini/settings.json"),
+        r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"maxAttempts":1}}"#,
+    )
+    .unwrap();
+    let config = format!(
+        "[engines.gemini]\ncommand = \"{}\"\n",
+        agent_bin("gemini").display()
+    );
+    test.file("baton.toml", config)
+        .env("HOME", home.to_str().unwrap())
+        .env("TMPDIR", tmpdir.to_str().unwrap())
+        .env("GOOGLE_GEMINI_BASE_URL", &model.url())
+        .env("GEMINI_API_KEY", "AIzaSy-test-key-for-the-mock-model-only")
+}
+
+#[test]
+fn a_gemini_task_writes_a_file_and_hands_its_answer_on() {
+    let test = Test::new();
+    let root = test.path().canonicalize().unwrap();
+    let target = root.join("notes.md");
+    let script = Script::new()
+        // The turn after the tool ran ends with the tool's functionResponse.
+        .rule(
+            Rule::reply(Reply::Text {
+                text: "Wrote notes.md".into(),
+                input_tokens: 400_000,
+                output_tokens: 20_000,
+            })
+            .when_last_contains("functionResponse"),
+        )
+        .rule(
+            Rule::reply(Reply::gemini_write(target.to_str().unwrap(), "# Notes\n"))
+                .when_contains("TASK-NOTES")
+                .times(1),
+        );
+    let model = MockModel::start(script).unwrap();
+    let graph = r#"
+[[task]]
+id = "notes"
+engine = "gemini"
+model = "gemini-2.5-pro"
+prompt = "TASK-NOTES: write notes.md"
+
+[[task]]
+id = "echo"
+needs = ["notes"]
+run = "printf 'got: %s' {{ needs.notes.output }}"
+"#;
+    let out = with_gemini(test, &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run();
+    let out = out.status(0);
+
+    // The real CLI wrote the file the model asked for, and its answer is the task's output.
+    assert_eq!(out.read("notes.md"), b"# Notes\n");
+    assert_eq!(out.json_task("notes")["output"], "Wrote notes.md");
+    assert_eq!(out.json_task("echo")["output"], "got: Wrote notes.md");
+    // The prompt reached it on stdin, and the model it was told to use was asked.
+    let asked: Vec<_> = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.rule.is_some())
+        .collect();
+    assert_eq!(asked.len(), 2, "{:?}", model.requests());
+    assert!(asked[0].text().contains("TASK-NOTES: write notes.md"));
+    assert!(
+        asked
+            .iter()
+            .all(|r| r.path.contains("/models/gemini-2.5-pro:")),
+        "{:?}",
+        asked.iter().map(|r| &r.path).collect::<Vec<_>>()
+    );
+
+    let attempts = attempts_of(&out, "notes");
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].outcome, Some(Outcome::Exited { code: 0 }));
+    let usage = attempts[0].agent.clone().expect("agent usage recorded");
+    assert_eq!(usage.engine, "gemini");
+    assert_eq!(usage.model.as_deref(), Some("gemini-2.5-pro"));
+    assert!(usage.session_id.is_some(), "{usage:?}");
+    assert_eq!(usage.tool_calls, 1);
+    // Both turns: the mock's 10 / 5 for the tool call, then the answer's.
+    assert_eq!(usage.input_tokens + usage.cache_read_tokens, 400_010);
+    assert_eq!(usage.output_tokens, 20_005);
+    // gemini-2.5-pro: $1.25 per million in, $10 per million out (cached input at a tenth).
+    let expected = (usage.input_tokens as f64 * 1.25
+        + usage.cache_read_tokens as f64 * 0.125
+        + usage.output_tokens as f64 * 10.0)
+        / 1e6;
+    let cost = usage.cost_usd.unwrap();
+    assert!(
+        (cost - expected).abs() < 1e-9,
+        "{cost} vs {expected}: {usage:?}"
+    );
+    assert!(cost > 0.7, "{usage:?}");
+    assert!(usage.cost_estimated);
+    out.store().assert_consistent();
+}
+
+/// A model whose every answer costs about $3 with claude-sonnet-4-5 (a million input tokens).
+fn expensive_model() -> MockModel {
+    MockModel::start(Script::new().rule(Rule::reply(Reply::Text {
+        text: "done, expensively".into(),
+        input_tokens: 1_000_000,
+        output_tokens: 10,
+    })))
+    .unwrap()
+}
+
+#[test]
+fn a_spent_run_budget_stops_the_agent_that_spent_it_and_starts_nothing_more() {
+    let model = expensive_model();
+    let graph = r#"
+[defaults]
+model = "claude-sonnet-4-5"
+
+[run]
+concurrency = 1
+budget = { usd = 1.0 }
+
+[[task]]
+id = "first"
+prompt = "one"
+
+[[task]]
+id = "second"
+prompt = "two"
+
+[[task]]
+id = "third"
+prompt = "three"
+"#;
+    let out = with_claude(Test::new(), &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let first = out.json_task("first");
+    assert_eq!(first["state"], "failed", "{first}");
+    assert_eq!(first["outcome"]["kind"], "over-budget", "{first}");
+    assert!(
+        first["outcome"]["limit"]
+            .as_str()
+            .unwrap()
+            .starts_with("run budget $1.00 reached"),
+        "{first}"
+    );
+    for task in ["second", "third"] {
+        let t = out.json_task(task);
+        assert_eq!(t["state"], "skipped", "{t}");
+        assert_eq!(t["reason"], "not started: run budget spent", "{t}");
+        assert_eq!(t["attempts"], 0, "{t}");
+    }
+    assert_eq!(out.json()["run"]["state"], "failed");
+    // Only the first task ever asked the model.
+    assert_eq!(model.requests().len(), 1);
+}
+
+#[test]
+fn a_task_over_its_own_budget_fails_alone() {
+    let model = expensive_model();
+    let graph = r#"
+[defaults]
+model = "claude-sonnet-4-5"
+
+[[task]]
+id = "capped"
+prompt = "one"
+budget = { usd = 0.5 }
+retries = 2
+
+[[task]]
+id = "free"
+prompt = "two"
+"#;
+    let out = with_claude(Test::new(), &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let capped = out.json_task("capped");
+    assert_eq!(capped["state"], "failed", "{capped}");
+    // Over budget is the task's own failure: not retried.
+    assert_eq!(capped["attempts"], 1, "{capped}");
+    assert!(
+        capped["outcome"]["limit"]
+            .as_str()
+            .unwrap()
+            .starts_with("task budget $0.50 reached"),
+        "{capped}"
+    );
+    assert_eq!(out.json_task("free")["state"], "succeeded");
+}
+
+#[test]
+fn a_hung_agent_is_ended_by_its_idle_timeout_and_retried() {
+    // The first request gets response headers and then nothing: Claude Code waits on that
+    // stream for minutes (it clamps its own idle timeout to at least 300 s). The second
+    // attempt's request is answered.
+    let script = Script::new()
+        .rule(Rule::hang().times(1))
+        .rule(Rule::text("Answered after the hang"));
+    let model = MockModel::start(script).unwrap();
+    let graph = r#"
+[[task]]
+id = "work"
+prompt = "do the work"
+idle_timeout = "2s"
+retries = 1
+backoff = "100ms"
+"#;
+    let started = std::time::Instant::now();
+    let out = with_claude(Test::new(), &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run();
+    let elapsed = started.elapsed();
+    let out = out.status(0);
+    let attempts = attempts_of(&out, "work");
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    let first = attempts[0].outcome.clone().unwrap();
+    assert_eq!(first, Outcome::IdleTimeout { after_ms: 2000 });
+    // baton's verdict, not the agent's: the machinery's failure, hence retried.
+    assert_eq!(first.failure_class(), Some(FailureClass::Infrastructure));
+    // What the hung CLI had said before it went quiet was still read.
+    let usage = attempts[0].agent.clone().expect("agent usage recorded");
+    assert!(usage.session_id.is_some(), "{usage:?}");
+    assert_eq!(attempts[1].outcome, Some(Outcome::Exited { code: 0 }));
+    assert_eq!(out.json_task("work")["output"], "Answered after the hang");
+    assert_eq!(out.store().task("work").status, TaskState::Succeeded);
+    assert_eq!(model.requests().len(), 2);
+    assert!(elapsed < std::time::Duration::from_secs(15), "{elapsed:?}");
+    out.store().assert_consistent();
+}
+
+#[test]
+fn a_gemini_api_error_is_an_infrastructure_failure_retried() {
+    // Gemini CLI exits with a code that varies (244 for a 500) and says what happened only in
+    // its result line's text: `[API Error: {"error":{"code":500,…}}]`.
+    let script = Script::new()
+        .rule(Rule::error(500).times(1))
+        .rule(Rule::text("Second time lucky"));
+    let model = MockModel::start(script).unwrap();
+    let graph = r#"
+[[task]]
+id = "work"
+engine = "gemini"
+model = "gemini-2.5-flash"
+prompt = "do the work"
+retries = 1
+backoff = "100ms"
+"#;
+    let out = with_gemini(Test::new(), &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run();
+    let out = out.status(0);
+    let attempts = attempts_of(&out, "work");
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    let first = attempts[0].outcome.clone().unwrap();
+    let Outcome::AgentFailed {
+        class,
+        reason,
+        message,
+        ..
+    } = &first
+    else {
+        panic!("{first:?}");
+    };
+    assert_eq!(*class, FailureClass::Infrastructure);
+    assert_eq!(reason, "api_error_500");
+    assert!(message.contains("scripted HTTP 500"), "{message}");
+    assert_eq!(attempts[1].outcome, Some(Outcome::Exited { code: 0 }));
+    assert_eq!(out.json_task("work")["output"], "Second time lucky");
+    assert_eq!(
+        model.requests().iter().filter(|r| r.rule.is_some()).count(),
+        2
+    );
+}

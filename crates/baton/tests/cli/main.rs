@@ -3,6 +3,7 @@
 //! out), with fixture programs from `tests/fixtures/` that misbehave on purpose.
 
 mod agents;
+mod doctor;
 mod procs;
 mod test;
 

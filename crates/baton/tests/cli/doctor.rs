@@ -1,0 +1,62 @@
+//! `baton doctor`: the installed engines, their versions, the config files, what is missing.
+
+use crate::agents::agent_bin;
+use crate::test::Test;
+
+#[test]
+fn doctor_names_what_is_installed_and_what_is_missing() {
+    let config = format!(
+        "[engines.claude]\ncommand = \"{}\"\n\n[engines.codex]\ncommand = \"/nonexistent/codex\"\n",
+        agent_bin("claude").display()
+    );
+    let test = Test::new().file("baton.toml", &config);
+    let out = test
+        .env("ANTHROPIC_API_KEY", "sk-ant-api03-not-a-real-key-at-all")
+        .args(&["doctor", "--json"])
+        .run()
+        .status(0);
+    let json = out.json();
+    let engine = |name: &str| {
+        json["engines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {json}"))
+            .clone()
+    };
+    let claude = engine("claude");
+    assert_eq!(claude["ok"], true, "{claude}");
+    assert_eq!(claude["version"], "2.1.332", "{claude}");
+    assert_eq!(claude["env"]["ANTHROPIC_API_KEY"], true, "{claude}");
+    let codex = engine("codex");
+    assert_eq!(codex["ok"], false, "{codex}");
+    assert!(
+        codex["problem"]
+            .as_str()
+            .unwrap()
+            .starts_with("`/nonexistent/codex` is not installed"),
+        "{codex}"
+    );
+    let files = json["config_files"].as_array().unwrap();
+    assert_eq!(files.last().unwrap()["present"], true, "{json}");
+    // Never a key's value.
+    assert!(!json.to_string().contains("not-a-real-key"));
+
+    out.then()
+        .args(&["doctor"])
+        .run()
+        .status(0)
+        .stdout_contains("claude  ✓ 2.1.332")
+        .stdout_contains("codex   ✗ `/nonexistent/codex` is not installed");
+}
+
+#[test]
+fn a_broken_config_file_is_bad_input_naming_its_line() {
+    Test::new()
+        .file("baton.toml", "[engines.claude]\ncomand = \"claude\"\n")
+        .args(&["doctor"])
+        .run()
+        .status(2)
+        .stderr_contains("baton.toml: line 2, column 1: unknown field `comand`");
+}
