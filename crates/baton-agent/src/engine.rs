@@ -18,10 +18,19 @@ pub enum EngineKind {
     Gemini,
     /// Aider: `aider --message-file FILE --yes-always --no-auto-commits`.
     Aider,
+    /// A model API asked directly (OpenAI-compatible chat completions or Anthropic Messages)
+    /// by `baton agent-http`, baton's own child process: for tasks that only produce text.
+    Http,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 4] = [Self::Claude, Self::Codex, Self::Gemini, Self::Aider];
+    pub const ALL: [EngineKind; 5] = [
+        Self::Claude,
+        Self::Codex,
+        Self::Gemini,
+        Self::Aider,
+        Self::Http,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -29,6 +38,7 @@ impl EngineKind {
             Self::Codex => "codex",
             Self::Gemini => "gemini",
             Self::Aider => "aider",
+            Self::Http => "http",
         }
     }
 
@@ -36,9 +46,13 @@ impl EngineKind {
         Self::ALL.into_iter().find(|kind| kind.name() == name)
     }
 
-    /// The program run when no config names another.
+    /// The program run when no config names another; empty for `http`, which is baton
+    /// itself.
     pub fn default_command(self) -> &'static str {
-        self.name()
+        match self {
+            Self::Http => "",
+            other => other.name(),
+        }
     }
 
     /// Variables of baton's environment the CLI needs (its API keys, base URLs, settings):
@@ -61,6 +75,8 @@ impl EngineKind {
                 "OPENROUTER_*",
                 "DEEPSEEK_*",
             ],
+            // Its key's variable (`key_env`) is added to these.
+            Self::Http => &["OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"],
         }
     }
 
@@ -89,6 +105,7 @@ impl EngineKind {
             ),
             Self::Gemini => (Version(0, 10, 0), "`--output-format stream-json`"),
             Self::Aider => (Version(0, 50, 0), "`--message-file` and `--yes-always`"),
+            Self::Http => return VersionCheck::Supported,
         };
         if version < minimum {
             VersionCheck::Unsupported { minimum, why }
@@ -126,6 +143,16 @@ pub struct Engine {
     /// Extra variables of baton's environment passed to this engine's tasks.
     #[serde(default)]
     pub pass_env: Vec<String>,
+    /// `http` only: `openai` (chat completions; the default) or `anthropic` (Messages).
+    #[serde(default)]
+    pub api: Option<String>,
+    /// `http` only: the API's base URL (default: OpenAI's or Anthropic's own).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// `http` only: the variable holding the API key (default `OPENAI_API_KEY` or
+    /// `ANTHROPIC_API_KEY`).
+    #[serde(default)]
+    pub key_env: Option<String>,
 }
 
 impl Engine {
@@ -138,6 +165,24 @@ impl Engine {
             args: Vec::new(),
             model: None,
             pass_env: Vec::new(),
+            api: None,
+            base_url: None,
+            key_env: None,
         }
+    }
+
+    /// `http`: the API it speaks, its base URL and the variable of its key.
+    pub fn http_endpoint(&self) -> (&str, &str, &str) {
+        let api = self.api.as_deref().unwrap_or("openai");
+        let (base, key) = if api == "anthropic" {
+            ("https://api.anthropic.com", "ANTHROPIC_API_KEY")
+        } else {
+            ("https://api.openai.com/v1", "OPENAI_API_KEY")
+        };
+        (
+            api,
+            self.base_url.as_deref().unwrap_or(base),
+            self.key_env.as_deref().unwrap_or(key),
+        )
     }
 }

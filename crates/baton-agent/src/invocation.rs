@@ -210,6 +210,31 @@ impl Engine {
                     contents: prompt_text.into_bytes(),
                 }
             }
+            EngineKind::Http => {
+                let (api, base_url, key_env) = self.http_endpoint();
+                for a in [
+                    "agent-http",
+                    "--api",
+                    api,
+                    "--base-url",
+                    base_url,
+                    "--key-env",
+                    key_env,
+                ] {
+                    arg(a);
+                }
+                // The caller checks that there is a model: an API has no default.
+                arg("--model");
+                arg(model.unwrap_or_default());
+                if let Some(preamble) = preamble {
+                    arg("--system");
+                    arg(preamble);
+                }
+                for a in self.args.iter().chain(&options.args) {
+                    arg(a);
+                }
+                PromptInput::Stdin(prompt_text.into_bytes())
+            }
         };
         Invocation {
             program: PathBuf::from(&self.command),

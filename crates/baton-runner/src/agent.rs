@@ -110,6 +110,22 @@ pub(crate) async fn probe_engines(
     used.dedup();
     let mut versions = BTreeMap::new();
     let mut problems = Vec::new();
+    // An API has no default model: say so before anything runs, not at each attempt.
+    for task in graph.tasks() {
+        if let Action::Agent {
+            engine, settings, ..
+        } = &task.action
+            && let Some(engine) = config.engine(engine)
+            && engine.kind == baton_agent::EngineKind::Http
+            && settings.model.is_none()
+            && engine.model.is_none()
+        {
+            problems.push(format!(
+                "task `{}`: engine `{}` needs a model: set `model` on the task or under [engines.{}] in baton.toml",
+                task.id, engine.name, engine.name
+            ));
+        }
+    }
     // One after another: a graph uses a handful of engines at most, and each answers quickly.
     for name in used {
         let Some(engine) = config.engine(name) else {
@@ -134,6 +150,10 @@ pub(crate) async fn probe_engines(
 
 /// `COMMAND --version`: the version, or why the engine cannot be used.
 pub(crate) async fn probe(engine: &Engine) -> Result<Option<Version>, String> {
+    if engine.kind == baton_agent::EngineKind::Http {
+        // baton itself asks the API: there is nothing to install.
+        return Ok(None);
+    }
     let mut command = tokio::process::Command::new(&engine.command);
     command
         .arg("--version")
@@ -192,6 +212,7 @@ fn install_hint(engine: &Engine) -> String {
         baton_agent::EngineKind::Codex => "npm install -g @openai/codex",
         baton_agent::EngineKind::Gemini => "npm install -g @google/gemini-cli",
         baton_agent::EngineKind::Aider => "python -m pip install aider-install && aider-install",
+        baton_agent::EngineKind::Http => "it is built in",
     };
     format!(
         "install it ({package}) or set `command` under [engines.{}] in baton.toml",

@@ -64,6 +64,9 @@ struct EngineSection {
     args: Option<Vec<String>>,
     model: Option<String>,
     pass_env: Option<Vec<String>>,
+    api: Option<String>,
+    base_url: Option<String>,
+    key_env: Option<String>,
 }
 
 impl AgentConfig {
@@ -138,6 +141,32 @@ impl AgentConfig {
             }
             if let Some(pass_env) = section.pass_env {
                 engine.pass_env = pass_env;
+            }
+            let http_only = [
+                ("api", section.api.is_some()),
+                ("base_url", section.base_url.is_some()),
+                ("key_env", section.key_env.is_some()),
+            ];
+            if engine.kind != EngineKind::Http
+                && let Some((field, _)) = http_only.iter().find(|(_, set)| *set)
+            {
+                return Err(error(format!(
+                    "[engines.{name}]: `{field}` is for the http engine only"
+                )));
+            }
+            if let Some(api) = section.api {
+                if api != "openai" && api != "anthropic" {
+                    return Err(error(format!(
+                        "[engines.{name}]: api = \"{api}\" is not one baton speaks; use \"openai\" (chat completions, and compatible servers) or \"anthropic\""
+                    )));
+                }
+                engine.api = Some(api);
+            }
+            if let Some(base_url) = section.base_url {
+                engine.base_url = Some(base_url);
+            }
+            if let Some(key_env) = section.key_env {
+                engine.key_env = Some(key_env);
             }
         }
         for (model, price) in file.prices {

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use baton_agent::{AgentOptions, Engine, PromptInput, StreamParser};
+use baton_agent::{AgentOptions, Engine, EngineKind, PromptInput, StreamParser};
 use baton_exec::handoff::{read_structured_output, share_budget, truncate_utf8};
 use baton_exec::{AttemptReport, AttemptSpec, LineWatcher, Program};
 use baton_graph::template::{
@@ -329,10 +329,29 @@ impl<'a> Launcher<'a> {
                 None => Err(format!(
                     "engine `{engine}` cannot be driven by this build of baton yet"
                 )),
-                Some(engine) => Template::new(prompt, &needs_ids)
+                Some(engine)
+                    if engine.kind == EngineKind::Http
+                        && settings.model.is_none()
+                        && engine.model.is_none() =>
+                {
+                    Err(format!(
+                        "engine `{}` needs a model: set `model` on the task or under [engines.{}] in baton.toml",
+                        engine.name, engine.name
+                    ))
+                }
+                Some(mut engine) => Template::new(prompt, &needs_ids)
                     .and_then(|t| t.render(&context, Quote::None))
                     .map_err(|e| format!("cannot expand `prompt`: {e}"))
                     .map(|prompt| {
+                        if engine.command.is_empty() {
+                            // `http`: baton's own `agent-http` asks the API.
+                            engine.command = std::env::current_exe()
+                                .map(|p| p.to_string_lossy().into_owned())
+                                .unwrap_or_else(|_| "baton".to_owned());
+                        }
+                        if engine.kind == EngineKind::Http {
+                            patterns.push(engine.http_endpoint().2.to_owned());
+                        }
                         let options = AgentOptions {
                             model: settings.model.clone(),
                             max_turns: settings.max_turns,

@@ -48,6 +48,45 @@ pub enum Command {
     /// Show which agent engines are installed (and their versions), which config files are
     /// read, and what is missing.
     Doctor(DoctorArgs),
+    /// The `http` engine's agent: asks a model API with the prompt on stdin and prints JSON
+    /// lines. baton runs it for `engine = "http"` tasks; not meant to be run by hand.
+    #[command(hide = true)]
+    AgentHttp(AgentHttpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AgentHttpArgs {
+    #[arg(long, value_enum)]
+    pub api: HttpApi,
+    /// `https://api.openai.com/v1` (OpenAI-compatible) or `https://api.anthropic.com`.
+    #[arg(long)]
+    pub base_url: String,
+    #[arg(long)]
+    pub model: String,
+    /// The variable holding the API key.
+    #[arg(long)]
+    pub key_env: String,
+    /// A system prompt.
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Most tokens of answer (Anthropic requires a limit).
+    #[arg(long, default_value_t = 8192)]
+    pub max_tokens: u32,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum HttpApi {
+    Openai,
+    Anthropic,
+}
+
+impl HttpApi {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Openai => "openai",
+            Self::Anthropic => "anthropic",
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -26,9 +26,8 @@ fuzz_target!(|data: &[u8]| {
         if data.first().is_some_and(|b| b & 1 == 1) {
             parser.assume_model(match kind {
                 EngineKind::Claude => "claude-sonnet-4-5",
-                EngineKind::Codex => "gpt-5",
                 EngineKind::Gemini => "gemini-2.5-pro",
-                EngineKind::Aider => "gpt-4.1",
+                _ => "gpt-5",
             });
         }
         let mut finished = false;
@@ -46,7 +45,12 @@ fuzz_target!(|data: &[u8]| {
         if finished && kind != EngineKind::Aider {
             assert!(report.finished, "{kind}: a line said Finished");
         }
-        for (exit, reaped) in [(Some(0), false), (None, true), (Some(1), false), (None, false)] {
+        for (exit, reaped) in [
+            (Some(0), false),
+            (None, true),
+            (Some(1), false),
+            (None, false),
+        ] {
             match report.verdict(exit, reaped) {
                 Verdict::Succeeded => {
                     assert!(report.finished && !report.is_error, "{kind}: {report:?}");

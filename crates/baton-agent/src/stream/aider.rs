@@ -3,7 +3,7 @@
 //! `Main model: gpt-4o with diff edit format`. The whole of stdout is the task's output.
 
 use super::LineSignal;
-use crate::report::AgentReport;
+use crate::report::{AgentReport, Usage};
 
 pub(super) fn line(report: &mut AgentReport, line: &str) -> LineSignal {
     if let Some(rest) = line.strip_prefix("Tokens:") {
@@ -16,8 +16,11 @@ pub(super) fn line(report: &mut AgentReport, line: &str) -> LineSignal {
         };
         let (sent, received) = (before("sent"), before("received"));
         // Each cost line is one message's; the session figure after it is the running total.
-        report.usage.input += sent.unwrap_or(0);
-        report.usage.output += received.unwrap_or(0);
+        report.usage.add(&Usage {
+            input: sent.unwrap_or(0),
+            output: received.unwrap_or(0),
+            ..Usage::default()
+        });
         if let Some(session) = line.split("Cost:").nth(1).and_then(|cost| {
             cost.split(',')
                 .find(|p| p.contains("session"))

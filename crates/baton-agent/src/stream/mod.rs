@@ -8,6 +8,7 @@ mod aider;
 mod claude;
 mod codex;
 mod gemini;
+mod http;
 #[cfg(test)]
 mod recorded;
 
@@ -101,6 +102,7 @@ impl StreamParser {
             EngineKind::Claude => claude::line(report, &mut self.state, &value),
             EngineKind::Codex => codex::line(report, &value),
             EngineKind::Gemini => gemini::line(report, &mut self.state, &value),
+            EngineKind::Http => http::line(report, &mut self.state, &value),
             EngineKind::Aider => unreachable!("handled above"),
         };
         match signal {
@@ -137,7 +139,7 @@ impl StreamParser {
             // keeping as output, though it is not a result.
             self.report.result = match self.kind {
                 EngineKind::Claude => self.state.last_text.take(),
-                EngineKind::Gemini if !self.state.text.is_empty() => {
+                EngineKind::Gemini | EngineKind::Http if !self.state.text.is_empty() => {
                     Some(std::mem::take(&mut self.state.text))
                 }
                 _ => None,
@@ -250,6 +252,50 @@ mod tests {
             let mut parser = StreamParser::new(kind, "x", PriceTable::builtin());
             parser.line(line.as_bytes());
             parser.finish();
+        }
+    }
+
+    /// Token counts are whatever the stream says: adding them up saturates instead of
+    /// overflowing (a panic in debug builds, a wrapped total in release ones).
+    #[test]
+    fn huge_token_counts_saturate() {
+        let max = u64::MAX;
+        let streams: [(EngineKind, Vec<String>); 3] = [
+            (
+                EngineKind::Claude,
+                (1..=2)
+                    .map(|i| {
+                        format!(
+                            r#"{{"type":"assistant","message":{{"id":"m{i}","model":"claude-sonnet-4-5","content":[],"usage":{{"input_tokens":{max},"output_tokens":{max},"cache_read_input_tokens":{max}}}}}}}"#
+                        )
+                    })
+                    .collect(),
+            ),
+            (
+                EngineKind::Codex,
+                vec![format!(
+                    r#"{{"type":"turn.completed","usage":{{"input_tokens":{max},"output_tokens":{max}}}}}"#
+                ); 2],
+            ),
+            (
+                EngineKind::Aider,
+                vec!["Tokens: 1e300 sent, 1e300M received. Cost: $0.01 message, $0.01 session.".to_owned(); 2],
+            ),
+        ];
+        for (kind, lines) in streams {
+            let mut parser = StreamParser::new(kind, "x", PriceTable::builtin());
+            parser.assume_model("gpt-5");
+            for line in &lines {
+                parser.line(line.as_bytes());
+            }
+            let snapshot = parser.snapshot();
+            let report = parser.finish();
+            assert_eq!(report.usage.input, max, "{kind}");
+            assert_eq!(report.usage.output, max, "{kind}");
+            assert_eq!(report.usage.total(), max, "{kind}");
+            assert_eq!(snapshot.usage, report.usage, "{kind}");
+            let cost = report.cost_usd().unwrap();
+            assert!(cost.is_finite() && cost > 0.0, "{kind}: {cost}");
         }
     }
 

@@ -57,6 +57,8 @@ fn key_vars(kind: EngineKind) -> &'static [&'static str] {
         EngineKind::Codex => &["OPENAI_API_KEY", "CODEX_HOME"],
         EngineKind::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
         EngineKind::Aider => &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"],
+        // Its own `key_env`, added by the caller.
+        EngineKind::Http => &[],
     }
 }
 
@@ -95,7 +97,12 @@ pub fn doctor(args: DoctorArgs, store_url: Option<&str>) -> Result<i32, Failure>
             .map(|(engine, probe)| EngineReport {
                 name: engine.name.clone(),
                 kind: engine.kind,
-                command: engine.command.clone(),
+                command: if engine.kind == EngineKind::Http {
+                    let (api, base_url, _) = engine.http_endpoint();
+                    format!("{api} API at {base_url}")
+                } else {
+                    engine.command.clone()
+                },
                 ok: probe.is_ok(),
                 version: probe.as_ref().ok().and_then(|v| v.map(|v| v.to_string())),
                 // The engine's name is beside it already.
@@ -105,7 +112,9 @@ pub fn doctor(args: DoctorArgs, store_url: Option<&str>) -> Result<i32, Failure>
                 }),
                 env: key_vars(engine.kind)
                     .iter()
-                    .map(|var| ((*var).to_owned(), std::env::var_os(var).is_some()))
+                    .copied()
+                    .chain((engine.kind == EngineKind::Http).then(|| engine.http_endpoint().2))
+                    .map(|var| (var.to_owned(), std::env::var_os(var).is_some()))
                     .collect(),
             })
             .collect(),
@@ -141,6 +150,7 @@ pub fn doctor(args: DoctorArgs, store_url: Option<&str>) -> Result<i32, Failure>
         let status = match (&engine.problem, &engine.version) {
             (Some(problem), _) => format!("✗ {problem}"),
             (None, Some(version)) => format!("✓ {version}"),
+            (None, None) if engine.kind == EngineKind::Http => "✓ built in".to_owned(),
             (None, None) => "✓ (version unknown)".to_owned(),
         };
         let set: Vec<&str> = engine
@@ -159,6 +169,5 @@ pub fn doctor(args: DoctorArgs, store_url: Option<&str>) -> Result<i32, Failure>
             println!("          {} · {env}", engine.command);
         }
     }
-    println!("  http    ✗ not available in this build yet");
     Ok(exit::SUCCESS)
 }

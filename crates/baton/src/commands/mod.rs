@@ -1,5 +1,6 @@
 //! One module per subcommand; each resolves its raw flags and returns an exit code.
 
+mod agent_http;
 mod cancel;
 mod doctor;
 mod events;
@@ -30,5 +31,6 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Cancel(args) => cancel::cancel(args, cli.store.as_deref()),
         Command::Prune(args) => prune::prune(args, cli.store.as_deref()),
         Command::Doctor(args) => doctor::doctor(args, cli.store.as_deref()),
+        Command::AgentHttp(args) => agent_http::agent_http(args),
     }
 }

@@ -11,6 +11,7 @@ mod examples;
 mod flags;
 mod handoff;
 mod history;
+mod http_engine;
 mod interrupt;
 mod kill;
 mod legacy;
