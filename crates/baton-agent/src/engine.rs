@@ -21,15 +21,29 @@ pub enum EngineKind {
     /// A model API asked directly (OpenAI-compatible chat completions or Anthropic Messages)
     /// by `baton agent-http`, baton's own child process: for tasks that only produce text.
     Http,
+    /// Any other program, defined in config: its `args` are templates (`{{ prompt_file }}`,
+    /// `{{ model }}`, `{{ prompt }}`), and its stdout is read as `output` says.
+    Command,
 }
 
 impl EngineKind {
+    /// The engines that exist without configuration, under their own names.
     pub const ALL: [EngineKind; 5] = [
         Self::Claude,
         Self::Codex,
         Self::Gemini,
         Self::Aider,
         Self::Http,
+    ];
+
+    /// What a config file may name as an engine's `kind`.
+    pub const KINDS: [EngineKind; 6] = [
+        Self::Claude,
+        Self::Codex,
+        Self::Gemini,
+        Self::Aider,
+        Self::Http,
+        Self::Command,
     ];
 
     pub fn name(self) -> &'static str {
@@ -39,18 +53,19 @@ impl EngineKind {
             Self::Gemini => "gemini",
             Self::Aider => "aider",
             Self::Http => "http",
+            Self::Command => "command",
         }
     }
 
     pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.name() == name)
+        Self::KINDS.into_iter().find(|kind| kind.name() == name)
     }
 
     /// The program run when no config names another; empty for `http`, which is baton
     /// itself.
     pub fn default_command(self) -> &'static str {
         match self {
-            Self::Http => "",
+            Self::Http | Self::Command => "",
             other => other.name(),
         }
     }
@@ -77,6 +92,8 @@ impl EngineKind {
             ],
             // Its key's variable (`key_env`) is added to these.
             Self::Http => &["OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"],
+            // What it needs, its config says (`pass_env`).
+            Self::Command => &[],
         }
     }
 
@@ -105,7 +122,7 @@ impl EngineKind {
             ),
             Self::Gemini => (Version(0, 10, 0), "`--output-format stream-json`"),
             Self::Aider => (Version(0, 50, 0), "`--message-file` and `--yes-always`"),
-            Self::Http => return VersionCheck::Supported,
+            Self::Http | Self::Command => return VersionCheck::Supported,
         };
         if version < minimum {
             VersionCheck::Unsupported { minimum, why }
@@ -153,6 +170,15 @@ pub struct Engine {
     /// `ANTHROPIC_API_KEY`).
     #[serde(default)]
     pub key_env: Option<String>,
+    /// `command` only: how its stdout is read — as one of the known engines' output, or
+    /// (`None`) as plain text that is the answer, its exit code saying whether it worked.
+    #[serde(default)]
+    pub output: Option<EngineKind>,
+    /// `command` only: `Some(false)` when the prompt goes only where `args` put
+    /// `{{ prompt }}`. Otherwise it goes to a file when `args` name `{{ prompt_file }}`, else
+    /// to stdin.
+    #[serde(default)]
+    pub prompt_on_stdin: Option<bool>,
 }
 
 impl Engine {
@@ -168,6 +194,25 @@ impl Engine {
             api: None,
             base_url: None,
             key_env: None,
+            output: None,
+            prompt_on_stdin: None,
+        }
+    }
+
+    /// A new engine of `kind` called `name`, configured from scratch.
+    pub fn named(name: &str, kind: EngineKind) -> Self {
+        Self {
+            name: name.to_owned(),
+            ..Self::builtin(kind)
+        }
+    }
+
+    /// The parser its output needs: its own kind's, or for a `command` engine the one its
+    /// config names (`Command` itself: plain text).
+    pub fn stream_kind(&self) -> EngineKind {
+        match self.kind {
+            EngineKind::Command => self.output.unwrap_or(EngineKind::Command),
+            kind => kind,
         }
     }
 

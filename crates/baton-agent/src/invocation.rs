@@ -40,6 +40,8 @@ pub enum PromptInput {
     Stdin(Vec<u8>),
     /// Written to this file (mode 0600) before the spawn; stdin is `/dev/null`.
     File { path: PathBuf, contents: Vec<u8> },
+    /// Neither: the prompt is in the arguments (a `command` engine's `{{ prompt }}`).
+    None,
 }
 
 /// A ready command line.
@@ -70,6 +72,29 @@ impl Invocation {
             .collect::<Vec<_>>()
             .join(" ")
     }
+}
+
+/// One argument of a `command` engine: a template over `prompt_file`, `model` and `prompt`.
+/// Each value lands in its one argument as it is (no shell is involved).
+pub fn render_arg(
+    template: &str,
+    prompt_file: &Path,
+    model: Option<&str>,
+    prompt: &str,
+) -> Result<String, minijinja::Error> {
+    if !template.contains("{{") && !template.contains("{%") {
+        return Ok(template.to_owned());
+    }
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.render_str(
+        template,
+        minijinja::context! {
+            prompt_file => prompt_file.to_string_lossy(),
+            model => model.unwrap_or_default(),
+            prompt => prompt,
+        },
+    )
 }
 
 impl Engine {
@@ -234,6 +259,29 @@ impl Engine {
                     arg(a);
                 }
                 PromptInput::Stdin(prompt_text.into_bytes())
+            }
+            EngineKind::Command => {
+                if let Some(preamble) = preamble {
+                    prompt_text = format!("{preamble}\n\n{prompt_text}");
+                }
+                let uses_file = self.args.iter().any(|a| a.contains("prompt_file"));
+                for template in &self.args {
+                    arg(&render_arg(template, prompt_file, model, &prompt_text)
+                        .unwrap_or_else(|_| template.clone()));
+                }
+                for a in &options.args {
+                    arg(a);
+                }
+                if uses_file {
+                    PromptInput::File {
+                        path: prompt_file.to_owned(),
+                        contents: prompt_text.into_bytes(),
+                    }
+                } else if self.prompt_on_stdin == Some(false) {
+                    PromptInput::None
+                } else {
+                    PromptInput::Stdin(prompt_text.into_bytes())
+                }
             }
         };
         Invocation {

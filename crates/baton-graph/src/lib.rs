@@ -34,4 +34,4 @@ pub use scope::conflicts;
 pub use template::{
     NeedContext, Quote, RunContext, TaskContext, Template, TemplateContext, TemplateError,
 };
-pub use walk::ENGINES;
+pub use walk::{ENGINES, register_engines};

@@ -77,6 +77,38 @@ pub const ENGINES: &[&str] = &[
     "shell", "noop", "claude", "codex", "gemini", "aider", "http",
 ];
 
+/// Engine names a configuration file defines (`[engines.NAME]` with a `kind`), accepted in
+/// graph files beside [`ENGINES`]. Process-wide because a configuration is: the command line
+/// reads it once, before any graph. Names are leaked so that tasks can hold `&'static str`
+/// like the built-in ones (a handful of short strings, once per process).
+static CONFIGURED_ENGINES: std::sync::RwLock<Vec<&'static str>> =
+    std::sync::RwLock::new(Vec::new());
+
+/// Accepts `names` as engines in the graph files loaded from now on.
+pub fn register_engines<S: AsRef<str>>(names: impl IntoIterator<Item = S>) {
+    let mut known = CONFIGURED_ENGINES
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    for name in names {
+        let name = name.as_ref();
+        if !ENGINES.contains(&name) && !known.contains(&name) {
+            known.push(Box::leak(name.to_owned().into_boxed_str()));
+        }
+    }
+}
+
+/// The built-in engines and the configured ones.
+fn all_engines() -> Vec<&'static str> {
+    let configured = CONFIGURED_ENGINES
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    ENGINES
+        .iter()
+        .copied()
+        .chain(configured.iter().copied())
+        .collect()
+}
+
 /// Walks the document root into a spec.
 pub(crate) fn walk(root: &Node, diags: &mut Vec<Diagnostic>) -> Spec {
     let mut w = Walker { diags };
@@ -387,11 +419,18 @@ impl Walker<'_> {
         if let Some(&engine) = ENGINES.iter().find(|&&engine| engine == s.value) {
             return Some(At::new(engine, s.span));
         }
+        let engines = all_engines();
+        if let Some(&engine) = engines.iter().find(|&&engine| engine == s.value) {
+            return Some(At::new(engine, s.span));
+        }
         let mut d =
             Diagnostic::at(s.span, format!("unknown engine `{}`", s.value)).label("unknown engine");
-        d.help = Some(match did_you_mean(&s.value, ENGINES.iter().copied()) {
+        d.help = Some(match did_you_mean(&s.value, engines.iter().copied()) {
             Some(hint) => hint,
-            None => format!("engines: {}", ENGINES.join(", ")),
+            None => format!(
+                "engines: {}; define others under [engines.NAME] in baton.toml",
+                engines.join(", ")
+            ),
         });
         self.diags.push(d);
         None

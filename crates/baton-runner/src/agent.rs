@@ -130,7 +130,7 @@ pub(crate) async fn probe_engines(
     for name in used {
         let Some(engine) = config.engine(name) else {
             problems.push(format!(
-                "engine `{name}` cannot be driven by this build of baton yet"
+                "engine `{name}` is not defined: define it under [engines.{name}] in baton.toml"
             ));
             continue;
         };
@@ -153,6 +153,24 @@ pub(crate) async fn probe(engine: &Engine) -> Result<Option<Version>, String> {
     if engine.kind == baton_agent::EngineKind::Http {
         // baton itself asks the API: there is nothing to install.
         return Ok(None);
+    }
+    if engine.kind == baton_agent::EngineKind::Command {
+        // Any program: `--version` may mean something else to it, or nothing. Finding it is
+        // all baton can check.
+        return match find_program(&engine.command) {
+            true => Ok(None),
+            false => Err(format!(
+                "engine `{}`: `{}` is not installed (not found{}); check `command` under [engines.{}]",
+                engine.name,
+                engine.command,
+                if engine.command.contains('/') {
+                    ""
+                } else {
+                    " in PATH"
+                },
+                engine.name
+            )),
+        };
     }
     let mut command = tokio::process::Command::new(&engine.command);
     command
@@ -206,6 +224,19 @@ pub(crate) async fn probe(engine: &Engine) -> Result<Option<Version>, String> {
     }
 }
 
+/// Whether `program` names an executable file, directly or through `PATH`.
+fn find_program(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &std::path::Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(program))))
+}
+
 fn install_hint(engine: &Engine) -> String {
     let package = match engine.kind {
         baton_agent::EngineKind::Claude => "npm install -g @anthropic-ai/claude-code",
@@ -213,6 +244,7 @@ fn install_hint(engine: &Engine) -> String {
         baton_agent::EngineKind::Gemini => "npm install -g @google/gemini-cli",
         baton_agent::EngineKind::Aider => "python -m pip install aider-install && aider-install",
         baton_agent::EngineKind::Http => "it is built in",
+        baton_agent::EngineKind::Command => "check the path",
     };
     format!(
         "install it ({package}) or set `command` under [engines.{}] in baton.toml",
@@ -231,9 +263,14 @@ pub(crate) struct Judged {
 /// Judges an agent attempt by how its process ended and what the agent said.
 pub(crate) fn judge(
     exec: &AttemptReport,
-    agent: AgentReport,
+    mut agent: AgentReport,
     exceeded: Option<Exceeded>,
+    plain_text: bool,
 ) -> Judged {
+    if plain_text {
+        // Its stdout is its answer.
+        agent.result = Some(exec.stdout.text.clone());
+    }
     let usage = usage_of(&agent);
     if let (true, Some(exceeded)) = (exec.stopped_by_watcher, exceeded) {
         return Judged {

@@ -67,6 +67,12 @@ struct EngineSection {
     api: Option<String>,
     base_url: Option<String>,
     key_env: Option<String>,
+    /// Makes a new engine (or must agree with an existing one's).
+    kind: Option<String>,
+    /// `command` engines: how stdout is read.
+    output: Option<String>,
+    /// `command` engines: `"args"` when the prompt is only in `{{ prompt }}`.
+    prompt: Option<String>,
 }
 
 impl AgentConfig {
@@ -123,13 +129,85 @@ impl AgentConfig {
             error(format!("{}{}", at.unwrap_or_default(), e.message()))
         })?;
         for (name, section) in file.engines {
-            let Some(engine) = self.engines.get_mut(&name) else {
-                let known: Vec<&str> = EngineKind::ALL.iter().map(|k| k.name()).collect();
-                return Err(error(format!(
-                    "[engines.{name}]: no engine of that name; configurable engines: {}",
-                    known.join(", ")
-                )));
+            let kind = match &section.kind {
+                None => None,
+                Some(kind) => Some(EngineKind::parse(kind).ok_or_else(|| {
+                    let kinds: Vec<&str> = EngineKind::KINDS.iter().map(|k| k.name()).collect();
+                    error(format!(
+                        "[engines.{name}]: kind = \"{kind}\" is not a kind of engine; use one of: {}",
+                        kinds.join(", ")
+                    ))
+                })?),
             };
+            if !self.engines.contains_key(&name) {
+                let Some(kind) = kind else {
+                    let known: Vec<&str> = self.engines.keys().map(String::as_str).collect();
+                    return Err(error(format!(
+                        "[engines.{name}]: no engine of that name; to define one, give it a `kind` \
+                         (claude, codex, gemini, aider, http, or command for any other program); \
+                         engines: {}",
+                        known.join(", ")
+                    )));
+                };
+                if !valid_engine_name(&name) {
+                    return Err(error(format!(
+                        "[engines.{name}]: an engine's name is lowercase letters, digits and `-`"
+                    )));
+                }
+                if ["shell", "noop"].contains(&name.as_str()) {
+                    return Err(error(format!(
+                        "[engines.{name}]: `{name}` is baton's own; choose another name"
+                    )));
+                }
+                self.engines
+                    .insert(name.clone(), Engine::named(&name, kind));
+            }
+            let engine = self.engines.get_mut(&name).expect("present or just added");
+            if let Some(kind) = kind
+                && kind != engine.kind
+            {
+                return Err(error(format!(
+                    "[engines.{name}]: already a {} engine; define a new name for a {} one",
+                    engine.kind, kind
+                )));
+            }
+            let command_only = [
+                ("output", section.output.is_some()),
+                ("prompt", section.prompt.is_some()),
+            ];
+            if engine.kind != EngineKind::Command
+                && let Some((field, _)) = command_only.iter().find(|(_, set)| *set)
+            {
+                return Err(error(format!(
+                    "[engines.{name}]: `{field}` is for `kind = \"command\"` engines only"
+                )));
+            }
+            if let Some(output) = &section.output {
+                engine.output = match output.as_str() {
+                    "text" => None,
+                    other => match EngineKind::parse(other) {
+                        Some(
+                            kind @ (EngineKind::Claude | EngineKind::Codex | EngineKind::Gemini),
+                        ) => Some(kind),
+                        _ => {
+                            return Err(error(format!(
+                                "[engines.{name}]: output = \"{output}\" is not a format baton reads; use \"text\" (stdout is the answer), \"claude\", \"codex\" or \"gemini\" (their JSON streams)"
+                            )));
+                        }
+                    },
+                };
+            }
+            if let Some(prompt) = &section.prompt {
+                engine.prompt_on_stdin = match prompt.as_str() {
+                    "stdin" => Some(true),
+                    "args" => Some(false),
+                    other => {
+                        return Err(error(format!(
+                            "[engines.{name}]: prompt = \"{other}\": use \"stdin\" (the default) or \"args\" (only where `args` put {{{{ prompt }}}})"
+                        )));
+                    }
+                };
+            }
             if let Some(command) = section.command {
                 engine.command = command;
             }
@@ -169,6 +247,26 @@ impl AgentConfig {
                 engine.key_env = Some(key_env);
             }
         }
+        for engine in self.engines.values() {
+            if engine.kind != EngineKind::Command {
+                continue;
+            }
+            if engine.command.is_empty() {
+                return Err(error(format!(
+                    "[engines.{}]: a command engine needs `command`, the program to run",
+                    engine.name
+                )));
+            }
+            for arg in &engine.args {
+                baton_agent::render_arg(arg, Path::new("PROMPT_FILE"), Some("MODEL"), "PROMPT")
+                    .map_err(|e| {
+                        error(format!(
+                            "[engines.{}]: argument `{arg}`: {e}; arguments may use {{{{ prompt_file }}}}, {{{{ model }}}} and {{{{ prompt }}}}",
+                            engine.name
+                        ))
+                    })?;
+            }
+        }
         for (model, price) in file.prices {
             let valid = |p: Option<f64>| p.is_none_or(|p| p.is_finite() && p >= 0.0);
             if !(valid(Some(price.input))
@@ -189,6 +287,15 @@ impl AgentConfig {
     pub fn engine(&self, name: &str) -> Option<&Engine> {
         self.engines.get(name)
     }
+}
+
+/// Lowercase letters, digits and `-`, starting with a letter: an engine's name is written in
+/// graph files and shown in tables.
+fn valid_engine_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
 #[cfg(test)]
@@ -215,6 +322,39 @@ mod tests {
         assert_eq!(claude.model.as_deref(), Some("claude-opus-4-5"));
         assert_eq!(claude.args, ["--x"]);
         assert_eq!(config.prices.price("local-llama").unwrap().input, 0.0);
+    }
+
+    #[test]
+    fn new_engines_are_defined_with_a_kind() {
+        let mut config = AgentConfig::default();
+        config
+            .merge_str(
+                Path::new("baton.toml"),
+                r#"
+[engines.opus]
+kind = "claude"
+model = "claude-opus-4-5"
+
+[engines.local]
+kind = "command"
+command = "llm"
+args = ["-m", "{{ model }}", "-f", "{{ prompt_file }}"]
+output = "text"
+"#,
+            )
+            .unwrap();
+        let opus = config.engine("opus").unwrap();
+        assert_eq!(opus.kind, EngineKind::Claude);
+        assert_eq!(opus.command, "claude");
+        assert_eq!(opus.model.as_deref(), Some("claude-opus-4-5"));
+        let local = config.engine("local").unwrap();
+        assert_eq!(local.kind, EngineKind::Command);
+        assert_eq!(local.output, None);
+        let error = config
+            .merge_str(Path::new("b.toml"), "[engines.codex]\nkind = \"claude\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("already a codex engine"), "{error}");
     }
 
     #[test]

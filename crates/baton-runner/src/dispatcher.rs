@@ -530,11 +530,14 @@ impl<'a> Dispatcher<'a> {
             // The agent's stream is the log; its final message is the task's output, and
             // whether it succeeded is judged from what it said as well as how it exited.
             let watch = watcher.and_then(|w| w.into_any().downcast::<AgentWatch>().ok());
-            let (parsed, exceeded) = match watch {
-                Some(watch) => (watch.parser.finish(), watch.exceeded),
-                None => (Default::default(), None),
+            let (parsed, exceeded, plain_text) = match watch {
+                Some(watch) => {
+                    let plain = watch.parser.plain_text();
+                    (watch.parser.finish(), watch.exceeded, plain)
+                }
+                None => (Default::default(), None, false),
             };
-            let judged = judge(&report, parsed, exceeded);
+            let judged = judge(&report, parsed, exceeded, plain_text);
             self.meter.finish((task, attempt), &judged.usage);
             report.outcome = judged.outcome;
             output.text = judged.output;

@@ -240,6 +240,7 @@ impl<'a> Launcher<'a> {
             PromptInput::Stdin(bytes) => spec.stdin = Some(bytes.clone()),
             PromptInput::File { path, contents } => write_private(path, contents)
                 .map_err(|e| format!("cannot write the prompt file {}: {e}", path.display()))?,
+            PromptInput::None => {}
         }
         let parser = StreamParser::new(
             agent.engine.kind,
@@ -327,7 +328,7 @@ impl<'a> Launcher<'a> {
                 settings,
             } => match self.agents.engine(engine).cloned() {
                 None => Err(format!(
-                    "engine `{engine}` cannot be driven by this build of baton yet"
+                    "engine `{engine}` is not defined: define it under [engines.{engine}] in baton.toml"
                 )),
                 Some(engine)
                     if engine.kind == EngineKind::Http

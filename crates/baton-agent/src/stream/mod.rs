@@ -60,6 +60,12 @@ pub const MAX_LINE: usize = 16 * 1024 * 1024;
 const MALFORMED_SAMPLE: usize = 200;
 
 impl StreamParser {
+    /// Whether the answer is the program's whole stdout (a `command` engine reading plain
+    /// text) rather than something the parser found in it.
+    pub fn plain_text(&self) -> bool {
+        self.kind == EngineKind::Command
+    }
+
     pub fn new(kind: EngineKind, engine_name: &str, prices: PriceTable) -> Self {
         Self {
             kind,
@@ -83,6 +89,10 @@ impl StreamParser {
         if trimmed.is_empty() {
             return LineSignal::Continue;
         }
+        if self.kind == EngineKind::Command {
+            // Plain text: stdout is the answer, read whole from the capture.
+            return LineSignal::Continue;
+        }
         if self.kind == EngineKind::Aider {
             return aider::line(&mut self.report, &String::from_utf8_lossy(trimmed));
         }
@@ -103,7 +113,7 @@ impl StreamParser {
             EngineKind::Codex => codex::line(report, &value),
             EngineKind::Gemini => gemini::line(report, &mut self.state, &value),
             EngineKind::Http => http::line(report, &mut self.state, &value),
-            EngineKind::Aider => unreachable!("handled above"),
+            EngineKind::Aider | EngineKind::Command => unreachable!("handled above"),
         };
         match signal {
             Some(signal) => signal,
@@ -134,6 +144,11 @@ impl StreamParser {
 
     /// The report, once the stream is over.
     pub fn finish(mut self) -> AgentReport {
+        if self.kind == EngineKind::Command {
+            // Plain text has no result line: the program is done when it exits, and its exit
+            // code is its verdict. Its answer is its stdout, which the caller holds.
+            self.report.finished = true;
+        }
         if self.report.result.is_none() {
             // A stream cut before its result: the last thing the agent said is still worth
             // keeping as output, though it is not a result.

@@ -57,8 +57,8 @@ fn key_vars(kind: EngineKind) -> &'static [&'static str] {
         EngineKind::Codex => &["OPENAI_API_KEY", "CODEX_HOME"],
         EngineKind::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
         EngineKind::Aider => &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"],
-        // Its own `key_env`, added by the caller.
-        EngineKind::Http => &[],
+        // Its own `key_env`, added by the caller; a command's are its config's business.
+        EngineKind::Http | EngineKind::Command => &[],
     }
 }
 
