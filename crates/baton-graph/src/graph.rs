@@ -55,11 +55,16 @@ pub struct RunSettings {
     pub budget: Budget,
 }
 
-/// The `[run] budget` table. `None`: no limit.
+/// A `budget` table: hard limits (`usd`, `tokens`) and, for the run's, soft ones that pause
+/// the run for a person to approve or raise. `None`: no limit.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Budget {
     pub tokens: Option<u64>,
     pub usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soft_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soft_tokens: Option<u64>,
 }
 
 /// Where a task's attempt runs.
@@ -139,7 +144,10 @@ impl AgentSettings {
 
 impl Budget {
     pub fn is_unlimited(&self) -> bool {
-        self.tokens.is_none() && self.usd.is_none()
+        self.tokens.is_none()
+            && self.usd.is_none()
+            && self.soft_usd.is_none()
+            && self.soft_tokens.is_none()
     }
 }
 

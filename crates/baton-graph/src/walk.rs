@@ -43,7 +43,7 @@ const AGENT_FIELDS: &[&str] = &[
     "budget",
 ];
 pub(crate) const RUN_FIELDS: &[&str] = &["concurrency", "on_failure", "base", "budget", "verify"];
-pub(crate) const BUDGET_FIELDS: &[&str] = &["tokens", "usd"];
+pub(crate) const BUDGET_FIELDS: &[&str] = &["tokens", "usd", "soft_usd", "soft_tokens"];
 pub(crate) const TASK_FIELDS: &[&str] = &[
     "id",
     "needs",
@@ -539,12 +539,23 @@ impl Walker<'_> {
             return b;
         };
         self.each_field(table, place, BUDGET_FIELDS, |w, e| {
+            if e.key.starts_with("soft_") && place != "[run] budget" {
+                w.diags.push(
+                    Diagnostic::at(e.key_span.clone(), format!("`{}` in {place}", e.key))
+                        .label("soft limit")
+                        .help("a soft limit pauses the whole run: it belongs in `[run] budget`"),
+                );
+                return true;
+            }
             match (e.key.as_str(), &e.value.kind) {
                 ("tokens", Kind::Int(n)) if *n >= 0 => b.tokens = Some(*n as u64),
+                ("soft_tokens", Kind::Int(n)) if *n >= 0 => b.soft_tokens = Some(*n as u64),
                 ("usd", Kind::Int(n)) if *n >= 0 => b.usd = Some(*n as f64),
                 ("usd", Kind::Float(x)) if *x >= 0.0 && x.is_finite() => b.usd = Some(*x),
-                ("tokens", _) => w.wrong_type(e, "a whole number of at least 0"),
-                ("usd", _) => w.wrong_type(e, "an amount of at least 0"),
+                ("soft_usd", Kind::Int(n)) if *n >= 0 => b.soft_usd = Some(*n as f64),
+                ("soft_usd", Kind::Float(x)) if *x >= 0.0 && x.is_finite() => b.soft_usd = Some(*x),
+                ("tokens" | "soft_tokens", _) => w.wrong_type(e, "a whole number of at least 0"),
+                ("usd" | "soft_usd", _) => w.wrong_type(e, "an amount of at least 0"),
                 _ => return false,
             }
             true

@@ -53,6 +53,18 @@ pub enum EventKind {
     TaskReset {
         task: TaskId,
     },
+    /// The run's budget from here on (`baton approve`, `baton resume --raise-budget`),
+    /// replacing the graph file's. `None`: no limit of that kind.
+    BudgetChanged {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usd: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        soft_usd: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        soft_tokens: Option<u64>,
+    },
     AttemptStarted {
         task: TaskId,
         attempt: u32,
@@ -94,7 +106,8 @@ impl EventKind {
             Self::RunStarted { .. }
             | Self::RunStopping { .. }
             | Self::RunFinished { .. }
-            | Self::RunResumed { .. } => None,
+            | Self::RunResumed { .. }
+            | Self::BudgetChanged { .. } => None,
         }
     }
 
@@ -106,6 +119,7 @@ impl EventKind {
             Self::RunFinished { .. } => "run-finished",
             Self::RunResumed { .. } => "run-resumed",
             Self::TaskReset { .. } => "task-reset",
+            Self::BudgetChanged { .. } => "budget-changed",
             Self::AttemptStarted { .. } => "attempt-started",
             Self::AttemptFinished { .. } => "attempt-finished",
             Self::RetryScheduled { .. } => "retry-scheduled",

@@ -91,10 +91,13 @@ pub enum RunState {
     Cancelled,
     /// The process driving the run died; `baton resume` continues it.
     Interrupted,
+    /// Paused for a person: its spend reached the budget's soft limit. `baton approve RUN`
+    /// (or `baton resume RUN --raise-budget USD`) continues it.
+    Waiting,
 }
 
 impl RunState {
-    pub const ALL: [RunState; 8] = [
+    pub const ALL: [RunState; 9] = [
         Self::Running,
         Self::Succeeded,
         Self::SucceededWithWarnings,
@@ -103,6 +106,7 @@ impl RunState {
         Self::NeedsHuman,
         Self::Cancelled,
         Self::Interrupted,
+        Self::Waiting,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -115,6 +119,7 @@ impl RunState {
             Self::NeedsHuman => "needs_human",
             Self::Cancelled => "cancelled",
             Self::Interrupted => "interrupted",
+            Self::Waiting => "waiting",
         }
     }
 

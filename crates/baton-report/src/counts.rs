@@ -53,7 +53,8 @@ impl StateCounts {
             | EventKind::RunStopping { .. }
             | EventKind::RunFinished { .. }
             | EventKind::RunResumed { .. }
-            | EventKind::TaskReset { .. } => {}
+            | EventKind::TaskReset { .. }
+            | EventKind::BudgetChanged { .. } => {}
         }
     }
 

@@ -122,6 +122,12 @@ impl Reporter for LiveReporter {
                         "resuming"
                     }
                 )),
+                EventKind::BudgetChanged { usd, tokens, .. } => {
+                    self.println(format!(
+                        "baton: budget now {}",
+                        crate::spend::budget_text(*usd, *tokens)
+                    ));
+                }
                 EventKind::RunStarted { .. }
                 | EventKind::RunFinished { .. }
                 | EventKind::TaskReset { .. } => {}

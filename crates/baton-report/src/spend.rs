@@ -120,6 +120,18 @@ impl RunSpend {
     }
 }
 
+/// `$20.00 and 2M tokens`, `$5.00`, `no limit`.
+pub fn budget_text(usd: Option<f64>, tokens: Option<u64>) -> String {
+    match (usd, tokens) {
+        (Some(usd), Some(tokens)) => {
+            format!("{} and {} tokens", format_usd(usd), format_tokens(tokens))
+        }
+        (Some(usd), None) => format_usd(usd),
+        (None, Some(tokens)) => format!("{} tokens", format_tokens(tokens)),
+        (None, None) => "no limit".to_owned(),
+    }
+}
+
 /// `512`, `12.3k`, `4.56M`.
 pub fn format_tokens(n: u64) -> String {
     match n {

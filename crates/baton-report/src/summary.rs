@@ -137,12 +137,32 @@ pub fn verdict(result: &RunResult) -> String {
         }
     }
     counts.push(format!("{} attempts", t.attempts));
-    format!(
+    let waiting = [
+        t.succeeded,
+        t.failed,
+        t.timed_out,
+        t.cancelled,
+        t.blocked,
+        t.skipped,
+    ]
+    .iter()
+    .fold(t.tasks, |left, n| left.saturating_sub(*n));
+    if result.run.state == baton_model::RunState::Waiting {
+        counts.push(format!("{waiting} waiting"));
+    }
+    let mut line = format!(
         "baton: `{}` {} in {}: {} (run {})",
         result.run.name,
         result.run.state,
         format_duration(Duration::from_millis(result.run.duration_ms)),
         counts.join(", "),
         result.run.id
-    )
+    );
+    if result.run.state == baton_model::RunState::Waiting {
+        line.push_str(&format!(
+            "\nbaton: its soft budget is reached; go on with `baton approve {id}`, or raise the budget with `baton resume {id} --raise-budget USD`",
+            id = result.run.id
+        ));
+    }
+    line
 }

@@ -62,7 +62,12 @@ impl AgentWatch {
             return None;
         }
         self.last = now;
-        if let Some(what) = over(&budget.task_limit, now) {
+        let earlier = budget.meter.task_spent(budget.key.0);
+        let task_total = Spent {
+            usd: earlier.usd + now.usd,
+            tokens: earlier.tokens + now.tokens,
+        };
+        if let Some(what) = over(&budget.task_limit, task_total) {
             return Some(Exceeded::Task(format!("task {what}")));
         }
         budget.meter.update(budget.key, now)

@@ -51,6 +51,8 @@ struct State {
     /// Finished attempts.
     spent: Spent,
     finished: u32,
+    /// Finished attempts, by task: a task's budget covers all its attempts.
+    by_task: HashMap<u32, Spent>,
     /// Running agent attempts, by (task, attempt).
     live: HashMap<(u32, u32), Spent>,
 }
@@ -61,6 +63,7 @@ impl Meter {
             limit,
             spent: Spent::default(),
             finished: 0,
+            by_task: HashMap::new(),
             live: HashMap::new(),
         })))
     }
@@ -74,6 +77,40 @@ impl Meter {
 
     pub(crate) fn has_limit(&self) -> bool {
         !self.state().limit.is_unlimited()
+    }
+
+    /// Replaces the run's limits (a person changed them at a takeover).
+    pub(crate) fn set_limit(&self, limit: Budget) {
+        self.state().limit = limit;
+    }
+
+    /// Whether what is spent, finished and running, reached the run's soft limit; in words.
+    pub(crate) fn soft_reached(&self) -> Option<String> {
+        let state = self.state();
+        let soft = Budget {
+            usd: state.limit.soft_usd,
+            tokens: state.limit.soft_tokens,
+            ..Budget::default()
+        };
+        if soft.is_unlimited() {
+            return None;
+        }
+        let mut total = state.spent;
+        for live in state.live.values() {
+            total.usd += live.usd;
+            total.tokens += live.tokens;
+        }
+        over(&soft, total).map(|what| format!("soft {what}"))
+    }
+
+    /// Whether neither the run nor any task of `graph` has a budget: then nothing spent
+    /// matters.
+    pub(crate) fn is_unlimited_everywhere(&self, graph: &baton_graph::Graph) -> bool {
+        !self.has_limit()
+            && graph.tasks().iter().all(|t| match &t.action {
+                baton_graph::Action::Agent { settings, .. } => settings.budget.is_unlimited(),
+                _ => true,
+            })
     }
 
     /// An attempt's spend so far; `Some` if the run's budget is now exceeded.
@@ -106,6 +143,14 @@ impl Meter {
         state.spent.usd += usd;
         state.spent.tokens += tokens;
         state.finished += 1;
+        let task = state.by_task.entry(key.0).or_default();
+        task.usd += usd;
+        task.tokens += tokens;
+    }
+
+    /// What `task`'s finished attempts spent.
+    pub(crate) fn task_spent(&self, task: u32) -> Spent {
+        self.state().by_task.get(&task).copied().unwrap_or_default()
     }
 
     /// Whether the run's budget is spent by finished attempts alone.
@@ -188,8 +233,8 @@ mod tests {
     #[test]
     fn live_spend_of_all_running_attempts_counts_against_the_run() {
         let meter = Meter::new(Budget {
-            tokens: None,
             usd: Some(1.0),
+            ..Budget::default()
         });
         let spent = |usd| Spent { usd, tokens: 0 };
         assert_eq!(meter.update((0, 1), spent(0.4)), None);
@@ -203,8 +248,8 @@ mod tests {
     #[test]
     fn launches_reserve_the_average_so_parallel_ones_cannot_overshoot_together() {
         let meter = Meter::new(Budget {
-            tokens: None,
             usd: Some(1.0),
+            ..Budget::default()
         });
         // Nothing known yet: the first launches are free to go.
         assert!(meter.can_start());
@@ -224,10 +269,39 @@ mod tests {
     }
 
     #[test]
+    fn the_soft_limit_counts_running_attempts_too() {
+        let meter = Meter::new(Budget {
+            usd: Some(10.0),
+            soft_usd: Some(5.0),
+            ..Budget::default()
+        });
+        meter.finish((0, 1), &usage(3.0, 10));
+        assert_eq!(meter.soft_reached(), None);
+        meter.update(
+            (1, 1),
+            Spent {
+                usd: 2.5,
+                tokens: 0,
+            },
+        );
+        assert!(
+            meter
+                .soft_reached()
+                .unwrap()
+                .starts_with("soft budget $5.00 reached")
+        );
+        meter.set_limit(Budget {
+            usd: Some(10.0),
+            ..Budget::default()
+        });
+        assert_eq!(meter.soft_reached(), None);
+    }
+
+    #[test]
     fn tokens_leave_cache_reads_out() {
         let meter = Meter::new(Budget {
             tokens: Some(100),
-            usd: None,
+            ..Budget::default()
         });
         let mut u = usage(0.0, 50);
         u.cache_read_tokens = 1_000_000;

@@ -200,7 +200,20 @@ async fn drive_run(
         earlier: restored.terminal.len() as u32,
     });
     let mut dispatcher = Dispatcher::new(graph, store, run_id.clone(), dirs, config);
+    if let Some(budget) = restored.budget.clone() {
+        dispatcher.meter.set_limit(budget);
+    }
     dispatcher.restore(restored);
+    if !dispatcher.meter.is_unlimited_everywhere(graph) {
+        // A run taken over has spent money before: its budget counts that too.
+        for attempt in store.run_attempts(&run_id)? {
+            if let (Some(usage), Some(task)) =
+                (&attempt.agent, graph.index_of(attempt.task.as_str()))
+            {
+                dispatcher.meter.finish((task, attempt.attempt), usage);
+            }
+        }
+    }
     let fatal = dispatcher.drive(reporter, stops).await;
     dispatcher.launcher.dirs().remove_scratch();
     dispatcher
@@ -247,6 +260,8 @@ struct Dispatcher<'a> {
     meter: Meter,
     /// Agent attempts spawned and not ended.
     agents_running: u32,
+    /// The soft budget was reached: nothing more starts.
+    paused: bool,
 }
 
 /// An attempt that ended, and the watcher that followed its output.
@@ -305,6 +320,7 @@ impl<'a> Dispatcher<'a> {
             log_bytes: 0,
             meter: Meter::new(graph.run_settings().budget.clone()),
             agents_running: 0,
+            paused: false,
         }
     }
 
@@ -592,6 +608,8 @@ impl<'a> Dispatcher<'a> {
         });
         if agent_ended && self.meter.exhausted() {
             turn.inputs.push_back(Input::Stop(StopCause::BudgetSpent));
+        } else if agent_ended && self.soft_pause() {
+            turn.inputs.push_back(Input::Pause);
         }
     }
 
@@ -632,6 +650,12 @@ impl<'a> Dispatcher<'a> {
                 continue;
             }
             let is_agent = self.launcher.is_agent(task);
+            if is_agent && (self.paused || self.soft_pause()) {
+                // Not started: it waits with the run.
+                self.carried.push_back(Input::Declined { task, attempt });
+                self.carried.push_back(Input::Pause);
+                continue;
+            }
             if is_agent && !self.meter.can_start() {
                 // The run's budget cannot cover another agent beside the running ones: it waits
                 // for one of them to end. With none running, the budget is spent.
@@ -671,6 +695,27 @@ impl<'a> Dispatcher<'a> {
             let handle = self.inflight.spawn(child.wait_watched(stop));
             self.inflight_ids.insert(handle.id(), (task, attempt));
         }
+    }
+}
+
+impl Dispatcher<'_> {
+    /// Once the run's soft budget is reached, nothing more starts, what runs finishes, and the
+    /// run ends `waiting` for a person to approve or raise the budget.
+    /// Returns whether the run pauses now (the caller feeds [`Input::Pause`]).
+    fn soft_pause(&mut self) -> bool {
+        if self.paused {
+            return false;
+        }
+        let Some(what) = self.meter.soft_reached() else {
+            return false;
+        };
+        self.paused = true;
+        self.journal.push(event(EventKind::RunStopping {
+            reason: format!(
+                "{what}; the run waits for `baton approve` or `baton resume --raise-budget`"
+            ),
+        }));
+        true
     }
 }
 

@@ -46,4 +46,4 @@ pub use layout::RunDirs;
 pub use leftovers::kill_leftovers;
 pub use result::build_result;
 pub use run_id::new_run_id;
-pub use takeover::{Takeover, TakeoverError, cancel_abandoned};
+pub use takeover::{BudgetChange, Takeover, TakeoverError, cancel_abandoned};

@@ -14,12 +14,25 @@ use crate::launch::HeldOutput;
 /// How a run is taken over.
 #[derive(Debug, Clone)]
 pub enum Takeover {
-    /// Finish an interrupted or cancelled run. Attempts cut short by the crash count against
-    /// `retries` only if `charge_retries`.
-    Resume { charge_retries: bool },
+    /// Finish an interrupted, cancelled or waiting run. Attempts cut short by the crash count
+    /// against `retries` only if `charge_retries`. `budget` changes the run's budget first: a
+    /// run waiting at its soft limit needs one to go on.
+    Resume {
+        charge_retries: bool,
+        budget: Option<BudgetChange>,
+    },
     /// Run again the given tasks of a finished run (all that did not succeed when empty), with
     /// what they need that did not succeed and what they blocked.
     Retry { tasks: Vec<TaskId> },
+}
+
+/// What a person decided about a run's budget.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BudgetChange {
+    /// Go on past the soft limit, up to the hard one (`baton approve RUN`).
+    Approve,
+    /// A new hard limit in dollars; the soft limit is lifted (`--raise-budget USD`).
+    RaiseUsd(f64),
 }
 
 /// Why a run cannot be taken over.
@@ -41,6 +54,11 @@ pub enum TakeoverError {
     },
     #[error("run {run} has no task `{task}`")]
     UnknownTask { run: RunId, task: TaskId },
+    #[error(
+        "run {run} is waiting at its soft budget ({spent}); approve it with `baton approve {run}`, \
+         or raise its budget with `baton resume {run} --raise-budget USD`"
+    )]
+    WaitingForBudget { run: RunId, spent: String },
 }
 
 /// What the dispatcher starts from when it takes a run over.
@@ -57,6 +75,38 @@ pub(crate) struct Restored {
     pub opening: Vec<Event>,
     /// Process groups of attempts that were in flight, to end before anything starts.
     pub leftover_groups: Vec<u32>,
+    /// The run's budget when a person changed it (now or at an earlier takeover); `None`:
+    /// the graph file's.
+    pub budget: Option<baton_graph::Budget>,
+}
+
+/// The run's budget as last decided: the latest `budget-changed` event's, else the graph's.
+fn current_budget(
+    store: &SqliteStore,
+    graph: &Graph,
+    run: &RunId,
+) -> Result<(baton_graph::Budget, bool), crate::RunError> {
+    match store.last_event_of_kind(run, "budget-changed")? {
+        Some(Event {
+            kind:
+                EventKind::BudgetChanged {
+                    usd,
+                    tokens,
+                    soft_usd,
+                    soft_tokens,
+                },
+            ..
+        }) => Ok((
+            baton_graph::Budget {
+                usd,
+                tokens,
+                soft_usd,
+                soft_tokens,
+            },
+            true,
+        )),
+        _ => Ok((graph.run_settings().budget.clone(), false)),
+    }
 }
 
 /// Works out what to run again. `effective` is the run's state as readers see it
@@ -71,16 +121,31 @@ pub(crate) fn plan_takeover(
     let records = store.tasks(run)?;
     let mut restored = Restored::default();
     let again: BTreeSet<u32> = match how {
-        Takeover::Resume { charge_retries } => {
+        Takeover::Resume {
+            charge_retries,
+            budget,
+        } => {
             restored.charge_retries = *charge_retries;
             match effective {
                 RunState::Interrupted | RunState::Running => {}
                 RunState::Cancelled => {}
+                RunState::Waiting if budget.is_some() => {}
+                RunState::Waiting => {
+                    let spent = store.run_spend(run)?.1.map_or_else(
+                        || "nothing spent".to_owned(),
+                        |usd| format!("${usd:.2} spent"),
+                    );
+                    return Err(TakeoverError::WaitingForBudget {
+                        run: run.clone(),
+                        spent,
+                    }
+                    .into());
+                }
                 state => {
                     return Err(TakeoverError::NotApplicable {
                         run: run.clone(),
                         state,
-                        hint: "only an interrupted or cancelled run can be resumed; `baton retry` runs a finished run's failures again",
+                        hint: "only an interrupted, cancelled or waiting run can be resumed; `baton retry` runs a finished run's failures again",
                     }
                     .into());
                 }
@@ -116,6 +181,33 @@ pub(crate) fn plan_takeover(
             retry: matches!(how, Takeover::Retry { .. }),
         },
     });
+    let (mut budget, changed_before) = current_budget(store, graph, run)?;
+    if let Takeover::Resume {
+        budget: Some(change),
+        ..
+    } = how
+    {
+        match change {
+            BudgetChange::Approve => {}
+            BudgetChange::RaiseUsd(usd) => budget.usd = Some(*usd),
+        }
+        // Either way a person looked at the spend: no more pausing in this run.
+        budget.soft_usd = None;
+        budget.soft_tokens = None;
+        restored.opening.push(Event {
+            seq: 0,
+            at_ms,
+            kind: EventKind::BudgetChanged {
+                usd: budget.usd,
+                tokens: budget.tokens,
+                soft_usd: None,
+                soft_tokens: None,
+            },
+        });
+        restored.budget = Some(budget);
+    } else if changed_before {
+        restored.budget = Some(budget);
+    }
     // A task whose last attempt's success was recorded but not the task's own end (the two can
     // land in different commits when a turn is split) succeeded: finish it, don't run it again.
     let mut again = again;

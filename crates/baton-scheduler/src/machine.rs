@@ -26,6 +26,10 @@ pub enum Input {
     Declined { task: u32, attempt: u32 },
     /// Stop the run.
     Stop(StopCause),
+    /// Start nothing more, let what runs finish, then end the run as `waiting` with the rest
+    /// left as it is, for a later takeover to continue (the run's soft budget was reached).
+    /// A stop overrides a pause: what is left is then skipped as usual.
+    Pause,
 }
 
 /// Why a run stops early. Ordered: a stop only ever escalates (a Ctrl-C after a failure stop
@@ -120,6 +124,8 @@ pub struct Scheduler {
     stop: Option<StopCause>,
     /// Tasks in [`Phase::Deferred`].
     deferred: Vec<u32>,
+    /// [`Input::Pause`] arrived: nothing more starts.
+    paused: bool,
     any_failed: bool,
     any_blocked: bool,
     finished: bool,
@@ -169,6 +175,7 @@ impl Scheduler {
             done: 0,
             stop: None,
             deferred: Vec::new(),
+            paused: false,
             any_failed: false,
             any_blocked: false,
             finished: false,
@@ -223,6 +230,7 @@ impl Scheduler {
                 }
             }
             Input::Stop(cause) => self.begin_stop(cause, &mut out),
+            Input::Pause => self.paused = true,
             Input::Declined { task, attempt } => {
                 let i = task as usize;
                 if self.phase[i] == Phase::Running && self.attempts[i] == attempt {
@@ -305,7 +313,7 @@ impl Scheduler {
 
     /// Launches ready tasks while there is room.
     fn fill(&mut self, out: &mut Vec<Action>) {
-        if self.stop.is_some() {
+        if self.stop.is_some() || self.paused {
             return;
         }
         while self.running < self.concurrency {
@@ -482,7 +490,19 @@ impl Scheduler {
     }
 
     fn check_end(&mut self, out: &mut Vec<Action>) {
-        if self.finished || self.running > 0 || self.done as usize != self.phase.len() {
+        if self.finished || self.running > 0 {
+            return;
+        }
+        if self.paused && self.stop.is_none() && (self.done as usize) < self.phase.len() {
+            // What is left waits for a person; retry timers still armed are dropped with the
+            // run (their tasks run again when it is continued).
+            self.finished = true;
+            out.push(Action::RunFinished {
+                state: RunState::Waiting,
+            });
+            return;
+        }
+        if self.done as usize != self.phase.len() {
             return;
         }
         self.finished = true;

@@ -217,6 +217,7 @@ impl Derived {
                 };
             }
             EventKind::RunStopping { reason } => self.run.stop_reason = Some(reason),
+            EventKind::BudgetChanged { .. } => {}
             EventKind::RunFinished { state } => {
                 self.run.status = state;
                 self.run.ended_at_ms = Some(at);

@@ -209,6 +209,8 @@ fn apply_event(
                 .get(Sql::RunStopping)?
                 .execute(params![id, reason])?;
         }
+        // The event is the record; readers look it up when they need the budget.
+        EventKind::BudgetChanged { .. } => {}
         EventKind::RunFinished { state } => {
             statements
                 .get(Sql::RunFinished)?

@@ -129,6 +129,36 @@ impl SqliteStore {
         self.read(|tx| events_after(tx, run, after_seq, Some(limit)))
     }
 
+    /// What the run's agent attempts used and cost: tokens and dollars, `None` without any.
+    pub fn run_spend(&self, run: &RunId) -> Result<(Option<u64>, Option<f64>), StoreError> {
+        self.read(|tx| spend(tx, run))
+    }
+
+    /// The run's last event of `kind` (its kebab-case name, like `budget-changed`).
+    pub fn last_event_of_kind(&self, run: &RunId, kind: &str) -> Result<Option<Event>, StoreError> {
+        self.read(|tx| {
+            let found: Option<(u64, i64, String)> = tx
+                .prepare_cached(
+                    "SELECT seq, at_ms, data_json FROM events \
+                     WHERE run_id = ?1 AND kind = ?2 ORDER BY seq DESC LIMIT 1",
+                )?
+                .query_row(params![run.as_str(), kind], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                })
+                .optional()?;
+            let Some((seq, at_ms, data)) = found else {
+                return Ok(None);
+            };
+            let kind: EventKind =
+                serde_json::from_str(&data).map_err(|source| StoreError::Decode {
+                    run: run.clone(),
+                    seq,
+                    source,
+                })?;
+            Ok(Some(Event { seq, at_ms, kind }))
+        })
+    }
+
     /// The `seq` of the run's last event; 0 when it has none.
     pub fn last_seq(&self, run: &RunId) -> Result<u64, StoreError> {
         self.read(|tx| {

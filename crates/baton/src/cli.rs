@@ -45,6 +45,8 @@ pub enum Command {
     Cancel(CancelArgs),
     /// Remove old runs: their records and their logs. A run that is running is never removed.
     Prune(PruneArgs),
+    /// Let a run waiting at its soft budget go on (up to its hard budget), driving it here.
+    Approve(ApproveArgs),
     /// Show which agent engines are installed (and their versions), which config files are
     /// read, and what is missing.
     Doctor(DoctorArgs),
@@ -133,6 +135,18 @@ pub struct ResumeArgs {
     /// Count the attempts cut short by the crash against each task's `retries`.
     #[arg(long)]
     pub charge_retries: bool,
+    /// A new hard budget in dollars for the run (a run waiting at its soft budget goes on,
+    /// with no soft limit any more).
+    #[arg(long, value_name = "USD")]
+    pub raise_budget: Option<f64>,
+    #[command(flatten)]
+    pub drive: DriveArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// A run waiting at its soft budget: it goes on, up to its hard budget.
+    pub run: String,
     #[command(flatten)]
     pub drive: DriveArgs,
 }

@@ -9,6 +9,8 @@ pub const BAD_INPUT: i32 = 2;
 /// baton itself could not work: the store could not be opened or written, a directory could
 /// not be created.
 pub const INTERNAL: i32 = 3;
+/// The run is waiting for a person: it reached its soft budget (`baton approve RUN`).
+pub const WAITING: i32 = 4;
 /// The run was interrupted (Ctrl-C, SIGTERM, `baton cancel`).
 pub const INTERRUPTED: i32 = 130;
 

@@ -86,6 +86,21 @@ fn describe(event: &Event) -> String {
         }
         .to_owned(),
         EventKind::TaskReset { task } => format!("{task}: to run again"),
+        EventKind::BudgetChanged {
+            usd,
+            tokens,
+            soft_usd,
+            soft_tokens,
+        } => {
+            let mut text = baton_report::budget_text(*usd, *tokens);
+            if soft_usd.is_some() || soft_tokens.is_some() {
+                text.push_str(&format!(
+                    ", pausing at {}",
+                    baton_report::budget_text(*soft_usd, *soft_tokens)
+                ));
+            }
+            text
+        }
         EventKind::AttemptStarted { task, attempt, pid } => match pid {
             Some(pid) => format!("{task}#{attempt} (pid {pid})"),
             None => format!("{task}#{attempt}"),

@@ -31,6 +31,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Cancel(args) => cancel::cancel(args, cli.store.as_deref()),
         Command::Prune(args) => prune::prune(args, cli.store.as_deref()),
         Command::Doctor(args) => doctor::doctor(args, cli.store.as_deref()),
+        Command::Approve(args) => run::approve(args, cli.store.as_deref()),
         Command::AgentHttp(args) => agent_http::agent_http(args),
     }
 }

@@ -5,13 +5,13 @@ use anyhow::Context;
 use baton_graph::{Graph, Overrides};
 use baton_model::{RunId, RunState, TaskId, parse_duration};
 use baton_report::{LiveReporter, NullReporter, PlainReporter, Reporter, summary};
-use baton_runner::{AgentConfig, RunConfig, RunError, StopRequest, Takeover};
+use baton_runner::{AgentConfig, BudgetChange, RunConfig, RunError, StopRequest, Takeover};
 use baton_store::{SqliteStore, StoreError};
 use tokio::sync::mpsc;
 
 use super::load::load_graph;
 use super::records;
-use crate::cli::{DriveArgs, ResumeArgs, RetryArgs, RunArgs};
+use crate::cli::{ApproveArgs, DriveArgs, ResumeArgs, RetryArgs, RunArgs};
 use crate::exit::{self, Failure};
 use crate::project::Project;
 
@@ -50,8 +50,34 @@ pub fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure> {
 
 pub fn resume(args: ResumeArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let run = records::resolve(&records::open(store_url)?, Some(&args.run))?;
+    let budget = match args.raise_budget {
+        Some(usd) if usd.is_finite() && usd >= 0.0 => Some(BudgetChange::RaiseUsd(usd)),
+        Some(usd) => {
+            return Err(Failure::BadInput(format!(
+                "--raise-budget {usd}: a budget is an amount of dollars, at least 0"
+            )));
+        }
+        None => None,
+    };
     let how = Takeover::Resume {
         charge_retries: args.charge_retries,
+        budget,
+    };
+    drive(Job::Takeover(run.id, how), &args.drive, store_url)
+}
+
+pub fn approve(args: ApproveArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    let run = records::resolve(&records::open(store_url)?, Some(&args.run))?;
+    if records::effective_state(&run) != RunState::Waiting {
+        return Err(Failure::BadInput(format!(
+            "run {} is {}, not waiting for approval",
+            run.id,
+            records::effective_state(&run)
+        )));
+    }
+    let how = Takeover::Resume {
+        charge_retries: false,
+        budget: Some(BudgetChange::Approve),
     };
     drive(Job::Takeover(run.id, how), &args.drive, store_url)
 }
@@ -153,6 +179,7 @@ fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Fai
     Ok(match result.run.state {
         RunState::Succeeded | RunState::SucceededWithWarnings => exit::SUCCESS,
         RunState::Cancelled | RunState::Interrupted => exit::INTERRUPTED,
+        RunState::Waiting => exit::WAITING,
         _ => exit::RUN_FAILED,
     })
 }

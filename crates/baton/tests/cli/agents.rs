@@ -589,3 +589,158 @@ backoff = "100ms"
         2
     );
 }
+
+#[test]
+fn a_retried_run_counts_what_it_spent_before_against_its_budget() {
+    let model = expensive_model();
+    let graph = r#"
+[defaults]
+model = "claude-sonnet-4-5"
+
+[run]
+concurrency = 1
+budget = { usd = 5.0 }
+
+[[task]]
+id = "first"
+prompt = "one"
+
+[[task]]
+id = "second"
+needs = ["first"]
+prompt = "two"
+"#;
+    let out = with_claude(Test::new(), &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    // About $3 spent: another agent at the average would pass $5, so it does not start.
+    assert_eq!(out.json_task("first")["state"], "succeeded");
+    assert_eq!(out.json_task("second")["state"], "skipped");
+    assert_eq!(model.requests().len(), 1);
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    // Retrying the skipped task in the same run: the $3 spent before still count.
+    let again = out
+        .then()
+        .args(&["retry", &run, "second", "--json"])
+        .run()
+        .status(1);
+    assert_eq!(again.json_task("second")["state"], "skipped");
+    assert_eq!(
+        again.json_task("second")["reason"],
+        "not started: run budget spent"
+    );
+    assert_eq!(model.requests().len(), 1);
+}
+
+#[test]
+fn a_soft_budget_pauses_the_run_until_a_person_approves() {
+    let model = expensive_model();
+    let graph = r#"
+[defaults]
+model = "claude-sonnet-4-5"
+
+[run]
+concurrency = 1
+budget = { usd = 100.0, soft_usd = 2.0 }
+
+[[task]]
+id = "first"
+prompt = "one"
+
+[[task]]
+id = "second"
+needs = ["first"]
+prompt = "two"
+
+[[task]]
+id = "third"
+needs = ["second"]
+prompt = "three"
+"#;
+    let out = with_claude(Test::new(), &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(4);
+    let json = out.json();
+    assert_eq!(json["run"]["state"], "waiting", "{json}");
+    let states: Vec<_> = ["first", "second", "third"]
+        .iter()
+        .map(|t| out.json_task(t)["state"].as_str().unwrap().to_owned())
+        .collect();
+    // About $3 spent by the first: past the soft $2, nothing else started, nothing lost.
+    assert_eq!(states[0], "succeeded");
+    assert!(states[1] == "ready" || states[1] == "pending", "{states:?}");
+    assert_eq!(states[2], "pending");
+    assert_eq!(model.requests().len(), 1);
+    let run = json["run"]["id"].as_str().unwrap().to_owned();
+
+    // Resuming without a decision about the money is refused, saying what to do.
+    let refused = out
+        .then()
+        .args(&["resume", &run])
+        .run()
+        .status(2)
+        .stderr_contains("is waiting at its soft budget ($3.")
+        .stderr_contains(&format!("baton approve {run}"));
+
+    // Approved: the rest runs, up to the hard budget.
+    let approved = refused
+        .then()
+        .args(&["approve", &run, "--json"])
+        .run()
+        .status(0);
+    assert_eq!(approved.json()["run"]["state"], "succeeded");
+    assert_eq!(approved.json_task("third")["state"], "succeeded");
+    assert_eq!(model.requests().len(), 3);
+    let changed = approved
+        .store()
+        .events_of(|k| matches!(k, baton_model::EventKind::BudgetChanged { .. }));
+    assert_eq!(
+        changed,
+        [baton_model::EventKind::BudgetChanged {
+            usd: Some(100.0),
+            tokens: None,
+            soft_usd: None,
+            soft_tokens: None
+        }]
+    );
+    approved.store().assert_consistent();
+}
+
+#[test]
+fn raising_the_budget_lets_a_spent_run_go_on() {
+    let model = expensive_model();
+    let graph = r#"
+[defaults]
+model = "claude-sonnet-4-5"
+
+[run]
+concurrency = 1
+budget = { usd = 4.0, soft_usd = 2.0 }
+
+[[task]]
+id = "first"
+prompt = "one"
+
+[[task]]
+id = "second"
+needs = ["first"]
+prompt = "two"
+"#;
+    let out = with_claude(Test::new(), &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(4);
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    let raised = out
+        .then()
+        .args(&["resume", &run, "--raise-budget", "10", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(raised.json_task("second")["state"], "succeeded");
+    assert_eq!(model.requests().len(), 2);
+}
