@@ -131,9 +131,12 @@ impl EngineKind {
         }
     }
 
-    /// Whether a later attempt can continue the agent's session.
+    /// Whether a later attempt continues the agent's session. Only where that was seen to
+    /// work end to end: Claude Code's `--resume=ID`. Gemini CLI keeps no session when its
+    /// first request fails ("No previous sessions found"), and `codex exec resume` is not
+    /// tested yet; both start afresh.
     pub fn can_resume(self) -> bool {
-        matches!(self, Self::Claude | Self::Codex | Self::Gemini)
+        matches!(self, Self::Claude)
     }
 }
 

@@ -103,16 +103,6 @@ impl Meter {
         over(&soft, total).map(|what| format!("soft {what}"))
     }
 
-    /// Whether neither the run nor any task of `graph` has a budget: then nothing spent
-    /// matters.
-    pub(crate) fn is_unlimited_everywhere(&self, graph: &baton_graph::Graph) -> bool {
-        !self.has_limit()
-            && graph.tasks().iter().all(|t| match &t.action {
-                baton_graph::Action::Agent { settings, .. } => settings.budget.is_unlimited(),
-                _ => true,
-            })
-    }
-
     /// An attempt's spend so far; `Some` if the run's budget is now exceeded.
     pub(crate) fn update(&self, key: (u32, u32), now: Spent) -> Option<Exceeded> {
         let mut state = self.state();

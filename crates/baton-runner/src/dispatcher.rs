@@ -16,7 +16,7 @@ use crate::agent::{AgentWatch, judge};
 use crate::budget::Meter;
 use crate::config::AgentConfig;
 use crate::journal::{Journal, MAX_BATCH_EVENTS};
-use crate::launch::{HeldOutput, Launcher};
+use crate::launch::{Continue, HeldOutput, Launcher};
 use crate::layout::RunDirs;
 use crate::reasons::{finish_reason, stop_reason};
 use crate::takeover::{Restored, Takeover, TakeoverError, plan_takeover};
@@ -204,15 +204,12 @@ async fn drive_run(
         dispatcher.meter.set_limit(budget);
     }
     dispatcher.restore(restored);
-    if !dispatcher.meter.is_unlimited_everywhere(graph) {
-        // A run taken over has spent money before: its budget counts that too.
-        for attempt in store.run_attempts(&run_id)? {
-            if let (Some(usage), Some(task)) =
-                (&attempt.agent, graph.index_of(attempt.task.as_str()))
-            {
-                dispatcher.meter.finish((task, attempt.attempt), usage);
-            }
-        }
+    if graph
+        .tasks()
+        .iter()
+        .any(|t| matches!(t.action, TaskAction::Agent { .. }))
+    {
+        dispatcher.recall_agents(store)?;
     }
     let fatal = dispatcher.drive(reporter, stops).await;
     dispatcher.launcher.dirs().remove_scratch();
@@ -262,6 +259,8 @@ struct Dispatcher<'a> {
     agents_running: u32,
     /// The soft budget was reached: nothing more starts.
     paused: bool,
+    /// Per task, the agent session its next attempt continues.
+    sessions: Vec<Option<Continue>>,
 }
 
 /// An attempt that ended, and the watcher that followed its output.
@@ -321,6 +320,7 @@ impl<'a> Dispatcher<'a> {
             meter: Meter::new(graph.run_settings().budget.clone()),
             agents_running: 0,
             paused: false,
+            sessions: vec![None; graph.len()],
         }
     }
 
@@ -554,6 +554,23 @@ impl<'a> Dispatcher<'a> {
                 None => (Default::default(), None, false),
             };
             let judged = judge(&report, parsed, exceeded, plain_text);
+            // An attempt the machinery cut short leaves a session the next attempt continues.
+            // Only if the agent got somewhere: a session whose first request failed holds
+            // nothing worth continuing (and some CLIs keep no such session at all).
+            let progressed = judged.usage.output_tokens > 0 || judged.usage.tool_calls > 0;
+            self.sessions[task as usize] = match (&judged.outcome, &judged.usage.session_id) {
+                (outcome, Some(session))
+                    if progressed
+                        && outcome.failure_class()
+                            == Some(baton_model::FailureClass::Infrastructure) =>
+                {
+                    Some(Continue {
+                        session: session.clone(),
+                        why: outcome.to_string(),
+                    })
+                }
+                _ => None,
+            };
             self.meter.finish((task, attempt), &judged.usage);
             report.outcome = judged.outcome;
             output.text = judged.output;
@@ -668,22 +685,27 @@ impl<'a> Dispatcher<'a> {
             if is_agent {
                 self.agents_running += 1;
             }
-            let (spec, watcher) = match self.launcher.prepare(task, attempt, &self.meter) {
-                Ok(prepared) => prepared,
-                Err(error) => {
-                    // Recorded like a process that could not be spawned.
-                    self.journal.push(event(EventKind::AttemptStarted {
-                        task: self.graph.task(task).id.clone(),
-                        attempt,
-                        pid: None,
-                    }));
-                    let handle = self
-                        .inflight
-                        .spawn(std::future::ready((failed_report(error), None)));
-                    self.inflight_ids.insert(handle.id(), (task, attempt));
-                    continue;
-                }
-            };
+            let resume = self.sessions[task as usize].take();
+            let (spec, watcher) =
+                match self
+                    .launcher
+                    .prepare(task, attempt, &self.meter, resume.as_ref())
+                {
+                    Ok(prepared) => prepared,
+                    Err(error) => {
+                        // Recorded like a process that could not be spawned.
+                        self.journal.push(event(EventKind::AttemptStarted {
+                            task: self.graph.task(task).id.clone(),
+                            attempt,
+                            pid: None,
+                        }));
+                        let handle = self
+                            .inflight
+                            .spawn(std::future::ready((failed_report(error), None)));
+                        self.inflight_ids.insert(handle.id(), (task, attempt));
+                        continue;
+                    }
+                };
             let child = Attempt::spawn_watched(spec, watcher);
             let pid = child.pid();
             self.journal.push(event(EventKind::AttemptStarted {
@@ -699,6 +721,40 @@ impl<'a> Dispatcher<'a> {
 }
 
 impl Dispatcher<'_> {
+    /// A run taken over has a past: what its agents spent counts against its budget, and a
+    /// task whose last attempt the machinery cut short continues that attempt's session.
+    fn recall_agents(&mut self, store: &SqliteStore) -> Result<(), StoreError> {
+        let mut last: HashMap<u32, baton_store::AttemptRecord> = HashMap::new();
+        for attempt in store.run_attempts(&self.run_id)? {
+            let Some(task) = self.graph.index_of(attempt.task.as_str()) else {
+                continue;
+            };
+            if let Some(usage) = &attempt.agent {
+                self.meter.finish((task, attempt.attempt), usage);
+            }
+            if last.get(&task).is_none_or(|l| l.attempt < attempt.attempt) {
+                last.insert(task, attempt);
+            }
+        }
+        for (task, attempt) in last {
+            if let (Some(outcome), Some(session)) = (
+                &attempt.outcome,
+                attempt.agent.as_ref().and_then(|a| a.session_id.clone()),
+            ) && outcome.failure_class() == Some(baton_model::FailureClass::Infrastructure)
+                && attempt
+                    .agent
+                    .as_ref()
+                    .is_some_and(|a| a.output_tokens > 0 || a.tool_calls > 0)
+            {
+                self.sessions[task as usize] = Some(Continue {
+                    session,
+                    why: outcome.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Once the run's soft budget is reached, nothing more starts, what runs finishes, and the
     /// run ends `waiting` for a person to approve or raise the budget.
     /// Returns whether the run pauses now (the caller feeds [`Input::Pause`]).

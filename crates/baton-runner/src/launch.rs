@@ -51,6 +51,19 @@ struct PreparedAgent {
     prompt: PromptInput,
     env: Vec<(String, String)>,
     idle_timeout: Option<Duration>,
+    /// What a later attempt that continues the agent's session needs to build its own
+    /// command line.
+    options: AgentOptions,
+    preamble: Option<String>,
+    prompt_file: PathBuf,
+}
+
+/// A session a new attempt continues: the earlier attempt's, cut short by the machinery.
+#[derive(Debug, Clone)]
+pub(crate) struct Continue {
+    pub session: String,
+    /// What cut the earlier attempt short, in words.
+    pub why: String,
 }
 
 /// What every task gets of baton's environment: what programs need to find themselves, their
@@ -173,6 +186,7 @@ impl<'a> Launcher<'a> {
         task: u32,
         attempt: u32,
         meter: &Meter,
+        resume: Option<&Continue>,
     ) -> Result<(AttemptSpec, Option<Box<dyn LineWatcher>>), String> {
         if self.prepared[task as usize].is_none() {
             let prepared = self.prepare_first(task);
@@ -236,14 +250,39 @@ impl<'a> Launcher<'a> {
             spec.env.push((key.into(), value.into()));
         }
         spec.idle_timeout = agent.idle_timeout;
-        match &agent.prompt {
+        let resumed;
+        let prompt = match resume.filter(|_| agent.engine.kind.can_resume()) {
+            Some(resume) => {
+                // The agent's session holds the task and what it did so far: it is told why
+                // it stopped and to go on, rather than given the task again from scratch.
+                let invocation = agent.engine.invocation(
+                    &format!(
+                        "Your previous attempt at this task was cut short ({}). Continue where \
+                         you left off and finish the task.",
+                        resume.why
+                    ),
+                    agent.preamble.as_deref(),
+                    &agent.options,
+                    Some(&resume.session),
+                    &agent.prompt_file,
+                );
+                spec.program = Program::Exec {
+                    program: invocation.program,
+                    args: invocation.args,
+                };
+                resumed = invocation.prompt;
+                &resumed
+            }
+            None => &agent.prompt,
+        };
+        match prompt {
             PromptInput::Stdin(bytes) => spec.stdin = Some(bytes.clone()),
             PromptInput::File { path, contents } => write_private(path, contents)
                 .map_err(|e| format!("cannot write the prompt file {}: {e}", path.display()))?,
             PromptInput::None => {}
         }
         let parser = StreamParser::new(
-            agent.engine.kind,
+            agent.engine.stream_kind(),
             &agent.engine.name,
             self.agents.prices.clone(),
         );
@@ -362,12 +401,13 @@ impl<'a> Launcher<'a> {
                             args: settings.args.clone(),
                         };
                         let preamble = preamble(spec_task);
+                        let prompt_file = self.dirs.prompt(&spec_task.id);
                         let invocation = engine.invocation(
                             &prompt,
                             preamble.as_deref(),
                             &options,
                             None,
-                            &self.dirs.prompt(&spec_task.id),
+                            &prompt_file,
                         );
                         patterns.extend(engine.kind.pass_env().iter().map(|s| (*s).to_owned()));
                         patterns.extend(engine.pass_env.iter().cloned());
@@ -381,6 +421,9 @@ impl<'a> Launcher<'a> {
                             prompt: invocation.prompt,
                             env: invocation.env,
                             idle_timeout: settings.idle_timeout,
+                            options,
+                            preamble,
+                            prompt_file,
                         });
                         program
                     }),

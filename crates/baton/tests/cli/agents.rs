@@ -744,3 +744,62 @@ prompt = "two"
     assert_eq!(raised.json_task("second")["state"], "succeeded");
     assert_eq!(model.requests().len(), 2);
 }
+
+#[test]
+fn an_attempt_cut_short_by_the_api_continues_the_agent_s_session() {
+    let test = Test::new();
+    let root = test.path().canonicalize().unwrap();
+    let file = root.join("half.txt").to_str().unwrap().to_owned();
+    let script = Script::new()
+        .rule(
+            Rule::text("Finished after resuming")
+                .when_contains("TASK-LONG")
+                .when_last_contains("Your previous attempt at this task was cut short"),
+        )
+        // The turn after the file was written: the API is down for longer than the CLI's own
+        // retries (one, with CLAUDE_CODE_MAX_RETRIES=1).
+        .rule(
+            Rule::reply(Reply::overloaded())
+                .when_contains("TASK-LONG")
+                .when_last_contains("toolu_mock")
+                .times(2),
+        )
+        .rule(
+            Rule::reply(Reply::claude_write(&file, "first half\n"))
+                .when_contains("TASK-LONG")
+                .times(1),
+        );
+    let model = MockModel::start(script).unwrap();
+    let graph = r#"
+[[task]]
+id = "long"
+prompt = "TASK-LONG: write half.txt, then report"
+retries = 2
+backoff = "10ms"
+"#;
+    let out = with_claude(test, &model)
+        .env("CLAUDE_CODE_MAX_RETRIES", "1")
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(out.read("half.txt"), b"first half\n");
+    assert_eq!(out.json_task("long")["output"], "Finished after resuming");
+    let attempts = attempts_of(&out, "long");
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    let first_session = attempts[0].agent.clone().unwrap().session_id.unwrap();
+    // The second attempt asked the model with the first one's conversation in it: the task,
+    // the file it wrote, and then the word that it was cut short.
+    let last = model.requests().pop().unwrap();
+    let text = last.text();
+    assert!(text.contains("TASK-LONG"), "{text}");
+    assert!(text.contains("toolu_mock"), "{text}");
+    assert!(
+        text.contains("cut short (the agent could not work"),
+        "{text}"
+    );
+    assert_eq!(
+        attempts[1].agent.clone().unwrap().session_id.as_deref(),
+        Some(first_session.as_str())
+    );
+}
