@@ -224,7 +224,8 @@ fn with_codex(test: Test, model: &MockModel) -> Test {
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&codex_home).unwrap();
     let provider = format!(
-        "model_providers.mock={{name=\"mock\",base_url=\"{}/v1\",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}}",
+        // No retries of its own: codex would otherwise ask 30 times over 25 s before giving up.
+        "model_providers.mock={{name=\"mock\",base_url=\"{}/v1\",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\",request_max_retries=0,stream_max_retries=0}}",
         model.url()
     );
     let config = format!(
@@ -802,4 +803,70 @@ backoff = "10ms"
         attempts[1].agent.clone().unwrap().session_id.as_deref(),
         Some(first_session.as_str())
     );
+}
+
+#[test]
+fn a_codex_server_error_is_retried_then_succeeds() {
+    let script = Script::new()
+        .rule(Rule::error(500).times(1))
+        .rule(Rule::text("codex got through"));
+    let model = MockModel::start(script).unwrap();
+    let graph = r#"
+[[task]]
+id = "work"
+engine = "codex"
+model = "gpt-5"
+prompt = "do the work"
+retries = 2
+backoff = "50ms"
+"#;
+    let out = with_codex(Test::new(), &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let attempts = attempts_of(&out, "work");
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    let Some(Outcome::AgentFailed { class, message, .. }) = attempts[0].outcome.clone() else {
+        panic!("{:?}", attempts[0].outcome);
+    };
+    assert_eq!(class, FailureClass::Infrastructure, "{message}");
+    assert_eq!(out.json_task("work")["output"], "codex got through");
+}
+
+#[test]
+fn a_spent_run_budget_stops_codex_too() {
+    let model = MockModel::start(Script::new().rule(Rule::reply(Reply::Text {
+        text: "done".into(),
+        input_tokens: 1_000_000,
+        output_tokens: 10,
+    })))
+    .unwrap();
+    let graph = r#"
+[defaults]
+engine = "codex"
+model = "gpt-5"
+
+[run]
+concurrency = 1
+budget = { usd = 1.0 }
+
+[[task]]
+id = "first"
+prompt = "one"
+
+[[task]]
+id = "second"
+prompt = "two"
+"#;
+    let out = with_codex(Test::new(), &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    // $1.25 priced from the table for gpt-5's million input tokens: past the run's $1.
+    let first = out.json_task("first");
+    assert_eq!(first["outcome"]["kind"], "over-budget", "{first}");
+    assert_eq!(out.json_task("second")["state"], "skipped");
+    assert_eq!(model.requests().len(), 1);
 }
