@@ -215,6 +215,36 @@ pub struct Task {
     /// (`PATH`, `HOME`, locale, …): names, or prefixes ending in `*`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_env: Vec<String>,
+    /// What a change outside `scope` means.
+    #[serde(default, skip_serializing_if = "ScopePolicy::is_warn")]
+    pub scope_policy: ScopePolicy,
+}
+
+/// What a task changing files outside its declared `scope` means.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScopePolicy {
+    /// Reported, and the run ends `succeeded_with_warnings` at best.
+    #[default]
+    Warn,
+    /// The task fails.
+    Enforce,
+}
+
+impl ScopePolicy {
+    pub const NAMES: &'static [&'static str] = &["warn", "enforce"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "warn" => Some(Self::Warn),
+            "enforce" => Some(Self::Enforce),
+            _ => None,
+        }
+    }
+
+    pub fn is_warn(&self) -> bool {
+        *self == Self::Warn
+    }
 }
 
 // The stored copy of a graph leaves out what every task has by default: a 100,000-task graph

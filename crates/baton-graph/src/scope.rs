@@ -135,6 +135,7 @@ mod tests {
             approval: false,
             workspace: Workspace::None,
             pass_env: Vec::new(),
+            scope_policy: Default::default(),
         }
     }
 

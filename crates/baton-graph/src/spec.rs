@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use baton_model::OnFailure;
 
-use crate::graph::{AgentSettings, Budget, RetryOn, Workspace};
+use crate::graph::{AgentSettings, Budget, RetryOn, ScopePolicy, Workspace};
 use crate::tree::Span;
 
 /// A value and where it was written.
@@ -47,6 +47,7 @@ pub(crate) struct Defaults {
     pub handoff_limit: Option<u64>,
     pub pass_env: Vec<String>,
     pub agent: AgentSpec,
+    pub scope_policy: Option<ScopePolicy>,
 }
 
 /// The agent fields, as written in `[defaults]` or a task.
@@ -122,6 +123,7 @@ pub(crate) struct TaskMore {
     pub workspace: Option<Workspace>,
     pub pass_env: Vec<String>,
     pub agent: AgentSpec,
+    pub scope_policy: Option<ScopePolicy>,
 }
 
 static NOTHING_MORE: TaskMore = TaskMore {
@@ -148,6 +150,7 @@ static NOTHING_MORE: TaskMore = TaskMore {
         budget: None,
         first_span: None,
     },
+    scope_policy: None,
 };
 
 impl TaskSpec {

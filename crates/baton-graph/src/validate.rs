@@ -530,5 +530,6 @@ fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) ->
         workspace,
         // The task's names add to the defaults'.
         pass_env: d.pass_env.iter().cloned().chain(more.pass_env).collect(),
+        scope_policy: more.scope_policy.or(d.scope_policy).unwrap_or_default(),
     }
 }

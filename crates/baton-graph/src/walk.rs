@@ -7,7 +7,7 @@ use std::time::Duration;
 use baton_model::{OnFailure, parse_duration, parse_size};
 
 use crate::diagnostic::Diagnostic;
-use crate::graph::{Budget, RetryOn, Workspace};
+use crate::graph::{Budget, RetryOn, ScopePolicy, Workspace};
 use crate::spec::{AgentSpec, At, Defaults, RunSpec, Spec, TaskSpec};
 use crate::suggest::did_you_mean;
 use crate::tree::{Entry, Kind, Node};
@@ -21,6 +21,7 @@ pub(crate) const DEFAULTS_FIELDS: &[&str] = &[
     "workspace",
     "handoff_limit",
     "pass_env",
+    "scope_policy",
     "model",
     "max_turns",
     "allowed_tools",
@@ -61,6 +62,7 @@ pub(crate) const TASK_FIELDS: &[&str] = &[
     "approval",
     "workspace",
     "pass_env",
+    "scope_policy",
     "model",
     "max_turns",
     "allowed_tools",
@@ -486,6 +488,9 @@ impl Walker<'_> {
                 "workspace" => d.workspace = w.choice(e, Workspace::NAMES, Workspace::parse),
                 "handoff_limit" => d.handoff_limit = w.size(e),
                 "pass_env" => d.pass_env = w.env_names(e),
+                "scope_policy" => {
+                    d.scope_policy = w.choice(e, ScopePolicy::NAMES, ScopePolicy::parse)
+                }
                 _ => return w.agent_field(e, &mut d.agent),
             }
             true
@@ -610,6 +615,9 @@ impl Walker<'_> {
                 "verify" => t.more_mut().verify = w.plain_strings(e),
                 "approval" => t.more_mut().approval = w.boolean(e),
                 "pass_env" => t.more_mut().pass_env = w.env_names(e),
+                "scope_policy" => {
+                    t.more_mut().scope_policy = w.choice(e, ScopePolicy::NAMES, ScopePolicy::parse)
+                }
                 "workspace" => {
                     t.more_mut().workspace = w.choice(e, Workspace::NAMES, Workspace::parse)
                 }

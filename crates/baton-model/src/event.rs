@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AgentUsage, Outcome, RunState, TaskId, TaskState};
+use crate::{AgentUsage, Evidence, Outcome, RunState, TaskId, TaskState};
 
 /// Version of the event wire format.
 pub const EVENT_SCHEMA_VERSION: u32 = 1;
@@ -52,6 +52,33 @@ pub enum EventKind {
     /// A task that had ended goes back to `pending`, to run again after a takeover.
     TaskReset {
         task: TaskId,
+    },
+    /// What an attempt changed in its task's worktree, committed on the task's branch.
+    /// `commit` is `None` when it changed nothing. `scope_violations` are changed paths the
+    /// task's `scope` does not cover.
+    WorkspaceCommitted {
+        task: TaskId,
+        attempt: u32,
+        branch: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commit: Option<String>,
+        evidence: Evidence,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        scope_violations: Vec<String>,
+    },
+    /// The run's consolidation: the branches of the tasks that succeeded, merged into
+    /// `branch`. On a conflict, `conflict_task` is the task whose branch did not merge, in
+    /// `conflict_files`, with what was merged before it.
+    ResultMerged {
+        branch: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commit: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conflict_task: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        conflict_files: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     /// The run's budget from here on (`baton approve`, `baton resume --raise-budget`),
     /// replacing the graph file's. `None`: no limit of that kind.
@@ -102,12 +129,14 @@ impl EventKind {
             | Self::AttemptFinished { task, .. }
             | Self::RetryScheduled { task, .. }
             | Self::TaskFinished { task, .. }
-            | Self::TaskReset { task } => Some(task),
+            | Self::TaskReset { task }
+            | Self::WorkspaceCommitted { task, .. } => Some(task),
             Self::RunStarted { .. }
             | Self::RunStopping { .. }
             | Self::RunFinished { .. }
             | Self::RunResumed { .. }
-            | Self::BudgetChanged { .. } => None,
+            | Self::BudgetChanged { .. }
+            | Self::ResultMerged { .. } => None,
         }
     }
 
@@ -120,6 +149,8 @@ impl EventKind {
             Self::RunResumed { .. } => "run-resumed",
             Self::TaskReset { .. } => "task-reset",
             Self::BudgetChanged { .. } => "budget-changed",
+            Self::WorkspaceCommitted { .. } => "workspace-committed",
+            Self::ResultMerged { .. } => "result-merged",
             Self::AttemptStarted { .. } => "attempt-started",
             Self::AttemptFinished { .. } => "attempt-finished",
             Self::RetryScheduled { .. } => "retry-scheduled",

@@ -37,6 +37,15 @@ pub enum Outcome {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry_after_ms: Option<u64>,
     },
+    /// The task's worktree could not start from its dependencies' results: merging them
+    /// conflicted. A person must resolve it (`needs_human`); not retried.
+    MergeConflict {
+        /// The dependency whose result did not merge.
+        incoming: String,
+        files: Vec<String>,
+    },
+    /// The task changed files outside its `scope` under `scope_policy = "enforce"`.
+    OutOfScope { files: Vec<String> },
     /// baton stopped an agent that spent past a hard budget: the task's own (`limit` says
     /// which) or the run's. Not retried: another attempt would spend more.
     OverBudget {
@@ -65,6 +74,9 @@ impl Outcome {
             }
             Self::AgentFailed { class, .. } => Some(*class),
             Self::OverBudget { .. } => Some(FailureClass::Task),
+            // Not a failure to retry: the same merge conflicts again.
+            Self::MergeConflict { .. } => None,
+            Self::OutOfScope { .. } => Some(FailureClass::Task),
             Self::Cancelled => None,
         }
     }
@@ -122,6 +134,14 @@ impl fmt::Display for Outcome {
                 message,
                 ..
             } => write!(f, "agent failed ({reason}): {message}"),
+            Self::OutOfScope { files } => {
+                write!(f, "changed files outside its scope: {}", files.join(", "))
+            }
+            Self::MergeConflict { incoming, files } => write!(
+                f,
+                "its dependencies' changes conflict: merging `{incoming}` conflicts in {}",
+                files.join(", ")
+            ),
             Self::OverBudget {
                 limit,
                 spent_usd,
@@ -218,6 +238,13 @@ mod tests {
                 limit: "task budget $0.50".into(),
                 spent_usd: Some(0.51),
                 tokens: 120_000,
+            },
+            Outcome::MergeConflict {
+                incoming: "schema".into(),
+                files: vec!["src/db.rs".into()],
+            },
+            Outcome::OutOfScope {
+                files: vec!["README.md".into()],
             },
         ];
         insta::assert_json_snapshot!(all);

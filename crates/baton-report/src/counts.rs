@@ -54,7 +54,9 @@ impl StateCounts {
             | EventKind::RunFinished { .. }
             | EventKind::RunResumed { .. }
             | EventKind::TaskReset { .. }
-            | EventKind::BudgetChanged { .. } => {}
+            | EventKind::BudgetChanged { .. }
+            | EventKind::WorkspaceCommitted { .. }
+            | EventKind::ResultMerged { .. } => {}
         }
     }
 

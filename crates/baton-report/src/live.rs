@@ -128,9 +128,21 @@ impl Reporter for LiveReporter {
                         crate::spend::budget_text(*usd, *tokens)
                     ));
                 }
+                EventKind::WorkspaceCommitted {
+                    task,
+                    scope_violations,
+                    ..
+                } if !scope_violations.is_empty() => {
+                    self.println(format!(
+                        "baton: {task} changed files outside its scope: {}",
+                        scope_violations.join(", ")
+                    ));
+                }
                 EventKind::RunStarted { .. }
                 | EventKind::RunFinished { .. }
-                | EventKind::TaskReset { .. } => {}
+                | EventKind::TaskReset { .. }
+                | EventKind::WorkspaceCommitted { .. }
+                | EventKind::ResultMerged { .. } => {}
             }
         }
         self.header.set_message(self.counts.to_string());

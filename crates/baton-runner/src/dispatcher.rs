@@ -5,7 +5,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use baton_exec::{Attempt, AttemptReport, Captured, LineWatcher, StopLevel};
 use baton_graph::{Action as TaskAction, Graph};
-use baton_model::{Event, EventKind, Outcome, RunId, RunState};
+use baton_model::{Event, EventKind, Outcome, RunId, RunState, TaskState};
 use baton_report::{Reporter, RunInfo, RunResult};
 use baton_scheduler::{Action, Input, Plan, PlanTask, Scheduler, StopCause};
 use baton_store::{AttemptOutput, NewRun, SqliteStore, StoreError};
@@ -20,6 +20,7 @@ use crate::launch::{Continue, HeldOutput, Launcher};
 use crate::layout::RunDirs;
 use crate::reasons::{finish_reason, stop_reason};
 use crate::takeover::{Restored, Takeover, TakeoverError, plan_takeover};
+use crate::workspace::{Consolidated, Workspaces};
 use crate::{build_result, kill_leftovers, new_run_id};
 
 /// Most events one turn produces. No-op tasks finish inside a turn, so a graph of them would
@@ -58,6 +59,9 @@ pub enum RunError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Takeover(#[from] TakeoverError),
+    /// The run's git setup is unusable (its `base` does not exist).
+    #[error("{0}")]
+    Workspace(String),
     #[error("cannot create the run directory {path}")]
     RunDir {
         path: PathBuf,
@@ -199,7 +203,9 @@ async fn drive_run(
         concurrency: graph.run_settings().concurrency,
         earlier: restored.terminal.len() as u32,
     });
-    let mut dispatcher = Dispatcher::new(graph, store, run_id.clone(), dirs, config);
+    let workspaces = Workspaces::new(graph, &config.root, &config.state_dir, &run_id)
+        .map_err(RunError::Workspace)?;
+    let mut dispatcher = Dispatcher::new(graph, store, run_id.clone(), dirs, config, workspaces);
     if let Some(budget) = restored.budget.clone() {
         dispatcher.meter.set_limit(budget);
     }
@@ -212,6 +218,16 @@ async fn drive_run(
         dispatcher.recall_agents(store)?;
     }
     let fatal = dispatcher.drive(reporter, stops).await;
+    if dispatcher.final_state.is_some_and(|state| {
+        !matches!(
+            state,
+            RunState::Waiting | RunState::Cancelled | RunState::Interrupted | RunState::NeedsHuman
+        )
+    }) {
+        // Finished for good: the branches hold the work; the worktrees go. A run that can
+        // still go on (or that a person must look at) keeps them.
+        dispatcher.workspaces.remove_worktrees();
+    }
     dispatcher.launcher.dirs().remove_scratch();
     dispatcher
         .launcher
@@ -261,6 +277,12 @@ struct Dispatcher<'a> {
     paused: bool,
     /// Per task, the agent session its next attempt continues.
     sessions: Vec<Option<Continue>>,
+    /// The tasks' worktrees and the run's result branch.
+    workspaces: Workspaces,
+    /// A task changed files outside its scope (under `warn`): the run succeeds with warnings.
+    warnings: bool,
+    /// The state the run finished in.
+    final_state: Option<RunState>,
 }
 
 /// An attempt that ended, and the watcher that followed its output.
@@ -280,6 +302,7 @@ impl<'a> Dispatcher<'a> {
         run_id: RunId,
         dirs: RunDirs,
         config: &RunConfig,
+        workspaces: Workspaces,
     ) -> Self {
         let plan = Plan {
             tasks: graph
@@ -321,6 +344,9 @@ impl<'a> Dispatcher<'a> {
             agents_running: 0,
             paused: false,
             sessions: vec![None; graph.len()],
+            workspaces,
+            warnings: false,
+            final_state: None,
         }
     }
 
@@ -332,6 +358,9 @@ impl<'a> Dispatcher<'a> {
         for (task, state, attempts) in restored.terminal {
             self.sched.restore(task, state, attempts);
             self.launcher.restored(task, state);
+            if state == TaskState::Succeeded {
+                self.workspaces.restored_success(self.graph, task);
+            }
         }
         for (task, output) in restored.outputs {
             self.launcher.hold_output(task, output);
@@ -476,6 +505,8 @@ impl<'a> Dispatcher<'a> {
                         self.stop_tx.send_replace(level);
                     }
                     Action::RunFinished { state } => {
+                        let state = self.consolidate(state);
+                        self.final_state = Some(state);
                         self.journal.push(event(EventKind::RunFinished { state }));
                         finished = true;
                     }
@@ -594,6 +625,42 @@ impl<'a> Dispatcher<'a> {
             stderr_tail.push('\n');
             stderr_tail.push_str(&self.launcher.redact(&extra));
         }
+        let mut committed_event = None;
+        if let Some(committed) = self
+            .workspaces
+            .commit(self.graph, task, attempt, &report.outcome)
+        {
+            match committed {
+                Ok(committed) => {
+                    if let EventKind::WorkspaceCommitted {
+                        scope_violations, ..
+                    } = &committed.event
+                    {
+                        self.warnings |= !scope_violations.is_empty();
+                    }
+                    match committed.violates {
+                        Some(files) if report.outcome.is_success() => {
+                            report.outcome = Outcome::OutOfScope { files };
+                        }
+                        _ if report.outcome.is_success() => {
+                            self.workspaces.succeeded(task, committed.head.clone());
+                        }
+                        _ => {}
+                    }
+                    output.files_changed = committed.files_changed;
+                    committed_event = Some(committed.event);
+                }
+                Err(error) => {
+                    // The work is not on the branch: dependents would not see it.
+                    let error = self.launcher.redact(&error);
+                    if report.outcome.is_success() {
+                        report.outcome = Outcome::SpawnFailed { error };
+                    } else {
+                        stderr_tail.push_str(&format!("\nbaton: {error}"));
+                    }
+                }
+            }
+        }
         self.journal.push(event(EventKind::AttemptFinished {
             task: id.clone(),
             attempt,
@@ -601,6 +668,9 @@ impl<'a> Dispatcher<'a> {
             duration_ms: report.duration.as_millis() as u64,
             agent,
         }));
+        if let Some(committed) = committed_event {
+            self.journal.push(event(committed));
+        }
         self.journal.push_output(AttemptOutput {
             task: id,
             attempt,
@@ -685,27 +755,49 @@ impl<'a> Dispatcher<'a> {
             if is_agent {
                 self.agents_running += 1;
             }
-            let resume = self.sessions[task as usize].take();
-            let (spec, watcher) =
-                match self
-                    .launcher
-                    .prepare(task, attempt, &self.meter, resume.as_ref())
-                {
-                    Ok(prepared) => prepared,
-                    Err(error) => {
-                        // Recorded like a process that could not be spawned.
-                        self.journal.push(event(EventKind::AttemptStarted {
-                            task: self.graph.task(task).id.clone(),
-                            attempt,
-                            pid: None,
-                        }));
-                        let handle = self
-                            .inflight
-                            .spawn(std::future::ready((failed_report(error), None)));
-                        self.inflight_ids.insert(handle.id(), (task, attempt));
-                        continue;
+            let workdir = match self.workspaces.prepare(self.graph, task) {
+                Ok(dir) => dir,
+                Err(outcome) => {
+                    // Its worktree could not be made (its dependencies' changes conflict):
+                    // recorded like an attempt that could not start.
+                    self.journal.push(event(EventKind::AttemptStarted {
+                        task: self.graph.task(task).id.clone(),
+                        attempt,
+                        pid: None,
+                    }));
+                    let mut report = failed_report(String::new());
+                    report.outcome = outcome;
+                    let handle = self.inflight.spawn(std::future::ready((report, None)));
+                    self.inflight_ids.insert(handle.id(), (task, attempt));
+                    if is_agent {
+                        self.agents_running += 1;
                     }
-                };
+                    continue;
+                }
+            };
+            let resume = self.sessions[task as usize].take();
+            let (spec, watcher) = match self.launcher.prepare(
+                task,
+                attempt,
+                &self.meter,
+                resume.as_ref(),
+                workdir.as_deref(),
+            ) {
+                Ok(prepared) => prepared,
+                Err(error) => {
+                    // Recorded like a process that could not be spawned.
+                    self.journal.push(event(EventKind::AttemptStarted {
+                        task: self.graph.task(task).id.clone(),
+                        attempt,
+                        pid: None,
+                    }));
+                    let handle = self
+                        .inflight
+                        .spawn(std::future::ready((failed_report(error), None)));
+                    self.inflight_ids.insert(handle.id(), (task, attempt));
+                    continue;
+                }
+            };
             let child = Attempt::spawn_watched(spec, watcher);
             let pid = child.pid();
             self.journal.push(event(EventKind::AttemptStarted {
@@ -721,6 +813,60 @@ impl<'a> Dispatcher<'a> {
 }
 
 impl Dispatcher<'_> {
+    /// At the end of a run that will not go on, merges what its tasks committed into the
+    /// result branch; the run's state says how that went.
+    fn consolidate(&mut self, state: RunState) -> RunState {
+        if !self.workspaces.active() || matches!(state, RunState::Waiting | RunState::Cancelled) {
+            return state;
+        }
+        let mut state = state;
+        if state == RunState::Succeeded && self.warnings {
+            state = RunState::SucceededWithWarnings;
+        }
+        let Some(consolidated) = self.workspaces.consolidate(self.graph) else {
+            return state;
+        };
+        let merged = match consolidated {
+            Consolidated::Merged { branch, commit } => EventKind::ResultMerged {
+                branch,
+                commit: Some(commit),
+                conflict_task: None,
+                conflict_files: Vec::new(),
+                error: None,
+            },
+            Consolidated::Conflict {
+                branch,
+                task,
+                files,
+            } => {
+                if state.is_success() {
+                    state = RunState::NeedsHuman;
+                }
+                EventKind::ResultMerged {
+                    branch,
+                    commit: None,
+                    conflict_task: Some(task),
+                    conflict_files: files,
+                    error: None,
+                }
+            }
+            Consolidated::Failed(error) => {
+                if state.is_success() {
+                    state = RunState::Failed;
+                }
+                EventKind::ResultMerged {
+                    branch: String::new(),
+                    commit: None,
+                    conflict_task: None,
+                    conflict_files: Vec::new(),
+                    error: Some(self.launcher.redact(&error)),
+                }
+            }
+        };
+        self.journal.push(event(merged));
+        state
+    }
+
     /// A run taken over has a past: what its agents spent counts against its budget, and a
     /// task whose last attempt the machinery cut short continues that attempt's session.
     fn recall_agents(&mut self, store: &SqliteStore) -> Result<(), StoreError> {

@@ -34,6 +34,8 @@ const STRUCTURED_OUTPUT_LIMIT: u64 = 1024 * 1024;
 pub(crate) struct HeldOutput {
     pub text: String,
     pub json: Option<serde_json::Value>,
+    /// What it changed in its worktree.
+    pub files_changed: Vec<String>,
 }
 
 /// What stays the same across a task's attempts, worked out at its first launch.
@@ -149,9 +151,9 @@ impl<'a> Launcher<'a> {
 
     /// `cwd` under the root, refusing one that leads outside it through a symlink (the graph
     /// already refuses `..` and absolute paths; a link can only be seen on disk, at launch).
-    fn contained(&self, cwd: &std::path::Path) -> Result<PathBuf, String> {
-        let joined = self.root.join(cwd);
-        let (Ok(real), Ok(root)) = (joined.canonicalize(), self.root.canonicalize()) else {
+    fn contained(&self, base: &std::path::Path, cwd: &std::path::Path) -> Result<PathBuf, String> {
+        let joined = base.join(cwd);
+        let (Ok(real), Ok(root)) = (joined.canonicalize(), base.canonicalize()) else {
             // A missing directory is reported by the spawn, with its name.
             return Ok(joined);
         };
@@ -187,6 +189,7 @@ impl<'a> Launcher<'a> {
         attempt: u32,
         meter: &Meter,
         resume: Option<&Continue>,
+        workdir: Option<&std::path::Path>,
     ) -> Result<(AttemptSpec, Option<Box<dyn LineWatcher>>), String> {
         if self.prepared[task as usize].is_none() {
             let prepared = self.prepare_first(task);
@@ -227,9 +230,11 @@ impl<'a> Launcher<'a> {
             .max(MIN_OUTPUT_CAPTURE);
         let mut spec = AttemptSpec {
             program,
-            cwd: match &spec_task.cwd {
-                Some(cwd) => self.contained(cwd)?,
-                None => self.root.clone(),
+            // A task with a worktree works there, the repository's twin.
+            cwd: match (&spec_task.cwd, workdir) {
+                (Some(cwd), dir) => self.contained(dir.unwrap_or(&self.root), cwd)?,
+                (None, Some(dir)) => dir.to_path_buf(),
+                (None, None) => self.root.clone(),
             },
             env,
             timeout: spec_task.timeout,
@@ -472,7 +477,7 @@ impl<'a> Launcher<'a> {
                     status: self.states[need as usize]
                         .map_or("pending", TaskState::as_str)
                         .to_owned(),
-                    files_changed: Vec::new(),
+                    files_changed: held.map(|h| h.files_changed.clone()).unwrap_or_default(),
                     json: held
                         .and_then(|h| h.json.clone())
                         .unwrap_or(serde_json::Value::Null),
@@ -518,6 +523,7 @@ impl<'a> Launcher<'a> {
             HeldOutput {
                 text: report.stdout.text.clone(),
                 json,
+                files_changed: Vec::new(),
             },
             note,
         )

@@ -22,6 +22,7 @@ mod reasons;
 mod result;
 mod run_id;
 mod takeover;
+mod workspace;
 
 pub use config::{AgentConfig, ConfigError};
 pub use dispatcher::{RunConfig, RunError, StopRequest, resume, run};

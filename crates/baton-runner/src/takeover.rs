@@ -282,6 +282,8 @@ pub(crate) fn plan_takeover(
                             .output_json
                             .as_deref()
                             .and_then(|j| serde_json::from_str(j).ok()),
+                        // Read back from the task's branch when the workspaces are set up.
+                        files_changed: Vec::new(),
                     },
                 ));
             }

@@ -127,6 +127,8 @@ pub struct Scheduler {
     /// [`Input::Pause`] arrived: nothing more starts.
     paused: bool,
     any_failed: bool,
+    /// A task waits for a person (its dependencies' changes conflict).
+    any_needs_human: bool,
     any_blocked: bool,
     finished: bool,
     rng: fastrand::Rng,
@@ -177,6 +179,7 @@ impl Scheduler {
             deferred: Vec::new(),
             paused: false,
             any_failed: false,
+            any_needs_human: false,
             any_blocked: false,
             finished: false,
             rng: fastrand::Rng::with_seed(seed),
@@ -197,6 +200,7 @@ impl Scheduler {
         self.phase[i] = Phase::Done(state);
         self.done += 1;
         self.any_failed |= state.is_failure();
+        self.any_needs_human |= state == TaskState::NeedsHuman;
         self.any_blocked |= state == TaskState::Blocked;
         if state == TaskState::Succeeded || self.on_failure == OnFailure::Continue {
             for &d in self.dependents.of(task) {
@@ -390,10 +394,10 @@ impl Scheduler {
             });
             return;
         }
-        let state = if matches!(outcome, Outcome::TimedOut | Outcome::IdleTimeout { .. }) {
-            TaskState::TimedOut
-        } else {
-            TaskState::Failed
+        let state = match outcome {
+            Outcome::TimedOut | Outcome::IdleTimeout { .. } => TaskState::TimedOut,
+            Outcome::MergeConflict { .. } => TaskState::NeedsHuman,
+            _ => TaskState::Failed,
         };
         self.fail(task, state, Cause::Outcome, out);
     }
@@ -431,7 +435,11 @@ impl Scheduler {
 
     /// A task failed for good: apply the failure policy.
     fn fail(&mut self, task: u32, state: TaskState, cause: Cause, out: &mut Vec<Action>) {
-        self.any_failed = true;
+        if state == TaskState::NeedsHuman {
+            self.any_needs_human = true;
+        } else {
+            self.any_failed = true;
+        }
         self.finish(task, state, cause, out);
         if self.stop.is_some() {
             return;
@@ -511,6 +519,8 @@ impl Scheduler {
         } else if self.any_failed || self.stop == Some(StopCause::BudgetSpent) {
             // Tasks were left undone for want of money: not a success.
             RunState::Failed
+        } else if self.any_needs_human {
+            RunState::NeedsHuman
         } else if self.any_blocked {
             RunState::Blocked
         } else {

@@ -217,7 +217,9 @@ impl Derived {
                 };
             }
             EventKind::RunStopping { reason } => self.run.stop_reason = Some(reason),
-            EventKind::BudgetChanged { .. } => {}
+            EventKind::BudgetChanged { .. }
+            | EventKind::WorkspaceCommitted { .. }
+            | EventKind::ResultMerged { .. } => {}
             EventKind::RunFinished { state } => {
                 self.run.status = state;
                 self.run.ended_at_ms = Some(at);

@@ -64,6 +64,8 @@ pub(crate) fn outcome_kind(outcome: &Outcome) -> &'static str {
         Outcome::IdleTimeout { .. } => "idle-timeout",
         Outcome::AgentFailed { .. } => "agent-failed",
         Outcome::OverBudget { .. } => "over-budget",
+        Outcome::MergeConflict { .. } => "merge-conflict",
+        Outcome::OutOfScope { .. } => "out-of-scope",
     }
 }
 
@@ -93,6 +95,11 @@ mod tests {
                 spent_usd: None,
                 tokens: 1,
             },
+            Outcome::MergeConflict {
+                incoming: "a".into(),
+                files: vec![],
+            },
+            Outcome::OutOfScope { files: vec![] },
         ] {
             let json = serde_json::to_value(&outcome).unwrap();
             assert_eq!(json["kind"], outcome_kind(&outcome));

@@ -210,7 +210,9 @@ fn apply_event(
                 .execute(params![id, reason])?;
         }
         // The event is the record; readers look it up when they need the budget.
-        EventKind::BudgetChanged { .. } => {}
+        EventKind::BudgetChanged { .. }
+        | EventKind::WorkspaceCommitted { .. }
+        | EventKind::ResultMerged { .. } => {}
         EventKind::RunFinished { state } => {
             statements
                 .get(Sql::RunFinished)?

@@ -86,6 +86,47 @@ fn describe(event: &Event) -> String {
         }
         .to_owned(),
         EventKind::TaskReset { task } => format!("{task}: to run again"),
+        EventKind::ResultMerged {
+            branch,
+            commit,
+            conflict_task,
+            conflict_files,
+            error,
+        } => match (commit, conflict_task, error) {
+            (_, _, Some(error)) => format!("{branch}: {error}"),
+            (_, Some(task), _) => format!(
+                "{branch}: `{task}` conflicts with what was merged before it in {}",
+                conflict_files.join(", ")
+            ),
+            (Some(commit), _, _) => format!("{branch} at {}", &commit[..commit.len().min(12)]),
+            (None, None, None) => branch.clone(),
+        },
+        EventKind::WorkspaceCommitted {
+            task,
+            attempt,
+            branch,
+            commit,
+            evidence,
+            scope_violations,
+        } => {
+            let mut text = match commit {
+                Some(commit) => format!(
+                    "{task}#{attempt}: {} files (+{} -{}) on {branch} at {}",
+                    evidence.files.len(),
+                    evidence.lines_added,
+                    evidence.lines_removed,
+                    &commit[..commit.len().min(12)]
+                ),
+                None => format!("{task}#{attempt}: no changes on {branch}"),
+            };
+            if !scope_violations.is_empty() {
+                text.push_str(&format!(
+                    "; outside its scope: {}",
+                    scope_violations.join(", ")
+                ));
+            }
+            text
+        }
         EventKind::BudgetChanged {
             usd,
             tokens,

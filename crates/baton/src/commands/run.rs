@@ -144,6 +144,7 @@ fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Fai
     let result = match outcome {
         Ok(result) => result,
         Err(RunError::Takeover(err)) => return Err(Failure::BadInput(err.to_string())),
+        Err(RunError::Workspace(err)) => return Err(Failure::BadInput(err)),
         Err(RunError::Store(StoreError::RunHeld { run, pid, host, .. })) => {
             return Err(Failure::BadInput(format!(
                 "run {run} is being driven by process {pid} on {host}; \

@@ -1,0 +1,330 @@
+//! Each task with `workspace = "worktree"` (agent tasks, by default, inside a git repository)
+//! works in a git worktree of its own, `.baton/worktrees/RUN/TASK` on branch `baton/RUN/TASK`:
+//! from the run's base when it needs nothing, else from a merge of what its dependencies
+//! committed. After every attempt, whatever it changed is committed on its branch (so nothing
+//! an agent did is lost, whatever happens next), with the evidence of what changed. When the
+//! run is over, the branches of the tasks that succeeded are merged, in dependency order, into
+//! `baton/RUN/result`; the user's branch and working tree are never touched.
+
+use std::path::{Path, PathBuf};
+
+use baton_graph::{Graph, ScopePolicy, Workspace};
+use baton_model::{EventKind, Outcome, RunId};
+use baton_workspace::{MergeOutcome, Repo, TaskStart};
+
+/// One task's worktree.
+#[derive(Debug, Clone)]
+struct TaskTree {
+    path: PathBuf,
+    branch: String,
+    /// The commit it started from: what its evidence is measured against.
+    start: String,
+}
+
+/// The run's worktrees.
+#[derive(Debug)]
+pub(crate) struct Workspaces {
+    /// `None` when the run is not inside a git repository, or no task wants a worktree:
+    /// every task then runs in the repository (or directory) itself.
+    repo: Option<Repo>,
+    base: String,
+    run: RunId,
+    dir: PathBuf,
+    trees: Vec<Option<TaskTree>>,
+    /// Per task, the commit its branch ended at when it succeeded.
+    results: Vec<Option<String>>,
+}
+
+/// What happened to a task's worktree at the end of an attempt.
+pub(crate) struct Committed {
+    pub event: EventKind,
+    /// Where the task's branch is now.
+    pub head: String,
+    /// The paths it changed, for its dependents' templates.
+    pub files_changed: Vec<String>,
+    /// The task changed files outside its scope under `scope_policy = "enforce"`.
+    pub violates: Option<Vec<String>>,
+}
+
+impl Workspaces {
+    /// Finds the repository and the run's base commit when some task wants a worktree.
+    pub(crate) fn new(
+        graph: &Graph,
+        root: &Path,
+        state_dir: &Path,
+        run: &RunId,
+    ) -> Result<Self, String> {
+        let none = |run: &RunId| Self {
+            repo: None,
+            base: String::new(),
+            run: run.clone(),
+            dir: PathBuf::new(),
+            trees: Vec::new(),
+            results: Vec::new(),
+        };
+        if !graph
+            .tasks()
+            .iter()
+            .any(|t| t.workspace == Workspace::Worktree)
+        {
+            return Ok(none(run));
+        }
+        // Outside a repository there is nothing to branch from: tasks share the directory.
+        let Ok(repo) = Repo::discover(root) else {
+            return Ok(none(run));
+        };
+        let base = match graph.run_settings().base.as_deref() {
+            Some(base_ref) => repo.resolve(base_ref).map_err(|e| {
+                format!("cannot find the run's base `{base_ref}` in the repository: {e}")
+            })?,
+            None => match repo.resolve("HEAD") {
+                Ok(head) => head,
+                // A repository without a commit yet has nothing to branch from: tasks share
+                // it, as outside a repository.
+                Err(_) => return Ok(none(run)),
+            },
+        };
+        Ok(Self {
+            repo: Some(repo),
+            base,
+            run: run.clone(),
+            dir: state_dir.join("worktrees").join(run.as_str()),
+            trees: vec![None; graph.len()],
+            results: vec![None; graph.len()],
+        })
+    }
+
+    /// Whether any task works in a worktree.
+    pub(crate) fn active(&self) -> bool {
+        self.repo.is_some()
+    }
+
+    fn uses_tree(&self, graph: &Graph, task: u32) -> bool {
+        self.repo.is_some() && graph.task(task).workspace == Workspace::Worktree
+    }
+
+    /// The directory `task` works in: its worktree, created at its first attempt, or `None`
+    /// for the repository itself. A merge of its dependencies' results that conflicts is the
+    /// task's outcome: it needs a person.
+    pub(crate) fn prepare(&mut self, graph: &Graph, task: u32) -> Result<Option<PathBuf>, Outcome> {
+        if !self.uses_tree(graph, task) {
+            return Ok(None);
+        }
+        if let Some(tree) = &self.trees[task as usize] {
+            return Ok(Some(tree.path.clone()));
+        }
+        let repo = self.repo.as_ref().expect("uses_tree checked");
+        let id = &graph.task(task).id;
+        let path = self.dir.join(id.as_str());
+        let branch = format!("baton/{}/{}", self.run, id);
+        // A takeover finds the worktree an earlier driver made: go on in it.
+        if path.join(".git").exists() {
+            let start = repo
+                .branch_commit(&branch)
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| self.base.clone());
+            self.trees[task as usize] = Some(TaskTree {
+                path: path.clone(),
+                branch,
+                start,
+            });
+            return Ok(Some(path));
+        }
+        let mut starts: Vec<(String, String)> = Vec::new();
+        for &need in &graph.task(task).needs {
+            if let Some(commit) = &self.results[need as usize]
+                && !starts.iter().any(|(_, c)| c == commit)
+            {
+                starts.push((graph.task(need).id.to_string(), commit.clone()));
+            }
+        }
+        let start = match starts.len() {
+            0 => TaskStart::Commit(self.base.clone()),
+            1 => TaskStart::Commit(starts[0].1.clone()),
+            _ => TaskStart::Merge(starts.iter().map(|(_, c)| c.clone()).collect()),
+        };
+        let spawn_error = |error: String| Outcome::SpawnFailed { error };
+        match repo.add_worktree(&path, &branch, &start) {
+            Ok(MergeOutcome::Merged(commit)) => {
+                self.trees[task as usize] = Some(TaskTree {
+                    path: path.clone(),
+                    branch,
+                    start: commit,
+                });
+                Ok(Some(path))
+            }
+            Ok(MergeOutcome::Conflict(conflict)) => {
+                let incoming = starts
+                    .iter()
+                    .find(|(_, c)| *c == conflict.incoming)
+                    .map_or(conflict.incoming.clone(), |(id, _)| id.clone());
+                Err(Outcome::MergeConflict {
+                    incoming,
+                    files: conflict.files,
+                })
+            }
+            Err(e) => Err(spawn_error(format!(
+                "cannot create the task's worktree {}: {e}",
+                path.display()
+            ))),
+        }
+    }
+
+    /// Commits what the attempt changed on the task's branch. `None` for a task without a
+    /// worktree. A failure to commit is reported in the event's place as an error text.
+    pub(crate) fn commit(
+        &mut self,
+        graph: &Graph,
+        task: u32,
+        attempt: u32,
+        outcome: &Outcome,
+    ) -> Option<Result<Committed, String>> {
+        let tree = self.trees.get(task as usize)?.clone()?;
+        let repo = self.repo.as_ref()?;
+        let spec = graph.task(task);
+        let message = format!(
+            "baton: {} attempt {attempt} of run {} ({outcome})",
+            spec.id, self.run
+        );
+        let result = (|| {
+            let commit = repo
+                .commit_all(&tree.path, &message)
+                .map_err(|e| format!("cannot commit the task's changes: {e}"))?;
+            let head = match &commit {
+                Some(commit) => commit.clone(),
+                None => repo
+                    .branch_commit(&tree.branch)
+                    .map_err(|e| e.to_string())?
+                    .unwrap_or_else(|| tree.start.clone()),
+            };
+            // Against where the task started: all its attempts' changes together.
+            let evidence = repo
+                .evidence(&tree.start, &head)
+                .map_err(|e| format!("cannot read what the task changed: {e}"))?;
+            let scope_violations = baton_workspace::scope_violations(&evidence, &spec.scope);
+            Ok::<_, String>((commit, head, evidence, scope_violations))
+        })();
+        Some(result.map(|(commit, head, evidence, scope_violations)| {
+            let violates = (spec.scope_policy == ScopePolicy::Enforce
+                && !scope_violations.is_empty())
+            .then(|| scope_violations.clone());
+            Committed {
+                head,
+                files_changed: evidence.paths().map(str::to_owned).collect(),
+                event: EventKind::WorkspaceCommitted {
+                    task: spec.id.clone(),
+                    attempt,
+                    branch: tree.branch.clone(),
+                    commit,
+                    evidence,
+                    scope_violations,
+                },
+                violates,
+            }
+        }))
+    }
+
+    /// `task` succeeded with its branch at `head`: its dependents start from there, and it
+    /// is merged into the result.
+    pub(crate) fn succeeded(&mut self, task: u32, head: String) {
+        if let Some(slot) = self.results.get_mut(task as usize) {
+            *slot = Some(head);
+        }
+    }
+
+    /// A task that succeeded before a takeover: its branch is its result.
+    pub(crate) fn restored_success(&mut self, graph: &Graph, task: u32) {
+        if !self.uses_tree(graph, task) {
+            return;
+        }
+        let branch = format!("baton/{}/{}", self.run, graph.task(task).id);
+        if let Some(repo) = &self.repo
+            && let Ok(Some(commit)) = repo.branch_commit(&branch)
+        {
+            self.results[task as usize] = Some(commit);
+        }
+    }
+
+    /// Merges the branches of the tasks that succeeded, in graph order (which respects
+    /// dependencies: a task's needs come first), into `baton/RUN/result`.
+    pub(crate) fn consolidate(&self, graph: &Graph) -> Option<Consolidated> {
+        let repo = self.repo.as_ref()?;
+        let merges: Vec<(String, String)> = topological(graph)
+            .into_iter()
+            .filter_map(|t| {
+                self.results[t as usize]
+                    .clone()
+                    .map(|c| (graph.task(t).id.to_string(), c))
+            })
+            .collect();
+        if merges.is_empty() {
+            return None;
+        }
+        let branch = format!("baton/{}/result", self.run);
+        let scratch = self.dir.join(".result");
+        Some(
+            match repo.merge_into_branch(&scratch, &branch, &self.base, &merges) {
+                Ok(MergeOutcome::Merged(commit)) => Consolidated::Merged { branch, commit },
+                Ok(MergeOutcome::Conflict(conflict)) => {
+                    // Which task's change it collides with: the earlier merged tasks that
+                    // changed one of the files.
+                    Consolidated::Conflict {
+                        branch,
+                        task: conflict.incoming,
+                        files: conflict.files,
+                    }
+                }
+                Err(e) => Consolidated::Failed(format!("cannot merge the tasks' branches: {e}")),
+            },
+        )
+    }
+
+    /// Removes the run's worktrees; their branches stay until `baton prune`.
+    pub(crate) fn remove_worktrees(&self) {
+        let Some(repo) = &self.repo else {
+            return;
+        };
+        for tree in self.trees.iter().flatten() {
+            let _ = repo.remove_worktree(&tree.path);
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// The end of a run's consolidation.
+#[derive(Debug, Clone)]
+pub(crate) enum Consolidated {
+    Merged {
+        branch: String,
+        commit: String,
+    },
+    /// Merging `task`'s branch conflicted in `files` with what was merged before it.
+    Conflict {
+        branch: String,
+        task: String,
+        files: Vec<String>,
+    },
+    Failed(String),
+}
+
+/// Task indices with every task after the tasks it needs. Graph order already is one when the
+/// file lists needs first; this makes sure of it.
+fn topological(graph: &Graph) -> Vec<u32> {
+    let n = graph.len();
+    let mut remaining: Vec<usize> = graph.tasks().iter().map(|t| t.needs.len()).collect();
+    let mut ready: std::collections::VecDeque<u32> = (0..n as u32)
+        .filter(|&t| remaining[t as usize] == 0)
+        .collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(t) = ready.pop_front() {
+        order.push(t);
+        for &d in graph.dependents(t) {
+            remaining[d as usize] -= 1;
+            if remaining[d as usize] == 0 {
+                ready.push_back(d);
+            }
+        }
+    }
+    order
+}

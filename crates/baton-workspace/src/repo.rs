@@ -1,0 +1,619 @@
+//! The repository a run works in, and what baton does to it.
+
+use std::path::{Path, PathBuf};
+
+use crate::evidence::Evidence;
+use crate::git::{Git, GitError, failed};
+
+/// A git repository baton runs in.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    /// The main worktree's root.
+    pub root: PathBuf,
+    git: Git,
+}
+
+/// How a task's worktree starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskStart {
+    /// From this commit (the run's base, for a task with no dependencies).
+    Commit(String),
+    /// From a merge of these commits (its dependencies' results), in this order.
+    Merge(Vec<String>),
+}
+
+/// Two sides of a merge that touched the same lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// What was being merged in when the conflict arose (a branch or commit).
+    pub incoming: String,
+    /// The files in conflict, repository-relative.
+    pub files: Vec<String>,
+}
+
+/// How a merge went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeOutcome {
+    /// The merge commit (or the one commit, when there was nothing to merge).
+    Merged(String),
+    Conflict(Conflict),
+}
+
+impl Repo {
+    /// The repository containing `dir`, or an error saying it is not one.
+    pub fn discover(dir: &Path) -> Result<Repo, GitError> {
+        let git = Git::new();
+        let root = git.output(dir, &["rev-parse", "--show-toplevel"])?;
+        Ok(Repo {
+            root: PathBuf::from(root.trim()),
+            git,
+        })
+    }
+
+    /// The commit `rev` names (`HEAD`, a branch, a tag, an id).
+    pub fn resolve(&self, rev: &str) -> Result<String, GitError> {
+        let spec = format!("{rev}^{{commit}}");
+        let args = [
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            &spec,
+        ];
+        let output = self.git.run(&self.root, &args)?;
+        if output.status.success() {
+            return Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned());
+        }
+        // `--quiet` makes a rev that names nothing (or no commit) exit 1 without a word;
+        // anything on stderr is a different failure, reported as it is.
+        if output.status.code() == Some(1) && output.stderr.is_empty() {
+            return Err(GitError::Other(format!(
+                "no commit `{rev}` in the repository; check the branch, tag or commit id"
+            )));
+        }
+        Err(failed(&args, &output))
+    }
+
+    /// Creates the worktree `path` on a new branch `branch` starting as `start` says. A
+    /// merge that conflicts leaves no worktree and no branch behind.
+    ///
+    /// Dependencies are merged in the order given, fast-forwarding when one already contains
+    /// the worktree's commit: the task only needs their content, and a fast-forward keeps the
+    /// task branch's history free of merges that say nothing. Each merge that is not a
+    /// fast-forward is named `baton: merge REV` after the rev it was given.
+    pub fn add_worktree(
+        &self,
+        path: &Path,
+        branch: &str,
+        start: &TaskStart,
+    ) -> Result<MergeOutcome, GitError> {
+        let revs: &[String] = match start {
+            TaskStart::Commit(commit) => std::slice::from_ref(commit),
+            TaskStart::Merge(commits) if commits.is_empty() => {
+                return Err(GitError::Other(format!(
+                    "the task on branch `{branch}` starts from a merge of no commits; give at \
+                     least one commit (a task without dependencies starts from the run's base)"
+                )));
+            }
+            TaskStart::Merge(commits) => commits,
+        };
+        // Every rev is checked before anything is created, so a typo leaves nothing behind.
+        // Merging by commit id, not by name: `HEAD` would mean the new worktree's own.
+        let commits = revs
+            .iter()
+            .map(|rev| Ok((rev.as_str(), self.resolve(rev)?)))
+            .collect::<Result<Vec<_>, GitError>>()?;
+        if self.branch_commit(branch)?.is_some() {
+            return Err(GitError::Other(format!(
+                "branch `{branch}` already exists; delete it (`git branch -D {branch}`) or \
+                 start the task on another branch"
+            )));
+        }
+        let path_arg = path_arg(path)?;
+        create_parent(path)?;
+        let (_, first) = &commits[0];
+        self.git.output(
+            &self.root,
+            &["worktree", "add", "--quiet", "-b", branch, &path_arg, first],
+        )?;
+
+        let merged = (|| {
+            for (rev, commit) in &commits[1..] {
+                let message = format!("baton: merge {rev}");
+                if let Some(files) = self.merge(path, commit, &message, FastForward::Allow)? {
+                    return Ok(MergeOutcome::Conflict(Conflict {
+                        incoming: (*rev).to_owned(),
+                        files,
+                    }));
+                }
+            }
+            Ok(MergeOutcome::Merged(self.head(path)?))
+        })();
+        match merged {
+            Ok(MergeOutcome::Merged(commit)) => Ok(MergeOutcome::Merged(commit)),
+            Ok(conflict) => {
+                self.discard_task(path, branch)?;
+                Ok(conflict)
+            }
+            Err(error) => {
+                // The first error is the one worth reporting; a failed clean-up after it
+                // would only hide it.
+                let _ = self.discard_task(path, branch);
+                Err(error)
+            }
+        }
+    }
+
+    /// Commits everything changed in `worktree` (new, modified, deleted files; what git
+    /// ignores stays out) with `message`, as baton. `None` when nothing changed.
+    ///
+    /// Refuses a directory that is not the root of one of this repository's worktrees: should
+    /// an agent have removed the worktree's `.git` file, git would find the enclosing
+    /// repository instead and `git add -A` would sweep the user's own working tree.
+    pub fn commit_all(&self, worktree: &Path, message: &str) -> Result<Option<String>, GitError> {
+        self.check_worktree_root(worktree)?;
+        self.git.output(worktree, &["add", "--all"])?;
+        let args = ["diff", "--cached", "--quiet", "--no-ext-diff"];
+        let staged = self.git.run(worktree, &args)?;
+        match staged.status.code() {
+            Some(0) => return Ok(None),
+            Some(1) => {}
+            _ => return Err(failed(&args, &staged)),
+        }
+        // `whitespace`, not the default `strip`: an agent's message may hold lines starting
+        // with `#` (Markdown headings), which `strip` would drop as comments.
+        self.git.output_with_input(
+            worktree,
+            &[
+                "commit",
+                "--quiet",
+                "--no-verify",
+                "--allow-empty-message",
+                "--cleanup=whitespace",
+                "--file=-",
+            ],
+            message,
+        )?;
+        Ok(Some(self.head(worktree)?))
+    }
+
+    /// What changed between `from` and `to` (commits).
+    pub fn evidence(&self, from: &str, to: &str) -> Result<Evidence, GitError> {
+        let from = self.resolve(from)?;
+        let to = self.resolve(to)?;
+        let name_status = self.git.output(
+            &self.root,
+            &["diff", "--name-status", "-M", "-z", &from, &to, "--"],
+        )?;
+        let numstat = self.git.output(
+            &self.root,
+            &["diff", "--numstat", "-M", "-z", &from, &to, "--"],
+        )?;
+        crate::evidence::parse(&name_status, &numstat)
+    }
+
+    /// Merges `commits` in order onto `base` as branch `branch` (created or reset), in a
+    /// scratch worktree at `path` that is removed afterwards. Stops at the first conflict.
+    ///
+    /// Each `(label, commit)` becomes one merge commit `baton: merge task LABEL` (never a
+    /// fast-forward), so the branch's first-parent history lists the tasks merged, one commit
+    /// each. On a conflict the merge is aborted and the branch stays at the last merge that
+    /// succeeded (at `base` if the first one conflicts); the conflict names the label. A
+    /// scratch worktree left at `path` by an earlier, interrupted call is removed first.
+    pub fn merge_into_branch(
+        &self,
+        path: &Path,
+        branch: &str,
+        base: &str,
+        commits: &[(String, String)],
+    ) -> Result<MergeOutcome, GitError> {
+        let base = self.resolve(base)?;
+        let commits = commits
+            .iter()
+            .map(|(label, rev)| Ok((label.as_str(), self.resolve(rev)?)))
+            .collect::<Result<Vec<_>, GitError>>()?;
+        let path_arg = path_arg(path)?;
+        if self.find_worktree(path)?.is_some() {
+            self.remove_worktree(path)?;
+        }
+        create_parent(path)?;
+        self.git.output(
+            &self.root,
+            &["worktree", "add", "--quiet", "-B", branch, &path_arg, &base],
+        )?;
+
+        let merged = (|| {
+            for (label, commit) in &commits {
+                let message = format!("baton: merge task {label}");
+                if let Some(files) = self.merge(path, commit, &message, FastForward::Never)? {
+                    return Ok(MergeOutcome::Conflict(Conflict {
+                        incoming: (*label).to_owned(),
+                        files,
+                    }));
+                }
+            }
+            Ok(MergeOutcome::Merged(self.head(path)?))
+        })();
+        let removed = self.remove_worktree(path);
+        let outcome = merged?;
+        removed?;
+        Ok(outcome)
+    }
+
+    /// Removes a worktree (its branch stays).
+    ///
+    /// Forcefully: it is baton's, and what an agent left in it uncommitted is not kept. A path
+    /// that is no worktree (any more) is fine, so that clean-up can be repeated after a crash.
+    pub fn remove_worktree(&self, path: &Path) -> Result<(), GitError> {
+        if let Some(worktree) = self.find_worktree(path)? {
+            if worktree.main {
+                return Err(GitError::Other(format!(
+                    "`{}` is the repository's main worktree; baton only removes the worktrees \
+                     it created",
+                    path.display()
+                )));
+            }
+            let path_arg = path_arg(&worktree.path)?;
+            // Twice `--force`: also when locked (`git worktree lock`).
+            let args = ["worktree", "remove", "--force", "--force", &path_arg];
+            let output = self.git.run(&self.root, &args)?;
+            if !output.status.success() && worktree.path.exists() {
+                return Err(failed(&args, &output));
+            }
+        }
+        self.git.output(&self.root, &["worktree", "prune"])?;
+        Ok(())
+    }
+
+    /// Deletes the branches under `prefix` (`baton/RUN/`).
+    ///
+    /// A branch checked out in a worktree cannot be deleted, so the worktrees that have one of
+    /// these branches checked out are removed first (they are the run's). A branch checked out
+    /// in the main worktree is an error: that is the user's working tree.
+    pub fn delete_branches(&self, prefix: &str) -> Result<(), GitError> {
+        let prefix = prefix.trim_end_matches('/');
+        if prefix.trim_matches('/').is_empty() {
+            return Err(GitError::Other(
+                "refusing to delete branches under an empty prefix (that is every branch); \
+                 give the run's prefix, like `baton/RUN/`"
+                    .into(),
+            ));
+        }
+        let under = |name: &str| {
+            name.strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('/'))
+        };
+        let pattern = format!("refs/heads/{prefix}/");
+        let refs = self.git.output(
+            &self.root,
+            &["for-each-ref", "--format=%(refname)", &pattern],
+        )?;
+        let branches: Vec<&str> = refs
+            .lines()
+            .filter_map(|r| r.strip_prefix("refs/heads/"))
+            .filter(|b| under(b))
+            .collect();
+        if branches.is_empty() {
+            return Ok(());
+        }
+        for worktree in self.worktrees()? {
+            let Some(branch) = worktree.branch.as_deref() else {
+                continue;
+            };
+            if !branches.contains(&branch) {
+                continue;
+            }
+            if worktree.main {
+                return Err(GitError::Other(format!(
+                    "branch `{branch}` is checked out in the main worktree `{}`; switch to \
+                     another branch before deleting the run's branches",
+                    worktree.path.display()
+                )));
+            }
+            self.remove_worktree(&worktree.path)?;
+        }
+        let mut args = vec!["branch", "--delete", "--force", "--"];
+        args.extend(&branches);
+        self.git.output(&self.root, &args)?;
+        Ok(())
+    }
+
+    /// The commit a branch points at, if it exists.
+    pub fn branch_commit(&self, branch: &str) -> Result<Option<String>, GitError> {
+        let spec = format!("refs/heads/{branch}^{{commit}}");
+        let args = [
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            &spec,
+        ];
+        let output = self.git.run(&self.root, &args)?;
+        if output.status.success() {
+            return Ok(Some(
+                String::from_utf8_lossy(&output.stdout).trim().to_owned(),
+            ));
+        }
+        if output.status.code() == Some(1) && output.stderr.is_empty() {
+            return Ok(None);
+        }
+        Err(failed(&args, &output))
+    }
+
+    /// The unified diff between two commits.
+    ///
+    /// In git's default form whatever the repository's config says (prefixes `a/` and `b/`,
+    /// no external diff program or text conversion), and with file names unquoted, for people
+    /// to read.
+    pub fn diff(&self, from: &str, to: &str) -> Result<String, GitError> {
+        let from = self.resolve(from)?;
+        let to = self.resolve(to)?;
+        self.git.output(
+            &self.root,
+            &[
+                "-c",
+                "core.quotePath=false",
+                "diff",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--src-prefix=a/",
+                "--dst-prefix=b/",
+                "-M",
+                &from,
+                &to,
+                "--",
+            ],
+        )
+    }
+
+    /// Whether the main worktree has uncommitted changes (untracked files included).
+    pub fn is_dirty(&self) -> Result<bool, GitError> {
+        // Explicit, as `status.showUntrackedFiles=no` in the repository's config would hide
+        // new files.
+        let status = self.git.output(
+            &self.root,
+            &["status", "--porcelain", "--untracked-files=normal"],
+        )?;
+        Ok(!status.is_empty())
+    }
+
+    /// Merges `commit` into the checked-out branch of the main worktree: a fast-forward when
+    /// possible, else a merge commit. Refuses a dirty tree.
+    ///
+    /// Also refuses a detached HEAD (the result would belong to no branch). A conflict is
+    /// aborted, leaving the branch and the tree as they were.
+    pub fn apply(&self, commit: &str, message: &str) -> Result<MergeOutcome, GitError> {
+        let id = self.resolve(commit)?;
+        if self.is_dirty()? {
+            return Err(GitError::Other(
+                "the working tree has uncommitted changes; commit or stash them first".into(),
+            ));
+        }
+        let args = ["symbolic-ref", "--quiet", "HEAD"];
+        let head = self.git.run(&self.root, &args)?;
+        match head.status.code() {
+            Some(0) => {}
+            Some(1) => {
+                return Err(GitError::Other(
+                    "HEAD is detached; check out the branch the result should go to first".into(),
+                ));
+            }
+            _ => return Err(failed(&args, &head)),
+        }
+        if let Some(files) = self.merge(&self.root, &id, message, FastForward::Allow)? {
+            return Ok(MergeOutcome::Conflict(Conflict {
+                incoming: commit.to_owned(),
+                files,
+            }));
+        }
+        Ok(MergeOutcome::Merged(self.head(&self.root)?))
+    }
+
+    /// Merges `commit` into what is checked out in `worktree`. `Some(files)` on a conflict,
+    /// after aborting the merge.
+    fn merge(
+        &self,
+        worktree: &Path,
+        commit: &str,
+        message: &str,
+        fast_forward: FastForward,
+    ) -> Result<Option<Vec<String>>, GitError> {
+        // The `--ff` flavour is explicit because `merge.ff` in the repository's config
+        // would otherwise decide.
+        let ff = match fast_forward {
+            FastForward::Allow => "--ff",
+            FastForward::Never => "--no-ff",
+        };
+        let args = [
+            "merge",
+            "--quiet",
+            "--no-edit",
+            "--no-stat",
+            "--no-verify",
+            ff,
+            "-m",
+            message,
+            commit,
+        ];
+        let output = self.git.run(worktree, &args)?;
+        if output.status.success() {
+            return Ok(None);
+        }
+        let files = self.unmerged_files(worktree)?;
+        let merging = self
+            .git
+            .run(
+                worktree,
+                &["rev-parse", "--verify", "--quiet", "MERGE_HEAD"],
+            )?
+            .status
+            .success();
+        if merging {
+            self.git.output(worktree, &["merge", "--abort"])?;
+        }
+        if files.is_empty() {
+            // Not a conflict: unrelated histories, a file in the way, …
+            return Err(failed(&args, &output));
+        }
+        Ok(Some(files))
+    }
+
+    /// The paths with unmerged entries in `worktree`'s index, sorted.
+    fn unmerged_files(&self, worktree: &Path) -> Result<Vec<String>, GitError> {
+        let out = self.git.output(
+            worktree,
+            &[
+                "diff",
+                "--name-only",
+                "--diff-filter=U",
+                "-z",
+                "--no-ext-diff",
+            ],
+        )?;
+        let mut files: Vec<String> = out
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect();
+        files.sort();
+        files.dedup();
+        Ok(files)
+    }
+
+    fn head(&self, worktree: &Path) -> Result<String, GitError> {
+        Ok(self
+            .git
+            .output(worktree, &["rev-parse", "--verify", "HEAD"])?
+            .trim()
+            .to_owned())
+    }
+
+    /// Removes a task's worktree and branch after its start failed.
+    fn discard_task(&self, path: &Path, branch: &str) -> Result<(), GitError> {
+        self.remove_worktree(path)?;
+        if self.branch_commit(branch)?.is_some() {
+            self.git
+                .output(&self.root, &["branch", "--delete", "--force", "--", branch])?;
+        }
+        Ok(())
+    }
+
+    fn check_worktree_root(&self, worktree: &Path) -> Result<(), GitError> {
+        let not_ours = || {
+            GitError::Other(format!(
+                "`{}` is not the root of a worktree of the repository at `{}` (was its `.git` \
+                 file removed?); recreate the task's worktree",
+                worktree.display(),
+                self.root.display()
+            ))
+        };
+        let args = [
+            "rev-parse",
+            "--path-format=absolute",
+            "--show-toplevel",
+            "--git-common-dir",
+        ];
+        let theirs = self.git.output(worktree, &args).map_err(|_| not_ours())?;
+        let ours = self.git.output(&self.root, &args)?;
+        let mut theirs = theirs.lines();
+        let top = theirs.next().unwrap_or_default();
+        let common = theirs.next().unwrap_or_default();
+        let our_common = ours.lines().nth(1).unwrap_or_default();
+        if !same_path(Path::new(top), worktree)
+            || !same_path(Path::new(common), Path::new(our_common))
+        {
+            return Err(not_ours());
+        }
+        Ok(())
+    }
+
+    /// The registered worktree at `path`, if any.
+    fn find_worktree(&self, path: &Path) -> Result<Option<Worktree>, GitError> {
+        Ok(self
+            .worktrees()?
+            .into_iter()
+            .find(|w| same_path(&w.path, path)))
+    }
+
+    fn worktrees(&self) -> Result<Vec<Worktree>, GitError> {
+        let out = self
+            .git
+            .output(&self.root, &["worktree", "list", "--porcelain", "-z"])?;
+        let mut worktrees = Vec::new();
+        let mut current: Option<Worktree> = None;
+        // Attributes end with NUL; an empty one ends a worktree's record.
+        for field in out.split('\0') {
+            if field.is_empty() {
+                worktrees.extend(current.take());
+                continue;
+            }
+            if let Some(path) = field.strip_prefix("worktree ") {
+                worktrees.extend(current.take());
+                current = Some(Worktree {
+                    path: PathBuf::from(path),
+                    branch: None,
+                    // Git lists the main worktree first.
+                    main: worktrees.is_empty(),
+                });
+            } else if let (Some(branch), Some(worktree)) =
+                (field.strip_prefix("branch refs/heads/"), current.as_mut())
+            {
+                worktree.branch = Some(branch.to_owned());
+            }
+        }
+        worktrees.extend(current);
+        Ok(worktrees)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum FastForward {
+    Allow,
+    Never,
+}
+
+/// One entry of `git worktree list`.
+#[derive(Debug)]
+struct Worktree {
+    path: PathBuf,
+    branch: Option<String>,
+    main: bool,
+}
+
+/// `path` as an absolute, UTF-8 argument: git runs in the repository's root, where a relative
+/// path would mean something else than it does to the caller.
+fn path_arg(path: &Path) -> Result<String, GitError> {
+    let absolute = std::path::absolute(path)
+        .map_err(|e| GitError::Other(format!("cannot make `{}` absolute: {e}", path.display())))?;
+    absolute.to_str().map(str::to_owned).ok_or_else(|| {
+        GitError::Other(format!(
+            "the path `{}` is not valid UTF-8; put baton's worktrees under a UTF-8 path",
+            absolute.display()
+        ))
+    })
+}
+
+fn create_parent(path: &Path) -> Result<(), GitError> {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    if let Some(parent) = absolute.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            GitError::Other(format!(
+                "cannot create the directory `{}` for a worktree: {e}",
+                parent.display()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// Whether two paths name the same place, symlinks resolved where they exist (git records
+/// worktree paths with symlinks resolved: `/tmp` is `/private/tmp` on macOS).
+fn same_path(a: &Path, b: &Path) -> bool {
+    let normal = |p: &Path| {
+        p.canonicalize()
+            .or_else(|_| std::path::absolute(p))
+            .unwrap_or_else(|_| p.to_owned())
+    };
+    normal(a) == normal(b)
+}
