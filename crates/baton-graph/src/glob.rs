@@ -425,9 +425,8 @@ fn not_covered(wanted: &[(u32, u32)], excluded: &[(u32, u32)]) -> bool {
     })
 }
 
-/// Whether a concrete path matches: the straightforward definition, used to check
-/// [`intersects`] against.
-#[cfg(test)]
+/// Whether a concrete path matches: the straightforward definition. [`intersects`] is checked
+/// against it, and it decides whether a changed file is inside a task's scope.
 pub(crate) fn matches(p: &Pattern, path: &str) -> bool {
     let parts: Vec<&str> = path.split('/').collect();
     fn go(segs: &[Segment], parts: &[&str]) -> bool {

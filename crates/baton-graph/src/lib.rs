@@ -30,7 +30,7 @@ pub use graph::{
 pub use load::{load, load_str};
 pub use plan::{PLAN_SCHEMA_VERSION, Plan, plan};
 pub use render::{to_dot, to_mermaid};
-pub use scope::conflicts;
+pub use scope::{conflicts, scope_covers};
 pub use template::{
     NeedContext, Quote, RunContext, TaskContext, Template, TemplateContext, TemplateError,
 };

@@ -109,6 +109,18 @@ impl Trie {
     }
 }
 
+/// Whether `path` (repository-relative, `/`-separated) is inside `scope`: matched by one of its
+/// entries, with the meaning graph files give them (an entry without glob characters is the
+/// path itself and everything below it; `*` stays within one directory, `**` crosses any
+/// number; `{a,b}` are alternatives). An entry that does not parse matches nothing: the graph
+/// was validated before, so that is a stored graph from an older baton.
+pub fn scope_covers(scope: &[String], path: &str) -> bool {
+    scope.iter().any(|entry| {
+        crate::glob::parse_scope(entry)
+            .is_ok_and(|patterns| patterns.iter().any(|p| crate::glob::matches(p, path)))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

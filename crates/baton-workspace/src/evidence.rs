@@ -22,172 +22,17 @@ pub fn scope_violations(evidence: &Evidence, scope: &[String]) -> Vec<String> {
     if scope.is_empty() {
         return Vec::new();
     }
-    let scope = Scope::new(scope);
     let mut violations: Vec<String> = Vec::new();
     for file in &evidence.files {
         for path in std::iter::once(&file.path).chain(&file.from) {
-            if !scope.matches(path) && !violations.contains(path) {
+            // One meaning of a scope for all of baton: the graph's, which also decides which
+            // tasks may run together.
+            if !baton_graph::scope_covers(scope, path) && !violations.contains(path) {
                 violations.push(path.clone());
             }
         }
     }
     violations
-}
-
-/// A task's scope, compiled.
-struct Scope {
-    globs: globset::GlobSet,
-    /// Entries taken literally: the path and everything below it.
-    literal: Vec<String>,
-}
-
-impl Scope {
-    fn new(entries: &[String]) -> Scope {
-        let mut globs = globset::GlobSetBuilder::new();
-        let mut literal = Vec::new();
-        for entry in entries {
-            match compile(entry) {
-                Some(compiled) => {
-                    for glob in compiled {
-                        globs.add(glob);
-                    }
-                }
-                None => literal.push(normalise(entry)),
-            }
-        }
-        let globs = globs.build().unwrap_or_else(|_| globset::GlobSet::empty());
-        Scope { globs, literal }
-    }
-
-    fn matches(&self, path: &str) -> bool {
-        self.globs.is_match(path) || self.literal.iter().any(|l| is_at_or_below(path, l))
-    }
-}
-
-/// The globs one scope entry stands for, or `None` if it is not a valid glob.
-fn compile(entry: &str) -> Option<Vec<globset::Glob>> {
-    let mut globs = Vec::new();
-    for alternative in expand_braces(entry)? {
-        let pattern = normalise(&alternative);
-        let has_glob = pattern.contains(['*', '?', '[']);
-        let mut patterns = vec![pattern.clone()];
-        if !has_glob {
-            // `src/db` is `src/db` and everything below it; the empty pattern (from `.`) is
-            // the whole repository.
-            patterns = if pattern.is_empty() {
-                vec!["**".to_owned()]
-            } else {
-                vec![pattern.clone(), format!("{pattern}/**")]
-            };
-        }
-        for pattern in patterns {
-            let glob = globset::GlobBuilder::new(&pattern)
-                .literal_separator(true)
-                .backslash_escape(false)
-                .empty_alternates(true)
-                .build()
-                .ok()?;
-            globs.push(glob);
-        }
-    }
-    Some(globs)
-}
-
-/// Drops empty and `.` segments and turns `**` inside a segment into `*`.
-fn normalise(pattern: &str) -> String {
-    pattern
-        .split('/')
-        .filter(|s| !s.is_empty() && *s != ".")
-        .map(|s| {
-            if s == "**" || !s.contains("**") {
-                return s.to_owned();
-            }
-            let mut out = String::with_capacity(s.len());
-            for c in s.chars() {
-                if !(c == '*' && out.ends_with('*')) {
-                    out.push(c);
-                }
-            }
-            out
-        })
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
-fn is_at_or_below(path: &str, dir: &str) -> bool {
-    dir.is_empty()
-        || path
-            .strip_prefix(dir)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-}
-
-/// More alternatives than this from `{…}` is refused, as in the graph.
-const MAX_ALTERNATIVES: usize = 64;
-
-/// Expands `{a,b}` (nested too) into the alternatives, in order; `None` when braces do not
-/// pair up or there are too many alternatives.
-fn expand_braces(text: &str) -> Option<Vec<String>> {
-    let Some((open, close)) = first_group(text)? else {
-        return Some(vec![text.to_owned()]);
-    };
-    let (head, inner, tail) = (&text[..open], &text[open + 1..close], &text[close + 1..]);
-    let mut out = Vec::new();
-    for choice in split_top_level(inner) {
-        for rest in expand_braces(&format!("{head}{choice}{tail}"))? {
-            out.push(rest);
-            if out.len() > MAX_ALTERNATIVES {
-                return None;
-            }
-        }
-    }
-    Some(out)
-}
-
-/// Byte positions of the first top-level `{` and its `}` (`[...]` skipped); `None` when the
-/// braces do not pair up.
-fn first_group(text: &str) -> Option<Option<(usize, usize)>> {
-    let mut depth = 0usize;
-    let mut open = None;
-    let mut in_class = false;
-    for (i, b) in text.bytes().enumerate() {
-        match b {
-            b'[' if !in_class => in_class = true,
-            b']' if in_class => in_class = false,
-            b'{' if !in_class => {
-                if depth == 0 {
-                    open = Some(i);
-                }
-                depth += 1;
-            }
-            b'}' if !in_class => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(open.map(|o| (o, i)));
-                }
-            }
-            _ => {}
-        }
-    }
-    (depth == 0).then_some(None)
-}
-
-fn split_top_level(inner: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let mut depth = 0usize;
-    let mut start = 0;
-    for (i, b) in inner.bytes().enumerate() {
-        match b {
-            b'{' => depth += 1,
-            b'}' => depth = depth.saturating_sub(1),
-            b',' if depth == 0 => {
-                parts.push(&inner[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&inner[start..]);
-    parts
 }
 
 /// Lines added and removed, as numstat gives them: `None` for a binary file.
