@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AgentUsage, Evidence, Outcome, RunState, TaskId, TaskState};
+use crate::{AgentUsage, CheckResult, Evidence, Outcome, RunState, TaskId, TaskState};
 
 /// Version of the event wire format.
 pub const EVENT_SCHEMA_VERSION: u32 = 1;
@@ -65,6 +65,15 @@ pub enum EventKind {
         evidence: Evidence,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         scope_violations: Vec<String>,
+    },
+    /// Acceptance checks ran: a task's (`task`, `attempt`) in its workspace after the attempt,
+    /// or the run's (no task) on the merged result.
+    Checked {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task: Option<TaskId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempt: Option<u32>,
+        checks: Vec<CheckResult>,
     },
     /// The run's consolidation: the branches of the tasks that succeeded, merged into
     /// `branch`. On a conflict, `conflict_task` is the task whose branch did not merge, in
@@ -131,6 +140,7 @@ impl EventKind {
             | Self::TaskFinished { task, .. }
             | Self::TaskReset { task }
             | Self::WorkspaceCommitted { task, .. } => Some(task),
+            Self::Checked { task, .. } => task.as_ref(),
             Self::RunStarted { .. }
             | Self::RunStopping { .. }
             | Self::RunFinished { .. }
@@ -151,6 +161,7 @@ impl EventKind {
             Self::BudgetChanged { .. } => "budget-changed",
             Self::WorkspaceCommitted { .. } => "workspace-committed",
             Self::ResultMerged { .. } => "result-merged",
+            Self::Checked { .. } => "checked",
             Self::AttemptStarted { .. } => "attempt-started",
             Self::AttemptFinished { .. } => "attempt-finished",
             Self::RetryScheduled { .. } => "retry-scheduled",

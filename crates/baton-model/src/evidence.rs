@@ -40,3 +40,20 @@ impl Evidence {
         self.files.iter().map(|f| f.path.as_str())
     }
 }
+
+/// One acceptance check (`verify` command) and how it went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckResult {
+    pub command: String,
+    pub outcome: crate::Outcome,
+    pub duration_ms: u64,
+    /// The end of what it printed (stdout and stderr), redacted.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output: String,
+}
+
+impl CheckResult {
+    pub fn passed(&self) -> bool {
+        self.outcome.is_success()
+    }
+}

@@ -12,7 +12,7 @@ mod state;
 mod usage;
 
 pub use event::{EVENT_SCHEMA_VERSION, Event, EventKind};
-pub use evidence::{ChangeKind, Evidence, FileChange};
+pub use evidence::{ChangeKind, CheckResult, Evidence, FileChange};
 pub use id::{IdError, RunId, TaskId};
 pub use literal::{
     LiteralError, civil_from_days, cut_marker, format_duration, format_size, format_utc,

@@ -44,6 +44,8 @@ pub enum Outcome {
         incoming: String,
         files: Vec<String>,
     },
+    /// The attempt itself succeeded, but one of the task's `verify` checks did not.
+    VerifyFailed { command: String, detail: String },
     /// The task changed files outside its `scope` under `scope_policy = "enforce"`.
     OutOfScope { files: Vec<String> },
     /// baton stopped an agent that spent past a hard budget: the task's own (`limit` says
@@ -76,7 +78,7 @@ impl Outcome {
             Self::OverBudget { .. } => Some(FailureClass::Task),
             // Not a failure to retry: the same merge conflicts again.
             Self::MergeConflict { .. } => None,
-            Self::OutOfScope { .. } => Some(FailureClass::Task),
+            Self::OutOfScope { .. } | Self::VerifyFailed { .. } => Some(FailureClass::Task),
             Self::Cancelled => None,
         }
     }
@@ -134,6 +136,9 @@ impl fmt::Display for Outcome {
                 message,
                 ..
             } => write!(f, "agent failed ({reason}): {message}"),
+            Self::VerifyFailed { command, detail } => {
+                write!(f, "check `{command}` failed: {detail}")
+            }
             Self::OutOfScope { files } => {
                 write!(f, "changed files outside its scope: {}", files.join(", "))
             }
@@ -245,6 +250,10 @@ mod tests {
             },
             Outcome::OutOfScope {
                 files: vec!["README.md".into()],
+            },
+            Outcome::VerifyFailed {
+                command: "cargo test".into(),
+                detail: "exit 101".into(),
             },
         ];
         insta::assert_json_snapshot!(all);

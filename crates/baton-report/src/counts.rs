@@ -56,7 +56,8 @@ impl StateCounts {
             | EventKind::TaskReset { .. }
             | EventKind::BudgetChanged { .. }
             | EventKind::WorkspaceCommitted { .. }
-            | EventKind::ResultMerged { .. } => {}
+            | EventKind::ResultMerged { .. }
+            | EventKind::Checked { .. } => {}
         }
     }
 

@@ -142,7 +142,8 @@ impl Reporter for LiveReporter {
                 | EventKind::RunFinished { .. }
                 | EventKind::TaskReset { .. }
                 | EventKind::WorkspaceCommitted { .. }
-                | EventKind::ResultMerged { .. } => {}
+                | EventKind::ResultMerged { .. }
+                | EventKind::Checked { .. } => {}
             }
         }
         self.header.set_message(self.counts.to_string());

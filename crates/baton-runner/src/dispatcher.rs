@@ -3,9 +3,9 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use baton_exec::{Attempt, AttemptReport, Captured, LineWatcher, StopLevel};
+use baton_exec::{Attempt, AttemptReport, AttemptSpec, Captured, LineWatcher, StopLevel};
 use baton_graph::{Action as TaskAction, Graph};
-use baton_model::{Event, EventKind, Outcome, RunId, RunState, TaskState};
+use baton_model::{CheckResult, Event, EventKind, Outcome, RunId, RunState, TaskState};
 use baton_report::{Reporter, RunInfo, RunResult};
 use baton_scheduler::{Action, Input, Plan, PlanTask, Scheduler, StopCause};
 use baton_store::{AttemptOutput, NewRun, SqliteStore, StoreError};
@@ -283,10 +283,33 @@ struct Dispatcher<'a> {
     warnings: bool,
     /// The state the run finished in.
     final_state: Option<RunState>,
+    /// Per task with `verify`, what its running attempt was started with: its checks run
+    /// the same way, in the same place.
+    check_specs: Vec<Option<AttemptSpec>>,
+    /// Per task, an attempt waiting for its checks.
+    checking: Vec<Option<Pending>>,
 }
 
 /// An attempt that ended, and the watcher that followed its output.
-type Ended = (AttemptReport, Option<Box<dyn LineWatcher>>);
+enum Ended {
+    /// An attempt, and the watcher that followed its output.
+    Attempt(AttemptReport, Option<Box<dyn LineWatcher>>),
+    /// The task's `verify` checks, after an attempt that succeeded.
+    Checks(Vec<CheckResult>),
+}
+
+/// An attempt judged and waiting for its checks before it is recorded: a success is recorded
+/// only once it is verified, so that a crash in between never records an unverified one.
+struct Pending {
+    report: AttemptReport,
+    output: HeldOutput,
+    agent: Option<Box<baton_model::AgentUsage>>,
+    agent_ended: bool,
+    stderr_tail: String,
+    committed: Option<EventKind>,
+    /// Where the task's branch is, to become its result if the checks pass.
+    head: Option<String>,
+}
 
 /// What one turn has to work through.
 #[derive(Default)]
@@ -347,6 +370,8 @@ impl<'a> Dispatcher<'a> {
             workspaces,
             warnings: false,
             final_state: None,
+            check_specs: vec![None; graph.len()],
+            checking: (0..graph.len()).map(|_| None).collect(),
         }
     }
 
@@ -546,13 +571,13 @@ impl<'a> Dispatcher<'a> {
         joined: Result<(tokio::task::Id, Ended), tokio::task::JoinError>,
         turn: &mut Turn,
     ) {
-        let (id, (report, watcher)) = match joined {
+        let (id, ended) = match joined {
             Ok(done) => done,
             // The supervising future panicked (a bug in baton): record the attempt as an
             // infrastructure failure rather than lose track of it.
             Err(err) => (
                 err.id(),
-                (
+                Ended::Attempt(
                     failed_report(format!("baton's supervisor failed: {err}")),
                     None,
                 ),
@@ -560,6 +585,15 @@ impl<'a> Dispatcher<'a> {
         };
         let Some((task, attempt)) = self.inflight_ids.remove(&id) else {
             return;
+        };
+        let (report, watcher) = match ended {
+            Ended::Attempt(report, watcher) => (report, watcher),
+            Ended::Checks(checks) => {
+                if let Some(pending) = self.checking[task as usize].take() {
+                    self.finish_attempt(task, attempt, pending, Some(checks), turn);
+                }
+                return;
+            }
         };
         let id = self.graph.task(task).id.clone();
         // Error texts can quote what a task printed or was given: they are redacted like its
@@ -626,6 +660,7 @@ impl<'a> Dispatcher<'a> {
             stderr_tail.push_str(&self.launcher.redact(&extra));
         }
         let mut committed_event = None;
+        let mut head = None;
         if let Some(committed) = self
             .workspaces
             .commit(self.graph, task, attempt, &report.outcome)
@@ -642,10 +677,7 @@ impl<'a> Dispatcher<'a> {
                         Some(files) if report.outcome.is_success() => {
                             report.outcome = Outcome::OutOfScope { files };
                         }
-                        _ if report.outcome.is_success() => {
-                            self.workspaces.succeeded(task, committed.head.clone());
-                        }
-                        _ => {}
+                        _ => head = Some(committed.head.clone()),
                     }
                     output.files_changed = committed.files_changed;
                     committed_event = Some(committed.event);
@@ -661,6 +693,71 @@ impl<'a> Dispatcher<'a> {
                 }
             }
         }
+        let pending = Pending {
+            report,
+            output,
+            agent,
+            agent_ended,
+            stderr_tail,
+            committed: committed_event,
+            head,
+        };
+        let checks = &self.graph.task(task).verify;
+        let spec = self.check_specs[task as usize].take();
+        match spec {
+            Some(spec)
+                if pending.report.outcome.is_success()
+                    && !checks.is_empty()
+                    && self.sched.stop_cause().is_none() =>
+            {
+                let logs = self.launcher.dirs().clone();
+                let id = id.clone();
+                let checks = checks.clone();
+                let stop = self.stop_tx.subscribe();
+                self.checking[task as usize] = Some(pending);
+                let handle = self.inflight.spawn(async move {
+                    Ended::Checks(run_checks(&checks, spec, &logs, &id, attempt, stop).await)
+                });
+                self.inflight_ids.insert(handle.id(), (task, attempt));
+            }
+            _ => self.finish_attempt(task, attempt, pending, None, turn),
+        }
+    }
+
+    /// Records an attempt (and its checks) and tells the scheduler how it ended.
+    fn finish_attempt(
+        &mut self,
+        task: u32,
+        attempt: u32,
+        pending: Pending,
+        checks: Option<Vec<CheckResult>>,
+        turn: &mut Turn,
+    ) {
+        let Pending {
+            mut report,
+            output,
+            agent,
+            agent_ended,
+            stderr_tail,
+            committed,
+            head,
+        } = pending;
+        let id = self.graph.task(task).id.clone();
+        if let Some(failed) = checks.iter().flatten().find(|c| !c.passed()) {
+            report.outcome = match failed.outcome {
+                // Stopped with the run: the attempt was cancelled, not found wanting.
+                Outcome::Cancelled => Outcome::Cancelled,
+                ref outcome => Outcome::VerifyFailed {
+                    command: failed.command.clone(),
+                    detail: outcome.to_string(),
+                },
+            };
+        }
+        if report.outcome.is_success()
+            && let Some(head) = head
+        {
+            self.workspaces.succeeded(task, head);
+        }
         self.journal.push(event(EventKind::AttemptFinished {
             task: id.clone(),
             attempt,
@@ -668,8 +765,15 @@ impl<'a> Dispatcher<'a> {
             duration_ms: report.duration.as_millis() as u64,
             agent,
         }));
-        if let Some(committed) = committed_event {
+        if let Some(committed) = committed {
             self.journal.push(event(committed));
+        }
+        if let Some(checks) = checks {
+            self.journal.push(event(EventKind::Checked {
+                task: Some(id.clone()),
+                attempt: Some(attempt),
+                checks,
+            }));
         }
         self.journal.push_output(AttemptOutput {
             task: id,
@@ -767,7 +871,9 @@ impl<'a> Dispatcher<'a> {
                     }));
                     let mut report = failed_report(String::new());
                     report.outcome = outcome;
-                    let handle = self.inflight.spawn(std::future::ready((report, None)));
+                    let handle = self
+                        .inflight
+                        .spawn(std::future::ready(Ended::Attempt(report, None)));
                     self.inflight_ids.insert(handle.id(), (task, attempt));
                     if is_agent {
                         self.agents_running += 1;
@@ -791,13 +897,18 @@ impl<'a> Dispatcher<'a> {
                         attempt,
                         pid: None,
                     }));
-                    let handle = self
-                        .inflight
-                        .spawn(std::future::ready((failed_report(error), None)));
+                    let handle = self.inflight.spawn(std::future::ready(Ended::Attempt(
+                        failed_report(error),
+                        None,
+                    )));
                     self.inflight_ids.insert(handle.id(), (task, attempt));
                     continue;
                 }
             };
+            if !self.graph.task(task).verify.is_empty() {
+                // The checks run where the attempt ran, with what it was given.
+                self.check_specs[task as usize] = Some(spec.clone());
+            }
             let child = Attempt::spawn_watched(spec, watcher);
             let pid = child.pid();
             self.journal.push(event(EventKind::AttemptStarted {
@@ -806,7 +917,10 @@ impl<'a> Dispatcher<'a> {
                 pid,
             }));
             let stop = self.stop_tx.subscribe();
-            let handle = self.inflight.spawn(child.wait_watched(stop));
+            let handle = self.inflight.spawn(async move {
+                let (report, watcher) = child.wait_watched(stop).await;
+                Ended::Attempt(report, watcher)
+            });
             self.inflight_ids.insert(handle.id(), (task, attempt));
         }
     }
@@ -827,13 +941,35 @@ impl Dispatcher<'_> {
             return state;
         };
         let merged = match consolidated {
-            Consolidated::Merged { branch, commit } => EventKind::ResultMerged {
-                branch,
-                commit: Some(commit),
-                conflict_task: None,
-                conflict_files: Vec::new(),
-                error: None,
-            },
+            Consolidated::Merged { branch, commit } => {
+                let checks = &self.graph.run_settings().verify;
+                if !checks.is_empty() && state.is_success() {
+                    let results = self.check_result(&commit, checks);
+                    if results.iter().any(|c| !c.passed()) {
+                        state = RunState::Failed;
+                    }
+                    self.journal.push(event(EventKind::ResultMerged {
+                        branch,
+                        commit: Some(commit),
+                        conflict_task: None,
+                        conflict_files: Vec::new(),
+                        error: None,
+                    }));
+                    self.journal.push(event(EventKind::Checked {
+                        task: None,
+                        attempt: None,
+                        checks: results,
+                    }));
+                    return state;
+                }
+                EventKind::ResultMerged {
+                    branch,
+                    commit: Some(commit),
+                    conflict_task: None,
+                    conflict_files: Vec::new(),
+                    error: None,
+                }
+            }
             Consolidated::Conflict {
                 branch,
                 task,
@@ -865,6 +1001,68 @@ impl Dispatcher<'_> {
         };
         self.journal.push(event(merged));
         state
+    }
+
+    /// Runs the run's `verify` checks on the merged result, in a worktree of its own, one
+    /// after another, stopping at the first that fails.
+    fn check_result(&self, commit: &str, commands: &[String]) -> Vec<CheckResult> {
+        let checkout = match self.workspaces.checkout(commit) {
+            Ok(checkout) => checkout,
+            Err(error) => {
+                return vec![CheckResult {
+                    command: commands[0].clone(),
+                    outcome: Outcome::SpawnFailed {
+                        error: self.launcher.redact(&error),
+                    },
+                    duration_ms: 0,
+                    output: String::new(),
+                }];
+            }
+        };
+        let mut results = Vec::new();
+        for command in commands {
+            let started = std::time::Instant::now();
+            let ran = std::process::Command::new("/bin/sh")
+                .arg("-c")
+                .arg(command)
+                .current_dir(checkout.path())
+                .env_clear()
+                .envs(self.launcher.base_env())
+                .stdin(std::process::Stdio::null())
+                .output();
+            let (outcome, output) = match ran {
+                Ok(out) => {
+                    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+                    text.push_str(&String::from_utf8_lossy(&out.stderr));
+                    let outcome = match (
+                        out.status.code(),
+                        std::os::unix::process::ExitStatusExt::signal(&out.status),
+                    ) {
+                        (Some(code), _) => Outcome::Exited { code },
+                        (None, Some(signal)) => Outcome::signaled(signal),
+                        (None, None) => Outcome::Exited { code: -1 },
+                    };
+                    (outcome, text)
+                }
+                Err(e) => (
+                    Outcome::SpawnFailed {
+                        error: e.to_string(),
+                    },
+                    String::new(),
+                ),
+            };
+            let passed = outcome.is_success();
+            results.push(CheckResult {
+                command: command.clone(),
+                outcome,
+                duration_ms: started.elapsed().as_millis() as u64,
+                output: self.launcher.redact(&tail(&output, CHECK_OUTPUT)),
+            });
+            if !passed {
+                break;
+            }
+        }
+        results
     }
 
     /// A run taken over has a past: what its agents spent counts against its budget, and a
@@ -919,6 +1117,58 @@ impl Dispatcher<'_> {
         }));
         true
     }
+}
+
+/// Runs a task's checks one after another in its workspace, stopping at the first that fails.
+/// Each is a supervised process like an attempt (same environment, timeout, redaction), with
+/// its own log beside the attempt's.
+async fn run_checks(
+    commands: &[String],
+    spec: AttemptSpec,
+    dirs: &RunDirs,
+    task: &baton_model::TaskId,
+    attempt: u32,
+    stop: watch::Receiver<StopLevel>,
+) -> Vec<CheckResult> {
+    let mut results = Vec::new();
+    for (i, command) in commands.iter().enumerate() {
+        let mut check = spec.clone();
+        check.program = baton_exec::Program::Shell(command.clone());
+        check.stdin = None;
+        check.idle_timeout = None;
+        check.log_path = dirs.check_log(task, attempt, i + 1);
+        let report = Attempt::spawn(check).wait(stop.clone()).await;
+        let mut output = report.stdout.text.clone();
+        if !report.stderr.text.is_empty() {
+            output.push_str(&report.stderr.text);
+        }
+        let passed = report.outcome.is_success();
+        results.push(CheckResult {
+            command: command.clone(),
+            outcome: report.outcome,
+            duration_ms: report.duration.as_millis() as u64,
+            output: tail(&output, CHECK_OUTPUT),
+        });
+        if !passed {
+            break;
+        }
+    }
+    results
+}
+
+/// What is kept of a check's output: enough to see why it failed.
+const CHECK_OUTPUT: usize = 4096;
+
+/// The last `max` bytes of `text`, cut at a character boundary.
+fn tail(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &text[start..])
 }
 
 /// The report of an attempt that never ran.

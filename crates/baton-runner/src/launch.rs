@@ -168,6 +168,16 @@ impl<'a> Launcher<'a> {
         }
     }
 
+    /// What any process baton starts for the run gets of its environment: the allow-list
+    /// and `BATON_PASS_ENV`, as every task.
+    pub(crate) fn base_env(&self) -> Vec<(OsString, OsString)> {
+        self.environment
+            .iter()
+            .filter(|(name, _)| name.to_str().is_some_and(|n| passes(n, &self.pass_env)))
+            .cloned()
+            .collect()
+    }
+
     /// `text` with what the run's redactor finds replaced.
     pub(crate) fn redact(&self, text: &str) -> String {
         self.redactor.redact_str(text).into_owned()

@@ -91,6 +91,11 @@ impl RunDirs {
         self.logs.join(format!("{task}.{attempt}.log"))
     }
 
+    /// The log of check `n` (from 1) of an attempt.
+    pub fn check_log(&self, task: &TaskId, attempt: u32, n: usize) -> PathBuf {
+        self.logs.join(format!("{task}.{attempt}.check-{n}.log"))
+    }
+
     pub fn handoff(&self, task: &TaskId) -> PathBuf {
         self.handoff.join(format!("{task}.json"))
     }

@@ -69,6 +69,17 @@ impl Workspaces {
         {
             return Ok(none(run));
         }
+        if let Some(task) = graph
+            .tasks()
+            .iter()
+            .find(|t| t.workspace == Workspace::Worktree && t.id.as_str() == "result")
+        {
+            return Err(format!(
+                "task `{}` works in a worktree, whose branch would be `baton/RUN/result`: the \
+                 name of the run's merged result; rename the task",
+                task.id
+            ));
+        }
         // Outside a repository there is nothing to branch from: tasks share the directory.
         let Ok(repo) = Repo::discover(root) else {
             return Ok(none(run));
@@ -280,6 +291,23 @@ impl Workspaces {
         )
     }
 
+    /// A throwaway worktree of `commit`, removed (with its branch) when dropped: where the
+    /// run's checks look at the merged result.
+    pub(crate) fn checkout(&self, commit: &str) -> Result<Checkout, String> {
+        let repo = self.repo.as_ref().ok_or("no repository")?.clone();
+        let path = self.dir.join(".verify");
+        // `+` is never in a task id: this cannot be a task's branch.
+        let branch = format!("baton/{}/+verify", self.run);
+        // One left by a crash is replaced.
+        let _ = repo.remove_worktree(&path);
+        let _ = repo.delete_branches(&branch);
+        match repo.add_worktree(&path, &branch, &TaskStart::Commit(commit.to_owned())) {
+            Ok(MergeOutcome::Merged(_)) => Ok(Checkout { repo, path, branch }),
+            Ok(MergeOutcome::Conflict(_)) => Err("a checkout cannot conflict".to_owned()),
+            Err(e) => Err(format!("cannot check out the merged result: {e}")),
+        }
+    }
+
     /// Removes the run's worktrees; their branches stay until `baton prune`.
     pub(crate) fn remove_worktrees(&self) {
         let Some(repo) = &self.repo else {
@@ -327,4 +355,24 @@ fn topological(graph: &Graph) -> Vec<u32> {
         }
     }
     order
+}
+
+/// A worktree that exists for as long as the value does.
+pub(crate) struct Checkout {
+    repo: Repo,
+    path: PathBuf,
+    branch: String,
+}
+
+impl Checkout {
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Checkout {
+    fn drop(&mut self) {
+        let _ = self.repo.remove_worktree(&self.path);
+        let _ = self.repo.delete_branches(&self.branch);
+    }
 }

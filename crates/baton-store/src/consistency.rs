@@ -219,7 +219,8 @@ impl Derived {
             EventKind::RunStopping { reason } => self.run.stop_reason = Some(reason),
             EventKind::BudgetChanged { .. }
             | EventKind::WorkspaceCommitted { .. }
-            | EventKind::ResultMerged { .. } => {}
+            | EventKind::ResultMerged { .. }
+            | EventKind::Checked { .. } => {}
             EventKind::RunFinished { state } => {
                 self.run.status = state;
                 self.run.ended_at_ms = Some(at);

@@ -66,6 +66,7 @@ pub(crate) fn outcome_kind(outcome: &Outcome) -> &'static str {
         Outcome::OverBudget { .. } => "over-budget",
         Outcome::MergeConflict { .. } => "merge-conflict",
         Outcome::OutOfScope { .. } => "out-of-scope",
+        Outcome::VerifyFailed { .. } => "verify-failed",
     }
 }
 
@@ -100,6 +101,10 @@ mod tests {
                 files: vec![],
             },
             Outcome::OutOfScope { files: vec![] },
+            Outcome::VerifyFailed {
+                command: "c".into(),
+                detail: "d".into(),
+            },
         ] {
             let json = serde_json::to_value(&outcome).unwrap();
             assert_eq!(json["kind"], outcome_kind(&outcome));

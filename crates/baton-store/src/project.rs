@@ -212,7 +212,8 @@ fn apply_event(
         // The event is the record; readers look it up when they need the budget.
         EventKind::BudgetChanged { .. }
         | EventKind::WorkspaceCommitted { .. }
-        | EventKind::ResultMerged { .. } => {}
+        | EventKind::ResultMerged { .. }
+        | EventKind::Checked { .. } => {}
         EventKind::RunFinished { state } => {
             statements
                 .get(Sql::RunFinished)?

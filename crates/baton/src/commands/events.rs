@@ -86,6 +86,32 @@ fn describe(event: &Event) -> String {
         }
         .to_owned(),
         EventKind::TaskReset { task } => format!("{task}: to run again"),
+        EventKind::Checked {
+            task,
+            attempt,
+            checks,
+        } => {
+            let who = match (task, attempt) {
+                (Some(task), Some(attempt)) => format!("{task}#{attempt}"),
+                (Some(task), None) => task.to_string(),
+                _ => "the result".to_owned(),
+            };
+            let each: Vec<String> = checks
+                .iter()
+                .map(|c| {
+                    format!(
+                        "`{}` {}",
+                        c.command,
+                        if c.passed() {
+                            "passed".to_owned()
+                        } else {
+                            c.outcome.to_string()
+                        }
+                    )
+                })
+                .collect();
+            format!("{who}: {}", each.join(", "))
+        }
         EventKind::ResultMerged {
             branch,
             commit,

@@ -26,3 +26,4 @@ mod retry;
 mod scheduling;
 mod timeout;
 mod validation;
+mod workspaces;

@@ -1,0 +1,321 @@
+//! Tasks in git worktrees of their own, in real repositories the tests make: their changes
+//! committed on their branches, merged into the run's result, checked — and the user's own
+//! branch and working tree never touched.
+
+use std::path::Path;
+use std::process::Command;
+
+use baton_model::{EventKind, Outcome};
+
+use crate::test::{Output, Test};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "user")
+        .env("GIT_AUTHOR_EMAIL", "user@example.com")
+        .env("GIT_COMMITTER_NAME", "user")
+        .env("GIT_COMMITTER_EMAIL", "user@example.com")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A repository with one commit holding `graph.toml` (and `shared.txt`), so that the user's
+/// working tree starts clean.
+fn repo_with(graph: &str) -> Test {
+    let test = Test::new()
+        .graph("graph.toml", graph)
+        .file("shared.txt", "line one\n");
+    git(test.path(), &["add", "-A"]);
+    git(test.path(), &["commit", "-qm", "the user's work"]);
+    test
+}
+
+fn run_id(out: &Output) -> String {
+    out.json()["run"]["id"].as_str().unwrap().to_owned()
+}
+
+/// What the user sees of their repository: branch, commit, and `git status`.
+fn user_view(dir: &Path) -> (String, String, String) {
+    (
+        git(dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
+        git(dir, &["rev-parse", "HEAD"]),
+        git(dir, &["status", "--porcelain"]),
+    )
+}
+
+#[test]
+fn parallel_tasks_land_in_the_result_branch_and_the_user_s_branch_is_untouched() {
+    let graph = r#"
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "a"
+run = "echo from a > a.txt"
+
+[[task]]
+id = "b"
+run = "echo from b > b.txt"
+"#;
+    let test = repo_with(graph);
+    let before = user_view(test.path());
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+    let run = run_id(&out);
+    let root = out.path();
+    assert_eq!(user_view(root), before);
+    assert!(!root.join("a.txt").exists() && !root.join("b.txt").exists());
+    // Both changes arrived in the merged result.
+    let result = format!("baton/{run}/result");
+    assert_eq!(git(root, &["show", &format!("{result}:a.txt")]), "from a");
+    assert_eq!(git(root, &["show", &format!("{result}:b.txt")]), "from b");
+    assert_eq!(
+        git(root, &["show", &format!("{result}:shared.txt")]),
+        "line one"
+    );
+    // Each task's work is on its own branch; the worktrees are gone.
+    assert_eq!(
+        git(root, &["show", &format!("baton/{run}/a:a.txt")]),
+        "from a"
+    );
+    assert!(!root.join(".baton/worktrees").join(&run).join("a").exists());
+    // The evidence says what each changed.
+    let committed = out
+        .store()
+        .events_of(|k| matches!(k, EventKind::WorkspaceCommitted { .. }));
+    assert_eq!(committed.len(), 2);
+    for event in committed {
+        let EventKind::WorkspaceCommitted {
+            evidence, commit, ..
+        } = event
+        else {
+            unreachable!()
+        };
+        assert!(commit.is_some());
+        assert_eq!(evidence.files.len(), 1);
+        assert_eq!(evidence.lines_added, 1);
+    }
+}
+
+#[test]
+fn a_dependent_starts_from_what_its_dependencies_committed() {
+    let graph = r#"
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "schema"
+run = "echo 'users(id)' > schema.sql"
+
+[[task]]
+id = "docs"
+run = "echo 'readme' > README"
+
+[[task]]
+id = "api"
+needs = ["schema", "docs"]
+run = "cat schema.sql README; echo 'GET /users' > api.txt"
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(out.json_task("api")["output"], "users(id)\nreadme");
+    let run = run_id(&out);
+    let result = format!("baton/{run}/result");
+    for file in ["schema.sql", "README", "api.txt"] {
+        git(out.path(), &["cat-file", "-e", &format!("{result}:{file}")]);
+    }
+}
+
+#[test]
+fn a_change_outside_the_scope_is_a_warning_or_under_enforce_a_failure() {
+    let graph = |policy: &str| {
+        format!(
+            r#"
+[[task]]
+id = "a"
+workspace = "worktree"
+scope = ["src/**"]
+scope_policy = "{policy}"
+run = "mkdir -p src && echo x > src/a.rs && echo y > outside.txt"
+"#
+        )
+    };
+    let warned = repo_with(&graph("warn"))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(warned.json()["run"]["state"], "succeeded_with_warnings");
+    let committed = warned
+        .store()
+        .events_of(|k| matches!(k, EventKind::WorkspaceCommitted { .. }));
+    let EventKind::WorkspaceCommitted {
+        scope_violations, ..
+    } = &committed[0]
+    else {
+        unreachable!()
+    };
+    assert_eq!(scope_violations, &["outside.txt"]);
+
+    let enforced = repo_with(&graph("enforce"))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let task = enforced.json_task("a");
+    assert_eq!(task["state"], "failed", "{task}");
+    assert_eq!(task["outcome"]["kind"], "out-of-scope", "{task}");
+    assert_eq!(task["outcome"]["files"][0], "outside.txt", "{task}");
+}
+
+#[test]
+fn a_failing_check_fails_the_task_and_its_output_is_kept() {
+    let graph = r#"
+[[task]]
+id = "build"
+workspace = "worktree"
+run = "echo 'fn main() {}' > main.rs"
+verify = ["test -f main.rs", "grep -q missing main.rs || { echo 'no missing in main.rs' >&2; exit 3; }"]
+
+[[task]]
+id = "after"
+needs = ["build"]
+run = "echo never"
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let build = out.json_task("build");
+    assert_eq!(build["state"], "failed", "{build}");
+    assert_eq!(build["outcome"]["kind"], "verify-failed", "{build}");
+    assert_eq!(out.json_task("after")["state"], "blocked");
+    let checked = out
+        .store()
+        .events_of(|k| matches!(k, EventKind::Checked { .. }));
+    let EventKind::Checked { checks, .. } = &checked[0] else {
+        unreachable!()
+    };
+    assert_eq!(checks.len(), 2);
+    assert!(checks[0].passed());
+    assert_eq!(checks[1].outcome, Outcome::Exited { code: 3 });
+    assert!(
+        checks[1].output.contains("no missing in main.rs"),
+        "{:?}",
+        checks[1]
+    );
+    // The work was kept on the task's branch all the same.
+    let run = run_id(&out);
+    git(
+        out.path(),
+        &["cat-file", "-e", &format!("baton/{run}/build:main.rs")],
+    );
+}
+
+#[test]
+fn conflicting_edits_need_a_person_who_is_told_which_tasks_and_files() {
+    let graph = r#"
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "left"
+run = "echo left > shared.txt"
+
+[[task]]
+id = "right"
+run = "echo right > shared.txt"
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    assert_eq!(out.json()["run"]["state"], "needs_human");
+    let merged = out
+        .store()
+        .events_of(|k| matches!(k, EventKind::ResultMerged { .. }));
+    let EventKind::ResultMerged {
+        conflict_task,
+        conflict_files,
+        ..
+    } = &merged[0]
+    else {
+        unreachable!()
+    };
+    assert_eq!(conflict_task.as_deref(), Some("right"));
+    assert_eq!(conflict_files, &["shared.txt"]);
+}
+
+#[test]
+fn dependencies_whose_changes_conflict_leave_the_dependent_to_a_person() {
+    let graph = r#"
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "left"
+run = "echo left > shared.txt"
+
+[[task]]
+id = "right"
+run = "echo right > shared.txt"
+
+[[task]]
+id = "both"
+needs = ["left", "right"]
+run = "cat shared.txt"
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let both = out.json_task("both");
+    assert_eq!(both["state"], "needs_human", "{both}");
+    assert_eq!(both["outcome"]["kind"], "merge-conflict", "{both}");
+    assert_eq!(both["outcome"]["files"][0], "shared.txt", "{both}");
+    assert_eq!(out.json()["run"]["state"], "needs_human");
+}
+
+#[test]
+fn the_run_s_checks_judge_the_merged_result() {
+    let graph = |check: &str| {
+        format!(
+            r#"
+[run]
+verify = ["{check}"]
+
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "a"
+run = "echo a > a.txt"
+
+[[task]]
+id = "b"
+run = "echo b > b.txt"
+"#
+        )
+    };
+    repo_with(&graph("test -f a.txt && test -f b.txt"))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let failed = repo_with(&graph("test -f c.txt"))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    assert_eq!(failed.json()["run"]["state"], "failed");
+    let checked = failed
+        .store()
+        .events_of(|k| matches!(k, EventKind::Checked { task: None, .. }));
+    assert_eq!(checked.len(), 1);
+}
