@@ -60,6 +60,9 @@ pub enum EventKind {
         task: TaskId,
         attempt: u32,
         branch: String,
+        /// The commit the task's worktree started from: its changes are measured from here.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         commit: Option<String>,
         evidence: Evidence,
@@ -80,6 +83,9 @@ pub enum EventKind {
     /// `conflict_files`, with what was merged before it.
     ResultMerged {
         branch: String,
+        /// The run's base commit, which the result is measured from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        base: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         commit: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -18,7 +18,9 @@ pub use counts::StateCounts;
 pub use live::LiveReporter;
 pub use plain::PlainReporter;
 pub use reporter::{NullReporter, Reporter, RunInfo};
-pub use result::{RESULT_SCHEMA_VERSION, RunResult, RunSection, TaskAgent, TaskResult, Totals};
+pub use result::{
+    RESULT_SCHEMA_VERSION, RunResult, RunSection, TaskAgent, TaskResult, TaskWorkspace, Totals,
+};
 pub use spend::{ModelSpend, RunSpend, Spend, budget_text, format_tokens, format_usd};
 pub use terminal::terminal_safe;
 pub use timeline::{Timeline, timeline};

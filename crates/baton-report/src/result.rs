@@ -119,6 +119,19 @@ pub struct TaskResult {
     /// attempts used and cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<TaskAgent>,
+    /// A task in a worktree: its branch and what it changed there (all its attempts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<TaskWorkspace>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskWorkspace {
+    pub branch: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    pub evidence: baton_model::Evidence,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scope_violations: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -93,6 +93,24 @@ fn detail(task: &crate::TaskResult) -> String {
     if let Some(last) = said {
         parts.push(format!("“{last}”"));
     }
+    if let Some(workspace) = &task.workspace {
+        let e = &workspace.evidence;
+        if !e.files.is_empty() {
+            parts.push(format!(
+                "{} file{} +{} -{}",
+                e.files.len(),
+                if e.files.len() == 1 { "" } else { "s" },
+                e.lines_added,
+                e.lines_removed
+            ));
+        }
+        if !workspace.scope_violations.is_empty() {
+            parts.push(format!(
+                "outside its scope: {}",
+                crate::terminal_safe(&workspace.scope_violations.join(", "))
+            ));
+        }
+    }
     if let Some(agent) = &task.agent {
         parts.push(format!(
             "{} · {} tokens",

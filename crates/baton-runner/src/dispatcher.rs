@@ -950,6 +950,7 @@ impl Dispatcher<'_> {
                     }
                     self.journal.push(event(EventKind::ResultMerged {
                         branch,
+                        base: Some(self.workspaces.base().to_owned()),
                         commit: Some(commit),
                         conflict_task: None,
                         conflict_files: Vec::new(),
@@ -964,6 +965,7 @@ impl Dispatcher<'_> {
                 }
                 EventKind::ResultMerged {
                     branch,
+                    base: Some(self.workspaces.base().to_owned()),
                     commit: Some(commit),
                     conflict_task: None,
                     conflict_files: Vec::new(),
@@ -980,6 +982,7 @@ impl Dispatcher<'_> {
                 }
                 EventKind::ResultMerged {
                     branch,
+                    base: Some(self.workspaces.base().to_owned()),
                     commit: None,
                     conflict_task: Some(task),
                     conflict_files: files,
@@ -992,6 +995,7 @@ impl Dispatcher<'_> {
                 }
                 EventKind::ResultMerged {
                     branch: String::new(),
+                    base: Some(self.workspaces.base().to_owned()),
                     commit: None,
                     conflict_task: None,
                     conflict_files: Vec::new(),

@@ -75,6 +75,33 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
         }
     }
 
+    // What each task's worktree holds: its last recorded commit's evidence.
+    let mut workspaces: std::collections::HashMap<String, baton_report::TaskWorkspace> =
+        std::collections::HashMap::new();
+    for event in store.events_of_kind(run, "workspace-committed")? {
+        if let baton_model::EventKind::WorkspaceCommitted {
+            task,
+            branch,
+            commit,
+            evidence,
+            scope_violations,
+            ..
+        } = event.kind
+        {
+            let entry = workspaces.entry(task.to_string());
+            let previous = match &entry {
+                std::collections::hash_map::Entry::Occupied(o) => o.get().commit.clone(),
+                std::collections::hash_map::Entry::Vacant(_) => None,
+            };
+            entry.insert_entry(baton_report::TaskWorkspace {
+                branch,
+                // An attempt that changed nothing leaves the branch where it was.
+                commit: commit.or(previous),
+                evidence,
+                scope_violations,
+            });
+        }
+    }
     let tasks: Vec<TaskResult> = records
         .into_iter()
         .map(|t| {
@@ -98,6 +125,7 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
                 stderr: t.stderr_tail.filter(|s| !s.is_empty()),
                 log,
                 agent: agents.remove(&t.task).map(|(_, agent)| agent),
+                workspace: workspaces.remove(t.task.as_str()),
             }
         })
         .collect();

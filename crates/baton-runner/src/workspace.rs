@@ -105,6 +105,11 @@ impl Workspaces {
         })
     }
 
+    /// The run's base commit.
+    pub(crate) fn base(&self) -> &str {
+        &self.base
+    }
+
     /// Whether any task works in a worktree.
     pub(crate) fn active(&self) -> bool {
         self.repo.is_some()
@@ -227,6 +232,7 @@ impl Workspaces {
                     task: spec.id.clone(),
                     attempt,
                     branch: tree.branch.clone(),
+                    start: Some(tree.start.clone()),
                     commit,
                     evidence,
                     scope_violations,

@@ -134,6 +134,34 @@ impl SqliteStore {
         self.read(|tx| spend(tx, run))
     }
 
+    /// The run's events of `kind` (its kebab-case name), in order.
+    pub fn events_of_kind(&self, run: &RunId, kind: &str) -> Result<Vec<Event>, StoreError> {
+        self.read(|tx| {
+            let mut statement = tx.prepare_cached(
+                "SELECT seq, at_ms, data_json FROM events \
+                 WHERE run_id = ?1 AND kind = ?2 ORDER BY seq",
+            )?;
+            let mut rows = statement.query(params![run.as_str(), kind])?;
+            let mut events = Vec::new();
+            while let Some(row) = rows.next()? {
+                let seq: u64 = row.get(0)?;
+                let data: String = row.get(2)?;
+                let kind: EventKind =
+                    serde_json::from_str(&data).map_err(|source| StoreError::Decode {
+                        run: run.clone(),
+                        seq,
+                        source,
+                    })?;
+                events.push(Event {
+                    seq,
+                    at_ms: row.get(1)?,
+                    kind,
+                });
+            }
+            Ok(events)
+        })
+    }
+
     /// The run's last event of `kind` (its kebab-case name, like `budget-changed`).
     pub fn last_event_of_kind(&self, run: &RunId, kind: &str) -> Result<Option<Event>, StoreError> {
         self.read(|tx| {

@@ -45,6 +45,12 @@ pub enum Command {
     Cancel(CancelArgs),
     /// Remove old runs: their records and their logs. A run that is running is never removed.
     Prune(PruneArgs),
+    /// Show what a task changed on its branch, or (without a task) what the run's merged
+    /// result changes, as a unified diff.
+    Diff(DiffArgs),
+    /// Merge a run's result into the current branch: a fast-forward when possible, else a
+    /// merge commit. Refuses a working tree with uncommitted changes.
+    Apply(ApplyArgs),
     /// Let a run waiting at its soft budget go on (up to its hard budget), driving it here.
     Approve(ApproveArgs),
     /// Show which agent engines are installed (and their versions), which config files are
@@ -141,6 +147,20 @@ pub struct ResumeArgs {
     pub raise_budget: Option<f64>,
     #[command(flatten)]
     pub drive: DriveArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// A run id (or a unique prefix), or `latest`.
+    pub run: String,
+    /// A task; without one, the run's merged result.
+    pub task: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// A run id (or a unique prefix), or `latest`.
+    pub run: String,
 }
 
 #[derive(Debug, Args)]

@@ -118,6 +118,7 @@ fn describe(event: &Event) -> String {
             conflict_task,
             conflict_files,
             error,
+            ..
         } => match (commit, conflict_task, error) {
             (_, _, Some(error)) => format!("{branch}: {error}"),
             (_, Some(task), _) => format!(
@@ -134,6 +135,7 @@ fn describe(event: &Event) -> String {
             commit,
             evidence,
             scope_violations,
+            ..
         } => {
             let mut text = match commit {
                 Some(commit) => format!(

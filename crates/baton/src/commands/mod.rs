@@ -2,6 +2,7 @@
 
 mod agent_http;
 mod cancel;
+mod diff;
 mod doctor;
 mod events;
 mod graph;
@@ -32,6 +33,8 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Prune(args) => prune::prune(args, cli.store.as_deref()),
         Command::Doctor(args) => doctor::doctor(args, cli.store.as_deref()),
         Command::Approve(args) => run::approve(args, cli.store.as_deref()),
+        Command::Diff(args) => diff::diff(args, cli.store.as_deref()),
+        Command::Apply(args) => diff::apply(args, cli.store.as_deref()),
         Command::AgentHttp(args) => agent_http::agent_http(args),
     }
 }

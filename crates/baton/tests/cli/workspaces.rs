@@ -165,6 +165,21 @@ run = "mkdir -p src && echo x > src/a.rs && echo y > outside.txt"
         unreachable!()
     };
     assert_eq!(scope_violations, &["outside.txt"]);
+    // The result document and the summary say so too.
+    let workspace = &warned.json_task("a")["workspace"];
+    assert_eq!(
+        workspace["scope_violations"][0], "outside.txt",
+        "{workspace}"
+    );
+    assert_eq!(workspace["evidence"]["files"].as_array().unwrap().len(), 2);
+    assert_eq!(workspace["evidence"]["files"][0]["kind"], "created");
+    warned
+        .then()
+        .args(&["status"])
+        .run()
+        .status(0)
+        .stdout_contains("2 files +2 -0")
+        .stdout_contains("outside its scope: outside.txt");
 
     let enforced = repo_with(&graph("enforce"))
         .args(&["run", "graph.toml", "--json"])
@@ -318,4 +333,62 @@ run = "echo b > b.txt"
         .store()
         .events_of(|k| matches!(k, EventKind::Checked { task: None, .. }));
     assert_eq!(checked.len(), 1);
+}
+
+#[test]
+fn diff_shows_a_task_s_change_and_apply_merges_the_result_into_a_clean_tree_only() {
+    let graph = r#"
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "a"
+run = "echo from a > a.txt"
+
+[[task]]
+id = "b"
+needs = ["a"]
+run = "echo 'line two' >> shared.txt"
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let run = run_id(&out);
+    // A task's diff is its own change, not its dependencies'.
+    let diff_b = out.then().args(&["diff", &run, "b"]).run().status(0);
+    let text = diff_b.stdout.clone();
+    assert!(text.contains("+line two"), "{text}");
+    assert!(!text.contains("a.txt"), "{text}");
+    let whole = diff_b.then().args(&["diff", &run]).run().status(0);
+    let text = whole.stdout.clone();
+    assert!(
+        text.contains("a.txt") && text.contains("+line two"),
+        "{text}"
+    );
+
+    // A dirty tree is refused, and left as it was.
+    std::fs::write(whole.path().join("shared.txt"), "my own edit\n").unwrap();
+    let refused = whole
+        .then()
+        .args(&["apply", &run])
+        .run()
+        .status(2)
+        .stderr_contains("uncommitted changes");
+    assert_eq!(
+        std::fs::read_to_string(refused.path().join("shared.txt")).unwrap(),
+        "my own edit\n"
+    );
+    git(refused.path(), &["checkout", "--", "shared.txt"]);
+    let applied = refused.then().args(&["apply", &run]).run().status(0);
+    let root = applied.path();
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "from a\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("shared.txt")).unwrap(),
+        "line one\nline two\n"
+    );
+    assert_eq!(git(root, &["status", "--porcelain"]), "");
 }
