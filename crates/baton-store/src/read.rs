@@ -141,49 +141,18 @@ impl SqliteStore {
                 "SELECT seq, at_ms, data_json FROM events \
                  WHERE run_id = ?1 AND kind = ?2 ORDER BY seq",
             )?;
-            let mut rows = statement.query(params![run.as_str(), kind])?;
-            let mut events = Vec::new();
-            while let Some(row) = rows.next()? {
-                let seq: u64 = row.get(0)?;
-                let data: String = row.get(2)?;
-                let kind: EventKind =
-                    serde_json::from_str(&data).map_err(|source| StoreError::Decode {
-                        run: run.clone(),
-                        seq,
-                        source,
-                    })?;
-                events.push(Event {
-                    seq,
-                    at_ms: row.get(1)?,
-                    kind,
-                });
-            }
-            Ok(events)
+            decode_events(run, statement.query(params![run.as_str(), kind])?)
         })
     }
 
     /// The run's last event of `kind` (its kebab-case name, like `budget-changed`).
     pub fn last_event_of_kind(&self, run: &RunId, kind: &str) -> Result<Option<Event>, StoreError> {
         self.read(|tx| {
-            let found: Option<(u64, i64, String)> = tx
-                .prepare_cached(
-                    "SELECT seq, at_ms, data_json FROM events \
-                     WHERE run_id = ?1 AND kind = ?2 ORDER BY seq DESC LIMIT 1",
-                )?
-                .query_row(params![run.as_str(), kind], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-                })
-                .optional()?;
-            let Some((seq, at_ms, data)) = found else {
-                return Ok(None);
-            };
-            let kind: EventKind =
-                serde_json::from_str(&data).map_err(|source| StoreError::Decode {
-                    run: run.clone(),
-                    seq,
-                    source,
-                })?;
-            Ok(Some(Event { seq, at_ms, kind }))
+            let mut statement = tx.prepare_cached(
+                "SELECT seq, at_ms, data_json FROM events \
+                 WHERE run_id = ?1 AND kind = ?2 ORDER BY seq DESC LIMIT 1",
+            )?;
+            Ok(decode_events(run, statement.query(params![run.as_str(), kind])?)?.pop())
         })
     }
 
@@ -219,7 +188,14 @@ pub(crate) fn events_after(
         "SELECT seq, at_ms, data_json FROM events \
          WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
     )?;
-    let mut rows = statement.query(params![run.as_str(), after_seq, limit])?;
+    decode_events(
+        run,
+        statement.query(params![run.as_str(), after_seq, limit])?,
+    )
+}
+
+/// Events from rows of `seq, at_ms, data_json`.
+fn decode_events(run: &RunId, mut rows: rusqlite::Rows<'_>) -> Result<Vec<Event>, StoreError> {
     let mut events = Vec::new();
     while let Some(row) = rows.next()? {
         let seq: u64 = row.get(0)?;
