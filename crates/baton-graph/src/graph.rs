@@ -218,6 +218,10 @@ pub struct Task {
     /// What a change outside `scope` means.
     #[serde(default, skip_serializing_if = "ScopePolicy::is_warn")]
     pub scope_policy: ScopePolicy,
+    /// When a `verify` check fails: how many times the task is run again, told what failed,
+    /// before it fails.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fix_attempts: u32,
 }
 
 /// What a task changing files outside its declared `scope` means.

@@ -148,6 +148,7 @@ mod tests {
             workspace: Workspace::None,
             pass_env: Vec::new(),
             scope_policy: Default::default(),
+            fix_attempts: 0,
         }
     }
 

@@ -48,6 +48,7 @@ pub(crate) struct Defaults {
     pub pass_env: Vec<String>,
     pub agent: AgentSpec,
     pub scope_policy: Option<ScopePolicy>,
+    pub fix_attempts: Option<u32>,
 }
 
 /// The agent fields, as written in `[defaults]` or a task.
@@ -124,6 +125,7 @@ pub(crate) struct TaskMore {
     pub pass_env: Vec<String>,
     pub agent: AgentSpec,
     pub scope_policy: Option<ScopePolicy>,
+    pub fix_attempts: Option<u32>,
 }
 
 static NOTHING_MORE: TaskMore = TaskMore {
@@ -151,6 +153,7 @@ static NOTHING_MORE: TaskMore = TaskMore {
         first_span: None,
     },
     scope_policy: None,
+    fix_attempts: None,
 };
 
 impl TaskSpec {

@@ -531,5 +531,6 @@ fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) ->
         // The task's names add to the defaults'.
         pass_env: d.pass_env.iter().cloned().chain(more.pass_env).collect(),
         scope_policy: more.scope_policy.or(d.scope_policy).unwrap_or_default(),
+        fix_attempts: more.fix_attempts.or(d.fix_attempts).unwrap_or(0),
     }
 }

@@ -22,6 +22,7 @@ pub(crate) const DEFAULTS_FIELDS: &[&str] = &[
     "handoff_limit",
     "pass_env",
     "scope_policy",
+    "fix_attempts",
     "model",
     "max_turns",
     "allowed_tools",
@@ -63,6 +64,7 @@ pub(crate) const TASK_FIELDS: &[&str] = &[
     "workspace",
     "pass_env",
     "scope_policy",
+    "fix_attempts",
     "model",
     "max_turns",
     "allowed_tools",
@@ -491,6 +493,7 @@ impl Walker<'_> {
                 "scope_policy" => {
                     d.scope_policy = w.choice(e, ScopePolicy::NAMES, ScopePolicy::parse)
                 }
+                "fix_attempts" => d.fix_attempts = w.count(e, 0),
                 _ => return w.agent_field(e, &mut d.agent),
             }
             true
@@ -618,6 +621,7 @@ impl Walker<'_> {
                 "scope_policy" => {
                     t.more_mut().scope_policy = w.choice(e, ScopePolicy::NAMES, ScopePolicy::parse)
                 }
+                "fix_attempts" => t.more_mut().fix_attempts = w.count(e, 0),
                 "workspace" => {
                     t.more_mut().workspace = w.choice(e, Workspace::NAMES, Workspace::parse)
                 }

@@ -288,6 +288,10 @@ struct Dispatcher<'a> {
     check_specs: Vec<Option<AttemptSpec>>,
     /// Per task, an attempt waiting for its checks.
     checking: Vec<Option<Pending>>,
+    /// Per task, the attempt so far while a fix round runs.
+    fixing: Vec<Option<Pending>>,
+    /// Per task, the fix rounds its current attempt used.
+    fix_rounds: Vec<u32>,
 }
 
 /// An attempt that ended, and the watcher that followed its output.
@@ -372,6 +376,8 @@ impl<'a> Dispatcher<'a> {
             final_state: None,
             check_specs: vec![None; graph.len()],
             checking: (0..graph.len()).map(|_| None).collect(),
+            fixing: (0..graph.len()).map(|_| None).collect(),
+            fix_rounds: vec![0; graph.len()],
         }
     }
 
@@ -590,7 +596,7 @@ impl<'a> Dispatcher<'a> {
             Ended::Attempt(report, watcher) => (report, watcher),
             Ended::Checks(checks) => {
                 if let Some(pending) = self.checking[task as usize].take() {
-                    self.finish_attempt(task, attempt, pending, Some(checks), turn);
+                    self.checked(task, attempt, pending, checks, turn);
                 }
                 return;
             }
@@ -630,8 +636,9 @@ impl<'a> Dispatcher<'a> {
                             == Some(baton_model::FailureClass::Infrastructure) =>
                 {
                     Some(Continue {
-                        session: session.clone(),
-                        why: outcome.to_string(),
+                        session: Some(session.clone()),
+                        message: cut_short(outcome),
+                        fix: None,
                     })
                 }
                 _ => None,
@@ -702,6 +709,27 @@ impl<'a> Dispatcher<'a> {
             committed: committed_event,
             head,
         };
+        let mut pending = pending;
+        if let Some(earlier) = self.fixing[task as usize].take() {
+            // A fix round ended: the attempt is the whole of it, all rounds together.
+            pending.report.duration += earlier.report.duration;
+            pending.agent = match (earlier.agent, pending.agent) {
+                (Some(before), Some(mut now)) => {
+                    now.input_tokens += before.input_tokens;
+                    now.output_tokens += before.output_tokens;
+                    now.cache_read_tokens += before.cache_read_tokens;
+                    now.cache_write_tokens += before.cache_write_tokens;
+                    now.cost_usd = match (before.cost_usd, now.cost_usd) {
+                        (Some(a), Some(b)) => Some(a + b),
+                        (a, b) => a.or(b),
+                    };
+                    now.tool_calls += before.tool_calls;
+                    now.cost_estimated |= before.cost_estimated;
+                    Some(now)
+                }
+                (before, now) => now.or(before),
+            };
+        }
         let checks = &self.graph.task(task).verify;
         let spec = self.check_specs[task as usize].take();
         match spec {
@@ -722,6 +750,83 @@ impl<'a> Dispatcher<'a> {
             }
             _ => self.finish_attempt(task, attempt, pending, None, turn),
         }
+    }
+
+    /// An attempt's checks ended: a failure goes back to the task to fix while it has fix
+    /// rounds left; otherwise the attempt is recorded.
+    fn checked(
+        &mut self,
+        task: u32,
+        attempt: u32,
+        pending: Pending,
+        checks: Vec<CheckResult>,
+        turn: &mut Turn,
+    ) {
+        let rounds = self.graph.task(task).fix_attempts;
+        let failed = checks.iter().find(|c| !c.passed()).cloned();
+        let Some(failed) = failed.filter(|f| {
+            f.outcome != Outcome::Cancelled
+                && self.fix_rounds[task as usize] < rounds
+                && self.sched.stop_cause().is_none()
+        }) else {
+            self.finish_attempt(task, attempt, pending, Some(checks), turn);
+            return;
+        };
+        self.fix_rounds[task as usize] += 1;
+        let round = self.fix_rounds[task as usize];
+        self.journal.push(event(EventKind::Checked {
+            task: Some(self.graph.task(task).id.clone()),
+            attempt: Some(attempt),
+            checks,
+        }));
+        let fix = Continue {
+            session: pending.agent.as_ref().and_then(|a| a.session_id.clone()),
+            message: fix_message(&failed, round, rounds),
+            fix: Some(round),
+        };
+        self.fixing[task as usize] = Some(pending);
+        let workdir = match self.workspaces.prepare(self.graph, task) {
+            Ok(dir) => dir,
+            Err(outcome) => {
+                let mut report = failed_report(String::new());
+                report.outcome = outcome;
+                let handle = self
+                    .inflight
+                    .spawn(std::future::ready(Ended::Attempt(report, None)));
+                self.inflight_ids.insert(handle.id(), (task, attempt));
+                return;
+            }
+        };
+        let prepared =
+            self.launcher
+                .prepare(task, attempt, &self.meter, Some(&fix), workdir.as_deref());
+        let (mut spec, watcher) = match prepared {
+            Ok(prepared) => prepared,
+            Err(error) => {
+                let handle = self.inflight.spawn(std::future::ready(Ended::Attempt(
+                    failed_report(error),
+                    None,
+                )));
+                self.inflight_ids.insert(handle.id(), (task, attempt));
+                return;
+            }
+        };
+        // The fix round logs beside the attempt, not over it.
+        spec.log_path = self
+            .launcher
+            .dirs()
+            .fix_log(&self.graph.task(task).id, attempt, round);
+        self.check_specs[task as usize] = Some(spec.clone());
+        if self.launcher.is_agent(task) {
+            self.agents_running += 1;
+        }
+        let child = Attempt::spawn_watched(spec, watcher);
+        let stop = self.stop_tx.subscribe();
+        let handle = self.inflight.spawn(async move {
+            let (report, watcher) = child.wait_watched(stop).await;
+            Ended::Attempt(report, watcher)
+        });
+        self.inflight_ids.insert(handle.id(), (task, attempt));
     }
 
     /// Records an attempt (and its checks) and tells the scheduler how it ended.
@@ -905,6 +1010,7 @@ impl<'a> Dispatcher<'a> {
                     continue;
                 }
             };
+            self.fix_rounds[task as usize] = 0;
             if !self.graph.task(task).verify.is_empty() {
                 // The checks run where the attempt ran, with what it was given.
                 self.check_specs[task as usize] = Some(spec.clone());
@@ -1095,8 +1201,9 @@ impl Dispatcher<'_> {
                     .is_some_and(|a| a.output_tokens > 0 || a.tool_calls > 0)
             {
                 self.sessions[task as usize] = Some(Continue {
-                    session,
-                    why: outcome.to_string(),
+                    session: Some(session),
+                    message: cut_short(outcome),
+                    fix: None,
                 });
             }
         }
@@ -1158,6 +1265,24 @@ async fn run_checks(
         }
     }
     results
+}
+
+/// What an agent cut short by the machinery is told when its session goes on.
+fn cut_short(outcome: &Outcome) -> String {
+    format!(
+        "Your previous attempt at this task was cut short ({outcome}). Continue where you left \
+         off and finish the task."
+    )
+}
+
+/// What a task is told in a fix round: the check that failed and what it printed.
+fn fix_message(check: &CheckResult, round: u32, of: u32) -> String {
+    format!(
+        "baton ran the task's checks on your work (fix round {round} of {of}) and this one \
+         failed:\n\n$ {}\n{}\n\n{}\n\nFix the problem so that the check passes. Do not \
+         change the check.",
+        check.command, check.outcome, check.output
+    )
 }
 
 /// What is kept of a check's output: enough to see why it failed.

@@ -58,14 +58,22 @@ struct PreparedAgent {
     options: AgentOptions,
     preamble: Option<String>,
     prompt_file: PathBuf,
+    /// The task's prompt, rendered: a fix that cannot continue a session starts from it.
+    prompt_text: String,
 }
 
 /// A session a new attempt continues: the earlier attempt's, cut short by the machinery.
 #[derive(Debug, Clone)]
 pub(crate) struct Continue {
-    pub session: String,
-    /// What cut the earlier attempt short, in words.
-    pub why: String,
+    /// The agent session to continue, where the engine can.
+    pub session: Option<String>,
+    /// What the task is told: sent into the continued session, or (for a fix) after the
+    /// task's own prompt when it starts afresh.
+    pub message: String,
+    /// A fix round after failed checks (1 for the first): also for engines that cannot
+    /// continue a session, and for shell tasks (as `$BATON_FIX_FEEDBACK`). `None`: an attempt
+    /// the machinery cut short, continued only where the session can be.
+    pub fix: Option<u32>,
 }
 
 /// What every task gets of baton's environment: what programs need to find themselves, their
@@ -259,6 +267,21 @@ impl<'a> Launcher<'a> {
             finish_grace: AttemptSpec::DEFAULT_FINISH_GRACE,
         };
         let Some(agent) = &prepared.agent else {
+            if let Some(Continue {
+                message,
+                fix: Some(round),
+                ..
+            }) = resume
+            {
+                // A shell task's fix: the same command, told what failed.
+                let path = self.dirs.fix_feedback(&spec_task.id);
+                write_private(&path, message.as_bytes()).map_err(|e| {
+                    format!("cannot write the fix feedback file {}: {e}", path.display())
+                })?;
+                spec.env.push(("BATON_FIX_FEEDBACK".into(), path.into()));
+                spec.env
+                    .push(("BATON_FIX_ATTEMPT".into(), round.to_string().into()));
+            }
             return Ok((spec, None));
         };
         for (key, value) in &agent.env {
@@ -266,19 +289,18 @@ impl<'a> Launcher<'a> {
         }
         spec.idle_timeout = agent.idle_timeout;
         let resumed;
-        let prompt = match resume.filter(|_| agent.engine.kind.can_resume()) {
-            Some(resume) => {
-                // The agent's session holds the task and what it did so far: it is told why
-                // it stopped and to go on, rather than given the task again from scratch.
+        let session = resume
+            .and_then(|r| r.session.as_deref())
+            .filter(|_| agent.engine.kind.can_resume());
+        let prompt = match (resume, session) {
+            // The agent's session holds the task and what it did so far: it is told what
+            // happened and to go on, rather than given the task again from scratch.
+            (Some(resume), Some(session)) => {
                 let invocation = agent.engine.invocation(
-                    &format!(
-                        "Your previous attempt at this task was cut short ({}). Continue where \
-                         you left off and finish the task.",
-                        resume.why
-                    ),
+                    &resume.message,
                     agent.preamble.as_deref(),
                     &agent.options,
-                    Some(&resume.session),
+                    Some(session),
                     &agent.prompt_file,
                 );
                 spec.program = Program::Exec {
@@ -288,7 +310,23 @@ impl<'a> Launcher<'a> {
                 resumed = invocation.prompt;
                 &resumed
             }
-            None => &agent.prompt,
+            // A fix without a session: the task again, with what failed after it.
+            (Some(resume), None) if resume.fix.is_some() => {
+                let invocation = agent.engine.invocation(
+                    &format!("{}\n\n{}", agent.prompt_text, resume.message),
+                    agent.preamble.as_deref(),
+                    &agent.options,
+                    None,
+                    &agent.prompt_file,
+                );
+                spec.program = Program::Exec {
+                    program: invocation.program,
+                    args: invocation.args,
+                };
+                resumed = invocation.prompt;
+                &resumed
+            }
+            _ => &agent.prompt,
         };
         match prompt {
             PromptInput::Stdin(bytes) => spec.stdin = Some(bytes.clone()),
@@ -439,6 +477,7 @@ impl<'a> Launcher<'a> {
                             options,
                             preamble,
                             prompt_file,
+                            prompt_text: prompt.clone(),
                         });
                         program
                     }),

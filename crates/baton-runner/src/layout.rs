@@ -91,6 +91,11 @@ impl RunDirs {
         self.logs.join(format!("{task}.{attempt}.log"))
     }
 
+    /// The log of fix round `n` (from 1) of an attempt.
+    pub fn fix_log(&self, task: &TaskId, attempt: u32, n: u32) -> PathBuf {
+        self.logs.join(format!("{task}.{attempt}.fix-{n}.log"))
+    }
+
     /// The log of check `n` (from 1) of an attempt.
     pub fn check_log(&self, task: &TaskId, attempt: u32, n: usize) -> PathBuf {
         self.logs.join(format!("{task}.{attempt}.check-{n}.log"))
@@ -98,6 +103,11 @@ impl RunDirs {
 
     pub fn handoff(&self, task: &TaskId) -> PathBuf {
         self.handoff.join(format!("{task}.json"))
+    }
+
+    /// What a shell task's fix round is told failed (`$BATON_FIX_FEEDBACK`).
+    pub fn fix_feedback(&self, task: &TaskId) -> PathBuf {
+        self.handoff.join(format!("{task}.fix.txt"))
     }
 
     /// The prompt of an agent that reads it from a file (aider).

@@ -870,3 +870,48 @@ prompt = "two"
     assert_eq!(out.json_task("second")["state"], "skipped");
     assert_eq!(model.requests().len(), 1);
 }
+
+#[test]
+fn a_failed_check_is_fixed_by_claude_in_the_same_session() {
+    let test = Test::new();
+    let root = test.path().canonicalize().unwrap();
+    let file = root.join("answer.txt").to_str().unwrap().to_owned();
+    let script = Script::new()
+        .rule(
+            Rule::text("fixed it")
+                .when_contains("fix round 1")
+                .when_last_contains("toolu_mock"),
+        )
+        .rule(Rule::reply(Reply::claude_write(&file, "42\n")).when_last_contains("fix round 1"))
+        .rule(
+            Rule::text("done")
+                .when_contains("TASK-FIX")
+                .when_last_contains("toolu_mock"),
+        )
+        .rule(Rule::reply(Reply::claude_write(&file, "41\n")).when_contains("TASK-FIX"));
+    let model = MockModel::start(script).unwrap();
+    let graph = r#"
+[[task]]
+id = "answer"
+prompt = "TASK-FIX: write the answer to answer.txt"
+verify = ["grep -qx 42 answer.txt"]
+fix_attempts = 1
+"#;
+    let out = with_claude(test, &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(out.read("answer.txt"), b"42\n");
+    let task = out.json_task("answer");
+    assert_eq!(task["output"], "fixed it", "{task}");
+    assert_eq!(task["attempts"], 1, "{task}");
+    // The fix went into the same conversation: the original task is in it, and the check's
+    // failure after it.
+    let last = model.requests().pop().unwrap().text();
+    assert!(last.contains("TASK-FIX"), "{last}");
+    assert!(last.contains("grep -qx 42 answer.txt"), "{last}");
+    // Both rounds' tokens count.
+    let usage = attempts_of(&out, "answer")[0].agent.clone().unwrap();
+    assert!(usage.output_tokens >= 20, "{usage:?}");
+}

@@ -392,3 +392,62 @@ run = "echo 'line two' >> shared.txt"
     );
     assert_eq!(git(root, &["status", "--porcelain"]), "");
 }
+
+#[test]
+fn a_failed_check_goes_back_to_the_task_to_fix() {
+    // The command fixes its work only when told what failed: the second call, with
+    // $BATON_FIX_FEEDBACK naming the check's output.
+    let graph = |rounds: u32| {
+        format!(
+            r#"
+[[task]]
+id = "build"
+workspace = "worktree"
+fix_attempts = {rounds}
+run = '''
+if [ -n "$BATON_FIX_FEEDBACK" ] && grep -q "grep -q fixed" "$BATON_FIX_FEEDBACK"; then
+  echo "fixed in round $BATON_FIX_ATTEMPT" > ok.txt
+else
+  echo broken > ok.txt
+fi
+'''
+verify = ["grep -q fixed ok.txt"]
+"#
+        )
+    };
+    let failed = repo_with(&graph(0))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    assert_eq!(
+        failed.json_task("build")["outcome"]["kind"],
+        "verify-failed"
+    );
+
+    let fixed = repo_with(&graph(2))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let task = fixed.json_task("build");
+    assert_eq!(task["state"], "succeeded", "{task}");
+    assert_eq!(task["attempts"], 1, "{task}");
+    let checked = fixed
+        .store()
+        .events_of(|k| matches!(k, EventKind::Checked { .. }));
+    let passes: Vec<bool> = checked
+        .iter()
+        .map(|k| match k {
+            EventKind::Checked { checks, .. } => checks.iter().all(|c| c.passed()),
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(passes, [false, true]);
+    let run = run_id(&fixed);
+    assert_eq!(
+        git(
+            fixed.path(),
+            &["show", &format!("baton/{run}/result:ok.txt")]
+        ),
+        "fixed in round 1"
+    );
+}
