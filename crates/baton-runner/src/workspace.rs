@@ -133,8 +133,16 @@ impl Workspaces {
         let id = &graph.task(task).id;
         let path = self.dir.join(id.as_str());
         let branch = format!("baton/{}/{}", self.run, id);
-        // A takeover finds the worktree an earlier driver made: go on in it.
+        // A takeover finds the worktree an earlier driver made: what an interrupted attempt
+        // left in it is saved on the branch first, then the task goes on from there.
         if path.join(".git").exists() {
+            let _ = repo.commit_all(
+                &path,
+                &format!(
+                    "baton: checkpoint of {id} in run {}: changes left by an interrupted attempt",
+                    self.run
+                ),
+            );
             let start = repo
                 .branch_commit(&branch)
                 .ok()

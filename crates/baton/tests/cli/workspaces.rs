@@ -451,3 +451,51 @@ verify = ["grep -q fixed ok.txt"]
         "fixed in round 1"
     );
 }
+
+#[test]
+fn what_an_interrupted_attempt_left_in_its_worktree_is_saved_before_the_task_goes_on() {
+    let graph = r#"
+[[task]]
+id = "slow"
+workspace = "worktree"
+run = '''
+if [ "$BATON_ATTEMPT" = 1 ]; then
+  echo "half done" > half.txt
+  sleep 60
+else
+  echo "all done" > done.txt
+fi
+'''
+"#;
+    let mut running = repo_with(graph).args(&["run", "graph.toml"]).spawn();
+    // The first attempt has written its half when its worktree holds the file.
+    running.await_that("the first half", crate::test::RUN_LIMIT, |root: &Path| {
+        let worktrees = root.join(".baton/worktrees");
+        std::fs::read_dir(&worktrees)
+            .ok()?
+            .flatten()
+            .map(|run| run.path().join("slow/half.txt"))
+            .find(|p| p.exists())
+    });
+    let killed = running.kill();
+    let run = killed.store().run().id.to_string();
+    let resumed = killed
+        .then()
+        .args(&["resume", &run, "--json"])
+        .run()
+        .status(0);
+    let root = resumed.path();
+    let branch = format!("baton/{run}/slow");
+    // The half survived the crash as a checkpoint commit, and the result has both.
+    let log = git(root, &["log", "--format=%s", &branch]);
+    assert!(log.contains("checkpoint of slow"), "{log}");
+    let result = format!("baton/{run}/result");
+    assert_eq!(
+        git(root, &["show", &format!("{result}:half.txt")]),
+        "half done"
+    );
+    assert_eq!(
+        git(root, &["show", &format!("{result}:done.txt")]),
+        "all done"
+    );
+}
