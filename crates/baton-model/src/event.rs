@@ -53,6 +53,18 @@ pub enum EventKind {
     TaskReset {
         task: TaskId,
     },
+    /// A task with `approval = true` is ready and waits for a person (`baton approve RUN
+    /// TASK` or `baton reject`).
+    TaskWaiting {
+        task: TaskId,
+    },
+    /// A person decided about a waiting task; a rejection fails it (`task-finished` follows).
+    TaskDecided {
+        task: TaskId,
+        approved: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// What an attempt changed in its task's worktree, committed on the task's branch.
     /// `commit` is `None` when it changed nothing. `scope_violations` are changed paths the
     /// task's `scope` does not cover.
@@ -145,7 +157,9 @@ impl EventKind {
             | Self::RetryScheduled { task, .. }
             | Self::TaskFinished { task, .. }
             | Self::TaskReset { task }
-            | Self::WorkspaceCommitted { task, .. } => Some(task),
+            | Self::WorkspaceCommitted { task, .. }
+            | Self::TaskWaiting { task }
+            | Self::TaskDecided { task, .. } => Some(task),
             Self::Checked { task, .. } => task.as_ref(),
             Self::RunStarted { .. }
             | Self::RunStopping { .. }
@@ -168,6 +182,8 @@ impl EventKind {
             Self::WorkspaceCommitted { .. } => "workspace-committed",
             Self::ResultMerged { .. } => "result-merged",
             Self::Checked { .. } => "checked",
+            Self::TaskWaiting { .. } => "task-waiting",
+            Self::TaskDecided { .. } => "task-decided",
             Self::AttemptStarted { .. } => "attempt-started",
             Self::AttemptFinished { .. } => "attempt-finished",
             Self::RetryScheduled { .. } => "retry-scheduled",

@@ -57,7 +57,9 @@ impl StateCounts {
             | EventKind::BudgetChanged { .. }
             | EventKind::WorkspaceCommitted { .. }
             | EventKind::ResultMerged { .. }
-            | EventKind::Checked { .. } => {}
+            | EventKind::Checked { .. }
+            | EventKind::TaskWaiting { .. }
+            | EventKind::TaskDecided { .. } => {}
         }
     }
 

@@ -21,6 +21,7 @@ pub struct LiveReporter {
     counts: StateCounts,
     clock: TaskClock,
     list_successes: bool,
+    run_id: Option<String>,
 }
 
 impl LiveReporter {
@@ -39,6 +40,7 @@ impl LiveReporter {
             counts: StateCounts::default(),
             clock: TaskClock::default(),
             list_successes: true,
+            run_id: None,
         }
     }
 
@@ -64,6 +66,7 @@ impl Reporter for LiveReporter {
         self.counts = StateCounts::new(info.tasks);
         self.counts.earlier = info.earlier;
         self.list_successes = info.tasks <= LIST_SUCCESSES_UP_TO;
+        self.run_id = Some(info.run_id.to_string());
         self.println(format!(
             "baton: run {} of `{}`: {} tasks, concurrency {}",
             info.run_id, info.name, info.tasks, info.concurrency
@@ -128,6 +131,12 @@ impl Reporter for LiveReporter {
                         crate::spend::budget_text(*usd, *tokens)
                     ));
                 }
+                EventKind::TaskWaiting { task } => {
+                    self.println(format!(
+                        "baton: {task} waits for approval: `baton approve {run} {task}` or `baton reject {run} {task}`",
+                        run = self.run_id.as_deref().unwrap_or("RUN")
+                    ));
+                }
                 EventKind::WorkspaceCommitted {
                     task,
                     scope_violations,
@@ -143,7 +152,8 @@ impl Reporter for LiveReporter {
                 | EventKind::TaskReset { .. }
                 | EventKind::WorkspaceCommitted { .. }
                 | EventKind::ResultMerged { .. }
-                | EventKind::Checked { .. } => {}
+                | EventKind::Checked { .. }
+                | EventKind::TaskDecided { .. } => {}
             }
         }
         self.header.set_message(self.counts.to_string());

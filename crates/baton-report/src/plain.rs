@@ -59,6 +59,9 @@ impl<W: Write> Reporter for PlainReporter<W> {
                     self.clock.finished(task, event.at_ms),
                 ),
                 EventKind::RunStopping { reason } => format!("baton: stopping: {reason}"),
+                EventKind::TaskWaiting { task } => format!(
+                    "baton: {task} waits for approval: `baton approve RUN {task}` or `baton reject RUN {task}`"
+                ),
                 _ => continue,
             };
             let _ = writeln!(self.out, "{line}");

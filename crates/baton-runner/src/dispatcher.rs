@@ -7,7 +7,7 @@ use baton_exec::{Attempt, AttemptReport, AttemptSpec, Captured, LineWatcher, Sto
 use baton_graph::{Action as TaskAction, Graph};
 use baton_model::{CheckResult, Event, EventKind, Outcome, RunId, RunState, TaskState};
 use baton_report::{Reporter, RunInfo, RunResult};
-use baton_scheduler::{Action, Input, Plan, PlanTask, Scheduler, StopCause};
+use baton_scheduler::{Action, Cause, Input, Plan, PlanTask, Scheduler, StopCause};
 use baton_store::{AttemptOutput, NewRun, SqliteStore, StoreError};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -292,6 +292,14 @@ struct Dispatcher<'a> {
     fixing: Vec<Option<Pending>>,
     /// Per task, the fix rounds its current attempt used.
     fix_rounds: Vec<u32>,
+    /// Tasks waiting for a person's approval.
+    awaiting: std::collections::BTreeSet<u32>,
+    /// Tasks whose decision was applied.
+    decided: std::collections::BTreeSet<u32>,
+    /// The reasons given with rejections, for the tasks' `task-finished`.
+    rejections: HashMap<u32, Option<String>>,
+    /// Read the decisions at the next chance.
+    poll_due: bool,
 }
 
 /// An attempt that ended, and the watcher that followed its output.
@@ -341,6 +349,7 @@ impl<'a> Dispatcher<'a> {
                     conflicts: graph.conflicts(i as u32).to_vec(),
                     retries: t.retries,
                     backoff: t.backoff,
+                    needs_approval: t.approval,
                     retry_infrastructure_only: matches!(
                         &t.action,
                         TaskAction::Agent { settings, .. }
@@ -378,6 +387,10 @@ impl<'a> Dispatcher<'a> {
             checking: (0..graph.len()).map(|_| None).collect(),
             fixing: (0..graph.len()).map(|_| None).collect(),
             fix_rounds: vec![0; graph.len()],
+            awaiting: Default::default(),
+            decided: Default::default(),
+            rejections: HashMap::new(),
+            poll_due: false,
         }
     }
 
@@ -436,6 +449,9 @@ impl<'a> Dispatcher<'a> {
             if self.fatal.is_some() && self.sched.stop_cause().is_none() {
                 turn.inputs.push_back(Input::Stop(StopCause::Cancelled));
             }
+            if std::mem::take(&mut self.poll_due) {
+                self.apply_decisions(&mut turn);
+            }
             if !turn.inputs.is_empty() {
                 continue;
             }
@@ -450,6 +466,13 @@ impl<'a> Dispatcher<'a> {
                     None => stops_open = false,
                 },
                 _ = sleep_until_opt(self.journal.deadline()), if !self.journal.is_empty() => {}
+                // Someone may have decided about a waiting task from another terminal.
+                _ = tokio::time::sleep(APPROVAL_POLL), if !self.awaiting.is_empty() => {
+                    self.poll_due = true;
+                }
+            }
+            if std::mem::take(&mut self.poll_due) {
+                self.apply_decisions(&mut turn);
             }
             while let Some(joined) = self.inflight.try_join_next_with_id() {
                 self.attempt_done(joined, &mut turn);
@@ -520,12 +543,25 @@ impl<'a> Dispatcher<'a> {
                             self.sched.attempts(task),
                             |dep| self.sched.state(dep),
                         )
+                        .map(|reason| match (cause, self.rejections.remove(&task)) {
+                            (Cause::Rejected, Some(Some(why))) => format!("{reason}: {why}"),
+                            _ => reason,
+                        })
                         .map(|reason| self.launcher.redact(&reason));
+                        self.awaiting.remove(&task);
                         self.journal.push(event(EventKind::TaskFinished {
                             task: self.graph.task(task).id.clone(),
                             state,
                             reason,
                         }));
+                    }
+                    Action::AwaitApproval { task } => {
+                        self.journal.push(event(EventKind::TaskWaiting {
+                            task: self.graph.task(task).id.clone(),
+                        }));
+                        self.awaiting.insert(task);
+                        // A decision may have come before the task was ready.
+                        self.poll_due = true;
                     }
                     Action::StopRunning { immediate, .. } => {
                         let level = if immediate {
@@ -1033,6 +1069,34 @@ impl<'a> Dispatcher<'a> {
 }
 
 impl Dispatcher<'_> {
+    /// Feeds the scheduler what people decided about the run's waiting tasks since last time.
+    fn apply_decisions(&mut self, turn: &mut Turn) {
+        let decisions = match self.store.decisions(&self.run_id) {
+            Ok(decisions) => decisions,
+            // Read again at the next poll.
+            Err(_) => return,
+        };
+        for decision in decisions {
+            let Some(task) = self.graph.index_of(decision.task.as_str()) else {
+                continue;
+            };
+            if !self.decided.insert(task) {
+                continue;
+            }
+            self.journal.push(event(EventKind::TaskDecided {
+                task: decision.task.clone(),
+                approved: decision.approved,
+                reason: decision.reason.as_deref().map(|r| self.launcher.redact(r)),
+            }));
+            if decision.approved {
+                turn.inputs.push_back(Input::Approved { task });
+            } else {
+                self.rejections.insert(task, decision.reason);
+                turn.inputs.push_back(Input::Rejected { task });
+            }
+        }
+    }
+
     /// At the end of a run that will not go on, merges what its tasks committed into the
     /// result branch; the run's state says how that went.
     fn consolidate(&mut self, state: RunState) -> RunState {
@@ -1284,6 +1348,9 @@ fn fix_message(check: &CheckResult, round: u32, of: u32) -> String {
         check.command, check.outcome, check.output
     )
 }
+
+/// How often a run with tasks waiting for approval looks for decisions.
+const APPROVAL_POLL: Duration = Duration::from_millis(250);
 
 /// What is kept of a check's output: enough to see why it failed.
 const CHECK_OUTPUT: usize = 4096;

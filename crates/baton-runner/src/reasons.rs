@@ -43,6 +43,8 @@ pub(crate) fn finish_reason(
             Some("stopped: another task failed and on_failure is \"stop\"".into())
         }
         Cause::Stopped(cause) => Some(format!("run {}", stop_reason(cause))),
+        // The dispatcher adds the person's words.
+        Cause::Rejected => Some("rejected".into()),
         Cause::Outcome if state == TaskState::Succeeded => None,
         Cause::Outcome => {
             let outcome = match (last, graph.task(task).timeout) {

@@ -26,6 +26,10 @@ pub enum Input {
     Declined { task: u32, attempt: u32 },
     /// Stop the run.
     Stop(StopCause),
+    /// A person approved a task that waits for approval (or will: a decision can come early).
+    Approved { task: u32 },
+    /// A person rejected a task: it fails without running.
+    Rejected { task: u32 },
     /// Start nothing more, let what runs finish, then end the run as `waiting` with the rest
     /// left as it is, for a later takeover to continue (the run's soft budget was reached).
     /// A stop overrides a pause: what is left is then skipped as usual.
@@ -65,6 +69,8 @@ pub enum Action {
     },
     /// Stop every running attempt: TERM then KILL, or KILL at once when `immediate`.
     StopRunning { cause: StopCause, immediate: bool },
+    /// `task` is ready and waits for a person's approval.
+    AwaitApproval { task: u32 },
     /// Every task is terminal and nothing runs: the run is over.
     RunFinished { state: RunState },
 }
@@ -78,6 +84,8 @@ pub enum Cause {
     DependencyFailed(u32),
     /// The run stopped before it could start or finish.
     Stopped(StopCause),
+    /// A person rejected it.
+    Rejected,
 }
 
 /// Where one task is. The attempt counter lives beside it in `Scheduler::attempts`.
@@ -89,6 +97,8 @@ enum Phase {
     Queued,
     /// Ready, but a task with a conflicting scope is running.
     Parked,
+    /// Ready, and waiting for a person's approval.
+    Approval,
     /// Ready, but the dispatcher declined to start it (the run's budget could not cover it
     /// while others run): waits for the next attempt to end.
     Deferred,
@@ -124,6 +134,8 @@ pub struct Scheduler {
     stop: Option<StopCause>,
     /// Tasks in [`Phase::Deferred`].
     deferred: Vec<u32>,
+    needs_approval: Vec<bool>,
+    approved: Vec<bool>,
     /// [`Input::Pause`] arrived: nothing more starts.
     paused: bool,
     any_failed: bool,
@@ -177,6 +189,8 @@ impl Scheduler {
             done: 0,
             stop: None,
             deferred: Vec::new(),
+            needs_approval: plan.tasks.iter().map(|t| t.needs_approval).collect(),
+            approved: vec![false; plan.tasks.len()],
             paused: false,
             any_failed: false,
             any_needs_human: false,
@@ -235,6 +249,18 @@ impl Scheduler {
             }
             Input::Stop(cause) => self.begin_stop(cause, &mut out),
             Input::Pause => self.paused = true,
+            Input::Approved { task } => {
+                let i = task as usize;
+                self.approved[i] = true;
+                if self.phase[i] == Phase::Approval {
+                    self.enqueue(task);
+                }
+            }
+            Input::Rejected { task } => {
+                if !matches!(self.phase[task as usize], Phase::Done(_) | Phase::Running) {
+                    self.fail(task, TaskState::Failed, Cause::Rejected, &mut out);
+                }
+            }
             Input::Declined { task, attempt } => {
                 let i = task as usize;
                 if self.phase[i] == Phase::Running && self.attempts[i] == attempt {
@@ -263,6 +289,7 @@ impl Scheduler {
         match self.phase[task as usize] {
             Phase::Waiting => TaskState::Pending,
             Phase::Queued | Phase::Parked | Phase::Deferred | Phase::Backoff => TaskState::Ready,
+            Phase::Approval => TaskState::Waiting,
             Phase::Running => TaskState::Running,
             Phase::Done(state) => state,
         }
@@ -326,6 +353,11 @@ impl Scheduler {
             };
             let i = task as usize;
             if self.phase[i] != Phase::Queued {
+                continue;
+            }
+            if self.needs_approval[i] && !self.approved[i] {
+                self.phase[i] = Phase::Approval;
+                out.push(Action::AwaitApproval { task });
                 continue;
             }
             if self.running_conflicts[i] > 0 {
@@ -486,9 +518,11 @@ impl Scheduler {
         }
         for task in 0..self.phase.len() as u32 {
             let state = match self.phase[task as usize] {
-                Phase::Waiting | Phase::Queued | Phase::Parked | Phase::Deferred => {
-                    TaskState::Skipped
-                }
+                Phase::Waiting
+                | Phase::Queued
+                | Phase::Parked
+                | Phase::Deferred
+                | Phase::Approval => TaskState::Skipped,
                 Phase::Backoff => TaskState::Cancelled,
                 Phase::Running | Phase::Done(_) => continue,
             };

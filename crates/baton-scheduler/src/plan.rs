@@ -16,6 +16,8 @@ pub struct PlanTask {
     /// `retries` cover only the machinery's failures (an agent task's default): a failure of
     /// the task's own ends it at once.
     pub retry_infrastructure_only: bool,
+    /// Once ready, waits for [`Input::Approved`](crate::Input::Approved) before it starts.
+    pub needs_approval: bool,
 }
 
 /// The scheduler's input graph. Must be acyclic with indices in range: the graph crate

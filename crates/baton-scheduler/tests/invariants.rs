@@ -125,6 +125,7 @@ impl World {
                     }
                 }
                 Action::StopRunning { .. } => {}
+                Action::AwaitApproval { .. } => panic!("no task of these plans needs approval"),
                 Action::RunFinished { state } => {
                     assert!(self.running.is_empty());
                     self.run_state = Some(state);
@@ -564,6 +565,59 @@ fn a_launch_declined_after_the_stop_is_skipped() {
             }
         ]
     );
+}
+
+#[test]
+fn a_task_that_needs_approval_waits_without_holding_a_slot() {
+    let mut plan = chain_plan(3, OnFailure::Block);
+    // 0 needs approval; 1 does not and runs meanwhile; 2 needs 0.
+    plan.tasks[1].needs.clear();
+    plan.tasks[2].needs = vec![0];
+    plan.tasks[0].needs_approval = true;
+    plan.concurrency = 1;
+    let mut sched = Scheduler::new(&plan, 0);
+    let actions = sched.handle(Input::Start);
+    assert!(
+        actions.contains(&Action::AwaitApproval { task: 0 }),
+        "{actions:?}"
+    );
+    assert!(
+        actions.contains(&Action::Launch {
+            task: 1,
+            attempt: 1
+        }),
+        "{actions:?}"
+    );
+    assert_eq!(sched.state(0), TaskState::Waiting);
+    sched.handle(Input::Finished {
+        task: 1,
+        attempt: 1,
+        outcome: Outcome::Exited { code: 0 },
+    });
+    // Nothing runs, yet the run is not over: it waits for the person.
+    assert!(!sched.is_finished());
+    let actions = sched.handle(Input::Approved { task: 0 });
+    assert_eq!(
+        actions,
+        [Action::Launch {
+            task: 0,
+            attempt: 1
+        }]
+    );
+
+    // Rejected: fails at once, and blocks what needs it.
+    let mut sched = Scheduler::new(&plan, 0);
+    sched.handle(Input::Start);
+    let actions = sched.handle(Input::Rejected { task: 0 });
+    assert!(
+        actions.contains(&Action::Finished {
+            task: 0,
+            state: TaskState::Failed,
+            cause: baton_scheduler::Cause::Rejected
+        }),
+        "{actions:?}"
+    );
+    assert_eq!(sched.state(2), TaskState::Blocked);
 }
 
 #[test]

@@ -217,7 +217,8 @@ impl Derived {
                 };
             }
             EventKind::RunStopping { reason } => self.run.stop_reason = Some(reason),
-            EventKind::BudgetChanged { .. }
+            EventKind::TaskDecided { .. }
+            | EventKind::BudgetChanged { .. }
             | EventKind::WorkspaceCommitted { .. }
             | EventKind::ResultMerged { .. }
             | EventKind::Checked { .. } => {}
@@ -287,6 +288,7 @@ impl Derived {
                 view.retry_at_ms =
                     Some(at.saturating_add(i64::try_from(delay_ms).unwrap_or(i64::MAX)));
             }
+            EventKind::TaskWaiting { task } => self.task(&task).status = TaskState::Waiting,
             EventKind::TaskReset { task } => {
                 let view = self.task(&task);
                 view.status = TaskState::Pending;

@@ -10,6 +10,7 @@
 //! Durability: see [`Durability`]. By default a committed turn survives the process being killed;
 //! `BATON_SYNC=full` makes it survive power loss as well.
 
+mod approvals;
 mod consistency;
 mod decode;
 mod driver;
@@ -24,6 +25,7 @@ mod statements;
 mod store;
 mod write;
 
+pub use approvals::Decision;
 pub use durability::Durability;
 pub use error::StoreError;
 pub use migrate::SCHEMA_VERSION;

@@ -13,6 +13,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("migrations/v2_driver.sql"),
     include_str!("migrations/v3_clustered.sql"),
     include_str!("migrations/v4_agent_usage.sql"),
+    include_str!("migrations/v5_approvals.sql"),
 ];
 
 /// The schema version this build writes.

@@ -210,7 +210,16 @@ fn apply_event(
                 .execute(params![id, reason])?;
         }
         // The event is the record; readers look it up when they need the budget.
-        EventKind::BudgetChanged { .. }
+        EventKind::TaskWaiting { task } => {
+            let changed = statements.get(Sql::TaskWaiting)?.execute(params![
+                id,
+                task.as_str(),
+                TaskState::Waiting.as_str()
+            ])?;
+            known_task(changed, run, task)?;
+        }
+        EventKind::TaskDecided { .. }
+        | EventKind::BudgetChanged { .. }
         | EventKind::WorkspaceCommitted { .. }
         | EventKind::ResultMerged { .. }
         | EventKind::Checked { .. } => {}

@@ -12,6 +12,7 @@ pub(crate) enum Sql {
     RunStopping,
     RunFinished,
     TaskReset,
+    TaskWaiting,
     TaskStarted,
     InsertAttempt,
     AttemptFinished,
@@ -38,6 +39,7 @@ impl Sql {
                  WHERE id = ?1"
             }
             Self::RunStopping => "UPDATE runs SET stop_reason = ?2 WHERE id = ?1",
+            Self::TaskWaiting => "UPDATE tasks SET status = ?3 WHERE run_id = ?1 AND task_id = ?2",
             Self::TaskReset => {
                 "UPDATE tasks SET status = ?3, reason = NULL, ended_at_ms = NULL, \
                  next_attempt = NULL, retry_at_ms = NULL \

@@ -51,8 +51,11 @@ pub enum Command {
     /// Merge a run's result into the current branch: a fast-forward when possible, else a
     /// merge commit. Refuses a working tree with uncommitted changes.
     Apply(ApplyArgs),
-    /// Let a run waiting at its soft budget go on (up to its hard budget), driving it here.
+    /// Let a task waiting for approval start; or, without a task, let a run waiting at its
+    /// soft budget go on (up to its hard budget), driving it here.
     Approve(ApproveArgs),
+    /// Fail a task waiting for approval, with the reason.
+    Reject(RejectArgs),
     /// Show which agent engines are installed (and their versions), which config files are
     /// read, and what is missing.
     Doctor(DoctorArgs),
@@ -165,10 +168,24 @@ pub struct ApplyArgs {
 
 #[derive(Debug, Args)]
 pub struct ApproveArgs {
-    /// A run waiting at its soft budget: it goes on, up to its hard budget.
+    /// A run id (or a unique prefix), or `latest`.
     pub run: String,
+    /// A task waiting for approval (`approval = true`): it starts. Without one, a run waiting
+    /// at its soft budget goes on, up to its hard budget, driven here.
+    pub task: Option<String>,
     #[command(flatten)]
     pub drive: DriveArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RejectArgs {
+    /// A run id (or a unique prefix), or `latest`.
+    pub run: String,
+    /// A task waiting for approval: it fails, with the reason.
+    pub task: String,
+    /// Why, for the record.
+    #[arg(long)]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Args)]

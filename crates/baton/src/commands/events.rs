@@ -86,6 +86,16 @@ fn describe(event: &Event) -> String {
         }
         .to_owned(),
         EventKind::TaskReset { task } => format!("{task}: to run again"),
+        EventKind::TaskWaiting { task } => format!("{task}: waits for approval"),
+        EventKind::TaskDecided {
+            task,
+            approved,
+            reason,
+        } => match (approved, reason) {
+            (true, _) => format!("{task}: approved"),
+            (false, Some(reason)) => format!("{task}: rejected: {reason}"),
+            (false, None) => format!("{task}: rejected"),
+        },
         EventKind::Checked {
             task,
             attempt,

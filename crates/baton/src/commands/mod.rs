@@ -33,6 +33,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Prune(args) => prune::prune(args, cli.store.as_deref()),
         Command::Doctor(args) => doctor::doctor(args, cli.store.as_deref()),
         Command::Approve(args) => run::approve(args, cli.store.as_deref()),
+        Command::Reject(args) => run::reject(args, cli.store.as_deref()),
         Command::Diff(args) => diff::diff(args, cli.store.as_deref()),
         Command::Apply(args) => diff::apply(args, cli.store.as_deref()),
         Command::AgentHttp(args) => agent_http::agent_http(args),

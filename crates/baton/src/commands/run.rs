@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::load::load_graph;
 use super::records;
-use crate::cli::{ApproveArgs, DriveArgs, ResumeArgs, RetryArgs, RunArgs};
+use crate::cli::{ApproveArgs, DriveArgs, RejectArgs, ResumeArgs, RetryArgs, RunArgs};
 use crate::exit::{self, Failure};
 use crate::project::Project;
 
@@ -67,6 +67,9 @@ pub fn resume(args: ResumeArgs, store_url: Option<&str>) -> Result<i32, Failure>
 }
 
 pub fn approve(args: ApproveArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    if let Some(task) = &args.task {
+        return decide(&args.run, task, true, None, store_url);
+    }
     let run = records::resolve(&records::open(store_url)?, Some(&args.run))?;
     if records::effective_state(&run) != RunState::Waiting {
         return Err(Failure::BadInput(format!(
@@ -309,4 +312,87 @@ fn describe(failure: &Failure) -> String {
         Failure::BadInput(message) => message.clone(),
         Failure::Internal(err) => format!("{err:#}"),
     }
+}
+
+pub fn reject(args: RejectArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    decide(
+        &args.run,
+        &args.task,
+        false,
+        args.reason.as_deref(),
+        store_url,
+    )
+}
+
+/// Records a person's decision about a task waiting for approval; the process driving the run
+/// picks it up.
+fn decide(
+    run: &str,
+    task: &str,
+    approved: bool,
+    reason: Option<&str>,
+    store_url: Option<&str>,
+) -> Result<i32, Failure> {
+    // Writing: the store opened for writing (its IMMEDIATE transactions wait for the
+    // driver's, briefly), not the readers' read-only one.
+    let (project, _) = records::open_with_project(store_url)?;
+    let path = project.store_path(store_url).map_err(Failure::BadInput)?;
+    let store = SqliteStore::open(&path)
+        .with_context(|| format!("cannot open the run store at {}", path.display()))?;
+    let run = records::resolve(&store, Some(run))?;
+    let task_id = TaskId::new(task.to_owned())
+        .map_err(|e| Failure::BadInput(format!("`{task}` is not a task id: {e}")))?;
+    let Some(record) = store
+        .tasks(&run.id)?
+        .into_iter()
+        .find(|t| t.task == task_id)
+    else {
+        return Err(Failure::BadInput(format!(
+            "run {} has no task `{task}`; `baton status {}` lists its tasks",
+            run.id, run.id
+        )));
+    };
+    let asks = store
+        .graph_json(&run.id)?
+        .and_then(|json| Graph::from_stored_json(&json).ok())
+        .and_then(|graph| graph.index_of(task).map(|i| graph.task(i).approval))
+        .unwrap_or(false);
+    if !asks {
+        return Err(Failure::BadInput(format!(
+            "task `{task}` of run {} does not wait for approval (it has no `approval = true`)",
+            run.id
+        )));
+    }
+    if record.status.is_terminal() {
+        return Err(Failure::BadInput(format!(
+            "task `{task}` of run {} has already ended ({})",
+            run.id, record.status
+        )));
+    }
+    let at_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    match store.decide(&run.id, &task_id, approved, reason, at_ms)? {
+        Ok(()) => {}
+        Err(earlier) => {
+            return Err(Failure::BadInput(format!(
+                "task `{task}` of run {} was already {}",
+                run.id,
+                if earlier.approved {
+                    "approved"
+                } else {
+                    "rejected"
+                }
+            )));
+        }
+    }
+    let verb = if approved { "approved" } else { "rejected" };
+    match records::effective_state(&run) {
+        RunState::Running => println!("baton: {verb} `{task}`; the run driving it goes on"),
+        _ => println!(
+            "baton: {verb} `{task}`; the run is not being driven: `baton resume {}` goes on",
+            run.id
+        ),
+    }
+    Ok(exit::SUCCESS)
 }

@@ -1,0 +1,98 @@
+//! Tasks that wait for a person: `approval = true`, `baton approve RUN TASK`, `baton reject`.
+
+use std::path::Path;
+
+use baton_model::TaskState;
+
+use crate::test::{RUN_LIMIT, Store, Test, baton_in};
+
+const GRAPH: &str = r#"
+[[task]]
+id = "gate"
+approval = true
+run = "echo deployed"
+
+[[task]]
+id = "other"
+run = "echo meanwhile"
+
+[[task]]
+id = "after"
+needs = ["gate"]
+run = "echo after"
+"#;
+
+/// The run's id once `gate` waits for approval.
+fn waiting(root: &Path) -> Option<String> {
+    let store = Store::try_open(root)?;
+    let run = store.try_run()?;
+    let gate = store
+        .tasks()
+        .into_iter()
+        .find(|t| t.task.as_str() == "gate")?;
+    (gate.status == TaskState::Waiting).then(|| run.id.to_string())
+}
+
+#[test]
+fn an_approved_task_starts_while_other_branches_went_on() {
+    let mut running = Test::new()
+        .graph("graph.toml", GRAPH)
+        .args(&["run", "graph.toml", "--json"])
+        .spawn();
+    let run = running.await_that("gate waiting", RUN_LIMIT, waiting);
+    // The rest of the graph did not wait for the person.
+    running.await_that("other finished", RUN_LIMIT, |root: &Path| {
+        let store = Store::try_open(root)?;
+        let other = store
+            .tasks()
+            .into_iter()
+            .find(|t| t.task.as_str() == "other")?;
+        (other.status == TaskState::Succeeded).then_some(())
+    });
+    let side = baton_in(running.path(), &["status", &run]);
+    assert!(side.stdout.contains("waiting"), "{}", side.stdout);
+    let approved = baton_in(running.path(), &["approve", &run, "gate"]);
+    assert_eq!(approved.code, Some(0), "{}", approved.stderr);
+    assert!(
+        approved.stdout.contains("approved `gate`"),
+        "{}",
+        approved.stdout
+    );
+    let out = running.wait(RUN_LIMIT).status(0);
+    assert_eq!(out.json_task("gate")["output"], "deployed");
+    assert_eq!(out.json_task("after")["state"], "succeeded");
+    // A decision is made once.
+    let again = baton_in(out.path(), &["reject", &run, "gate"]);
+    assert_eq!(again.code, Some(2));
+    assert!(again.stderr.contains("already ended"), "{}", again.stderr);
+    out.store().assert_consistent();
+}
+
+#[test]
+fn a_rejected_task_fails_with_the_reason_and_blocks_what_needs_it() {
+    let mut running = Test::new()
+        .graph("graph.toml", GRAPH)
+        .args(&["run", "graph.toml", "--json"])
+        .spawn();
+    let run = running.await_that("gate waiting", RUN_LIMIT, waiting);
+    let refused = baton_in(running.path(), &["approve", &run, "other"]);
+    assert_eq!(refused.code, Some(2));
+    assert!(
+        refused.stderr.contains("does not wait for approval")
+            || refused.stderr.contains("already ended"),
+        "{}",
+        refused.stderr
+    );
+    let rejected = baton_in(
+        running.path(),
+        &["reject", &run, "gate", "--reason", "not on a Friday"],
+    );
+    assert_eq!(rejected.code, Some(0), "{}", rejected.stderr);
+    let out = running.wait(RUN_LIMIT).status(1);
+    let gate = out.json_task("gate");
+    assert_eq!(gate["state"], "failed", "{gate}");
+    assert_eq!(gate["attempts"], 0, "{gate}");
+    assert_eq!(gate["reason"], "rejected: not on a Friday", "{gate}");
+    assert_eq!(out.json_task("after")["state"], "blocked");
+    assert_eq!(out.json_task("other")["state"], "succeeded");
+}
