@@ -470,6 +470,10 @@ fi
     let mut running = repo_with(graph).args(&["run", "graph.toml"]).spawn();
     // The first attempt has written its half when its worktree holds the file.
     running.await_that("the first half", crate::test::RUN_LIMIT, |root: &Path| {
+        // Its start recorded too: a crash before that commit would run attempt 1 again.
+        let store = crate::test::Store::try_open(root)?;
+        store.try_run()?;
+        store.attempts("slow").first()?;
         let worktrees = root.join(".baton/worktrees");
         std::fs::read_dir(&worktrees)
             .ok()?
