@@ -171,6 +171,14 @@ pub fn apply(
                 Err(err) => return Err(err.into()),
             }
             let _ = std::fs::remove_dir_all(&dirs.run);
+            // Its branches (and any worktree left on them) go with it. The repository is the
+            // one holding `.baton/`.
+            if let Some(root) = state_dir.parent()
+                && let Ok(repo) = baton_workspace::Repo::discover(root)
+            {
+                let _ = repo.delete_branches(&format!("baton/{}/", run.id));
+            }
+            let _ = std::fs::remove_dir_all(state_dir.join("worktrees").join(run.id.as_str()));
         }
         removed.push(Pruned {
             id: run.id.to_string(),

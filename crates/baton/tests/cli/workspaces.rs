@@ -503,3 +503,20 @@ fi
         "all done"
     );
 }
+
+#[test]
+fn prune_removes_a_run_s_branches_with_it() {
+    let graph = "[[task]]\nid = \"a\"\nworkspace = \"worktree\"\nrun = \"echo a > a.txt\"\n";
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let run = run_id(&out);
+    let branches = git(out.path(), &["branch", "--list", &format!("baton/{run}/*")]);
+    assert!(branches.contains(&format!("baton/{run}/a")), "{branches}");
+    let pruned = out.then().args(&["prune", "--keep", "0"]).run().status(0);
+    let branches = git(pruned.path(), &["branch", "--list", "baton/*"]);
+    assert_eq!(branches, "");
+    // The user's own branch stays.
+    assert!(!git(pruned.path(), &["branch", "--list", "master", "main"]).is_empty());
+}
