@@ -222,6 +222,13 @@ pub struct Task {
     /// before it fails.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub fix_attempts: u32,
+    /// Commands run once in a new worktree before the task starts (`npm ci`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setup: Vec<String>,
+    /// Paths (globs) git ignores that a new worktree gets from the repository: files copied,
+    /// directories linked (`.env`, `node_modules`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub worktree_include: Vec<String>,
 }
 
 /// What a task changing files outside its declared `scope` means.

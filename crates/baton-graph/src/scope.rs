@@ -149,6 +149,8 @@ mod tests {
             pass_env: Vec::new(),
             scope_policy: Default::default(),
             fix_attempts: 0,
+            setup: Vec::new(),
+            worktree_include: Vec::new(),
         }
     }
 

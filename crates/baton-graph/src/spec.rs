@@ -49,6 +49,8 @@ pub(crate) struct Defaults {
     pub agent: AgentSpec,
     pub scope_policy: Option<ScopePolicy>,
     pub fix_attempts: Option<u32>,
+    pub setup: Option<Vec<String>>,
+    pub worktree_include: Option<Vec<String>>,
 }
 
 /// The agent fields, as written in `[defaults]` or a task.
@@ -126,6 +128,8 @@ pub(crate) struct TaskMore {
     pub agent: AgentSpec,
     pub scope_policy: Option<ScopePolicy>,
     pub fix_attempts: Option<u32>,
+    pub setup: Option<Vec<String>>,
+    pub worktree_include: Option<Vec<String>>,
 }
 
 static NOTHING_MORE: TaskMore = TaskMore {
@@ -154,6 +158,8 @@ static NOTHING_MORE: TaskMore = TaskMore {
     },
     scope_policy: None,
     fix_attempts: None,
+    setup: None,
+    worktree_include: None,
 };
 
 impl TaskSpec {

@@ -532,5 +532,10 @@ fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) ->
         pass_env: d.pass_env.iter().cloned().chain(more.pass_env).collect(),
         scope_policy: more.scope_policy.or(d.scope_policy).unwrap_or_default(),
         fix_attempts: more.fix_attempts.or(d.fix_attempts).unwrap_or(0),
+        setup: more.setup.or_else(|| d.setup.clone()).unwrap_or_default(),
+        worktree_include: more
+            .worktree_include
+            .or_else(|| d.worktree_include.clone())
+            .unwrap_or_default(),
     }
 }

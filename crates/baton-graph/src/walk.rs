@@ -23,6 +23,8 @@ pub(crate) const DEFAULTS_FIELDS: &[&str] = &[
     "pass_env",
     "scope_policy",
     "fix_attempts",
+    "setup",
+    "worktree_include",
     "model",
     "max_turns",
     "allowed_tools",
@@ -65,6 +67,8 @@ pub(crate) const TASK_FIELDS: &[&str] = &[
     "pass_env",
     "scope_policy",
     "fix_attempts",
+    "setup",
+    "worktree_include",
     "model",
     "max_turns",
     "allowed_tools",
@@ -494,6 +498,8 @@ impl Walker<'_> {
                     d.scope_policy = w.choice(e, ScopePolicy::NAMES, ScopePolicy::parse)
                 }
                 "fix_attempts" => d.fix_attempts = w.count(e, 0),
+                "setup" => d.setup = Some(w.plain_strings(e)),
+                "worktree_include" => d.worktree_include = Some(w.plain_strings(e)),
                 _ => return w.agent_field(e, &mut d.agent),
             }
             true
@@ -622,6 +628,8 @@ impl Walker<'_> {
                     t.more_mut().scope_policy = w.choice(e, ScopePolicy::NAMES, ScopePolicy::parse)
                 }
                 "fix_attempts" => t.more_mut().fix_attempts = w.count(e, 0),
+                "setup" => t.more_mut().setup = Some(w.plain_strings(e)),
+                "worktree_include" => t.more_mut().worktree_include = Some(w.plain_strings(e)),
                 "workspace" => {
                     t.more_mut().workspace = w.choice(e, Workspace::NAMES, Workspace::parse)
                 }

@@ -300,6 +300,8 @@ struct Dispatcher<'a> {
     rejections: HashMap<u32, Option<String>>,
     /// Read the decisions at the next chance.
     poll_due: bool,
+    /// Per task, whether its running attempt began with its worktree's `setup`.
+    setting_up: Vec<bool>,
 }
 
 /// An attempt that ended, and the watcher that followed its output.
@@ -391,6 +393,7 @@ impl<'a> Dispatcher<'a> {
             decided: Default::default(),
             rejections: HashMap::new(),
             poll_due: false,
+            setting_up: vec![false; graph.len()],
         }
     }
 
@@ -629,7 +632,14 @@ impl<'a> Dispatcher<'a> {
             return;
         };
         let (report, watcher) = match ended {
-            Ended::Attempt(report, watcher) => (report, watcher),
+            Ended::Attempt(report, watcher) => {
+                if std::mem::take(&mut self.setting_up[task as usize])
+                    && !matches!(&report.outcome, Outcome::SpawnFailed { error } if error.starts_with(SETUP_FAILED))
+                {
+                    self.workspaces.set_up(task);
+                }
+                (report, watcher)
+            }
             Ended::Checks(checks) => {
                 if let Some(pending) = self.checking[task as usize].take() {
                     self.checked(task, attempt, pending, checks, turn);
@@ -780,7 +790,9 @@ impl<'a> Dispatcher<'a> {
                 let stop = self.stop_tx.subscribe();
                 self.checking[task as usize] = Some(pending);
                 let handle = self.inflight.spawn(async move {
-                    Ended::Checks(run_checks(&checks, spec, &logs, &id, attempt, stop).await)
+                    Ended::Checks(
+                        run_checks(&checks, spec, (&logs, "check"), &id, attempt, stop).await,
+                    )
                 });
                 self.inflight_ids.insert(handle.id(), (task, attempt));
             }
@@ -1051,6 +1063,50 @@ impl<'a> Dispatcher<'a> {
                 // The checks run where the attempt ran, with what it was given.
                 self.check_specs[task as usize] = Some(spec.clone());
             }
+            let setup = &self.graph.task(task).setup;
+            if !setup.is_empty() && self.workspaces.needs_setup(task) {
+                // A new worktree is set up first (`npm ci`, …), in the same future, so that
+                // the dispatcher never waits for it. The attempt's pid is then not known
+                // when its start is recorded.
+                self.journal.push(event(EventKind::AttemptStarted {
+                    task: self.graph.task(task).id.clone(),
+                    attempt,
+                    pid: None,
+                }));
+                self.setting_up[task as usize] = true;
+                let commands = setup.clone();
+                let logs = self.launcher.dirs().clone();
+                let id = self.graph.task(task).id.clone();
+                let stop = self.stop_tx.subscribe();
+                let handle = self.inflight.spawn(async move {
+                    let checks = run_checks(
+                        &commands,
+                        spec.clone(),
+                        (&logs, "setup"),
+                        &id,
+                        attempt,
+                        stop.clone(),
+                    )
+                    .await;
+                    if let Some(failed) = checks.iter().find(|c| !c.passed()) {
+                        let mut report = failed_report(format!(
+                            "{SETUP_FAILED}`{}` failed ({}): {}",
+                            failed.command,
+                            failed.outcome,
+                            failed.output.trim()
+                        ));
+                        report.duration =
+                            Duration::from_millis(checks.iter().map(|c| c.duration_ms).sum());
+                        return Ended::Attempt(report, None);
+                    }
+                    let (report, watcher) = Attempt::spawn_watched(spec, watcher)
+                        .wait_watched(stop)
+                        .await;
+                    Ended::Attempt(report, watcher)
+                });
+                self.inflight_ids.insert(handle.id(), (task, attempt));
+                continue;
+            }
             let child = Attempt::spawn_watched(spec, watcher);
             let pid = child.pid();
             self.journal.push(event(EventKind::AttemptStarted {
@@ -1300,7 +1356,7 @@ impl Dispatcher<'_> {
 async fn run_checks(
     commands: &[String],
     spec: AttemptSpec,
-    dirs: &RunDirs,
+    (dirs, kind): (&RunDirs, &str),
     task: &baton_model::TaskId,
     attempt: u32,
     stop: watch::Receiver<StopLevel>,
@@ -1311,7 +1367,7 @@ async fn run_checks(
         check.program = baton_exec::Program::Shell(command.clone());
         check.stdin = None;
         check.idle_timeout = None;
-        check.log_path = dirs.check_log(task, attempt, i + 1);
+        check.log_path = dirs.step_log(task, attempt, kind, i + 1);
         let report = Attempt::spawn(check).wait(stop.clone()).await;
         let mut output = report.stdout.text.clone();
         if !report.stderr.text.is_empty() {
@@ -1348,6 +1404,10 @@ fn fix_message(check: &CheckResult, round: u32, of: u32) -> String {
         check.command, check.outcome, check.output
     )
 }
+
+/// How a failed `setup` starts its attempt's error: the machinery's failure, retried, and a
+/// new try of the setup with it.
+const SETUP_FAILED: &str = "setup ";
 
 /// How often a run with tasks waiting for approval looks for decisions.
 const APPROVAL_POLL: Duration = Duration::from_millis(250);

@@ -96,9 +96,9 @@ impl RunDirs {
         self.logs.join(format!("{task}.{attempt}.fix-{n}.log"))
     }
 
-    /// The log of check `n` (from 1) of an attempt.
-    pub fn check_log(&self, task: &TaskId, attempt: u32, n: usize) -> PathBuf {
-        self.logs.join(format!("{task}.{attempt}.check-{n}.log"))
+    /// The log of step `n` (from 1) of an attempt's `kind` (`setup`, `check`).
+    pub fn step_log(&self, task: &TaskId, attempt: u32, kind: &str, n: usize) -> PathBuf {
+        self.logs.join(format!("{task}.{attempt}.{kind}-{n}.log"))
     }
 
     pub fn handoff(&self, task: &TaskId) -> PathBuf {

@@ -33,6 +33,8 @@ pub(crate) struct Workspaces {
     trees: Vec<Option<TaskTree>>,
     /// Per task, the commit its branch ended at when it succeeded.
     results: Vec<Option<String>>,
+    /// Per task, whether its worktree is new and its `setup` has not run to success yet.
+    fresh: Vec<bool>,
 }
 
 /// What happened to a task's worktree at the end of an attempt.
@@ -61,6 +63,7 @@ impl Workspaces {
             dir: PathBuf::new(),
             trees: Vec::new(),
             results: Vec::new(),
+            fresh: Vec::new(),
         };
         if !graph
             .tasks()
@@ -102,6 +105,7 @@ impl Workspaces {
             dir: state_dir.join("worktrees").join(run.as_str()),
             trees: vec![None; graph.len()],
             results: vec![None; graph.len()],
+            fresh: vec![false; graph.len()],
         })
     }
 
@@ -176,6 +180,8 @@ impl Workspaces {
                     branch,
                     start: commit,
                 });
+                self.fresh[task as usize] = true;
+                include(&repo.root, &path, &graph.task(task).worktree_include);
                 Ok(Some(path))
             }
             Ok(MergeOutcome::Conflict(conflict)) => {
@@ -192,6 +198,18 @@ impl Workspaces {
                 "cannot create the task's worktree {}: {e}",
                 path.display()
             ))),
+        }
+    }
+
+    /// Whether `task`'s worktree still needs its `setup` run.
+    pub(crate) fn needs_setup(&self, task: u32) -> bool {
+        self.fresh.get(task as usize).copied().unwrap_or(false)
+    }
+
+    /// `task`'s `setup` ran to success in its worktree.
+    pub(crate) fn set_up(&mut self, task: u32) {
+        if let Some(fresh) = self.fresh.get_mut(task as usize) {
+            *fresh = false;
         }
     }
 
@@ -348,6 +366,55 @@ pub(crate) enum Consolidated {
         files: Vec<String>,
     },
     Failed(String),
+}
+
+/// Gives a new worktree what git ignores but the task needs (`worktree_include`): files are
+/// copied, directories linked, from the repository's checkout. Entries are scope-like paths
+/// or globs, matched against the top levels of the checkout (what git ignores is rarely
+/// deeper: `.env`, `node_modules`, `target`).
+fn include(root: &Path, worktree: &Path, entries: &[String]) {
+    if entries.is_empty() {
+        return;
+    }
+    let mut found = Vec::new();
+    collect(root, root, entries, 0, &mut found);
+    for relative in found {
+        let from = root.join(&relative);
+        let to = worktree.join(&relative);
+        if to.exists() {
+            continue;
+        }
+        if let Some(parent) = to.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        let _ = if from.is_dir() {
+            std::os::unix::fs::symlink(&from, &to)
+        } else {
+            std::fs::copy(&from, &to).map(|_| ())
+        };
+    }
+}
+
+/// The paths under `dir` (to a depth of 3) that `entries` cover, not descending into a match.
+fn collect(root: &Path, dir: &Path, entries: &[String], depth: usize, found: &mut Vec<PathBuf>) {
+    let Ok(children) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for child in children.flatten() {
+        let path = child.path();
+        let Ok(relative) = path.strip_prefix(root) else {
+            continue;
+        };
+        let name = relative.to_string_lossy();
+        if name == ".git" || name == ".baton" {
+            continue;
+        }
+        if baton_graph::scope_covers(entries, &name) {
+            found.push(relative.to_path_buf());
+        } else if depth < 3 && child.file_type().is_ok_and(|t| t.is_dir()) {
+            collect(root, &path, entries, depth + 1, found);
+        }
+    }
 }
 
 /// Task indices with every task after the tasks it needs. Graph order already is one when the

@@ -520,3 +520,46 @@ fn prune_removes_a_run_s_branches_with_it() {
     // The user's own branch stays.
     assert!(!git(pruned.path(), &["branch", "--list", "master", "main"]).is_empty());
 }
+
+#[test]
+fn a_new_worktree_gets_what_git_ignores_and_its_setup_before_the_task() {
+    let graph = r#"
+[[task]]
+id = "a"
+workspace = "worktree"
+worktree_include = [".env", "deps"]
+setup = ["test -f .env", "echo installed > .setup-ran"]
+run = "cat .env deps/lib.txt .setup-ran"
+"#;
+    let test = repo_with(graph)
+        .file(".gitignore", ".env\ndeps/\n.setup-ran\n")
+        .file(".env", "SECRET_NAME=dev\n")
+        .file("deps/lib.txt", "a library\n");
+    git(test.path(), &["add", ".gitignore"]);
+    git(test.path(), &["commit", "-qm", "ignore"]);
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+    assert_eq!(
+        out.json_task("a")["output"],
+        "SECRET_NAME=dev\na library\ninstalled"
+    );
+
+    // A setup that fails is the machinery's failure, shown as such, and is tried again.
+    let failing = r#"
+[[task]]
+id = "a"
+workspace = "worktree"
+setup = ["echo 'cannot fetch deps' >&2; exit 7"]
+run = "echo never"
+retries = 1
+backoff = "10ms"
+"#;
+    let out = repo_with(failing)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let task = out.json_task("a");
+    assert_eq!(task["attempts"], 2, "{task}");
+    let error = task["outcome"]["error"].as_str().unwrap();
+    assert!(error.starts_with("setup `echo"), "{error}");
+    assert!(error.contains("cannot fetch deps"), "{error}");
+}
