@@ -89,6 +89,10 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         attempt: Option<u32>,
         checks: Vec<CheckResult>,
+        /// The run's checks failed: the task whose merge made them fail, found by bisecting
+        /// the merge order (`None` when the base fails already, or it could not be told).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        blamed: Option<String>,
     },
     /// The run's consolidation: the branches of the tasks that succeeded, merged into
     /// `branch`. On a conflict, `conflict_task` is the task whose branch did not merge, in
@@ -102,6 +106,9 @@ pub enum EventKind {
         commit: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         conflict_task: Option<String>,
+        /// The tasks merged before `conflict_task` whose changes it collides with.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        conflict_with: Vec<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         conflict_files: Vec<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]

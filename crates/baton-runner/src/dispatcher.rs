@@ -826,6 +826,7 @@ impl<'a> Dispatcher<'a> {
             task: Some(self.graph.task(task).id.clone()),
             attempt: Some(attempt),
             checks,
+            blamed: None,
         }));
         let fix = Continue {
             session: pending.agent.as_ref().and_then(|a| a.session_id.clone()),
@@ -926,6 +927,7 @@ impl<'a> Dispatcher<'a> {
                 task: Some(id.clone()),
                 attempt: Some(attempt),
                 checks,
+                blamed: None,
             }));
         }
         self.journal.push_output(AttemptOutput {
@@ -1167,18 +1169,25 @@ impl Dispatcher<'_> {
             return state;
         };
         let merged = match consolidated {
-            Consolidated::Merged { branch, commit } => {
+            Consolidated::Merged {
+                branch,
+                commit,
+                order,
+            } => {
                 let checks = &self.graph.run_settings().verify;
                 if !checks.is_empty() && state.is_success() {
                     let results = self.check_result(&commit, checks);
-                    if results.iter().any(|c| !c.passed()) {
+                    let mut blamed = None;
+                    if let Some(failed) = results.iter().find(|c| !c.passed()) {
                         state = RunState::Failed;
+                        blamed = self.bisect(&commit, &order, &failed.command);
                     }
                     self.journal.push(event(EventKind::ResultMerged {
                         branch,
                         base: Some(self.workspaces.base().to_owned()),
                         commit: Some(commit),
                         conflict_task: None,
+                        conflict_with: Vec::new(),
                         conflict_files: Vec::new(),
                         error: None,
                     }));
@@ -1186,6 +1195,7 @@ impl Dispatcher<'_> {
                         task: None,
                         attempt: None,
                         checks: results,
+                        blamed,
                     }));
                     return state;
                 }
@@ -1194,6 +1204,7 @@ impl Dispatcher<'_> {
                     base: Some(self.workspaces.base().to_owned()),
                     commit: Some(commit),
                     conflict_task: None,
+                    conflict_with: Vec::new(),
                     conflict_files: Vec::new(),
                     error: None,
                 }
@@ -1201,6 +1212,7 @@ impl Dispatcher<'_> {
             Consolidated::Conflict {
                 branch,
                 task,
+                with,
                 files,
             } => {
                 if state.is_success() {
@@ -1211,6 +1223,7 @@ impl Dispatcher<'_> {
                     base: Some(self.workspaces.base().to_owned()),
                     commit: None,
                     conflict_task: Some(task),
+                    conflict_with: with,
                     conflict_files: files,
                     error: None,
                 }
@@ -1224,6 +1237,7 @@ impl Dispatcher<'_> {
                     base: Some(self.workspaces.base().to_owned()),
                     commit: None,
                     conflict_task: None,
+                    conflict_with: Vec::new(),
                     conflict_files: Vec::new(),
                     error: Some(self.launcher.redact(&error)),
                 }
@@ -1231,6 +1245,36 @@ impl Dispatcher<'_> {
         };
         self.journal.push(event(merged));
         state
+    }
+
+    /// Which task's merge made `command` fail on the result: the first merge step at which it
+    /// fails, found by bisecting the merge order as a merge queue does (each probe checks out
+    /// one step and runs the command). `None` when the base fails already, or the history is
+    /// not one step per task.
+    fn bisect(&self, result: &str, order: &[String], command: &str) -> Option<String> {
+        let steps = self.workspaces.merge_steps(result).ok()?;
+        if steps.len() != order.len() || steps.is_empty() {
+            return None;
+        }
+        let fails = |commit: &str| {
+            self.check_result(commit, std::slice::from_ref(&command.to_owned()))
+                .iter()
+                .any(|c| !c.passed())
+        };
+        if fails(self.workspaces.base()) {
+            return None;
+        }
+        // Invariant: the check passes before step `low` and fails at step `high`.
+        let (mut low, mut high) = (0, steps.len() - 1);
+        while low < high {
+            let mid = (low + high) / 2;
+            if fails(&steps[mid]) {
+                high = mid;
+            } else {
+                low = mid + 1;
+            }
+        }
+        Some(order[high].clone())
     }
 
     /// Runs the run's `verify` checks on the merged result, in a worktree of its own, one

@@ -35,6 +35,8 @@ pub(crate) struct Workspaces {
     results: Vec<Option<String>>,
     /// Per task, whether its worktree is new and its `setup` has not run to success yet.
     fresh: Vec<bool>,
+    /// Per task, the paths its branch changed: who else touched a file in conflict.
+    changed: Vec<Vec<String>>,
 }
 
 /// What happened to a task's worktree at the end of an attempt.
@@ -64,6 +66,7 @@ impl Workspaces {
             trees: Vec::new(),
             results: Vec::new(),
             fresh: Vec::new(),
+            changed: Vec::new(),
         };
         if !graph
             .tasks()
@@ -106,6 +109,7 @@ impl Workspaces {
             trees: vec![None; graph.len()],
             results: vec![None; graph.len()],
             fresh: vec![false; graph.len()],
+            changed: vec![Vec::new(); graph.len()],
         })
     }
 
@@ -247,6 +251,9 @@ impl Workspaces {
             let scope_violations = baton_workspace::scope_violations(&evidence, &spec.scope);
             Ok::<_, String>((commit, head, evidence, scope_violations))
         })();
+        if let Ok((_, _, evidence, _)) = &result {
+            self.changed[task as usize] = evidence.paths().map(str::to_owned).collect();
+        }
         Some(result.map(|(commit, head, evidence, scope_violations)| {
             let violates = (spec.scope_policy == ScopePolicy::Enforce
                 && !scope_violations.is_empty())
@@ -308,13 +315,29 @@ impl Workspaces {
         let scratch = self.dir.join(".result");
         Some(
             match repo.merge_into_branch(&scratch, &branch, &self.base, &merges) {
-                Ok(MergeOutcome::Merged(commit)) => Consolidated::Merged { branch, commit },
+                Ok(MergeOutcome::Merged(commit)) => Consolidated::Merged {
+                    branch,
+                    commit,
+                    order: merges.into_iter().map(|(task, _)| task).collect(),
+                },
                 Ok(MergeOutcome::Conflict(conflict)) => {
-                    // Which task's change it collides with: the earlier merged tasks that
+                    // Which tasks' changes it collides with: those merged before it that
                     // changed one of the files.
+                    let before: Vec<String> = topological(graph)
+                        .into_iter()
+                        .take_while(|&t| graph.task(t).id.as_str() != conflict.incoming)
+                        .filter(|&t| {
+                            self.results[t as usize].is_some()
+                                && self.changed[t as usize]
+                                    .iter()
+                                    .any(|f| conflict.files.contains(f))
+                        })
+                        .map(|t| graph.task(t).id.to_string())
+                        .collect();
                     Consolidated::Conflict {
                         branch,
                         task: conflict.incoming,
+                        with: before,
                         files: conflict.files,
                     }
                 }
@@ -328,16 +351,28 @@ impl Workspaces {
     pub(crate) fn checkout(&self, commit: &str) -> Result<Checkout, String> {
         let repo = self.repo.as_ref().ok_or("no repository")?.clone();
         let path = self.dir.join(".verify");
-        // `+` is never in a task id: this cannot be a task's branch.
-        let branch = format!("baton/{}/+verify", self.run);
+        // `+` is never in a task id: this cannot be a task's branch. It sits in a directory
+        // of its own so that it can be deleted by prefix.
+        let branch = format!("baton/{}/+verify/probe", self.run);
         // One left by a crash is replaced.
         let _ = repo.remove_worktree(&path);
-        let _ = repo.delete_branches(&branch);
+        let _ = repo.delete_branches(&format!("baton/{}/+verify/", self.run));
         match repo.add_worktree(&path, &branch, &TaskStart::Commit(commit.to_owned())) {
-            Ok(MergeOutcome::Merged(_)) => Ok(Checkout { repo, path, branch }),
+            Ok(MergeOutcome::Merged(_)) => Ok(Checkout {
+                repo,
+                path,
+                prefix: format!("baton/{}/+verify/", self.run),
+            }),
             Ok(MergeOutcome::Conflict(_)) => Err("a checkout cannot conflict".to_owned()),
             Err(e) => Err(format!("cannot check out the merged result: {e}")),
         }
+    }
+
+    /// The merge commits of the result branch, one per task merged, oldest first.
+    pub(crate) fn merge_steps(&self, result: &str) -> Result<Vec<String>, String> {
+        let repo = self.repo.as_ref().ok_or("no repository")?;
+        repo.first_parents(&self.base, result)
+            .map_err(|e| format!("cannot read the result's history: {e}"))
     }
 
     /// Removes the run's worktrees; their branches stay until `baton prune`.
@@ -358,11 +393,15 @@ pub(crate) enum Consolidated {
     Merged {
         branch: String,
         commit: String,
+        /// The tasks merged, in order: one merge commit each on the branch.
+        order: Vec<String>,
     },
     /// Merging `task`'s branch conflicted in `files` with what was merged before it.
     Conflict {
         branch: String,
         task: String,
+        /// The tasks merged before it whose changes it collides with.
+        with: Vec<String>,
         files: Vec<String>,
     },
     Failed(String),
@@ -442,7 +481,8 @@ fn topological(graph: &Graph) -> Vec<u32> {
 pub(crate) struct Checkout {
     repo: Repo,
     path: PathBuf,
-    branch: String,
+    /// Where its branch is: deleted with it.
+    prefix: String,
 }
 
 impl Checkout {
@@ -454,6 +494,6 @@ impl Checkout {
 impl Drop for Checkout {
     fn drop(&mut self) {
         let _ = self.repo.remove_worktree(&self.path);
-        let _ = self.repo.delete_branches(&self.branch);
+        let _ = self.repo.delete_branches(&self.prefix);
     }
 }

@@ -340,6 +340,22 @@ impl Repo {
         Err(failed(&args, &output))
     }
 
+    /// The commits on the first-parent line from `from` (excluded) to `to`, oldest first: for a
+    /// result branch made by [`Repo::merge_into_branch`], one merge commit per task, in merge
+    /// order.
+    pub fn first_parents(&self, from: &str, to: &str) -> Result<Vec<String>, GitError> {
+        let range = format!("{from}..{to}");
+        Ok(self
+            .git
+            .output(
+                &self.root,
+                &["rev-list", "--first-parent", "--reverse", &range],
+            )?
+            .lines()
+            .map(str::to_owned)
+            .collect())
+    }
+
     /// The unified diff between two commits.
     ///
     /// In git's default form whatever the repository's config says (prefixes `a/` and `b/`,

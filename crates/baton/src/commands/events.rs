@@ -100,6 +100,7 @@ fn describe(event: &Event) -> String {
             task,
             attempt,
             checks,
+            blamed,
         } => {
             let who = match (task, attempt) {
                 (Some(task), Some(attempt)) => format!("{task}#{attempt}"),
@@ -120,19 +121,35 @@ fn describe(event: &Event) -> String {
                     )
                 })
                 .collect();
-            format!("{who}: {}", each.join(", "))
+            match blamed {
+                Some(culprit) => format!(
+                    "{who}: {}; first failing after merging `{culprit}`",
+                    each.join(", ")
+                ),
+                None => format!("{who}: {}", each.join(", ")),
+            }
         }
         EventKind::ResultMerged {
             branch,
             commit,
             conflict_task,
+            conflict_with,
             conflict_files,
             error,
             ..
         } => match (commit, conflict_task, error) {
             (_, _, Some(error)) => format!("{branch}: {error}"),
             (_, Some(task), _) => format!(
-                "{branch}: `{task}` conflicts with what was merged before it in {}",
+                "{branch}: `{task}` conflicts with {} in {}",
+                if conflict_with.is_empty() {
+                    "what was merged before it".to_owned()
+                } else {
+                    conflict_with
+                        .iter()
+                        .map(|t| format!("`{t}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                },
                 conflict_files.join(", ")
             ),
             (Some(commit), _, _) => format!("{branch} at {}", &commit[..commit.len().min(12)]),

@@ -259,6 +259,7 @@ run = "echo right > shared.txt"
         .events_of(|k| matches!(k, EventKind::ResultMerged { .. }));
     let EventKind::ResultMerged {
         conflict_task,
+        conflict_with,
         conflict_files,
         ..
     } = &merged[0]
@@ -266,7 +267,13 @@ run = "echo right > shared.txt"
         unreachable!()
     };
     assert_eq!(conflict_task.as_deref(), Some("right"));
+    assert_eq!(conflict_with, &["left"]);
     assert_eq!(conflict_files, &["shared.txt"]);
+    out.then()
+        .args(&["events", "latest"])
+        .run()
+        .status(0)
+        .stdout_contains("`right` conflicts with `left` in shared.txt");
 }
 
 #[test]
@@ -562,4 +569,57 @@ backoff = "10ms"
     let error = task["outcome"]["error"].as_str().unwrap();
     assert!(error.starts_with("setup `echo"), "{error}");
     assert!(error.contains("cannot fetch deps"), "{error}");
+}
+
+#[test]
+fn a_failing_run_check_is_bisected_to_the_task_that_broke_it() {
+    // Four independent tasks; the third in merge order breaks the check (it deletes a file
+    // the check needs), and the ones merged after it change nothing the check looks at.
+    let graph = r#"
+[run]
+verify = ["test -f shared.txt"]
+
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "one"
+run = "echo 1 > one.txt"
+
+[[task]]
+id = "two"
+run = "echo 2 > two.txt"
+
+[[task]]
+id = "breaker"
+run = "rm shared.txt"
+
+[[task]]
+id = "four"
+run = "echo 4 > four.txt"
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    assert_eq!(out.json()["run"]["state"], "failed");
+    let checked = out
+        .store()
+        .events_of(|k| matches!(k, EventKind::Checked { task: None, .. }));
+    let EventKind::Checked { blamed, checks, .. } = &checked[0] else {
+        unreachable!()
+    };
+    assert!(!checks[0].passed());
+    assert_eq!(blamed.as_deref(), Some("breaker"));
+    let after = out
+        .then()
+        .args(&["events", "latest"])
+        .run()
+        .status(0)
+        .stdout_contains("first failing after merging `breaker`");
+    // The probes' checkouts are gone, branch and all.
+    assert_eq!(
+        git(after.path(), &["branch", "--list", "baton/*/+verify*"]),
+        ""
+    );
 }
