@@ -129,6 +129,8 @@ pub(crate) fn plan_takeover(
             match effective {
                 RunState::Interrupted | RunState::Running => {}
                 RunState::Cancelled => {}
+                // A person resolved what conflicted (on the tasks' branches): try again.
+                RunState::NeedsHuman => {}
                 RunState::Waiting if budget.is_some() => {}
                 RunState::Waiting => {
                     let spent = store.run_spend(run)?.1.map_or_else(
@@ -145,7 +147,7 @@ pub(crate) fn plan_takeover(
                     return Err(TakeoverError::NotApplicable {
                         run: run.clone(),
                         state,
-                        hint: "only an interrupted, cancelled or waiting run can be resumed; `baton retry` runs a finished run's failures again",
+                        hint: "only an interrupted, cancelled, waiting or needs_human run can be resumed; `baton retry` runs a finished run's failures again",
                     }
                     .into());
                 }
@@ -156,6 +158,8 @@ pub(crate) fn plan_takeover(
                     !t.status.is_terminal()
                         || (effective == RunState::Cancelled
                             && matches!(t.status, TaskState::Cancelled | TaskState::Skipped))
+                        || (effective == RunState::NeedsHuman
+                            && matches!(t.status, TaskState::NeedsHuman | TaskState::Blocked))
                 })
                 .map(|t| t.idx)
                 .collect()

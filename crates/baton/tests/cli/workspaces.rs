@@ -623,3 +623,51 @@ run = "echo 4 > four.txt"
         ""
     );
 }
+
+#[test]
+fn a_conflict_resolved_on_the_task_branches_lets_the_run_be_resumed() {
+    let graph = r#"
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "left"
+run = "echo left > shared.txt"
+
+[[task]]
+id = "right"
+run = "echo right > shared.txt"
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    assert_eq!(out.json()["run"]["state"], "needs_human");
+    let run = run_id(&out);
+    let root = out.path().to_owned();
+    // The person resolves it in `right`'s worktree (kept for them): merges `left` in, keeps
+    // both lines, commits on the task's branch.
+    let worktree = root.join(".baton/worktrees").join(&run).join("right");
+    let merge = Command::new("git")
+        .args(["merge", "-q", &format!("baton/{run}/left")])
+        .current_dir(&worktree)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(!merge.status.success(), "the merge conflicts");
+    std::fs::write(worktree.join("shared.txt"), "left\nright\n").unwrap();
+    git(&worktree, &["add", "shared.txt"]);
+    git(&worktree, &["commit", "-qm", "resolved"]);
+    let before = user_view(&root);
+
+    let resumed = out.then().args(&["resume", &run, "--json"]).run().status(0);
+    assert_eq!(resumed.json()["run"]["state"], "succeeded");
+    assert_eq!(
+        git(
+            resumed.path(),
+            &["show", &format!("baton/{run}/result:shared.txt")]
+        ),
+        "left\nright"
+    );
+    assert_eq!(user_view(resumed.path()), before);
+}
