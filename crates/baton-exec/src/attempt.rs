@@ -1,6 +1,7 @@
 //! Starting an attempt, and the handle the dispatcher waits on.
 
 use std::io;
+use std::os::fd::AsRawFd;
 use std::process::Stdio;
 
 use baton_model::Outcome;
@@ -10,6 +11,7 @@ use tokio::time::Instant;
 
 use crate::process_group::ProcessGroup;
 use crate::report::AttemptReport;
+use crate::sandbox::WriteSandbox;
 use crate::sink::OutputSink;
 use crate::spec::{AttemptSpec, Program, StopLevel};
 use crate::supervise::{Ended, Limits, Supervisor};
@@ -51,7 +53,31 @@ impl Attempt {
             sink.watch(watcher);
         }
         let mut command = command(&spec);
-        let mut child = match command.spawn() {
+        // Built here, where failing is ordinary; only enforced in the child. Held until the
+        // spawn is done, then closed: the child's copy closes at its exec.
+        let ruleset = match spec.sandbox.as_ref().map(WriteSandbox::ruleset).transpose() {
+            Ok(ruleset) => ruleset,
+            Err(error) => {
+                return Attempt {
+                    started,
+                    pid: None,
+                    sink,
+                    child: Err(format!("cannot set up the write sandbox: {error}")),
+                };
+            }
+        };
+        if let Some(ruleset) = &ruleset {
+            let fd = ruleset.as_raw_fd();
+            // SAFETY: the hook runs between fork and exec and only makes async-signal-safe
+            // syscalls (see `restrict_self`); `fd` stays open in the parent until the spawn
+            // returns, so the child's copy is valid.
+            unsafe {
+                command.pre_exec(move || crate::sandbox::restrict_self(fd));
+            }
+        }
+        let spawned = command.spawn();
+        drop(ruleset);
+        let mut child = match spawned {
             Ok(child) => child,
             Err(error) => {
                 return Attempt {
@@ -170,7 +196,8 @@ fn command(spec: &AttemptSpec) -> Command {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // A new group lets one signal reach every descendant. Unlike a `pre_exec` hook, it keeps
-        // std on its posix_spawn path: no fork of baton's address space per attempt.
+        // std on its posix_spawn path: no fork of baton's address space per attempt (only a
+        // sandboxed attempt pays for one).
         .process_group(0);
     command
 }
@@ -188,5 +215,8 @@ fn describe_spawn_error(spec: &AttemptSpec, error: &io::Error) -> String {
         Program::Shell(_) => "/bin/sh".into(),
         Program::Exec { program, .. } => program.display().to_string(),
     };
+    if spec.sandbox.is_some() {
+        return format!("cannot run `{program}` in its write sandbox: {error}");
+    }
     format!("cannot run `{program}`: {error}")
 }

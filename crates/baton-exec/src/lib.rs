@@ -6,7 +6,8 @@
 //! [`handoff`] module holds the pure functions that cap what a task hands to its dependents.
 //!
 //! Everything here runs on the caller's tokio runtime (IO and time drivers enabled): no thread
-//! is spawned per attempt, and the spawn itself takes std's posix_spawn path.
+//! is spawned per attempt, and the spawn itself takes std's posix_spawn path (fork and exec
+//! for an attempt in a [`WriteSandbox`], which must restrict itself between the two).
 //!
 //! How an attempt's [`Outcome`](baton_model::Outcome) is decided:
 //! - baton stopped it (timeout, or a stop request): `TimedOut` or `Cancelled`, whichever came
@@ -23,6 +24,7 @@ mod capture;
 pub mod handoff;
 mod process_group;
 mod report;
+mod sandbox;
 mod sink;
 mod spec;
 mod supervise;
@@ -32,6 +34,7 @@ mod watch;
 pub use attempt::Attempt;
 pub use capture::Captured;
 pub use report::AttemptReport;
+pub use sandbox::{WriteSandbox, landlock_abi};
 pub use spec::{AttemptSpec, Program, StopLevel};
 pub use supervise::EOF_GRACE;
 pub use watch::{LineWatcher, MAX_WATCHED_LINE, WatchSignal};

@@ -53,6 +53,9 @@ pub struct AttemptSpec {
     /// After a [`LineWatcher`](crate::LineWatcher) saw the final result, how long the child
     /// may take to exit by itself before its group gets TERM (then KILL after `kill_grace`).
     pub finish_grace: Duration,
+    /// Confines the child's writes (and its descendants') to these places; `None`: it may
+    /// write wherever its user may. A sandbox that cannot be set up fails the spawn.
+    pub sandbox: Option<crate::WriteSandbox>,
 }
 
 impl AttemptSpec {
@@ -82,6 +85,7 @@ impl AttemptSpec {
             stdin: None,
             idle_timeout: None,
             finish_grace: Self::DEFAULT_FINISH_GRACE,
+            sandbox: None,
         }
     }
 }

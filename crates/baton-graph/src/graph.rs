@@ -229,6 +229,35 @@ pub struct Task {
     /// directories linked (`.env`, `node_modules`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub worktree_include: Vec<String>,
+    /// Where the task may write; `None`: confined to its workspace if it is an agent task in
+    /// a worktree, else not confined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confine: Option<Confine>,
+}
+
+/// Whether a task's processes may write only in its workspace (Landlock on Linux).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Confine {
+    /// Confined where the kernel can; elsewhere run as is, after a note.
+    Workspace,
+    /// Never confined.
+    None,
+    /// Confined, or not run at all.
+    Require,
+}
+
+impl Confine {
+    pub const NAMES: &'static [&'static str] = &["workspace", "none", "require"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "workspace" => Some(Self::Workspace),
+            "none" => Some(Self::None),
+            "require" => Some(Self::Require),
+            _ => None,
+        }
+    }
 }
 
 /// What a task changing files outside its declared `scope` means.

@@ -151,6 +151,7 @@ mod tests {
             fix_attempts: 0,
             setup: Vec::new(),
             worktree_include: Vec::new(),
+            confine: None,
         }
     }
 

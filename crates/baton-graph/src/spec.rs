@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use baton_model::OnFailure;
 
-use crate::graph::{AgentSettings, Budget, RetryOn, ScopePolicy, Workspace};
+use crate::graph::{AgentSettings, Budget, Confine, RetryOn, ScopePolicy, Workspace};
 use crate::tree::Span;
 
 /// A value and where it was written.
@@ -51,6 +51,7 @@ pub(crate) struct Defaults {
     pub fix_attempts: Option<u32>,
     pub setup: Option<Vec<String>>,
     pub worktree_include: Option<Vec<String>>,
+    pub confine: Option<Confine>,
 }
 
 /// The agent fields, as written in `[defaults]` or a task.
@@ -130,6 +131,7 @@ pub(crate) struct TaskMore {
     pub fix_attempts: Option<u32>,
     pub setup: Option<Vec<String>>,
     pub worktree_include: Option<Vec<String>>,
+    pub confine: Option<Confine>,
 }
 
 static NOTHING_MORE: TaskMore = TaskMore {
@@ -160,6 +162,7 @@ static NOTHING_MORE: TaskMore = TaskMore {
     fix_attempts: None,
     setup: None,
     worktree_include: None,
+    confine: None,
 };
 
 impl TaskSpec {

@@ -537,5 +537,6 @@ fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) ->
             .worktree_include
             .or_else(|| d.worktree_include.clone())
             .unwrap_or_default(),
+        confine: more.confine.or(d.confine),
     }
 }

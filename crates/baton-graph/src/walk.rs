@@ -7,7 +7,7 @@ use std::time::Duration;
 use baton_model::{OnFailure, parse_duration, parse_size};
 
 use crate::diagnostic::Diagnostic;
-use crate::graph::{Budget, RetryOn, ScopePolicy, Workspace};
+use crate::graph::{Budget, Confine, RetryOn, ScopePolicy, Workspace};
 use crate::spec::{AgentSpec, At, Defaults, RunSpec, Spec, TaskSpec};
 use crate::suggest::did_you_mean;
 use crate::tree::{Entry, Kind, Node};
@@ -25,6 +25,7 @@ pub(crate) const DEFAULTS_FIELDS: &[&str] = &[
     "fix_attempts",
     "setup",
     "worktree_include",
+    "confine",
     "model",
     "max_turns",
     "allowed_tools",
@@ -69,6 +70,7 @@ pub(crate) const TASK_FIELDS: &[&str] = &[
     "fix_attempts",
     "setup",
     "worktree_include",
+    "confine",
     "model",
     "max_turns",
     "allowed_tools",
@@ -500,6 +502,7 @@ impl Walker<'_> {
                 "fix_attempts" => d.fix_attempts = w.count(e, 0),
                 "setup" => d.setup = Some(w.plain_strings(e)),
                 "worktree_include" => d.worktree_include = Some(w.plain_strings(e)),
+                "confine" => d.confine = w.choice(e, Confine::NAMES, Confine::parse),
                 _ => return w.agent_field(e, &mut d.agent),
             }
             true
@@ -630,6 +633,7 @@ impl Walker<'_> {
                 "fix_attempts" => t.more_mut().fix_attempts = w.count(e, 0),
                 "setup" => t.more_mut().setup = Some(w.plain_strings(e)),
                 "worktree_include" => t.more_mut().worktree_include = Some(w.plain_strings(e)),
+                "confine" => t.more_mut().confine = w.choice(e, Confine::NAMES, Confine::parse),
                 "workspace" => {
                     t.more_mut().workspace = w.choice(e, Workspace::NAMES, Workspace::parse)
                 }

@@ -766,3 +766,42 @@ fn agent_fields_on_a_shell_task_are_named() {
     assert!(text.contains("g.toml:4:1"), "{text}");
     assert!(text.contains("task `a` is not an agent task"), "{text}");
 }
+
+#[test]
+fn confine_is_taken_from_the_task_or_the_defaults_and_checked() {
+    let g = ok(
+        "g.toml",
+        r#"
+[defaults]
+confine = "require"
+
+[[task]]
+id = "a"
+run = "x"
+
+[[task]]
+id = "b"
+run = "x"
+confine = "none"
+"#,
+    );
+    assert_eq!(g.task(0).confine, Some(baton_graph::Confine::Require));
+    assert_eq!(g.task(1).confine, Some(baton_graph::Confine::None));
+    // Unset means "decided by the task's kind and workspace", and stays unset.
+    assert_eq!(
+        ok("g.toml", "[[task]]\nid = \"a\"\nrun = \"x\"\n")
+            .task(0)
+            .confine,
+        None
+    );
+    let json = serde_json::to_string(&g).unwrap();
+    assert_eq!(Graph::from_stored_json(&json).unwrap(), g);
+    let e = err(
+        "g.toml",
+        "[[task]]\nid = \"a\"\nrun = \"x\"\nconfine = \"workspaces\"\n",
+    );
+    insta::assert_snapshot!(e.to_string(), @r"
+    g.toml:4:11: error: unknown confine `workspaces`
+      help: did you mean `workspace`?
+    ");
+}

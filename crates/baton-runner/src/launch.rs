@@ -265,6 +265,7 @@ impl<'a> Launcher<'a> {
             stdin: None,
             idle_timeout: None,
             finish_grace: AttemptSpec::DEFAULT_FINISH_GRACE,
+            sandbox: None,
         };
         let Some(agent) = &prepared.agent else {
             if let Some(Continue {
@@ -282,11 +283,13 @@ impl<'a> Launcher<'a> {
                 spec.env
                     .push(("BATON_FIX_ATTEMPT".into(), round.to_string().into()));
             }
+            self.confine(task, workdir, None, &mut spec)?;
             return Ok((spec, None));
         };
         for (key, value) in &agent.env {
             spec.env.push((key.into(), value.into()));
         }
+        self.confine(task, workdir, Some(agent.engine.kind), &mut spec)?;
         spec.idle_timeout = agent.idle_timeout;
         let resumed;
         let session = resume
@@ -349,6 +352,28 @@ impl<'a> Launcher<'a> {
         };
         let watch = AgentWatch::new(parser, meter, (task, attempt), task_limit);
         Ok((spec, Some(Box::new(watch))))
+    }
+
+    /// Puts the attempt in its write sandbox, if it gets one.
+    fn confine(
+        &self,
+        task: u32,
+        worktree: Option<&std::path::Path>,
+        engine: Option<baton_agent::EngineKind>,
+        spec: &mut AttemptSpec,
+    ) -> Result<(), String> {
+        let spec_task = self.graph.task(task);
+        let place = crate::confine::Place {
+            task: spec_task,
+            worktree,
+            root: &self.root,
+            engine,
+            out: &self.dirs.out,
+        };
+        spec.sandbox = crate::confine::sandbox_for(&place, &mut spec.env, || {
+            self.dirs.task_tmp(&spec_task.id)
+        })?;
+        Ok(())
     }
 
     /// The model an agent task asked for, if it or its engine's config named one.

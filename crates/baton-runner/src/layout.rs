@@ -9,6 +9,7 @@ use baton_model::{RunId, TaskId};
 /// .baton/runs/RUN/logs/TASK.ATTEMPT.log     everything an attempt printed (kept)
 /// SCRATCH/RUN/handoff/TASK.json             what a task's predecessors handed it
 /// SCRATCH/RUN/out/TASK.ATTEMPT.json         structured output a task may write ($BATON_OUTPUT)
+/// SCRATCH/RUN/tmp/TASK/                     a confined task's $TMPDIR
 /// ```
 ///
 /// SCRATCH holds files that only live while a task runs: their content is recorded in the store
@@ -23,6 +24,7 @@ pub struct RunDirs {
     pub scratch: PathBuf,
     pub handoff: PathBuf,
     pub out: PathBuf,
+    pub tmp: PathBuf,
 }
 
 impl RunDirs {
@@ -36,6 +38,7 @@ impl RunDirs {
             run: run_dir,
             handoff: scratch.join("handoff"),
             out: scratch.join("out"),
+            tmp: scratch.join("tmp"),
             scratch,
         }
     }
@@ -52,6 +55,7 @@ impl RunDirs {
     pub fn remove_scratch(&self) {
         let _ = std::fs::remove_dir_all(&self.handoff);
         let _ = std::fs::remove_dir_all(&self.out);
+        let _ = std::fs::remove_dir_all(&self.tmp);
         if self.scratch != self.run {
             let _ = std::fs::remove_dir(&self.scratch);
         }
@@ -113,6 +117,14 @@ impl RunDirs {
     /// The prompt of an agent that reads it from a file (aider).
     pub fn prompt(&self, task: &TaskId) -> PathBuf {
         self.handoff.join(format!("{task}.prompt.txt"))
+    }
+
+    /// A confined task's own temporary directory (`$TMPDIR`), created private to the user:
+    /// the shared `/tmp` is outside its sandbox.
+    pub fn task_tmp(&self, task: &TaskId) -> std::io::Result<PathBuf> {
+        let dir = self.tmp.join(task.as_str());
+        create_private_dir(&dir)?;
+        Ok(dir)
     }
 
     pub fn structured_output(&self, task: &TaskId, attempt: u32) -> PathBuf {

@@ -10,6 +10,7 @@
 mod agent;
 mod budget;
 pub mod config;
+mod confine;
 mod dispatcher;
 pub mod driver;
 pub mod env_ref;
@@ -42,6 +43,12 @@ pub async fn check_engines(
     config: &AgentConfig,
 ) -> Result<(), Vec<String>> {
     agent::probe_engines(graph, config).await.map(|_| ())
+}
+/// Whether the graph can run as its `confine` fields ask on this kernel: the tasks that
+/// require a sandbox it cannot give (one line each), or a note to print once when tasks that
+/// would be confined will run without it.
+pub fn check_confinement(graph: &baton_graph::Graph) -> Result<Option<String>, Vec<String>> {
+    confine::check(graph)
 }
 pub use layout::RunDirs;
 pub use leftovers::kill_leftovers;

@@ -116,6 +116,7 @@ fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Fai
     // Before anything is created: a refused run leaves no trace.
     if let Job::New(graph) = &job {
         check_engines(graph, &agents, &runtime)?;
+        check_confinement(graph)?;
     }
     project.prepare_state_dir()?;
     let store = SqliteStore::open(&store_path)
@@ -246,6 +247,24 @@ fn check_engines(
     refuse_if_any(graph, &problems, "see `baton doctor`")
 }
 
+/// A task that requires a write sandbox refuses the run where the kernel cannot give one;
+/// where tasks would merely be confined, the run goes on and says so here, once, on stderr
+/// (never on stdout, which `--json` keeps for the result).
+fn check_confinement(graph: &Graph) -> Result<(), Failure> {
+    match baton_runner::check_confinement(graph) {
+        Ok(None) => Ok(()),
+        Ok(Some(note)) => {
+            eprintln!("baton: note: {note}");
+            Ok(())
+        }
+        Err(problems) => refuse_if_any(
+            graph,
+            &problems,
+            "set `confine = \"workspace\"` to run them unconfined",
+        ),
+    }
+}
+
 /// What a takeover re-checks of the stored graph: the environment and engines may have
 /// changed since the run began.
 fn check_stored(
@@ -260,7 +279,8 @@ fn check_stored(
     match Graph::from_stored_json(&json) {
         Ok(graph) => {
             check_env(&graph)?;
-            check_engines(&graph, agents, runtime)
+            check_engines(&graph, agents, runtime)?;
+            check_confinement(&graph)
         }
         // The takeover itself reports an unreadable graph.
         Err(_) => Ok(()),

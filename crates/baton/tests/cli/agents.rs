@@ -915,3 +915,83 @@ fix_attempts = 1
     let usage = attempts_of(&out, "answer")[0].agent.clone().unwrap();
     assert!(usage.output_tokens >= 20, "{usage:?}");
 }
+
+#[test]
+fn a_claude_task_in_a_worktree_is_confined_to_it_and_still_keeps_its_session() {
+    assert!(
+        baton_exec::landlock_abi().is_some(),
+        "Landlock is not enforced on this machine"
+    );
+    let test = Test::new();
+    let root = test.path().canonicalize().unwrap();
+    let escaped = root.join("escaped.txt");
+    // A shell command inside the worktree (relative to its cwd: the run's id is not known
+    // here), then a write into the main checkout, then the answer.
+    let script = Script::new()
+        .rule(
+            Rule::reply(Reply::claude_write(escaped.to_str().unwrap(), "out\n"))
+                .when_last_contains("toolu_mock")
+                .times(1),
+        )
+        .rule(Rule::text("Confined: done").when_last_contains("toolu_mock"))
+        .rule(
+            Rule::tool_use(
+                "Bash",
+                serde_json::json!({"command": "echo inside > inside.txt", "description": "write"}),
+            )
+            .when_contains("TASK-CONFINED"),
+        );
+    let model = MockModel::start(script).unwrap();
+    let graph = r#"
+[[task]]
+id = "work"
+engine = "claude"
+timeout = "2m"
+prompt = "TASK-CONFINED: write a file"
+allowed_tools = ["Bash", "Write"]
+"#;
+    let test = with_claude(test, &model).graph("graph.toml", graph);
+    // Worktrees need a commit to start from.
+    crate::workspaces::git(&root, &["add", "-A"]);
+    crate::workspaces::git(&root, &["commit", "-qm", "start"]);
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+
+    assert_eq!(out.json_task("work")["output"], "Confined: done");
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        crate::workspaces::git(&root, &["show", &format!("baton/{run}/result:inside.txt")]),
+        "inside"
+    );
+    // The write outside was refused, and Claude Code was told so.
+    assert!(!escaped.exists());
+    let told = model
+        .requests()
+        .iter()
+        .any(|r| r.text().to_lowercase().contains("permission denied"));
+    assert!(told, "{:#?}", model.requests().last().map(|r| r.text()));
+    // Its session was saved under HOME, writable for it: a later attempt could continue it.
+    let home = root.parent().unwrap().join("home");
+    let sessions = walk_files(&home.join(".claude/projects"));
+    assert!(
+        sessions
+            .iter()
+            .any(|p| p.extension().is_some_and(|e| e == "jsonl")),
+        "{sessions:?}"
+    );
+}
+
+/// Every file beneath `dir`.
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if entry.path().is_dir() {
+                stack.push(entry.path());
+            } else {
+                files.push(entry.path());
+            }
+        }
+    }
+    files
+}

@@ -9,7 +9,7 @@ use baton_model::{EventKind, Outcome};
 
 use crate::test::{Output, Test};
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -30,7 +30,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A repository with one commit holding `graph.toml` (and `shared.txt`), so that the user's
 /// working tree starts clean.
-fn repo_with(graph: &str) -> Test {
+pub(crate) fn repo_with(graph: &str) -> Test {
     let test = Test::new()
         .graph("graph.toml", graph)
         .file("shared.txt", "line one\n");
@@ -670,4 +670,75 @@ run = "echo right > shared.txt"
         "left\nright"
     );
     assert_eq!(user_view(resumed.path()), before);
+}
+
+#[test]
+fn a_confined_task_writes_only_in_its_worktree_and_cannot_touch_the_git_directory() {
+    assert!(
+        baton_exec::landlock_abi().is_some(),
+        "Landlock is not enforced on this machine"
+    );
+    // The repository is found from inside the worktree, as any program in it could.
+    let graph = r#"
+[[task]]
+id = "confined"
+workspace = "worktree"
+confine = "workspace"
+run = """
+git_dir=$(git rev-parse --git-common-dir)
+root=$(dirname "$git_dir")
+echo inside > inside.txt
+echo out > "$root/escaped.txt" 2>/dev/null || echo 'checkout: refused'
+touch "$git_dir/planted" 2>/dev/null || echo 'git dir: refused'
+{ git add -A && git -c user.name=a -c user.email=a@b commit -qm sneaked; } 2>/dev/null || echo 'commit: refused'
+touch "$TMPDIR/scratch" && echo 'tmp: ok'
+echo "sandbox: $BATON_SANDBOX"
+"""
+
+[[task]]
+id = "free"
+workspace = "worktree"
+run = 'echo out > "$(dirname "$(git rev-parse --git-common-dir)")/free.txt"'
+"#;
+    let test = repo_with(graph);
+    let before = git(test.path(), &["rev-parse", "HEAD"]);
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+    let root = out.path();
+    let output = out.json_task("confined")["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for line in [
+        "checkout: refused",
+        "git dir: refused",
+        "commit: refused",
+        "tmp: ok",
+        "sandbox: landlock",
+    ] {
+        assert!(output.contains(line), "{line}: {output}");
+    }
+    assert!(!root.join("escaped.txt").exists());
+    assert!(!root.join(".git/planted").exists());
+    // Its work inside the worktree was committed by baton, outside the sandbox.
+    let run = run_id(&out);
+    assert_eq!(
+        git(root, &["show", &format!("baton/{run}/result:inside.txt")]),
+        "inside"
+    );
+    assert_eq!(
+        git(
+            root,
+            &["log", "--format=%s", &format!("baton/{run}/confined")]
+        )
+        .lines()
+        .filter(|s| *s == "sneaked")
+        .count(),
+        0
+    );
+    assert_eq!(git(root, &["rev-parse", "HEAD"]), before);
+    // A shell task is not confined unless it asks.
+    assert_eq!(
+        std::fs::read_to_string(root.join("free.txt")).unwrap(),
+        "out\n"
+    );
 }
