@@ -3,6 +3,7 @@
 //! thread (roughly what `ninja -j2` does), and prints both.
 //!
 //! `cargo run --release -p baton-exec --example overhead -- [ATTEMPTS] [both|bare|baton]`
+//! (each attempt in a cgroup of its own where cgroup v2 is writable; `BATON_NO_CGROUP=1`: not)
 
 use std::collections::VecDeque;
 use std::os::unix::process::CommandExt;
@@ -99,6 +100,8 @@ fn baton_attempts(attempts: usize, logs: &std::path::Path) -> Duration {
                 logs.join(format!("{index}.log")),
             );
             spec.timeout = Some(Duration::from_secs(60));
+            // A cgroup per attempt where available; `BATON_NO_CGROUP=1` measures without.
+            spec.cgroup = Some("overhead".into());
             running.spawn(Attempt::spawn(spec).wait(stop_rx.clone()));
         }
         while let Some(report) = running.join_next().await {

@@ -1,7 +1,7 @@
 //! Starting an attempt, and the handle the dispatcher waits on.
 
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::process::Stdio;
 
 use baton_model::Outcome;
@@ -9,6 +9,7 @@ use tokio::process::Command;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::cgroup::CgroupScope;
 use crate::process_group::ProcessGroup;
 use crate::report::AttemptReport;
 use crate::sandbox::WriteSandbox;
@@ -52,7 +53,6 @@ impl Attempt {
         if let Some(watcher) = watcher {
             sink.watch(watcher);
         }
-        let mut command = command(&spec);
         // Built here, where failing is ordinary; only enforced in the child. Held until the
         // spawn is done, then closed: the child's copy closes at its exec.
         let ruleset = match spec.sandbox.as_ref().map(WriteSandbox::ruleset).transpose() {
@@ -66,16 +66,20 @@ impl Attempt {
                 };
             }
         };
-        if let Some(ruleset) = &ruleset {
-            let fd = ruleset.as_raw_fd();
-            // SAFETY: the hook runs between fork and exec and only makes async-signal-safe
-            // syscalls (see `restrict_self`); `fd` stays open in the parent until the spawn
-            // returns, so the child's copy is valid.
-            unsafe {
-                command.pre_exec(move || crate::sandbox::restrict_self(fd));
+        let ruleset_fd = ruleset.as_ref().map(AsRawFd::as_raw_fd);
+        let mut cgroup = spec.cgroup.as_deref().and_then(CgroupScope::create);
+        let mut spawned = spawn_child(&spec, ruleset_fd, cgroup.as_ref());
+        if spawned.is_err() && cgroup.is_some() {
+            // Perhaps joining the cgroup failed although the probe said it would work (a
+            // policy that refuses the move): try once without. If that works, the cgroup was
+            // the problem, and this process stops using cgroups.
+            let retried = spawn_child(&spec, ruleset_fd, None);
+            if retried.is_ok() {
+                crate::cgroup::mark_broken();
+                cgroup = None;
             }
+            spawned = retried;
         }
-        let spawned = command.spawn();
         drop(ruleset);
         let mut child = match spawned {
             Ok(child) => child,
@@ -94,7 +98,7 @@ impl Attempt {
         else {
             unreachable!("a fresh child with piped output has a pid and both pipes");
         };
-        let group = ProcessGroup::led_by(pid);
+        let group = ProcessGroup::led_by(pid, cgroup);
         if let (Some(input), Some(mut pipe)) = (spec.stdin.take(), child.stdin.take()) {
             // Its own task: a child that reads its input slowly must not stall the loop that
             // drains its output. A child that exits without reading ends the write with EPIPE.
@@ -152,6 +156,7 @@ impl Attempt {
             log_error: output.log_error,
             reaped_after_result: ended.reaped_after_result,
             stopped_by_watcher: ended.stopped_by_watcher,
+            containment: ended.containment,
         };
         (report, output.watcher)
     }
@@ -166,6 +171,35 @@ fn dev_null() -> Stdio {
         .as_ref()
         .and_then(|file| file.try_clone().ok())
         .map_or_else(Stdio::null, Stdio::from)
+}
+
+/// Spawns the attempt's child, which first joins `cgroup` and then restricts itself to
+/// `ruleset`, if given, between fork and exec.
+fn spawn_child(
+    spec: &AttemptSpec,
+    ruleset: Option<RawFd>,
+    cgroup: Option<&CgroupScope>,
+) -> io::Result<tokio::process::Child> {
+    let mut command = command(spec);
+    let procs = cgroup.map(CgroupScope::procs_fd);
+    if ruleset.is_some() || procs.is_some() {
+        // SAFETY: the hook runs between fork and exec and only makes async-signal-safe
+        // syscalls (`cgroup::join`: one write; `restrict_self`: prctl and landlock); both
+        // descriptors stay open in the parent until the spawn returns, so the child's copies
+        // are valid. The cgroup comes first: nothing the child starts is ever outside it.
+        unsafe {
+            command.pre_exec(move || {
+                if let Some(procs) = procs {
+                    crate::cgroup::join(procs)?;
+                }
+                if let Some(ruleset) = ruleset {
+                    crate::sandbox::restrict_self(ruleset)?;
+                }
+                Ok(())
+            });
+        }
+    }
+    command.spawn()
 }
 
 fn command(spec: &AttemptSpec) -> Command {
@@ -196,8 +230,8 @@ fn command(spec: &AttemptSpec) -> Command {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // A new group lets one signal reach every descendant. Unlike a `pre_exec` hook, it keeps
-        // std on its posix_spawn path: no fork of baton's address space per attempt (only a
-        // sandboxed attempt pays for one).
+        // std on its posix_spawn path: no fork of baton's address space per attempt (only an
+        // attempt in a sandbox or a cgroup pays for one).
         .process_group(0);
     command
 }

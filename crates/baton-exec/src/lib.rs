@@ -1,6 +1,7 @@
 //! Runs one attempt of a task as a supervised child process.
 //!
-//! Each attempt gets its own process group, reads stdout and stderr concurrently in the same loop
+//! Each attempt gets its own process group (and, where cgroup v2 is writable and the caller asks,
+//! its own cgroup, which holds even descendants that call `setsid`), reads stdout and stderr concurrently in the same loop
 //! that waits on the child, streams every byte to a log file while keeping a bounded head and
 //! tail in memory, and stops with TERM, a grace period, then KILL of the whole group. The
 //! [`handoff`] module holds the pure functions that cap what a task hands to its dependents.
@@ -21,6 +22,7 @@
 
 mod attempt;
 mod capture;
+mod cgroup;
 pub mod handoff;
 mod process_group;
 mod report;
@@ -33,6 +35,7 @@ mod watch;
 
 pub use attempt::Attempt;
 pub use capture::Captured;
+pub use cgroup::{NO_CGROUP_ENV, cgroups_available, kill_leftover_cgroups};
 pub use report::AttemptReport;
 pub use sandbox::{WriteSandbox, landlock_abi};
 pub use spec::{AttemptSpec, Program, StopLevel};

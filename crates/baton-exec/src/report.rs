@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use baton_model::Outcome;
+use baton_model::{Containment, Outcome};
 
 use crate::capture::Captured;
 
@@ -28,4 +28,7 @@ pub struct AttemptReport {
     /// The [`LineWatcher`](crate::LineWatcher) asked to stop the attempt (its outcome is
     /// `Cancelled`).
     pub stopped_by_watcher: bool,
+    /// What held the attempt's processes: its own cgroup, or its process group only. `None`
+    /// when no process was started.
+    pub containment: Option<Containment>,
 }

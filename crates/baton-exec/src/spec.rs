@@ -56,6 +56,13 @@ pub struct AttemptSpec {
     /// Confines the child's writes (and its descendants') to these places; `None`: it may
     /// write wherever its user may. A sandbox that cannot be set up fails the spawn.
     pub sandbox: Option<crate::WriteSandbox>,
+    /// `Some(label)`: the attempt runs in a cgroup of its own, named `baton-LABEL-PID-N`,
+    /// where cgroup v2 is available and writable (see [`cgroups_available`](crate::cgroups_available)),
+    /// so that even a descendant that called `setsid` is killed when it ends; the label (the
+    /// run id) lets whoever takes over after a crash find what is left. `None`, or no usable
+    /// cgroup: its process group only. [`AttemptReport::containment`](crate::AttemptReport)
+    /// says which.
+    pub cgroup: Option<String>,
 }
 
 impl AttemptSpec {
@@ -86,6 +93,7 @@ impl AttemptSpec {
             idle_timeout: None,
             finish_grace: Self::DEFAULT_FINISH_GRACE,
             sandbox: None,
+            cgroup: None,
         }
     }
 }

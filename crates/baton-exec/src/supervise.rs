@@ -63,6 +63,7 @@ pub(crate) struct Supervisor {
 pub(crate) struct Ended {
     pub(crate) reaped_after_result: bool,
     pub(crate) stopped_by_watcher: bool,
+    pub(crate) containment: Option<baton_model::Containment>,
 }
 
 /// Why baton is stopping an attempt; the first reason is the one reported.
@@ -308,11 +309,14 @@ impl Supervisor {
             }
         }
 
-        // Dropping the supervisor on return KILLs whatever is left of the group.
+        // Whatever is left of the group and the cgroup: a descendant that closed or never
+        // held the pipes (`cmd >/dev/null &`), or one that left the group with `setsid`.
         let how = Ended {
             reaped_after_result: self.progress.stopping == Some(StopReason::AfterResult),
             stopped_by_watcher: self.progress.stopping == Some(StopReason::Watcher),
+            containment: Some(self.group.containment()),
         };
+        self.group.end().await;
         (self.outcome(), how)
     }
 

@@ -4,11 +4,11 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod common;
+
 use baton_exec::{Attempt, AttemptReport, AttemptSpec, Program, StopLevel};
 use baton_model::Outcome;
-use nix::errno::Errno;
-use nix::sys::signal::kill;
-use nix::unistd::Pid;
+use common::gone_soon;
 use tempfile::TempDir;
 use tokio::sync::watch;
 
@@ -70,34 +70,6 @@ async fn run_and_stop(spec: AttemptSpec, stops: &[(Duration, StopLevel)]) -> Att
         std::future::pending::<()>().await;
     });
     attempt.wait(stop_rx).await
-}
-
-/// Whether the process is gone (a zombie waiting for its new parent to reap it counts).
-fn gone(pid: i32) -> bool {
-    if kill(Pid::from_raw(pid), None) == Err(Errno::ESRCH) {
-        return true;
-    }
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            stat.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(true)
-}
-
-/// Whether the process is gone, allowing a moment for the signal to land.
-fn gone_soon(pid: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < deadline {
-        if gone(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
 }
 
 fn read_pid(path: &Path) -> i32 {

@@ -233,6 +233,10 @@ pub struct Task {
     /// a worktree, else not confined.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confine: Option<Confine>,
+    /// What holds the task's processes; `None`: a cgroup for an agent task, the process
+    /// group for any other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contain: Option<Contain>,
 }
 
 /// Whether a task's processes may write only in its workspace (Landlock on Linux).
@@ -255,6 +259,30 @@ impl Confine {
             "workspace" => Some(Self::Workspace),
             "none" => Some(Self::None),
             "require" => Some(Self::Require),
+            _ => None,
+        }
+    }
+}
+
+/// What holds a task's processes together, so that all of them end with the attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Contain {
+    /// A cgroup of its own where cgroup v2 is writable (else the process group): even a
+    /// descendant that called `setsid` is killed at the end. Costs a fork and a cgroup
+    /// migration per attempt (see docs/PERFORMANCE.md).
+    Cgroup,
+    /// The process group only: the cheapest spawn.
+    ProcessGroup,
+}
+
+impl Contain {
+    pub const NAMES: &'static [&'static str] = &["cgroup", "process-group"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "cgroup" => Some(Self::Cgroup),
+            "process-group" => Some(Self::ProcessGroup),
             _ => None,
         }
     }

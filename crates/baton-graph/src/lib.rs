@@ -24,8 +24,8 @@ mod walk;
 
 pub use diagnostic::{Diagnostic, LoadError};
 pub use graph::{
-    Action, AgentSettings, Budget, Confine, Graph, Overrides, RetryOn, RunSettings, ScopePolicy,
-    Task, TaskIndex, Workspace,
+    Action, AgentSettings, Budget, Confine, Contain, Graph, Overrides, RetryOn, RunSettings,
+    ScopePolicy, Task, TaskIndex, Workspace,
 };
 pub use load::{load, load_str};
 pub use plan::{PLAN_SCHEMA_VERSION, Plan, plan};

@@ -152,6 +152,7 @@ mod tests {
             setup: Vec::new(),
             worktree_include: Vec::new(),
             confine: None,
+            contain: None,
         }
     }
 

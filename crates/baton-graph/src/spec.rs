@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use baton_model::OnFailure;
 
-use crate::graph::{AgentSettings, Budget, Confine, RetryOn, ScopePolicy, Workspace};
+use crate::graph::{AgentSettings, Budget, Confine, Contain, RetryOn, ScopePolicy, Workspace};
 use crate::tree::Span;
 
 /// A value and where it was written.
@@ -52,6 +52,7 @@ pub(crate) struct Defaults {
     pub setup: Option<Vec<String>>,
     pub worktree_include: Option<Vec<String>>,
     pub confine: Option<Confine>,
+    pub contain: Option<Contain>,
 }
 
 /// The agent fields, as written in `[defaults]` or a task.
@@ -132,6 +133,7 @@ pub(crate) struct TaskMore {
     pub setup: Option<Vec<String>>,
     pub worktree_include: Option<Vec<String>>,
     pub confine: Option<Confine>,
+    pub contain: Option<Contain>,
 }
 
 static NOTHING_MORE: TaskMore = TaskMore {
@@ -163,6 +165,7 @@ static NOTHING_MORE: TaskMore = TaskMore {
     setup: None,
     worktree_include: None,
     confine: None,
+    contain: None,
 };
 
 impl TaskSpec {

@@ -538,5 +538,6 @@ fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) ->
             .or_else(|| d.worktree_include.clone())
             .unwrap_or_default(),
         confine: more.confine.or(d.confine),
+        contain: more.contain.or(d.contain),
     }
 }

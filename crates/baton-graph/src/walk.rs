@@ -7,7 +7,7 @@ use std::time::Duration;
 use baton_model::{OnFailure, parse_duration, parse_size};
 
 use crate::diagnostic::Diagnostic;
-use crate::graph::{Budget, Confine, RetryOn, ScopePolicy, Workspace};
+use crate::graph::{Budget, Confine, Contain, RetryOn, ScopePolicy, Workspace};
 use crate::spec::{AgentSpec, At, Defaults, RunSpec, Spec, TaskSpec};
 use crate::suggest::did_you_mean;
 use crate::tree::{Entry, Kind, Node};
@@ -26,6 +26,7 @@ pub(crate) const DEFAULTS_FIELDS: &[&str] = &[
     "setup",
     "worktree_include",
     "confine",
+    "contain",
     "model",
     "max_turns",
     "allowed_tools",
@@ -71,6 +72,7 @@ pub(crate) const TASK_FIELDS: &[&str] = &[
     "setup",
     "worktree_include",
     "confine",
+    "contain",
     "model",
     "max_turns",
     "allowed_tools",
@@ -503,6 +505,7 @@ impl Walker<'_> {
                 "setup" => d.setup = Some(w.plain_strings(e)),
                 "worktree_include" => d.worktree_include = Some(w.plain_strings(e)),
                 "confine" => d.confine = w.choice(e, Confine::NAMES, Confine::parse),
+                "contain" => d.contain = w.choice(e, Contain::NAMES, Contain::parse),
                 _ => return w.agent_field(e, &mut d.agent),
             }
             true
@@ -634,6 +637,7 @@ impl Walker<'_> {
                 "setup" => t.more_mut().setup = Some(w.plain_strings(e)),
                 "worktree_include" => t.more_mut().worktree_include = Some(w.plain_strings(e)),
                 "confine" => t.more_mut().confine = w.choice(e, Confine::NAMES, Confine::parse),
+                "contain" => t.more_mut().contain = w.choice(e, Contain::NAMES, Contain::parse),
                 "workspace" => {
                     t.more_mut().workspace = w.choice(e, Workspace::NAMES, Workspace::parse)
                 }

@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AgentUsage, CheckResult, Evidence, Outcome, RunState, TaskId, TaskState};
+use crate::{AgentUsage, CheckResult, Containment, Evidence, Outcome, RunState, TaskId, TaskState};
 
 /// Version of the event wire format.
 pub const EVENT_SCHEMA_VERSION: u32 = 1;
@@ -140,6 +140,10 @@ pub enum EventKind {
         /// An agent attempt's tokens, cost, model and session.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         agent: Option<Box<AgentUsage>>,
+        /// What held the attempt's processes: absent where no process ran, and in events
+        /// written before baton recorded it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        containment: Option<Containment>,
     },
     RetryScheduled {
         task: TaskId,
@@ -214,6 +218,7 @@ mod tests {
                 outcome: Outcome::Exited { code: 0 },
                 duration_ms: 812,
                 agent: None,
+                containment: None,
             },
         };
         let json = serde_json::to_string(&event).unwrap();
@@ -223,5 +228,16 @@ mod tests {
         );
         assert_eq!(serde_json::from_str::<Event>(&json).unwrap(), event);
         assert_eq!(event.kind.name(), "attempt-finished");
+    }
+
+    #[test]
+    fn containment_is_optional_on_the_wire() {
+        let json = r#"{"seq":1,"at_ms":5,"kind":"attempt-finished","task":"t","attempt":1,"outcome":{"kind":"exited","code":0},"duration_ms":3,"containment":"cgroup"}"#;
+        let event: Event = serde_json::from_str(json).unwrap();
+        let EventKind::AttemptFinished { containment, .. } = &event.kind else {
+            panic!("{event:?}");
+        };
+        assert_eq!(*containment, Some(Containment::Cgroup));
+        assert_eq!(serde_json::to_string(&event).unwrap(), json);
     }
 }

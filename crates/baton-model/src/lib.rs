@@ -2,6 +2,7 @@
 //! in, how an attempt ended, and the versioned event type that the store records and reporters
 //! read. Nothing here performs I/O.
 
+mod containment;
 mod event;
 mod evidence;
 mod id;
@@ -11,6 +12,7 @@ mod policy;
 mod state;
 mod usage;
 
+pub use containment::Containment;
 pub use event::{EVENT_SCHEMA_VERSION, Event, EventKind};
 pub use evidence::{ChangeKind, CheckResult, Evidence, FileChange};
 pub use id::{IdError, RunId, TaskId};

@@ -122,6 +122,11 @@ pub struct TaskResult {
     /// A task in a worktree: its branch and what it changed there (all its attempts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<TaskWorkspace>,
+    /// What held the last attempt's processes: `cgroup` (killed whole at its end, setsid'd
+    /// descendants included) or `process_group`. Absent when no process ran, or the attempt
+    /// was recorded by an older baton.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containment: Option<baton_model::Containment>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -600,6 +600,7 @@ impl<'a> Dispatcher<'a> {
             outcome: outcome.clone(),
             duration_ms: 0,
             agent: None,
+            containment: None,
         }));
         self.journal.mark_end(task);
         self.launcher.hold_output(task, HeldOutput::default());
@@ -918,6 +919,7 @@ impl<'a> Dispatcher<'a> {
             outcome: report.outcome.clone(),
             duration_ms: report.duration.as_millis() as u64,
             agent,
+            containment: report.containment,
         }));
         if let Some(committed) = committed {
             self.journal.push(event(committed));
@@ -1482,6 +1484,7 @@ fn failed_report(error: String) -> AttemptReport {
         log_error: None,
         reaped_after_result: false,
         stopped_by_watcher: false,
+        containment: None,
     }
 }
 

@@ -266,6 +266,7 @@ impl<'a> Launcher<'a> {
             idle_timeout: None,
             finish_grace: AttemptSpec::DEFAULT_FINISH_GRACE,
             sandbox: None,
+            cgroup: self.cgroup_label(task),
         };
         let Some(agent) = &prepared.agent else {
             if let Some(Continue {
@@ -384,6 +385,19 @@ impl<'a> Launcher<'a> {
             }
             _ => None,
         }
+    }
+
+    /// The cgroup label of `task`'s attempts (the run id, so that a takeover finds what a
+    /// dead driver left), or `None` for its process group only. An agent runs for minutes and
+    /// starts servers and tools of its own: a cgroup is cheap beside it and holds what
+    /// daemonizes. A shell task gets one only when it asks: the fork and the cgroup migration
+    /// would double the spawn cost of small tasks (docs/PERFORMANCE.md).
+    fn cgroup_label(&self, task: u32) -> Option<String> {
+        let wanted = match self.graph.task(task).contain {
+            Some(contain) => contain == baton_graph::Contain::Cgroup,
+            None => self.is_agent(task),
+        };
+        wanted.then(|| self.run_id.to_string())
     }
 
     /// Whether `task` is given to an agent engine.

@@ -6,16 +6,22 @@
 //! process group id; to be sure a group is still that attempt's and not a stranger's that
 //! reused the number, a member must carry `BATON_RUN_ID=<run>` in its environment, which every
 //! attempt's processes inherit.
+//!
+//! An attempt that ran in a cgroup of its own left that cgroup too, named `baton-RUN-…`
+//! (see `baton_exec::kill_leftover_cgroups`): it is killed whole, which reaches the
+//! descendants that left the process group with `setsid`, and removed.
 
 use baton_model::RunId;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-/// Kills the process groups among `groups` that still hold processes of `run`. Returns how
-/// many groups were killed.
+/// Kills the process groups among `groups` that still hold processes of `run`, and the run's
+/// leftover cgroups. Returns how many groups and cgroups were killed.
 pub fn kill_leftovers(run: &RunId, groups: &[u32]) -> usize {
+    // Every attempt's cgroup, even one whose pid was never recorded (a task in its setup).
+    let cgroups = baton_exec::kill_leftover_cgroups(run.as_str());
     if groups.is_empty() {
-        return 0;
+        return cgroups;
     }
     let marker = format!("BATON_RUN_ID={run}");
     let mut killed = 0;
@@ -29,7 +35,7 @@ pub fn kill_leftovers(run: &RunId, groups: &[u32]) -> usize {
             }
         }
     }
-    killed
+    killed + cgroups
 }
 
 /// Whether some live process in process group `group` has `marker` in its environment.

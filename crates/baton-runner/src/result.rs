@@ -1,9 +1,12 @@
-use baton_model::{Outcome, RunId};
+use baton_model::{Containment, Outcome, RunId};
 use baton_report::{
     RESULT_SCHEMA_VERSION, RunResult, RunSection, RunSpend, Spend, TaskAgent, TaskResult, Totals,
     timeline,
 };
 use baton_store::{SqliteStore, StoreError};
+
+/// A task's last attempt: its number, outcome, log and containment.
+type LastAttempt = (u32, Option<Outcome>, Option<String>, Option<Containment>);
 
 /// The run result document, read back from the store: what is printed is what was recorded.
 pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, StoreError> {
@@ -22,10 +25,8 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
 
     // Per task, the last attempt's outcome and log; then the attempts go, before the tasks are
     // converted (a 100,000-task run would otherwise hold three copies at once).
-    let mut last: std::collections::HashMap<
-        baton_model::TaskId,
-        (u32, Option<Outcome>, Option<String>),
-    > = std::collections::HashMap::with_capacity(records.len());
+    let mut last: std::collections::HashMap<baton_model::TaskId, LastAttempt> =
+        std::collections::HashMap::with_capacity(records.len());
     let mut intervals = Vec::with_capacity(attempts.len());
     let mut spend: Option<RunSpend> = None;
     let mut agents: std::collections::HashMap<baton_model::TaskId, (u32, TaskAgent)> =
@@ -66,11 +67,16 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
         }
         let newer = last
             .get(&attempt.task)
-            .is_none_or(|(number, _, _)| attempt.attempt > *number);
+            .is_none_or(|(number, ..)| attempt.attempt > *number);
         if newer {
             last.insert(
                 attempt.task,
-                (attempt.attempt, attempt.outcome, attempt.log_path),
+                (
+                    attempt.attempt,
+                    attempt.outcome,
+                    attempt.log_path,
+                    attempt.containment,
+                ),
             );
         }
     }
@@ -105,9 +111,9 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
     let tasks: Vec<TaskResult> = records
         .into_iter()
         .map(|t| {
-            let (outcome, log) = last
+            let (outcome, log, containment) = last
                 .remove(&t.task)
-                .map(|(_, outcome, log)| (outcome, log))
+                .map(|(_, outcome, log, containment)| (outcome, log, containment))
                 .unwrap_or_default();
             TaskResult {
                 id: t.task.to_string(),
@@ -126,6 +132,7 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
                 log,
                 agent: agents.remove(&t.task).map(|(_, agent)| agent),
                 workspace: workspaces.remove(t.task.as_str()),
+                containment,
             }
         })
         .collect();

@@ -254,6 +254,7 @@ pub(crate) fn plan_takeover(
                 outcome: Outcome::Interrupted,
                 duration_ms: at_ms.saturating_sub(attempt.started_at_ms).max(0) as u64,
                 agent: None,
+                containment: None,
             },
         });
     }
@@ -371,6 +372,7 @@ pub fn cancel_abandoned(store: &SqliteStore, run: &RunId) -> Result<(), crate::R
                 outcome: Outcome::Interrupted,
                 duration_ms: at_ms.saturating_sub(attempt.started_at_ms).max(0) as u64,
                 agent: None,
+                containment: None,
             }));
         }
         events.push(event(EventKind::RunStopping {

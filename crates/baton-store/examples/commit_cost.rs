@@ -92,6 +92,7 @@ fn main() {
                 outcome: Outcome::Exited { code: 0 },
                 duration_ms: 1,
                 agent: None,
+                containment: None,
             }));
             events.push(event(EventKind::TaskFinished {
                 task: ids[i].clone(),

@@ -14,6 +14,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("migrations/v3_clustered.sql"),
     include_str!("migrations/v4_agent_usage.sql"),
     include_str!("migrations/v5_approvals.sql"),
+    include_str!("migrations/v6_containment.sql"),
 ];
 
 /// The schema version this build writes.
@@ -181,6 +182,7 @@ mod tests {
                             outcome: Outcome::Exited { code: 0 },
                             duration_ms: 3,
                             agent: None,
+                            containment: None,
                         },
                     ),
                     event(

@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use baton_model::{Event, EventKind, Outcome, RunId, RunState, TaskId, TaskState};
+use baton_model::{Containment, Event, EventKind, Outcome, RunId, RunState, TaskId, TaskState};
 use rusqlite::{ErrorCode, params};
 
 use crate::decode::outcome_kind;
@@ -124,6 +124,7 @@ fn end_attempt(
         outcome,
         duration_ms,
         agent,
+        containment,
     } = &finished.kind
     else {
         unreachable!("end_attempt is given an attempt-finished event");
@@ -150,7 +151,8 @@ fn end_attempt(
             output.log_path,
             tokens,
             cost,
-            agent_json
+            agent_json,
+            containment.map(Containment::as_str)
         ])?;
     known_attempt(changed, run, task, *attempt)?;
     let Some(Event {
@@ -261,6 +263,7 @@ fn apply_event(
             outcome,
             duration_ms,
             agent,
+            containment,
         } => {
             let json = outcome_json(outcome)?;
             let code = outcome.exit_code();
@@ -276,7 +279,8 @@ fn apply_event(
                 duration_ms,
                 tokens,
                 cost,
-                agent_json
+                agent_json,
+                containment.map(Containment::as_str)
             ])?;
             known_attempt(changed, run, task, *attempt)?;
             task_exit_code(statements, run, task, *attempt, code)?;

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use baton_model::{Event, EventKind, RunId, TaskId};
+use baton_model::{Containment, Event, EventKind, RunId, TaskId};
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use crate::decode;
@@ -16,7 +16,8 @@ pub(crate) const TASK_COLUMNS: &str = "task_id, idx, status, attempts, next_atte
      output_json, stderr_tail";
 
 pub(crate) const ATTEMPT_COLUMNS: &str = "task_id, attempt, started_at_ms, ended_at_ms, pid, outcome_json, \
-     exit_code, duration_ms, output, output_bytes, output_json, stderr_tail, log_path, agent_json";
+     exit_code, duration_ms, output, output_bytes, output_json, stderr_tail, log_path, agent_json, \
+     containment";
 
 impl SqliteStore {
     /// The newest `limit` runs, newest first, each with its tasks counted by state.
@@ -299,5 +300,10 @@ pub(crate) fn attempt_record(row: &Row<'_>) -> rusqlite::Result<AttemptRecord> {
         stderr_tail: row.get(11)?,
         log_path: row.get(12)?,
         agent: decode::agent_usage(row, 13)?,
+        // An unknown name (a newer baton's) reads as unknown, not as an error.
+        containment: row
+            .get::<_, Option<String>>(14)?
+            .as_deref()
+            .and_then(Containment::parse),
     })
 }

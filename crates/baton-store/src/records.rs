@@ -121,4 +121,6 @@ pub struct AttemptRecord {
     pub log_path: Option<String>,
     /// An agent attempt's tokens, cost, model and session.
     pub agent: Option<baton_model::AgentUsage>,
+    /// What held the attempt's processes; `None` where none ran or it was not recorded.
+    pub containment: Option<baton_model::Containment>,
 }

@@ -58,14 +58,15 @@ impl Sql {
             }
             Self::AttemptFinished => {
                 "UPDATE attempts SET ended_at_ms = ?4, outcome_kind = ?5, outcome_json = ?6, \
-                 exit_code = ?7, duration_ms = ?8, tokens = ?9, cost_usd = ?10, agent_json = ?11 \
+                 exit_code = ?7, duration_ms = ?8, tokens = ?9, cost_usd = ?10, agent_json = ?11, \
+                 containment = ?12 \
                  WHERE run_id = ?1 AND task_id = ?2 AND attempt = ?3"
             }
             Self::AttemptFinishedWithOutput => {
                 "UPDATE attempts SET ended_at_ms = ?4, outcome_kind = ?5, outcome_json = ?6, \
                  exit_code = ?7, duration_ms = ?8, output = ?9, output_bytes = ?10, \
                  output_json = ?11, stderr_tail = ?12, log_path = ?13, tokens = ?14, \
-                 cost_usd = ?15, agent_json = ?16 \
+                 cost_usd = ?15, agent_json = ?16, containment = ?17 \
                  WHERE run_id = ?1 AND task_id = ?2 AND attempt = ?3"
             }
             Self::TaskExitCode => {

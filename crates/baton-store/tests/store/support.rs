@@ -39,6 +39,7 @@ pub fn finished(at_ms: i64, id: &str, attempt: u32, outcome: Outcome) -> Event {
             outcome,
             duration_ms: 10,
             agent: None,
+            containment: None,
         },
     )
 }

@@ -207,6 +207,7 @@ fn describe(event: &Event) -> String {
             outcome,
             duration_ms,
             agent,
+            ..
         } => {
             let mut line = format!(
                 "{task}#{attempt}: {outcome} in {}",

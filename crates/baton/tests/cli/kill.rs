@@ -95,3 +95,48 @@ fn sigkill_mid_run_leaves_a_consistent_store() {
         "processes of the killed run remain: {strays:?}"
     );
 }
+
+/// A task that asks for a cgroup: its grandchild that left the process group with `setsid`
+/// dies with the attempt, and `status --json` says how the attempt was held. Where cgroup v2
+/// is not writable (not root), the fallback is checked instead.
+#[test]
+fn a_setsid_grandchild_does_not_outlive_its_attempt_in_a_cgroup() {
+    let fixture = crate::test::fixture("setsid-grandchild.sh");
+    let graph = format!(
+        r#"name = "setsid"
+
+[[task]]
+id = "daemon"
+run = "{fixture} grandchild.pid"
+contain = "cgroup"
+
+[[task]]
+id = "plain"
+run = "true"
+"#
+    );
+    let out = Test::new()
+        .graph("g.toml", &graph)
+        .args(&["run", "g.toml", "--quiet"])
+        .run()
+        .status(0);
+    let pid: i32 = String::from_utf8(out.read("grandchild.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let status = out.then().args(&["status", "--json"]).run().status(0);
+    assert_eq!(status.json_task("plain")["containment"], "process_group");
+    let daemon = status.json_task("daemon");
+    if baton_exec::cgroups_available() {
+        assert_eq!(daemon["containment"], "cgroup");
+        assert!(
+            procs::gone_within(pid, Duration::from_secs(2)),
+            "the setsid grandchild outlived its attempt"
+        );
+    } else {
+        // The process group is all there is: the grandchild escaped it (the test's marker
+        // kills it when the test ends).
+        assert_eq!(daemon["containment"], "process_group");
+    }
+}
