@@ -9,6 +9,8 @@
 use std::collections::HashSet;
 use std::fmt;
 
+use crate::path_chars::{OddChar, odd_char};
+
 /// More alternatives than this from `{…}` in one scope entry is almost surely a mistake, and it
 /// would make conflict checks slow.
 const MAX_ALTERNATIVES: usize = 64;
@@ -46,8 +48,11 @@ struct Class {
 /// Why a scope entry is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum GlobError {
-    /// Leaves the repository (`..`, absolute, backslash, control character).
+    /// Leaves the repository (`..`, absolute).
     Escapes(&'static str),
+    /// A character that makes the path look like something it is not (control, bidi,
+    /// invisible, backslash, a look-alike of `.` or `/`).
+    OddChar(OddChar),
     Syntax(String),
 }
 
@@ -56,6 +61,7 @@ impl fmt::Display for GlobError {
         match self {
             GlobError::Escapes(why) => f.write_str(why),
             GlobError::Syntax(why) => f.write_str(why),
+            GlobError::OddChar(odd) => write!(f, "it contains {}", odd.describe()),
         }
     }
 }
@@ -65,13 +71,8 @@ pub(crate) fn check_relative(text: &str) -> Result<(), GlobError> {
     if text.is_empty() {
         return Err(GlobError::Syntax("the path is empty".into()));
     }
-    if text.chars().any(char::is_control) {
-        return Err(GlobError::Escapes("it contains a control character"));
-    }
-    if text.contains('\\') {
-        return Err(GlobError::Escapes(
-            "it contains a backslash; separate directories with `/`",
-        ));
+    if let Some(odd) = odd_char(text) {
+        return Err(GlobError::OddChar(odd));
     }
     if text.starts_with('/') || text.starts_with('~') {
         return Err(GlobError::Escapes(
@@ -519,17 +520,7 @@ mod tests {
 
     #[test]
     fn refuses_escapes_and_bad_syntax() {
-        for bad in [
-            "../x",
-            "a/../../b",
-            "/etc",
-            "a\\b",
-            "C:/x",
-            "a\0b",
-            "a\nb",
-            "~/x",
-            "{..,a}/x",
-        ] {
+        for bad in ["../x", "a/../../b", "/etc", "C:/x", "~/x", "{..,a}/x"] {
             assert!(
                 matches!(parse_scope(bad), Err(GlobError::Escapes(_))),
                 "{bad:?}"
@@ -547,6 +538,12 @@ mod tests {
             assert!(
                 matches!(parse_scope(bad), Err(GlobError::Syntax(_))),
                 "{bad:?}"
+            );
+        }
+        for odd in ["a\\b", "a\0b", "a\nb", "{a,b\u{202E}}"] {
+            assert!(
+                matches!(parse_scope(odd), Err(GlobError::OddChar(_))),
+                "{odd:?}"
             );
         }
         assert!(parse_scope("./src//db/").is_ok());

@@ -11,6 +11,7 @@ mod glob;
 mod graph;
 mod legacy;
 mod load;
+mod path_chars;
 mod plan;
 mod render;
 mod scope;

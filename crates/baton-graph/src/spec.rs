@@ -50,7 +50,7 @@ pub(crate) struct Defaults {
     pub scope_policy: Option<ScopePolicy>,
     pub fix_attempts: Option<u32>,
     pub setup: Option<Vec<String>>,
-    pub worktree_include: Option<Vec<String>>,
+    pub worktree_include: Option<Vec<At<String>>>,
     pub confine: Option<Confine>,
     pub contain: Option<Contain>,
 }
@@ -131,7 +131,7 @@ pub(crate) struct TaskMore {
     pub scope_policy: Option<ScopePolicy>,
     pub fix_attempts: Option<u32>,
     pub setup: Option<Vec<String>>,
-    pub worktree_include: Option<Vec<String>>,
+    pub worktree_include: Option<Vec<At<String>>>,
     pub confine: Option<Confine>,
     pub contain: Option<Contain>,
 }

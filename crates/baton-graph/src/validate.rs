@@ -47,10 +47,13 @@ pub(crate) fn validate(
     let needs = resolve_needs(&spec, &index, &mut diags);
     check_cycles(tasks, &needs, &index, &mut diags);
 
+    for entry in spec.defaults.worktree_include.iter().flatten() {
+        check_include(source, entry, &mut diags);
+    }
     let mut actions = Vec::with_capacity(tasks.len());
     for task in tasks {
         actions.push(action(&spec, task, &mut diags));
-        check_paths(task, &mut diags);
+        check_paths(task, source, &mut diags);
         check_templates(task, source, &index, &mut diags);
     }
 
@@ -324,45 +327,66 @@ fn action_kind(spec: &Spec, t: &TaskSpec, diags: &mut Vec<Diagnostic>) -> Option
     }
 }
 
-fn check_paths(t: &TaskSpec, diags: &mut Vec<Diagnostic>) {
-    let help = "paths are relative to the repository root, like `src/db/**`";
-    for entry in &t.more().scope {
-        match parse_scope(&entry.value) {
-            Ok(_) => {}
-            Err(GlobError::Escapes(why)) => diags.push(
-                Diagnostic::at(
-                    entry.span.clone(),
-                    format!(
-                        "scope `{}` escapes the repository: {why}",
-                        entry.value.escape_debug()
-                    ),
-                )
-                .label("outside the repository")
-                .help(help),
-            ),
-            Err(GlobError::Syntax(why)) => diags.push(
-                Diagnostic::at(
-                    entry.span.clone(),
-                    format!("invalid scope `{}`: {why}", entry.value.escape_debug()),
-                )
-                .label("invalid glob")
-                .help("globs use `*`, `?`, `**`, `[a-z]` and `{a,b}`"),
-            ),
-        }
-    }
-    if let Some((cwd, Err(e))) = t.more().cwd.as_ref().map(|c| (c, check_relative(&c.value))) {
-        diags.push(
-            Diagnostic::at(
-                cwd.span.clone(),
-                format!(
-                    "cwd `{}` escapes the repository: {e}",
-                    cwd.value.escape_debug()
-                ),
-            )
-            .label("outside the repository")
-            .help(help),
+/// Scope entries, `cwd` and `worktree_include` entries: inside the repository, valid globs
+/// (not `cwd`), and written with plain characters ([`crate::path_chars`]).
+fn check_paths(t: &TaskSpec, source: &str, diags: &mut Vec<Diagnostic>) {
+    let more = t.more();
+    for entry in &more.scope {
+        check_path(
+            source,
+            "scope",
+            entry,
+            parse_scope(&entry.value).err(),
+            diags,
         );
     }
+    if let Some(cwd) = &more.cwd {
+        check_path(source, "cwd", cwd, check_relative(&cwd.value).err(), diags);
+    }
+    for entry in more.worktree_include.iter().flatten() {
+        check_include(source, entry, diags);
+    }
+}
+
+fn check_include(source: &str, entry: &At<String>, diags: &mut Vec<Diagnostic>) {
+    let error = parse_scope(&entry.value).err();
+    check_path(source, "worktree_include", entry, error, diags);
+}
+
+fn check_path(
+    source: &str,
+    field: &str,
+    entry: &At<String>,
+    error: Option<GlobError>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let help = "paths are relative to the repository root, like `src/db/**`";
+    let shown = entry.value.escape_debug();
+    let Some(error) = error else { return };
+    diags.push(match error {
+        GlobError::Escapes(why) => Diagnostic::at(
+            entry.span.clone(),
+            format!("{field} `{shown}` escapes the repository: {why}"),
+        )
+        .label("outside the repository")
+        .help(help),
+        GlobError::OddChar(odd) => Diagnostic::at(
+            char_span(source, entry, odd.offset),
+            format!(
+                "{field} `{shown}` contains {}, which {}",
+                odd.describe(),
+                odd.why
+            ),
+        )
+        .label(format!("U+{:04X}", odd.ch as u32))
+        .help("write the path with plain characters, with `/` between directories"),
+        GlobError::Syntax(why) => Diagnostic::at(
+            entry.span.clone(),
+            format!("invalid {field} `{shown}`: {why}"),
+        )
+        .label("invalid glob")
+        .help("globs use `*`, `?`, `**`, `[a-z]` and `{a,b}`"),
+    });
 }
 
 fn check_templates(
@@ -441,6 +465,94 @@ fn span_in_string(source: &str, text: &At<String>, offset: usize) -> Span {
             start..(start + len).min(text.span.end)
         }
         _ => text.span.clone(),
+    }
+}
+
+/// The file span of the character at byte `offset` of a string value, through escapes
+/// (`"\u202E"` is six bytes in the file, one character in the value); the whole string when
+/// the file's text cannot be followed.
+fn char_span(source: &str, text: &At<String>, offset: usize) -> Span {
+    let whole = text.span.clone();
+    let Some(raw) = source.get(whole.clone()) else {
+        return whole;
+    };
+    let (mut i, escapes) = if raw.starts_with("\"\"\"") {
+        (3, true)
+    } else if raw.starts_with("'''") {
+        (3, false)
+    } else if raw.starts_with('"') {
+        (1, true)
+    } else if raw.starts_with('\'') {
+        (1, false)
+    } else {
+        return whole;
+    };
+    // A newline right after an opening `"""` or `'''` is not part of the value.
+    if i == 3 {
+        i += [("\r\n", 2), ("\n", 1)]
+            .iter()
+            .find(|(nl, _)| raw[i..].starts_with(nl))
+            .map_or(0, |(_, n)| *n);
+    }
+    let mut v = 0;
+    while v <= offset {
+        let rest = &raw[i..];
+        let step = if escapes && rest.starts_with('\\') {
+            unescape(rest)
+        } else {
+            rest.chars().next().map(|c| (c.len_utf8(), Some(c)))
+        };
+        let Some((len, produced)) = step else {
+            return whole;
+        };
+        if let Some(c) = produced {
+            if !text.value[v..].starts_with(c) {
+                return whole;
+            }
+            if v == offset {
+                return whole.start + i..whole.start + i + len;
+            }
+            v += c.len_utf8();
+        }
+        i += len;
+    }
+    whole
+}
+
+/// The length of the escape at the start of `rest` (TOML or JSON) and the character it stands
+/// for (`None` for a TOML line-ending backslash, which stands for nothing).
+fn unescape(rest: &str) -> Option<(usize, Option<char>)> {
+    let hex = |from: usize, len: usize| -> Option<u32> {
+        u32::from_str_radix(rest.get(from..from + len)?, 16).ok()
+    };
+    let simple = |c: char| Some((2, Some(c)));
+    match rest[1..].chars().next()? {
+        'u' => {
+            let high = hex(2, 4)?;
+            if (0xD800..0xDC00).contains(&high) && rest[6..].starts_with("\\u") {
+                let low = hex(8, 4)?;
+                let c =
+                    char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low.checked_sub(0xDC00)?))?;
+                return Some((12, Some(c)));
+            }
+            Some((6, Some(char::from_u32(high)?)))
+        }
+        'U' => Some((10, Some(char::from_u32(hex(2, 8)?)?))),
+        'x' => Some((4, Some(char::from_u32(hex(2, 2)?)?))),
+        'b' => simple('\u{8}'),
+        't' => simple('\t'),
+        'n' => simple('\n'),
+        'f' => simple('\u{c}'),
+        'r' => simple('\r'),
+        'e' => simple('\u{1b}'),
+        c @ ('"' | '\\' | '/') => simple(c),
+        ' ' | '\t' | '\r' | '\n' => {
+            let skipped = rest[1..]
+                .find(|c: char| !c.is_whitespace())
+                .unwrap_or(rest.len() - 1);
+            Some((1 + skipped, None))
+        }
+        _ => None,
     }
 }
 
@@ -536,7 +648,10 @@ fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) ->
         worktree_include: more
             .worktree_include
             .or_else(|| d.worktree_include.clone())
-            .unwrap_or_default(),
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| s.value)
+            .collect(),
         confine: more.confine.or(d.confine),
         contain: more.contain.or(d.contain),
     }

@@ -503,7 +503,7 @@ impl Walker<'_> {
                 }
                 "fix_attempts" => d.fix_attempts = w.count(e, 0),
                 "setup" => d.setup = Some(w.plain_strings(e)),
-                "worktree_include" => d.worktree_include = Some(w.plain_strings(e)),
+                "worktree_include" => d.worktree_include = Some(w.strings(e)),
                 "confine" => d.confine = w.choice(e, Confine::NAMES, Confine::parse),
                 "contain" => d.contain = w.choice(e, Contain::NAMES, Contain::parse),
                 _ => return w.agent_field(e, &mut d.agent),
@@ -635,7 +635,7 @@ impl Walker<'_> {
                 }
                 "fix_attempts" => t.more_mut().fix_attempts = w.count(e, 0),
                 "setup" => t.more_mut().setup = Some(w.plain_strings(e)),
-                "worktree_include" => t.more_mut().worktree_include = Some(w.plain_strings(e)),
+                "worktree_include" => t.more_mut().worktree_include = Some(w.strings(e)),
                 "confine" => t.more_mut().confine = w.choice(e, Confine::NAMES, Confine::parse),
                 "contain" => t.more_mut().contain = w.choice(e, Contain::NAMES, Contain::parse),
                 "workspace" => {

@@ -402,8 +402,8 @@ cwd = "../.."
       help: paths are relative to the repository root, like `src/db/**`
     g.toml:5:35: error: scope `/etc/passwd` escapes the repository: it is absolute; write it relative to the repository root
       help: paths are relative to the repository root, like `src/db/**`
-    g.toml:5:50: error: scope `src\\main.rs` escapes the repository: it contains a backslash; separate directories with `/`
-      help: paths are relative to the repository root, like `src/db/**`
+    g.toml:5:54: error: scope `src\\main.rs` contains U+005C REVERSE SOLIDUS, which separates directories on Windows only; git and globs read it otherwise
+      help: write the path with plain characters, with `/` between directories
     g.toml:5:65: error: invalid scope `src/[a`: `[` without `]`
       help: globs use `*`, `?`, `**`, `[a-z]` and `{a,b}`
     g.toml:6:7: error: cwd `../..` escapes the repository: it contains `..`
@@ -804,4 +804,82 @@ confine = "none"
     g.toml:4:11: error: unknown confine `workspaces`
       help: did you mean `workspace`?
     ");
+}
+
+#[test]
+fn paths_with_misleading_characters_are_refused_at_the_character() {
+    // Each entry's first odd character is named at its own line and column, escapes included.
+    let e = err(
+        "g.toml",
+        r#"
+[defaults]
+worktree_include = [".env", "node_modules\u200B"]
+
+[[task]]
+id = "a"
+run = "x"
+scope = ["src/\u202Egnp.rs", "docs/\t/x", 'src\main.rs', "\u2024\u2024/etc", "a／b"]
+cwd = "tools\u0000"
+worktree_include = ["deps", "target\u2215debug"]
+"#,
+    );
+    insta::assert_snapshot!(e.to_string(), @r#"
+    g.toml:3:42: error: worktree_include `node_modules\u{200b}` contains U+200B ZERO WIDTH SPACE, which is invisible
+      help: write the path with plain characters, with `/` between directories
+    g.toml:8:15: error: scope `src/\u{202e}gnp.rs` contains U+202E RIGHT-TO-LEFT OVERRIDE, which changes the order in which the text is shown
+      help: write the path with plain characters, with `/` between directories
+    g.toml:8:36: error: scope `docs/\t/x` contains U+0009 CHARACTER TABULATION, which is a control character
+      help: write the path with plain characters, with `/` between directories
+    g.toml:8:47: error: scope `src\\main.rs` contains U+005C REVERSE SOLIDUS, which separates directories on Windows only; git and globs read it otherwise
+      help: write the path with plain characters, with `/` between directories
+    g.toml:8:59: error: scope `․․/etc` contains U+2024 ONE DOT LEADER, which looks like `.` but is not one
+      help: write the path with plain characters, with `/` between directories
+    g.toml:8:80: error: scope `a／b` contains U+FF0F FULLWIDTH SOLIDUS, which looks like `/` but is not one
+      help: write the path with plain characters, with `/` between directories
+    g.toml:9:13: error: cwd `tools\0` contains U+0000 NULL, which is a control character
+      help: write the path with plain characters, with `/` between directories
+    g.toml:10:36: error: worktree_include `target∕debug` contains U+2215 DIVISION SLASH, which looks like `/` but is not one
+      help: write the path with plain characters, with `/` between directories
+    "#);
+    let last = e.diagnostics.last().unwrap();
+    assert_eq!(last.label.as_deref(), Some("U+2215"));
+
+    // The legacy formats' paths go through the same check.
+    let e = err(
+        "plan.json",
+        r#"{
+  "title": "Refactor",
+  "subtasks": [
+    { "id": "s1", "title": "Split", "expectedFiles": ["src/lib.rs", "src/\u202e.rs", "a\\b"] }
+  ]
+}"#,
+    );
+    insta::assert_snapshot!(e.to_string(), @r#"
+    plan.json:4:74: error: scope `src/\u{202e}.rs` contains U+202E RIGHT-TO-LEFT OVERRIDE, which changes the order in which the text is shown
+      help: write the path with plain characters, with `/` between directories
+    plan.json:4:88: error: scope `a\\b` contains U+005C REVERSE SOLIDUS, which separates directories on Windows only; git and globs read it otherwise
+      help: write the path with plain characters, with `/` between directories
+    "#);
+}
+
+#[test]
+fn paths_in_any_script_are_fine() {
+    let g = ok(
+        "g.toml",
+        r#"
+[[task]]
+id = "a"
+run = "x"
+scope = ["docs/日本語/**", "src/café.rs", "données/{été,hiver}/*.md"]
+cwd = "outils/ünïcödé"
+worktree_include = ["καλά"]
+"#,
+    );
+    let t = g.task(0);
+    assert_eq!(
+        t.scope,
+        ["docs/日本語/**", "src/café.rs", "données/{été,hiver}/*.md"]
+    );
+    assert_eq!(t.cwd.as_deref(), Some(Path::new("outils/ünïcödé")));
+    assert_eq!(t.worktree_include, ["καλά"]);
 }
