@@ -42,6 +42,21 @@ fn is_zero(n: &u32) -> bool {
 }
 
 impl AgentUsage {
+    /// Adds what an earlier part of the same attempt used (a fix round's predecessor): the
+    /// counts and costs add up, the model and session stay this part's.
+    pub fn add_earlier(&mut self, earlier: &AgentUsage) {
+        self.input_tokens += earlier.input_tokens;
+        self.output_tokens += earlier.output_tokens;
+        self.cache_read_tokens += earlier.cache_read_tokens;
+        self.cache_write_tokens += earlier.cache_write_tokens;
+        self.cost_usd = match (earlier.cost_usd, self.cost_usd) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.tool_calls += earlier.tool_calls;
+        self.cost_estimated |= earlier.cost_estimated;
+    }
+
     /// All tokens, cache reads included.
     pub fn tokens(&self) -> u64 {
         self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens

@@ -762,16 +762,7 @@ impl<'a> Dispatcher<'a> {
             pending.report.duration += earlier.report.duration;
             pending.agent = match (earlier.agent, pending.agent) {
                 (Some(before), Some(mut now)) => {
-                    now.input_tokens += before.input_tokens;
-                    now.output_tokens += before.output_tokens;
-                    now.cache_read_tokens += before.cache_read_tokens;
-                    now.cache_write_tokens += before.cache_write_tokens;
-                    now.cost_usd = match (before.cost_usd, now.cost_usd) {
-                        (Some(a), Some(b)) => Some(a + b),
-                        (a, b) => a.or(b),
-                    };
-                    now.tool_calls += before.tool_calls;
-                    now.cost_estimated |= before.cost_estimated;
+                    now.add_earlier(&before);
                     Some(now)
                 }
                 (before, now) => now.or(before),
@@ -835,15 +826,14 @@ impl<'a> Dispatcher<'a> {
             fix: Some(round),
         };
         self.fixing[task as usize] = Some(pending);
+        // Counted from here: however the round ends, its end counts it off.
+        if self.launcher.is_agent(task) {
+            self.agents_running += 1;
+        }
         let workdir = match self.workspaces.prepare(self.graph, task) {
             Ok(dir) => dir,
             Err(outcome) => {
-                let mut report = failed_report(String::new());
-                report.outcome = outcome;
-                let handle = self
-                    .inflight
-                    .spawn(std::future::ready(Ended::Attempt(report, None)));
-                self.inflight_ids.insert(handle.id(), (task, attempt));
+                self.end_at_once(task, attempt, outcome);
                 return;
             }
         };
@@ -853,11 +843,7 @@ impl<'a> Dispatcher<'a> {
         let (mut spec, watcher) = match prepared {
             Ok(prepared) => prepared,
             Err(error) => {
-                let handle = self.inflight.spawn(std::future::ready(Ended::Attempt(
-                    failed_report(error),
-                    None,
-                )));
-                self.inflight_ids.insert(handle.id(), (task, attempt));
+                self.end_at_once(task, attempt, Outcome::SpawnFailed { error });
                 return;
             }
         };
@@ -867,9 +853,6 @@ impl<'a> Dispatcher<'a> {
             .dirs()
             .fix_log(&self.graph.task(task).id, attempt, round);
         self.check_specs[task as usize] = Some(spec.clone());
-        if self.launcher.is_agent(task) {
-            self.agents_running += 1;
-        }
         let child = Attempt::spawn_watched(spec, watcher);
         let stop = self.stop_tx.subscribe();
         let handle = self.inflight.spawn(async move {
@@ -1026,15 +1009,7 @@ impl<'a> Dispatcher<'a> {
                         attempt,
                         pid: None,
                     }));
-                    let mut report = failed_report(String::new());
-                    report.outcome = outcome;
-                    let handle = self
-                        .inflight
-                        .spawn(std::future::ready(Ended::Attempt(report, None)));
-                    self.inflight_ids.insert(handle.id(), (task, attempt));
-                    if is_agent {
-                        self.agents_running += 1;
-                    }
+                    self.end_at_once(task, attempt, outcome);
                     continue;
                 }
             };
@@ -1054,11 +1029,7 @@ impl<'a> Dispatcher<'a> {
                         attempt,
                         pid: None,
                     }));
-                    let handle = self.inflight.spawn(std::future::ready(Ended::Attempt(
-                        failed_report(error),
-                        None,
-                    )));
-                    self.inflight_ids.insert(handle.id(), (task, attempt));
+                    self.end_at_once(task, attempt, Outcome::SpawnFailed { error });
                     continue;
                 }
             };
@@ -1129,6 +1100,17 @@ impl<'a> Dispatcher<'a> {
 }
 
 impl Dispatcher<'_> {
+    /// Ends an attempt that never ran (its worktree or command line could not be made) as
+    /// `outcome`, through the same path as one that did.
+    fn end_at_once(&mut self, task: u32, attempt: u32, outcome: Outcome) {
+        let mut report = failed_report(String::new());
+        report.outcome = outcome;
+        let handle = self
+            .inflight
+            .spawn(std::future::ready(Ended::Attempt(report, None)));
+        self.inflight_ids.insert(handle.id(), (task, attempt));
+    }
+
     /// Feeds the scheduler what people decided about the run's waiting tasks since last time.
     fn apply_decisions(&mut self, turn: &mut Turn) {
         let decisions = match self.store.decisions(&self.run_id) {
