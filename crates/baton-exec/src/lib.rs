@@ -37,7 +37,7 @@ pub use attempt::Attempt;
 pub use capture::Captured;
 pub use cgroup::{NO_CGROUP_ENV, cgroups_available, kill_leftover_cgroups};
 pub use report::AttemptReport;
-pub use sandbox::{WriteSandbox, landlock_abi};
+pub use sandbox::{NO_LANDLOCK_ENV, WriteSandbox, landlock_abi, landlock_support};
 pub use spec::{AttemptSpec, Program, StopLevel};
 pub use supervise::EOF_GRACE;
 pub use watch::{LineWatcher, MAX_WATCHED_LINE, WatchSignal};

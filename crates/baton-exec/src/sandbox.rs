@@ -36,11 +36,10 @@ impl WriteSandbox {
     /// The Landlock ruleset of this sandbox, to be enforced in the child by
     /// [`restrict_self`]. Fails where Landlock is unavailable, or a path cannot be opened.
     pub(crate) fn ruleset(&self) -> io::Result<OwnedFd> {
-        let abi = landlock_abi().ok_or_else(|| {
+        let abi = landlock_support().map_err(|why| {
             io::Error::new(
                 io::ErrorKind::Unsupported,
-                "Landlock is not available in this kernel (needs Linux 5.13+ with \
-                 `landlock` in the `lsm=` boot parameter)",
+                format!("Landlock is not available: {why}"),
             )
         })?;
         let handled = handled_writes(abi);
@@ -100,30 +99,48 @@ const DEVICES: &[&str] = &[
     "/dev/pts",
 ];
 
+/// Set (to anything) in baton's environment, baton behaves as on a kernel without Landlock:
+/// [`landlock_abi`] is `None`. For tests of what happens there, and for a kernel whose
+/// Landlock misbehaves.
+pub const NO_LANDLOCK_ENV: &str = "BATON_NO_LANDLOCK";
+
 /// The Landlock ABI version the running kernel offers, or `None` where Landlock is missing or
-/// disabled (always, off Linux). Asked once per process.
-#[cfg(not(target_os = "linux"))]
+/// disabled (always, off Linux), or [`NO_LANDLOCK_ENV`] is set. Asked once per process.
 pub fn landlock_abi() -> Option<u32> {
+    landlock_support().ok()
+}
+
+/// [`landlock_abi`], or why attempts cannot be confined here, completing "… because …".
+pub fn landlock_support() -> Result<u32, &'static str> {
+    static ABI: std::sync::OnceLock<Result<u32, &'static str>> = std::sync::OnceLock::new();
+    *ABI.get_or_init(|| {
+        if std::env::var_os(NO_LANDLOCK_ENV).is_some() {
+            return Err("BATON_NO_LANDLOCK is set");
+        }
+        kernel_abi().ok_or(
+            "this kernel has no Landlock (Linux 5.13+ with `landlock` in its `lsm=` boot \
+             parameter)",
+        )
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn kernel_abi() -> Option<u32> {
     None
 }
 
-/// The Landlock ABI version the running kernel offers, or `None` where Landlock is missing or
-/// disabled (always, off Linux). Asked once per process.
 #[cfg(target_os = "linux")]
-pub fn landlock_abi() -> Option<u32> {
-    static ABI: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    *ABI.get_or_init(|| {
-        // SAFETY: the documented version query: no attribute, size 0, the version flag.
-        let abi = unsafe {
-            libc::syscall(
-                libc::SYS_landlock_create_ruleset,
-                std::ptr::null::<RulesetAttr>(),
-                0usize,
-                CREATE_RULESET_VERSION,
-            )
-        };
-        u32::try_from(abi).ok().filter(|&abi| abi >= 1)
-    })
+fn kernel_abi() -> Option<u32> {
+    // SAFETY: the documented version query: no attribute, size 0, the version flag.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<RulesetAttr>(),
+            0usize,
+            CREATE_RULESET_VERSION,
+        )
+    };
+    u32::try_from(abi).ok().filter(|&abi| abi >= 1)
 }
 
 /// Enforces `ruleset` on the calling process and all it will start. For the child between

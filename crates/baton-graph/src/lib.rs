@@ -15,6 +15,7 @@ mod path_chars;
 mod plan;
 mod render;
 mod scope;
+mod secrets;
 mod spec;
 mod suggest;
 pub mod template;

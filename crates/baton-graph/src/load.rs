@@ -4,6 +4,7 @@ use std::path::Path;
 
 use crate::diagnostic::{Diagnostic, LoadError};
 use crate::graph::Graph;
+use crate::secrets::{Secrets, masked};
 use crate::spec::Spec;
 use crate::tree::Node;
 use crate::{from_json, from_toml, legacy, validate, walk};
@@ -37,7 +38,16 @@ pub fn load(path: &Path) -> Result<Graph, LoadError> {
 
 /// Validates the text of a graph file; `path` picks the format and names the file in errors.
 pub fn load_str(path: &Path, text: &str) -> Result<Graph, LoadError> {
-    let fail = |diags| LoadError::new(path.to_path_buf(), text.to_owned(), diags);
+    let mut secrets = Secrets::default();
+    let fail = |diags, secrets: &Secrets| {
+        // The text shown with the errors does not show the secrets found in it.
+        let shown = if secrets.masks.is_empty() {
+            text.to_owned()
+        } else {
+            masked(text, &secrets.masks)
+        };
+        LoadError::new(path.to_path_buf(), shown, diags)
+    };
     // A byte-order mark is three bytes; three spaces keep every offset where it was.
     let unmarked;
     let unmarked_text = match text.strip_prefix('\u{feff}') {
@@ -53,30 +63,33 @@ pub fn load_str(path: &Path, text: &str) -> Result<Graph, LoadError> {
     let mut diags = Vec::new();
     let split = match extension.as_deref() {
         Some("json" | "jsonc" | "json5") => None,
-        _ => walk_split(unmarked_text, &mut diags),
+        _ => walk_split(unmarked_text, &mut diags, &mut secrets),
     };
     let spec = match split {
         Some(spec) => spec,
         None => {
             diags.clear();
-            let root = parse(extension.as_deref(), unmarked_text).map_err(fail)?;
+            secrets = Secrets::default();
+            let root = parse(extension.as_deref(), unmarked_text).map_err(|d| fail(d, &secrets))?;
+            secrets.check(&root, unmarked_text, &mut diags);
             match legacy::detect(&root) {
                 Some(shape) => legacy::convert(&root, shape, &mut diags),
                 None => walk::walk(&root, &mut diags),
             }
         }
     };
-    validate::validate(spec, text, path, diags).map_err(fail)
+    validate::validate(spec, text, path, diags).map_err(|d| fail(d, &secrets))
 }
 
 /// A TOML document walked a group of tasks at a time (see [`from_toml::split`]), so that the
 /// whole document is never in memory as a tree. `None`: walk it whole instead.
-fn walk_split(text: &str, diags: &mut Vec<Diagnostic>) -> Option<Spec> {
+fn walk_split(text: &str, diags: &mut Vec<Diagnostic>, secrets: &mut Secrets) -> Option<Spec> {
     let from_toml::Split {
         rest,
         groups,
         tasks,
     } = from_toml::split(text)?;
+    secrets.check(&rest, text, diags);
     let mut spec = walk::walk(&rest, diags);
     drop(rest);
     // Growing by doubling would hold up to twice the tasks, and both copies while it moves.
@@ -85,6 +98,7 @@ fn walk_split(text: &str, diags: &mut Vec<Diagnostic>) -> Option<Spec> {
         let (key_span, items) = from_toml::parse_tasks(text, group)?;
         spec.tasks_span.get_or_insert(key_span);
         for item in &items {
+            secrets.check(item, text, diags);
             if let Some(task) = walk::task(item, diags) {
                 spec.tasks.push(task);
             }
@@ -126,7 +140,8 @@ mod tests {
         let spec = walk::walk(&root, &mut diags);
         let whole = format!("{spec:?}\n{diags:?}");
         let mut diags = Vec::new();
-        let split = walk_split(text, &mut diags).map(|spec| format!("{spec:?}\n{diags:?}"));
+        let split = walk_split(text, &mut diags, &mut Secrets::default())
+            .map(|spec| format!("{spec:?}\n{diags:?}"));
         (whole, split)
     }
 
@@ -178,7 +193,7 @@ x = 1
             "name = \"x\"\n",
         ] {
             assert_eq!(
-                walk_split(text, &mut Vec::new()).map(|_| ()),
+                walk_split(text, &mut Vec::new(), &mut Secrets::default()).map(|_| ()),
                 None,
                 "{text}"
             );
@@ -189,7 +204,7 @@ x = 1
             "[defaults]\n[[task]]\nid = \"a\"\n[defaults]\n",
         ] {
             assert_eq!(
-                walk_split(text, &mut Vec::new()).map(|_| ()),
+                walk_split(text, &mut Vec::new(), &mut Secrets::default()).map(|_| ()),
                 None,
                 "{text}"
             );

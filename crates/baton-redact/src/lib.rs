@@ -3,7 +3,9 @@
 //! [`Redactor::redact`] takes a whole text, [`Redactor::stream`] a stream cut anywhere; both
 //! give the same bytes. A secret is replaced by `[REDACTED:<rule>]`, and what surrounds it and
 //! is not secret stays: the `KEY=` of an assignment, the user and host of a URL, the `BEGIN`
-//! and `END` lines of a private key block.
+//! and `END` lines of a private key block. [`Redactor::find`] says what `redact` would replace,
+//! where and with which label, without redacting (the graph loader refuses a graph file that
+//! holds a secret with it).
 //!
 //! ```
 //! use baton_redact::{Redactor, RedactorConfig, secret_env_values};
@@ -69,5 +71,5 @@ mod stream;
 mod validate;
 
 pub use env::{is_secret_name, secret_env_values};
-pub use redactor::{MIN_SECRET_LEN, Redactor, RedactorConfig};
+pub use redactor::{Finding, MIN_SECRET_LEN, Redactor, RedactorConfig};
 pub use stream::StreamRedactor;

@@ -1,6 +1,7 @@
 //! The compiled redactor and its configuration.
 
 use std::borrow::Cow;
+use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use regex_automata::hybrid;
@@ -25,6 +26,16 @@ pub struct RedactorConfig {
     /// [`MIN_SECRET_LEN`] bytes are ignored. A stream holds back as many bytes as the longest
     /// value, so values are meant to be secrets, not files.
     pub secret_values: Vec<Vec<u8>>,
+}
+
+/// A secret [`Redactor::find`] found in a text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// Where it is in the text, in bytes: what `[REDACTED:label]` would replace.
+    pub range: Range<usize>,
+    /// What kind of secret it looks like: the label of its marker (`anthropic-api-key`,
+    /// `password`, `secret-value`, …).
+    pub label: String,
 }
 
 /// The compiled rule set. Cheap to clone (the compiled form is shared) and safe to use from
@@ -166,6 +177,22 @@ impl Redactor {
         }
     }
 
+    /// The secrets in a whole text, in order: what [`Redactor::redact`] would replace, and
+    /// with which marker. Empty exactly when `redact` would give the text back unchanged.
+    pub fn find(&self, text: &[u8]) -> Vec<Finding> {
+        let mut out = FindOut {
+            text,
+            at: 0,
+            found: Vec::new(),
+            open: 0,
+            given_back: 0,
+        };
+        self.engine
+            .run(text, 0, true, &mut Mode::Scan, None, &mut out);
+        out.close(text.len());
+        out.found
+    }
+
     /// A redactor for one stream of bytes (one task's stdout, say).
     pub fn stream(&self) -> StreamRedactor {
         StreamRedactor::new(Arc::clone(&self.engine))
@@ -232,6 +259,59 @@ impl Out for CowOut<'_> {
 
     fn insert(&mut self, bytes: &[u8]) {
         self.owned().extend_from_slice(bytes);
+    }
+}
+
+/// Records where markers would go instead of writing them. Every byte the engine keeps is a
+/// slice of the text it was given (context is redacted on its own, but as a slice of the same
+/// text), so where a kept slice starts says how far the engine got; a secret runs from the
+/// end of what was kept before its marker to the start of what is kept after it.
+struct FindOut<'h> {
+    text: &'h [u8],
+    /// The end of the last kept slice.
+    at: usize,
+    found: Vec<Finding>,
+    /// The findings from here on do not know their end yet.
+    open: usize,
+    /// Bytes at the end of a swallowed secret that were given back (the line break before a
+    /// private key's `END` line): not part of the secret.
+    given_back: usize,
+}
+
+impl FindOut<'_> {
+    fn close(&mut self, end: usize) {
+        let end = end.saturating_sub(std::mem::take(&mut self.given_back));
+        for finding in &mut self.found[self.open..] {
+            finding.range.end = end.max(finding.range.start);
+        }
+        self.open = self.found.len();
+    }
+}
+
+impl Out for FindOut<'_> {
+    fn keep(&mut self, bytes: &[u8]) {
+        let start = (bytes.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize);
+        debug_assert!(
+            start + bytes.len() <= self.text.len(),
+            "kept bytes are the text's"
+        );
+        self.close(start);
+        self.at = start + bytes.len();
+    }
+
+    fn insert(&mut self, bytes: &[u8]) {
+        match bytes
+            .strip_prefix(b"[REDACTED:")
+            .and_then(|rest| rest.strip_suffix(b"]"))
+        {
+            Some(label) => self.found.push(Finding {
+                range: self.at..self.at,
+                label: String::from_utf8_lossy(label).into_owned(),
+            }),
+            // The line break before a private key's `END` line, swallowed with its body and
+            // given back: the same bytes as the input's.
+            None => self.given_back += bytes.len(),
+        }
     }
 }
 

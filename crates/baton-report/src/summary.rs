@@ -14,6 +14,31 @@ const MAX_ROWS: usize = 200;
 
 /// The full summary: a table of tasks, the verdict, and the concurrency timeline.
 pub fn render(result: &RunResult) -> String {
+    render_table(result, Columns::default())
+}
+
+/// The summary `baton status` prints: [`render`]'s, with a column saying what held each
+/// task's last attempt's processes (`cgroup`, `process group`; `-` when none ran).
+pub fn render_status(result: &RunResult) -> String {
+    render_table(result, Columns { containment: true })
+}
+
+/// The optional columns of the table.
+#[derive(Debug, Clone, Copy, Default)]
+struct Columns {
+    containment: bool,
+}
+
+/// What held an attempt's processes, for the table: `-` when no process ran.
+fn containment(task: &crate::TaskResult) -> &'static str {
+    match task.containment {
+        Some(baton_model::Containment::Cgroup) => "cgroup",
+        Some(baton_model::Containment::ProcessGroup) => "process group",
+        None => "-",
+    }
+}
+
+fn render_table(result: &RunResult, columns: Columns) -> String {
     let mut out = String::new();
     let rows: Vec<_> = result
         .tasks
@@ -27,10 +52,22 @@ pub fn render(result: &RunResult) -> String {
             .max()
             .unwrap_or(4)
             .clamp(4, 40);
+        // `process group` is the widest value.
+        let held = |value: &str| {
+            if columns.containment {
+                format!("{value:<13}  ")
+            } else {
+                String::new()
+            }
+        };
         let _ = writeln!(
             out,
-            "{:<id_width$}  {:<11}  {:>8}  {:>7}  DETAIL",
-            "TASK", "STATE", "ATTEMPTS", "TIME"
+            "{:<id_width$}  {:<11}  {:>8}  {:>7}  {}DETAIL",
+            "TASK",
+            "STATE",
+            "ATTEMPTS",
+            "TIME",
+            held("CONTAINMENT")
         );
         for task in rows.iter().take(MAX_ROWS) {
             let time = task
@@ -40,11 +77,12 @@ pub fn render(result: &RunResult) -> String {
             let detail = detail(task);
             let _ = writeln!(
                 out,
-                "{:<id_width$}  {:<11}  {:>8}  {:>7}  {}",
+                "{:<id_width$}  {:<11}  {:>8}  {:>7}  {}{}",
                 task.id,
                 task.state.as_str(),
                 task.attempts,
                 time,
+                held(containment(task)),
                 detail
             );
         }
@@ -183,4 +221,51 @@ pub fn verdict(result: &RunResult) -> String {
         ));
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result() -> RunResult {
+        serde_json::from_value(serde_json::json!({
+            "schema": 1,
+            "run": {"id": "20261130-000000-abcd", "name": "held", "state": "failed",
+                    "graph": "g.toml", "started_at_ms": 0, "duration_ms": 1200,
+                    "concurrency": 2},
+            "totals": {"tasks": 3, "succeeded": 2, "failed": 0, "timed_out": 0,
+                       "cancelled": 0, "blocked": 1, "skipped": 0, "attempts": 2},
+            "tasks": [
+                {"id": "agent", "state": "succeeded", "attempts": 1, "duration_ms": 900,
+                 "output_bytes": 0, "containment": "cgroup"},
+                {"id": "shell", "state": "succeeded", "attempts": 1, "duration_ms": 3,
+                 "output_bytes": 0, "containment": "process_group"},
+                {"id": "after", "state": "blocked", "attempts": 0, "output_bytes": 0,
+                 "reason": "needs `x`, which failed"}
+            ]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn status_says_what_held_each_task_and_the_run_summary_does_not() {
+        let status = render_status(&result());
+        let table: Vec<&str> = status.lines().take(4).collect();
+        assert_eq!(
+            table,
+            [
+                "TASK   STATE        ATTEMPTS     TIME  CONTAINMENT    DETAIL",
+                "agent  succeeded           1    900ms  cgroup         ",
+                "shell  succeeded           1      3ms  process group  ",
+                "after  blocked             0        -  -              needs `x`, which failed",
+            ]
+        );
+        let summary = render(&result());
+        assert!(!summary.contains("CONTAINMENT"), "{summary}");
+        assert!(!summary.contains("cgroup"), "{summary}");
+        assert!(
+            summary.starts_with("TASK   STATE        ATTEMPTS     TIME  DETAIL\n"),
+            "{summary}"
+        );
+    }
 }

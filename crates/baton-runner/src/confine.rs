@@ -34,9 +34,9 @@ fn want(task: &Task, in_worktree: bool) -> Want {
 /// Before a run: problems that refuse it (a task requires a sandbox this kernel cannot give),
 /// or a note to print once (tasks that would be confined will not be).
 pub fn check(graph: &Graph) -> Result<Option<String>, Vec<String>> {
-    if baton_exec::landlock_abi().is_some() {
+    let Err(why) = baton_exec::landlock_support() else {
         return Ok(None);
-    }
+    };
     let wants: Vec<(&Task, Want)> = graph
         .tasks()
         .iter()
@@ -47,8 +47,7 @@ pub fn check(graph: &Graph) -> Result<Option<String>, Vec<String>> {
         .filter(|(_, want)| *want == Want::Hard)
         .map(|(t, _)| {
             format!(
-                "task `{}` has `confine = \"require\"` but this kernel has no Landlock \
-                 (Linux 5.13+ with `landlock` in its `lsm=` boot parameter)",
+                "task `{}` has `confine = \"require\"` but Landlock is not available: {why}",
                 t.id
             )
         })
@@ -57,9 +56,10 @@ pub fn check(graph: &Graph) -> Result<Option<String>, Vec<String>> {
         return Err(problems);
     }
     Ok(wants.iter().any(|(_, want)| *want == Want::Soft).then(|| {
-        "Landlock is not available in this kernel: tasks run without the write sandbox \
-         (`confine = \"require\"` refuses to run instead)"
-            .to_owned()
+        format!(
+            "Landlock is not available ({why}): tasks run without the write sandbox \
+             (`confine = \"require\"` refuses to run instead)"
+        )
     }))
 }
 
@@ -87,15 +87,14 @@ pub(crate) fn sandbox_for(
     if want == Want::No {
         return Ok(None);
     }
-    if baton_exec::landlock_abi().is_none() {
+    if let Err(why) = baton_exec::landlock_support() {
         return match want {
             // The run said so once before it started.
             Want::Soft => Ok(None),
-            _ => Err(
-                "`confine = \"require\"` but this kernel has no Landlock: set `confine = \
-                 \"workspace\"` to run unconfined"
-                    .to_owned(),
-            ),
+            _ => Err(format!(
+                "`confine = \"require\"` but Landlock is not available ({why}): set \
+                 `confine = \"workspace\"` to run unconfined"
+            )),
         };
     }
     let tmp = tmp().map_err(|e| format!("cannot create the task's temporary directory: {e}"))?;

@@ -7,7 +7,7 @@ use baton_model::{RunId, TaskId};
 ///
 /// ```text
 /// .baton/runs/RUN/logs/TASK.ATTEMPT.log     everything an attempt printed (kept)
-/// SCRATCH/RUN/handoff/TASK.json             what a task's predecessors handed it
+/// SCRATCH/RUN/handoff/N.json                what a running task's predecessors handed it (reused)
 /// SCRATCH/RUN/out/TASK.ATTEMPT.json         structured output a task may write ($BATON_OUTPUT)
 /// SCRATCH/RUN/tmp/TASK/                     a confined task's $TMPDIR
 /// ```
@@ -77,18 +77,19 @@ impl RunDirs {
             .ok()
             .and_then(|s| s.trim().parse::<u64>().ok())
             .unwrap_or(0);
-        // Private like everything else under `.baton/`.
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(self.run.join(LOG_BYTES_FILE));
-        if let Ok(mut file) = file {
-            let _ = writeln!(file, "{}", before.saturating_add(bytes));
-        }
+        let total = format!("{}\n", before.saturating_add(bytes));
+        let _ = write_private(&self.run.join(LOG_BYTES_FILE), total.as_bytes());
+    }
+
+    /// The git driver settings trusted when the run first started (see
+    /// `baton_workspace::Drivers`), if they were kept.
+    pub fn trusted_git_drivers(&self) -> Option<String> {
+        std::fs::read_to_string(self.run.join(GIT_DRIVERS_FILE)).ok()
+    }
+
+    /// Keeps the git driver settings trusted when the run first started, for its takeovers.
+    pub fn keep_trusted_git_drivers(&self, text: &str) -> std::io::Result<()> {
+        write_private(&self.run.join(GIT_DRIVERS_FILE), text.as_bytes())
     }
 
     pub fn log(&self, task: &TaskId, attempt: u32) -> PathBuf {
@@ -103,10 +104,6 @@ impl RunDirs {
     /// The log of step `n` (from 1) of an attempt's `kind` (`setup`, `check`).
     pub fn step_log(&self, task: &TaskId, attempt: u32, kind: &str, n: usize) -> PathBuf {
         self.logs.join(format!("{task}.{attempt}.{kind}-{n}.log"))
-    }
-
-    pub fn handoff(&self, task: &TaskId) -> PathBuf {
-        self.handoff.join(format!("{task}.json"))
     }
 
     /// What a shell task's fix round is told failed (`$BATON_FIX_FEEDBACK`).
@@ -158,6 +155,22 @@ fn private_tmpfs_root() -> Option<PathBuf> {
 
 /// The file holding the size of a run's logs.
 const LOG_BYTES_FILE: &str = "log-bytes";
+
+/// The file holding the git driver settings trusted when the run first started.
+const GIT_DRIVERS_FILE: &str = "git-drivers";
+
+/// Writes `path` whole, private like everything else under `.baton/`.
+fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?
+        .write_all(contents)
+}
 
 /// Bytes of the files under `dir` (0 if it does not exist). Does not follow symlinks.
 fn dir_size(dir: &Path) -> u64 {

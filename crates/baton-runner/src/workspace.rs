@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use baton_graph::{Graph, ScopePolicy, Workspace};
 use baton_model::{EventKind, Outcome, RunId};
-use baton_workspace::{MergeOutcome, Repo, TaskStart};
+use baton_workspace::{Drivers, GitError, MergeOutcome, Repo, TaskStart};
+
+use crate::RunDirs;
 
 /// One task's worktree.
 #[derive(Debug, Clone)]
@@ -50,6 +52,32 @@ pub(crate) struct Committed {
     pub violates: Option<Vec<String>>,
 }
 
+/// The repository at `root` as `run` works in it: its git commands are held to the filter,
+/// merge and diff drivers the repository's config defined when the run first started (kept
+/// with the run), not to what the run's tasks may have written into the config since (see
+/// `baton_workspace::Drivers`). For a run that kept none (it had no worktrees, or an older
+/// baton ran it), to what the config defines now.
+pub fn run_repo(root: &Path, state_dir: &Path, run: &RunId) -> Result<Repo, GitError> {
+    let mut repo = Repo::discover(root)?;
+    if let Some(kept) = RunDirs::new(state_dir, run).trusted_git_drivers() {
+        repo.trust_drivers(Drivers::decode(&kept));
+    }
+    Ok(repo)
+}
+
+/// [`run_repo`] at the start of a run (or a takeover): the first start, before any task ran,
+/// keeps the drivers it trusts.
+fn start_repo(root: &Path, state_dir: &Path, run: &RunId) -> Result<Repo, GitError> {
+    let dirs = RunDirs::new(state_dir, run);
+    if dirs.trusted_git_drivers().is_some() {
+        return run_repo(root, state_dir, run);
+    }
+    let repo = Repo::discover(root)?;
+    // Best effort: without it, a takeover trusts the config as it finds it.
+    let _ = dirs.keep_trusted_git_drivers(&repo.trusted_drivers().encode());
+    Ok(repo)
+}
+
 impl Workspaces {
     /// Finds the repository and the run's base commit when some task wants a worktree.
     pub(crate) fn new(
@@ -87,7 +115,7 @@ impl Workspaces {
             ));
         }
         // Outside a repository there is nothing to branch from: tasks share the directory.
-        let Ok(repo) = Repo::discover(root) else {
+        let Ok(repo) = start_repo(root, state_dir, run) else {
             return Ok(none(run));
         };
         let base = match graph.run_settings().base.as_deref() {

@@ -7,11 +7,45 @@
 //! add diagnostics) before baton's own are set: a variable such as `GIT_CONFIG_PARAMETERS`,
 //! `GIT_DIR` or `GIT_OBJECT_DIRECTORY` inherited from the caller (baton started from a git hook,
 //! say) would otherwise inject config or point git at another repository.
+//!
+//! # Drivers
+//!
+//! A filter (`filter.NAME.clean`, `.smudge`, `.process`), merge (`merge.NAME.driver`) or diff
+//! (`diff.NAME.textconv`, `.command`) driver is a command git runs on a file whose attributes
+//! name it (`*.txt filter=NAME` in a `.gitattributes`). An agent that can write the
+//! repository's config (`.git/config`, a worktree's `config.worktree`, a file they include)
+//! and a `.gitattributes` could make baton's `add`, `commit`, `merge` or `checkout` run
+//! anything. A user's own drivers (git-lfs) must go on working.
+//!
+//! So the driver settings are read once, when baton takes the repository in hand
+//! ([`Drivers`], at the start of a run, before any task runs, and kept with the run so that a
+//! `resume` trusts the same), and every later command that may run a driver compares them with
+//! what the config says now, *in the directory the command runs in* (conditional includes can
+//! differ per worktree): every setting that differs is pinned back on the command line
+//! (`GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`, which outrank every config
+//! file, and, unlike `-c`, take a name holding `=`): to its trusted value, or, for a driver
+//! that was not there, to one that runs nothing foreign: no clean, smudge or process command
+//! and `required = false` (the file is taken as it is), `git merge-file` as the merge driver
+//! (git's own three-way merge; an empty one would fail every merge, since git runs it as
+//! given), `cat` as the text conversion and no external diff (baton asks for none anyway).
+//!
+//! Why compare definitions rather than read the `.gitattributes` files for the names they
+//! use: a driver runs only if the config defines it, and the config is all git reads it from
+//! (system and global config are off), whereas attributes come from many places (every
+//! directory's `.gitattributes`, in the worktree or in the commits being merged,
+//! `$GIT_DIR/info/attributes`, `core.attributesFile`, `[attr]` macros). Comparing also catches
+//! a trusted driver redefined (`filter.lfs.clean` pointed at another program), which a list
+//! of trusted names would let through. `-c core.attributesFile=/dev/null` would not help: the
+//! tree's own `.gitattributes` are still read. The one gap is a process still running in the
+//! worktree that rewrites the config between the read and the command (milliseconds):
+//! baton's commands on a worktree run after its attempt's processes are gone.
 
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
 
 /// A git command that failed.
 #[derive(Debug, thiserror::Error)]
@@ -28,16 +62,168 @@ pub enum GitError {
     Other(String),
 }
 
+/// The settings of a repository's config that make git run a program on a file: those of its
+/// filter, merge and diff drivers. What [`Repo::discover`](crate::Repo::discover) reads is
+/// trusted: baton's later commands pin every one of them that changed back to it (see the
+/// module's notes).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Drivers {
+    /// Each setting's value (the last one given, which is the one git uses); `None` for a key
+    /// given without a value.
+    settings: BTreeMap<String, Option<String>>,
+}
+
+/// `git config --get-regexp` of every driver setting that runs a program (or that would make
+/// a neutralized driver fail: `filter.NAME.required`).
+const DRIVER_KEYS: &str =
+    r"^(filter|merge|diff)\..*\.(clean|smudge|process|required|driver|textconv|command)$";
+
+/// The merge driver given to a driver that is not trusted: git's own three-way merge of the
+/// three versions, with git's conflict labels (a non-zero exit is a conflict).
+const MERGE_FILE: &str = "git merge-file --marker-size=%L -L %X -L %S -L %Y %A %O %B";
+
+impl Drivers {
+    /// Reads the driver settings that apply to commands run in `dir`.
+    fn read(git: &Git, dir: &Path) -> Result<Drivers, GitError> {
+        let args = ["config", "--null", "--get-regexp", DRIVER_KEYS];
+        let output = git.hardened(dir, &args).output().map_err(GitError::Spawn)?;
+        match output.status.code() {
+            Some(0) => Ok(Drivers::decode(&String::from_utf8_lossy(&output.stdout))),
+            // Nothing matches.
+            Some(1) if output.stderr.is_empty() => Ok(Drivers::default()),
+            _ => Err(failed(&args, &output)),
+        }
+    }
+
+    /// The settings from `git config --null` output (`KEY\nVALUE\0`, or `KEY\0` for a key
+    /// without a value), as [`Drivers::encode`] writes them too.
+    pub fn decode(text: &str) -> Drivers {
+        let settings = text
+            .split('\0')
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| match entry.split_once('\n') {
+                Some((key, value)) => (key.to_owned(), Some(value.to_owned())),
+                None => (entry.to_owned(), None),
+            })
+            .collect();
+        Drivers { settings }
+    }
+
+    /// The settings as text for [`Drivers::decode`]: to keep the trusted ones with a run.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        for (key, value) in &self.settings {
+            text.push_str(key);
+            if let Some(value) = value {
+                text.push('\n');
+                text.push_str(value);
+            }
+            text.push('\0');
+        }
+        text
+    }
+
+    /// The settings `current` must be given on the command line to act as `self` (trusted):
+    /// every key whose value differs, set to the trusted value, or to one that runs nothing
+    /// when the key is new.
+    fn pins(&self, current: &Drivers) -> Vec<(String, String)> {
+        let keys = self.settings.keys().chain(current.settings.keys());
+        let mut pins: Vec<(String, String)> = keys
+            .filter(|key| self.settings.get(*key) != current.settings.get(*key))
+            .map(|key| {
+                let value = match self.settings.get(key) {
+                    Some(Some(trusted)) => trusted.clone(),
+                    _ => neutral(key).to_owned(),
+                };
+                (key.clone(), value)
+            })
+            .collect();
+        pins.sort();
+        pins.dedup();
+        pins
+    }
+}
+
+/// A value of a driver setting that runs nothing but git itself (see the module's notes).
+fn neutral(key: &str) -> &'static str {
+    match key.rsplit('.').next() {
+        Some("required") => "false",
+        Some("driver") => MERGE_FILE,
+        Some("textconv") => "cat",
+        // clean, smudge, process, command: none.
+        _ => "",
+    }
+}
+
+/// Whether git may run a driver for `args`: everything but the commands that only read
+/// refs and names.
+fn may_run_drivers(args: &[&str]) -> bool {
+    let mut args = args.iter();
+    // Past `-c KEY=VALUE` pairs to the subcommand.
+    let command = loop {
+        match args.next() {
+            Some(&"-c") => {
+                args.next();
+            }
+            other => break other.copied(),
+        }
+    };
+    let read_only = match command {
+        Some("rev-parse" | "rev-list" | "for-each-ref" | "symbolic-ref" | "branch" | "config") => {
+            true
+        }
+        Some("worktree") => matches!(args.next(), Some(&("list" | "prune"))),
+        _ => false,
+    };
+    !read_only
+}
+
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Git;
+pub(crate) struct Git {
+    /// The driver settings later commands are held to; `None` before they are read.
+    trusted: Option<Arc<Drivers>>,
+}
 
 impl Git {
     pub(crate) fn new() -> Self {
-        Self
+        Self::default()
     }
 
-    /// `git ARGS` in `dir`, hardened.
-    pub(crate) fn command(&self, dir: &Path, args: &[&str]) -> Command {
+    /// Reads the driver settings that hold for `dir` now and trusts them from now on.
+    pub(crate) fn trust_drivers_of(&mut self, dir: &Path) -> Result<(), GitError> {
+        self.trusted = Some(Arc::new(Drivers::read(self, dir)?));
+        Ok(())
+    }
+
+    /// Trusts `drivers` (read earlier, kept with the run) from now on.
+    pub(crate) fn trust(&mut self, drivers: Drivers) {
+        self.trusted = Some(Arc::new(drivers));
+    }
+
+    /// The driver settings trusted, if they were read.
+    pub(crate) fn trusted(&self) -> Option<&Drivers> {
+        self.trusted.as_deref()
+    }
+
+    /// `git ARGS` in `dir`, hardened, with every driver setting that changed since they were
+    /// trusted pinned back.
+    pub(crate) fn command(&self, dir: &Path, args: &[&str]) -> Result<Command, GitError> {
+        let mut command = self.hardened(dir, args);
+        if let Some(trusted) = &self.trusted
+            && may_run_drivers(args)
+        {
+            let pins = trusted.pins(&Drivers::read(self, dir)?);
+            command.env("GIT_CONFIG_COUNT", pins.len().to_string());
+            for (n, (key, value)) in pins.iter().enumerate() {
+                command.env(format!("GIT_CONFIG_KEY_{n}"), key);
+                command.env(format!("GIT_CONFIG_VALUE_{n}"), value);
+            }
+        }
+        Ok(command)
+    }
+
+    /// `git ARGS` in `dir`, hardened but for drivers.
+    fn hardened(&self, dir: &Path, args: &[&str]) -> Command {
         let mut command = Command::new("git");
         for (name, _) in std::env::vars_os() {
             if is_scrubbed(&name) {
@@ -102,7 +288,7 @@ impl Git {
     /// commands whose exit status is an answer (`diff --quiet`, `rev-parse --verify --quiet`,
     /// a `merge` that conflicts).
     pub(crate) fn run(&self, dir: &Path, args: &[&str]) -> Result<Output, GitError> {
-        self.command(dir, args).output().map_err(GitError::Spawn)
+        self.command(dir, args)?.output().map_err(GitError::Spawn)
     }
 
     /// Like [`Git::output`], with `input` on stdin: commit messages go there rather than on
@@ -114,7 +300,7 @@ impl Git {
         input: &str,
     ) -> Result<String, GitError> {
         let mut child = self
-            .command(dir, args)
+            .command(dir, args)?
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -148,4 +334,65 @@ pub(crate) fn failed(args: &[&str], output: &Output) -> GitError {
 fn is_scrubbed(name: &OsStr) -> bool {
     let name = name.as_encoded_bytes();
     name.starts_with(b"GIT_") && !name.starts_with(b"GIT_TRACE")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn driver_settings_round_trip_and_pin_what_changed() {
+        let trusted = Drivers::decode(
+            "filter.lfs.clean\ngit-lfs clean -- %f\0filter.lfs.required\0diff.x=y.textconv\nod\0",
+        );
+        assert_eq!(Drivers::decode(&trusted.encode()), trusted);
+        assert_eq!(trusted.pins(&trusted), []);
+
+        let current = Drivers::decode(
+            "filter.lfs.clean\nevil\0filter.lfs.required\0filter.new.clean\nevil\0\
+             filter.new.required\ntrue\0merge.new.driver\nevil\0diff.new.textconv\nevil\0\
+             diff.new.command\nevil\0filter.a=b.process\nevil\0",
+        );
+        let pins = trusted.pins(&current);
+        let pins: Vec<(&str, &str)> = pins.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(
+            pins,
+            [
+                ("diff.new.command", ""),
+                ("diff.new.textconv", "cat"),
+                // Gone from the config: given back.
+                ("diff.x=y.textconv", "od"),
+                ("filter.a=b.process", ""),
+                // Redefined: the trusted value again.
+                ("filter.lfs.clean", "git-lfs clean -- %f"),
+                ("filter.new.clean", ""),
+                ("filter.new.required", "false"),
+                ("merge.new.driver", MERGE_FILE),
+            ]
+        );
+    }
+
+    #[test]
+    fn only_commands_that_read_names_skip_the_driver_check() {
+        for args in [
+            &["rev-parse", "HEAD"][..],
+            &["branch", "--delete", "x"],
+            &["worktree", "list"],
+            &["worktree", "prune"],
+            &["-c", "core.quotePath=false", "for-each-ref"],
+        ] {
+            assert!(!may_run_drivers(args), "{args:?}");
+        }
+        for args in [
+            &["add", "--all"][..],
+            &["commit"],
+            &["merge", "x"],
+            &["worktree", "add", "p"],
+            &["worktree", "remove", "p"],
+            &["-c", "core.quotePath=false", "diff"],
+            &["status"],
+        ] {
+            assert!(may_run_drivers(args), "{args:?}");
+        }
+    }
 }

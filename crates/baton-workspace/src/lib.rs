@@ -10,5 +10,5 @@ mod git;
 mod repo;
 
 pub use evidence::{ChangeKind, Evidence, FileChange, scope_violations};
-pub use git::GitError;
+pub use git::{Drivers, GitError};
 pub use repo::{Conflict, MergeOutcome, Repo, TaskStart};

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::evidence::Evidence;
-use crate::git::{Git, GitError, failed};
+use crate::git::{Drivers, Git, GitError, failed};
 
 /// A git repository baton runs in.
 #[derive(Debug, Clone)]
@@ -41,13 +41,27 @@ pub enum MergeOutcome {
 
 impl Repo {
     /// The repository containing `dir`, or an error saying it is not one.
+    ///
+    /// Its filter, merge and diff drivers are read now and trusted: every later command pins
+    /// the settings that changed since back to these (see [`Drivers`]). Take the repository
+    /// in hand before anything untrusted runs in it, or give it the drivers trusted earlier
+    /// with [`Repo::trust_drivers`].
     pub fn discover(dir: &Path) -> Result<Repo, GitError> {
-        let git = Git::new();
-        let root = git.output(dir, &["rev-parse", "--show-toplevel"])?;
-        Ok(Repo {
-            root: PathBuf::from(root.trim()),
-            git,
-        })
+        let mut git = Git::new();
+        let root = PathBuf::from(git.output(dir, &["rev-parse", "--show-toplevel"])?.trim());
+        git.trust_drivers_of(&root)?;
+        Ok(Repo { root, git })
+    }
+
+    /// The driver settings this repository's commands are held to.
+    pub fn trusted_drivers(&self) -> Drivers {
+        self.git.trusted().cloned().unwrap_or_default()
+    }
+
+    /// Holds this repository's commands to `drivers` (read when a run started, say) instead
+    /// of those read by [`Repo::discover`].
+    pub fn trust_drivers(&mut self, drivers: Drivers) {
+        self.git.trust(drivers);
     }
 
     /// The commit `rev` names (`HEAD`, a branch, a tag, an id).

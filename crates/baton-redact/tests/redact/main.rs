@@ -3,6 +3,7 @@
 
 mod corpus;
 mod false_positives;
+mod find;
 mod regressions;
 mod stream;
 

@@ -6,7 +6,7 @@ use crate::corpus::cases;
 use crate::{redactor, streamed};
 
 /// The corpus texts joined with ordinary text between them, as one long output.
-fn corpus_text() -> Vec<u8> {
+pub(crate) fn corpus_text() -> Vec<u8> {
     let mut text = Vec::new();
     for case in cases() {
         text.extend_from_slice(b"some output \xe2\x9c\x93 then ");
@@ -52,7 +52,7 @@ proptest! {
     }
 }
 
-const FRAGMENTS: &[&str] = &[
+pub(crate) const FRAGMENTS: &[&str] = &[
     "-----BEGIN RSA PRIVATE KEY-----",
     "-----END RSA PRIVATE KEY-----",
     "-----",

@@ -38,11 +38,17 @@ fn result_of(
     }
 }
 
+/// The repository, held to the git drivers the run trusted when it started: its tasks may
+/// have planted others in the repository's config since.
+fn repo_of(project: &crate::project::Project, run: &baton_model::RunId) -> Result<Repo, Failure> {
+    baton_runner::run_repo(&project.root, &project.state_dir, run)
+        .map_err(|e| Failure::BadInput(format!("not in a git repository: {e}")))
+}
+
 pub fn diff(args: DiffArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let (project, store) = records::open_with_project(store_url)?;
     let run = records::resolve(&store, Some(&args.run))?;
-    let repo = Repo::discover(&project.root)
-        .map_err(|e| Failure::BadInput(format!("not in a git repository: {e}")))?;
+    let repo = repo_of(&project, &run.id)?;
     let (from, to) = match &args.task {
         None => result_of(&store, &run.id)?,
         Some(task) => {
@@ -90,8 +96,7 @@ pub fn diff(args: DiffArgs, store_url: Option<&str>) -> Result<i32, Failure> {
 pub fn apply(args: ApplyArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let (project, store) = records::open_with_project(store_url)?;
     let run = records::resolve(&store, Some(&args.run))?;
-    let repo = Repo::discover(&project.root)
-        .map_err(|e| Failure::BadInput(format!("not in a git repository: {e}")))?;
+    let repo = repo_of(&project, &run.id)?;
     let (_, commit) = result_of(&store, &run.id)?;
     if repo
         .is_dirty()

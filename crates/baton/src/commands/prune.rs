@@ -170,12 +170,14 @@ pub fn apply(
                 }
                 Err(err) => return Err(err.into()),
             }
-            let _ = std::fs::remove_dir_all(&dirs.run);
             // Its branches (and any worktree left on them) go with it. The repository is the
-            // one holding `.baton/`.
-            if let Some(root) = state_dir.parent()
-                && let Ok(repo) = baton_workspace::Repo::discover(root)
-            {
+            // one holding `.baton/`, held to the drivers the run trusted (kept in its
+            // directory, so opened first).
+            let repo = state_dir
+                .parent()
+                .and_then(|root| baton_runner::run_repo(root, state_dir, &run.id).ok());
+            let _ = std::fs::remove_dir_all(&dirs.run);
+            if let Some(repo) = repo {
                 let _ = repo.delete_branches(&format!("baton/{}/", run.id));
             }
             let _ = std::fs::remove_dir_all(state_dir.join("worktrees").join(run.id.as_str()));

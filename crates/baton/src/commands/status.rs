@@ -35,6 +35,6 @@ pub fn status(args: StatusArgs, store_url: Option<&str>) -> Result<i32, Failure>
     {
         println!("driven by pid {} on {}", driver.pid, driver.host);
     }
-    print!("{}", summary::render(&result));
+    print!("{}", summary::render_status(&result));
     Ok(exit::SUCCESS)
 }

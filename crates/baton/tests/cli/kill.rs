@@ -128,8 +128,18 @@ run = "true"
     let status = out.then().args(&["status", "--json"]).run().status(0);
     assert_eq!(status.json_task("plain")["containment"], "process_group");
     let daemon = status.json_task("daemon");
+    // The table says the same, in words.
+    let table = status.then().args(&["status"]).run().status(0).stdout;
+    let row = |id: &str| {
+        let row = table.lines().find(|l| l.starts_with(id));
+        row.unwrap_or_else(|| panic!("no row for {id}:\n{table}"))
+            .to_owned()
+    };
+    assert!(table.contains("CONTAINMENT"), "{table}");
+    assert!(row("plain ").contains(" process group "), "{table}");
     if baton_exec::cgroups_available() {
         assert_eq!(daemon["containment"], "cgroup");
+        assert!(row("daemon ").contains(" cgroup "), "{table}");
         assert!(
             procs::gone_within(pid, Duration::from_secs(2)),
             "the setsid grandchild outlived its attempt"
@@ -139,4 +149,78 @@ run = "true"
         // kills it when the test ends).
         assert_eq!(daemon["containment"], "process_group");
     }
+}
+
+/// baton SIGKILLed while a task runs in a cgroup of its own: the grandchild that task started
+/// in a session of its own (out of reach of any process group) outlives the driver, and the
+/// takeover (`baton resume`) kills it with the cgroup the dead driver left, and removes that.
+#[test]
+fn a_resume_kills_what_a_dead_driver_left_in_its_attempts_cgroup() {
+    if !baton_exec::cgroups_available() {
+        use std::io::Write;
+        // Past the harness's capture: a skip is never silent.
+        let _ = std::io::stderr().write_all(
+            b"leftover cgroup test: skipped: cgroup v2 is not writable here (or BATON_NO_CGROUP is set)\n",
+        );
+        return;
+    }
+    let fixture = crate::test::fixture("setsid-grandchild.sh");
+    let graph = format!(
+        r#"[[task]]
+id = "daemon"
+contain = "cgroup"
+run = "if [ -e first.pid ]; then echo again; exit 0; fi; {fixture} first.pid >/dev/null; touch started; sleep 300"
+"#
+    );
+    let mut running = Test::new()
+        .graph("g.toml", &graph)
+        .args(&["run", "g.toml", "--quiet"])
+        .spawn();
+    running.await_that("the grandchild to start", Duration::from_secs(30), |root| {
+        root.join("started").exists().then_some(())
+    });
+    let out = running.kill();
+    let pid: i32 = String::from_utf8(out.read("first.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // It is in the attempt's cgroup, and the driver's death alone did not end it.
+    let cgroup = attempt_cgroup(pid);
+    assert!(cgroup.is_dir(), "{}", cgroup.display());
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(procs::alive(pid), "the grandchild died with the driver");
+
+    let run = out.store().run().id.to_string();
+    let resumed = out.then().args(&["resume", &run, "--json"]).run().status(0);
+    assert_eq!(resumed.json_task("daemon")["output"], "again");
+    assert!(
+        procs::gone_within(pid, Duration::from_secs(2)),
+        "the resume left the setsid grandchild running"
+    );
+    assert!(!cgroup.exists(), "{} is left", cgroup.display());
+}
+
+/// The directory of the `baton-…` cgroup `pid` is in (cgroup v2, as `/proc/PID/cgroup` and the
+/// `cgroup2` mount in `/proc/self/mountinfo` say).
+fn attempt_cgroup(pid: i32) -> std::path::PathBuf {
+    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let path = own
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .unwrap_or_else(|| panic!("no cgroup v2 line: {own}"));
+    assert!(
+        path.contains("/baton-"),
+        "not in an attempt's cgroup: {path}"
+    );
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let mount = mountinfo
+        .lines()
+        .find_map(|line| {
+            let (fields, fs) = line.split_once(" - ")?;
+            let fields: Vec<&str> = fields.split(' ').collect();
+            (fs.starts_with("cgroup2 ") && fields.get(3) == Some(&"/")).then(|| fields[4])
+        })
+        .expect("a cgroup2 mount of the hierarchy's root");
+    std::path::Path::new(mount).join(path.trim_start_matches('/'))
 }

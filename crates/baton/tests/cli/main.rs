@@ -9,6 +9,7 @@ mod doctor;
 mod procs;
 mod test;
 
+mod confine;
 mod examples;
 mod flags;
 mod handoff;

@@ -38,6 +38,20 @@ pub fn fixture(name: &str) -> String {
     path.to_str().expect("fixture path is UTF-8").to_owned()
 }
 
+/// Whether this machine enforces Landlock, for a test of the sandbox: says on stderr that the
+/// test ran, or that it is skipped and why (an old kernel, `BATON_NO_LANDLOCK`). Written past
+/// the harness's capture, so that `cargo test` (and CI's log) shows a skip.
+pub fn landlock_sandbox_test(test: &str) -> bool {
+    use std::io::Write;
+    let support = baton_exec::landlock_support();
+    let line = match support {
+        Ok(abi) => format!("landlock sandbox test {test}: ran (Landlock ABI {abi})\n"),
+        Err(why) => format!("landlock sandbox test {test}: skipped: {why}\n"),
+    };
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    support.is_ok()
+}
+
 pub fn task_id(id: &str) -> TaskId {
     TaskId::new(id).expect("valid task id")
 }
@@ -244,6 +258,19 @@ impl Running {
     pub fn kill(mut self) -> Output {
         self.signal(Signal::SIGKILL);
         self.collect()
+    }
+
+    /// Kills baton with SIGKILL, then resumes its run to the end (`--json`, which must
+    /// succeed): the run's id and what the resume printed.
+    pub fn kill_and_resume(self) -> (String, Output) {
+        let killed = self.kill();
+        let run = killed.store().run().id.to_string();
+        let resumed = killed
+            .then()
+            .args(&["resume", &run, "--json"])
+            .run()
+            .status(0);
+        (run, resumed)
     }
 
     fn collect(&mut self) -> Output {

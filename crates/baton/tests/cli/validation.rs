@@ -87,3 +87,49 @@ fn same_errors_from_plan_and_graph() {
         assert!(!out.state_dir_exists());
     }
 }
+
+/// A secret written into a graph file would be kept with the run (`resume` runs from that
+/// copy): it is refused like any other error, where it is, saying what it looks like and where
+/// a secret goes instead; references to the environment pass.
+#[test]
+fn literal_secrets_are_refused_where_they_are_and_nothing_is_stored() {
+    // Key-shaped strings made at run time, so that this file holds none.
+    let key = format!("{}{}", "sk-ant-api03-", "x7Kq".repeat(20));
+    let token = format!("gh{}_{}", "p", "a1B2".repeat(9));
+    let graph = format!(
+        r#"name = "leaky"
+
+[[task]]
+id = "deploy"
+run = "curl -H 'x-api-key: {key}' https://api.example.com"
+
+[[task]]
+id = "db"
+run = "mysql --password=$DB_PASS -e 'select 1'"
+env = {{ DB_PASS = "${{DB_PASS}}", GH = "{token}" }}
+
+[[task]]
+id = "fetch"
+run = 'curl -H "Authorization: Bearer $TOKEN" https://api.example.com'
+"#
+    );
+    let out = Test::new()
+        .graph("leaky.toml", &graph)
+        .args(&["run", "leaky.toml"])
+        .run()
+        .status(2)
+        .stderr_contains("leaky.toml:5:28: `run` holds a literal secret (anthropic-api-key)")
+        .stderr_contains("leaky.toml:10:39: `env.GH` holds a literal secret (github-token)")
+        .stderr_contains("baton keeps the graph with its run: put the secret in baton's")
+        .stderr_contains("${TOKEN}")
+        .stderr_contains("pass_env")
+        .stderr_contains("2 problems in leaky.toml; nothing was run");
+    for secret in [&key, &token] {
+        assert!(!out.stderr.contains(secret.as_str()), "{}", out.stderr);
+        assert!(!out.stdout.contains(secret.as_str()), "{}", out.stdout);
+    }
+    assert!(
+        !out.state_dir_exists(),
+        "a graph with a secret created .baton/"
+    );
+}

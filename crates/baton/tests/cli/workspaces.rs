@@ -488,13 +488,7 @@ fi
             .map(|run| run.path().join("slow/half.txt"))
             .find(|p| p.exists())
     });
-    let killed = running.kill();
-    let run = killed.store().run().id.to_string();
-    let resumed = killed
-        .then()
-        .args(&["resume", &run, "--json"])
-        .run()
-        .status(0);
+    let (run, resumed) = running.kill_and_resume();
     let root = resumed.path();
     let branch = format!("baton/{run}/slow");
     // The half survived the crash as a checkpoint commit, and the result has both.
@@ -674,10 +668,11 @@ run = "echo right > shared.txt"
 
 #[test]
 fn a_confined_task_writes_only_in_its_worktree_and_cannot_touch_the_git_directory() {
-    assert!(
-        baton_exec::landlock_abi().is_some(),
-        "Landlock is not enforced on this machine"
-    );
+    if !crate::test::landlock_sandbox_test(
+        "a_confined_task_writes_only_in_its_worktree_and_cannot_touch_the_git_directory",
+    ) {
+        return;
+    }
     // The repository is found from inside the worktree, as any program in it could.
     let graph = r#"
 [[task]]
@@ -741,4 +736,79 @@ run = 'echo out > "$(dirname "$(git rev-parse --git-common-dir)")/free.txt"'
         std::fs::read_to_string(root.join("free.txt")).unwrap(),
         "out\n"
     );
+}
+
+/// Tasks (unconfined) plant a filter driver in the repository's config and name it in a
+/// `.gitattributes`: it never runs in baton's commits and merges, nor after a resume, which
+/// trusts the drivers of the run's first start, not what it finds then.
+#[test]
+fn a_filter_driver_planted_by_a_task_never_runs_in_baton_s_git_commands_even_after_a_resume() {
+    let test = repo_with("");
+    let marker = test.path().parent().unwrap().join("driver-ran");
+    let plant = format!(
+        r#"git config filter.evil.clean "sh -c 'echo ran >> {m}; cat'"
+git config filter.evil.smudge "sh -c 'echo ran >> {m}; cat'"
+printf '* filter=evil\n' > .gitattributes"#,
+        m = marker.display()
+    );
+    let graph = format!(
+        r#"
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "quick"
+run = '''
+{plant}
+echo quick > quick.txt
+'''
+
+[[task]]
+id = "slow"
+run = '''
+if [ -e planted.txt ]; then echo resumed; exit 0; fi
+{plant}
+echo planted > planted.txt
+sleep 60
+'''
+"#
+    );
+    let mut running = test
+        .graph("graph.toml", &graph)
+        .args(&["run", "graph.toml"])
+        .spawn();
+    // `quick` committed by this driver, `slow` planted and recorded as started.
+    running.await_that(
+        "both tasks to plant",
+        crate::test::RUN_LIMIT,
+        |root: &Path| {
+            let store = crate::test::Store::try_open(root)?;
+            store.try_run()?;
+            store.attempts("slow").first()?;
+            let quick = store.task("quick");
+            let worktrees = std::fs::read_dir(root.join(".baton/worktrees")).ok()?;
+            let planted = worktrees
+                .flatten()
+                .any(|run| run.path().join("slow/planted.txt").exists());
+            (planted && quick.status == baton_model::TaskState::Succeeded).then_some(())
+        },
+    );
+    // The takeover commits what the interrupted attempt left (a checkpoint), the task goes
+    // on, and the result is merged.
+    let (run, resumed) = running.kill_and_resume();
+    assert!(
+        git(resumed.path(), &["config", "filter.evil.clean"]).contains("driver-ran"),
+        "the driver was not planted"
+    );
+    assert_eq!(resumed.json_task("slow")["output"], "resumed");
+    assert!(
+        !marker.exists(),
+        "the planted driver ran: {}",
+        std::fs::read_to_string(&marker).unwrap()
+    );
+    let result = format!("baton/{run}/result");
+    let show = |path: &str| git(resumed.path(), &["show", &format!("{result}:{path}")]);
+    assert_eq!(show("planted.txt"), "planted");
+    assert_eq!(show("quick.txt"), "quick");
+    assert_eq!(show(".gitattributes"), "* filter=evil");
 }
