@@ -15,6 +15,9 @@ use crate::cgroup::CgroupScope;
 pub(crate) struct ProcessGroup {
     id: Pid,
     cgroup: Option<CgroupScope>,
+    /// [`ProcessGroup::end`] has KILLed it: one KILL reaches every member (a fork racing the
+    /// signal is aborted by it), so dropping it need not send another.
+    ended: bool,
 }
 
 impl ProcessGroup {
@@ -25,6 +28,7 @@ impl ProcessGroup {
         Self {
             id: Pid::from_raw(id),
             cgroup,
+            ended: false,
         }
     }
 
@@ -55,6 +59,7 @@ impl ProcessGroup {
     /// members are gone.
     pub(crate) async fn end(&mut self) {
         self.signal(Signal::SIGKILL);
+        self.ended = true;
         if let Some(cgroup) = self.cgroup.take() {
             cgroup.finish().await;
         }
@@ -78,6 +83,8 @@ impl Drop for ProcessGroup {
         // same id needs the pid counter to wrap around in between, which takes millions of
         // spawns, not the microseconds since the leader was reaped.
         // The cgroup, if still held, is killed and removed by its own drop.
-        self.signal(Signal::SIGKILL);
+        if !self.ended {
+            self.signal(Signal::SIGKILL);
+        }
     }
 }

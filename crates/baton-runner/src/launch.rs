@@ -6,6 +6,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::handoff_files::{HandoffFile, HandoffFiles};
 use baton_agent::{AgentOptions, Engine, EngineKind, PromptInput, StreamParser};
 use baton_exec::handoff::{read_structured_output, share_budget, truncate_utf8};
 use baton_exec::{AttemptReport, AttemptSpec, LineWatcher, Program};
@@ -41,7 +42,7 @@ pub(crate) struct HeldOutput {
 /// What stays the same across a task's attempts, worked out at its first launch.
 struct Prepared {
     program: Result<Program, String>,
-    handoff: Option<PathBuf>,
+    handoff: Option<HandoffFile>,
     /// What the task gets of baton's own environment.
     passed: Vec<(OsString, OsString)>,
     /// For an agent task: its engine, and how its prompt reaches it.
@@ -115,6 +116,8 @@ pub(crate) struct Launcher<'a> {
     /// Dependents of each task that have not started yet; its held output is dropped at zero.
     readers_left: Vec<u32>,
     prepared: Vec<Option<Prepared>>,
+    /// `$BATON_HANDOFF_FILE`s, reused from task to task.
+    handoffs: HandoffFiles,
     /// Everything a task prints, and what it writes to `$BATON_OUTPUT`, passes through it.
     redactor: Redactor,
     /// baton's own environment, read once.
@@ -131,7 +134,6 @@ impl<'a> Launcher<'a> {
         Self {
             graph,
             run_id,
-            dirs,
             root: config.root.clone(),
             kill_grace: config.kill_grace,
             held: (0..n).map(|_| None).collect(),
@@ -140,9 +142,11 @@ impl<'a> Launcher<'a> {
                 .map(|i| graph.dependents(i).len() as u32)
                 .collect(),
             prepared: (0..n).map(|_| None).collect(),
+            handoffs: HandoffFiles::new(dirs.handoff.clone()),
             redactor: redactor_for(graph),
             agents: config.agents.clone(),
             environment: std::env::vars_os().collect(),
+            dirs,
             pass_env: ALWAYS_PASSED
                 .iter()
                 .map(|s| (*s).to_owned())
@@ -229,7 +233,7 @@ impl<'a> Launcher<'a> {
             self.dirs.structured_output(&spec_task.id, attempt).into(),
         ));
         if let Some(handoff) = &prepared.handoff {
-            env.push(("BATON_HANDOFF_FILE".into(), handoff.into()));
+            env.push(("BATON_HANDOFF_FILE".into(), handoff.path().into()));
         }
         for (key, value) in &spec_task.env {
             // `${VAR}` comes from baton's own environment now: the graph and its stored copy
@@ -415,16 +419,15 @@ impl<'a> Launcher<'a> {
         let context = self.context(task);
         let mut handoff = None;
         if !spec_task.needs.is_empty() {
-            let path = self.dirs.handoff(&spec_task.id);
             let body =
                 serde_json::json!({ "schema": 1, "task": spec_task.id, "needs": context.needs });
-            match write_private(&path, body.to_string().as_bytes()) {
-                Ok(()) => handoff = Some(path),
+            match self.handoffs.write(body.to_string().as_bytes()) {
+                Ok(file) => handoff = Some(file),
                 Err(err) => {
                     return Prepared {
                         program: Err(format!(
-                            "cannot write the handoff file {}: {err}",
-                            path.display()
+                            "cannot write the handoff file in {}: {err}",
+                            self.dirs.handoff.display()
                         )),
                         handoff: None,
                         passed: Vec::new(),
@@ -649,11 +652,11 @@ impl<'a> Launcher<'a> {
     pub(crate) fn task_finished(&mut self, task: u32, state: TaskState) {
         self.states[task as usize] = Some(state);
         if let Some(Prepared {
-            handoff: Some(path),
+            handoff: Some(file),
             ..
         }) = self.prepared[task as usize].take()
         {
-            let _ = std::fs::remove_file(path);
+            self.handoffs.release(file);
         }
         if state != TaskState::Succeeded {
             // Under `on_failure = "continue"` dependents still run and see the failure.

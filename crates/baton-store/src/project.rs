@@ -16,8 +16,10 @@
 //!
 //! A finished task's turn usually holds its `attempt-finished`, that attempt's output and then
 //! its `task-finished`: [`apply_turn`] applies the three with one update of the attempt and one
-//! of the task instead of five updates. That is what recording a task mostly costs, and a run
-//! of many short tasks records thousands a second.
+//! of the task instead of five updates; if the attempt's `attempt-started` is in the turn too
+//! (a short task), the attempt row is inserted whole and the task row updated once. That is
+//! what recording a task mostly costs, and a run of many short tasks records thousands a
+//! second.
 
 use std::collections::HashMap;
 
@@ -51,6 +53,28 @@ pub(crate) fn apply_turn(
         if event_applied[i] {
             continue;
         }
+        if let Some((finished, output, task_finished)) =
+            whole_attempt(events, &next_about_task, &first_output, i)
+        {
+            // Started, ended with its output, and its task finished, all in this turn: one
+            // insert and one update instead of two of each.
+            let o = first_output
+                .remove(&(outputs[output].task.as_str(), outputs[output].attempt))
+                .expect("whole_attempt found the output");
+            debug_assert_eq!(o, output);
+            output_applied[output] = true;
+            event_applied[finished] = true;
+            event_applied[task_finished] = true;
+            run_attempt(
+                statements,
+                run,
+                event,
+                &events[finished],
+                &outputs[output],
+                &events[task_finished],
+            )?;
+            continue;
+        }
         let output = match &event.kind {
             EventKind::AttemptFinished { task, attempt, .. } => {
                 first_output.remove(&(task.as_str(), *attempt))
@@ -81,6 +105,34 @@ pub(crate) fn apply_turn(
         }
     }
     Ok(())
+}
+
+/// If event `i` starts an attempt that ends in this turn with its first output here, and the
+/// next event about its task finishes the task: the indices of the `attempt-finished`, the
+/// output and the `task-finished`.
+fn whole_attempt(
+    events: &[Event],
+    next_about_task: &[Option<usize>],
+    first_output: &HashMap<(&str, u32), usize>,
+    i: usize,
+) -> Option<(usize, usize, usize)> {
+    let EventKind::AttemptStarted { task, attempt, .. } = &events[i].kind else {
+        return None;
+    };
+    let finished = next_about_task[i]?;
+    let EventKind::AttemptFinished { attempt: ended, .. } = &events[finished].kind else {
+        return None;
+    };
+    if ended != attempt {
+        return None;
+    }
+    let output = *first_output.get(&(task.as_str(), *attempt))?;
+    let task_finished = next_about_task[finished]?;
+    matches!(events[task_finished].kind, EventKind::TaskFinished { .. }).then_some((
+        finished,
+        output,
+        task_finished,
+    ))
 }
 
 /// For each event about a task, the index of the next event about the same task.
@@ -180,6 +232,91 @@ fn end_attempt(
     known_task(changed, run, task)
 }
 
+/// `attempt-started`, `attempt-finished` with the attempt's output, and `task-finished`.
+fn run_attempt(
+    statements: &mut Statements<'_>,
+    run: &RunId,
+    started: &Event,
+    finished: &Event,
+    output: &AttemptOutput,
+    task_finished: &Event,
+) -> Result<(), StoreError> {
+    let (
+        EventKind::AttemptStarted { task, attempt, pid },
+        EventKind::AttemptFinished {
+            outcome,
+            duration_ms,
+            agent,
+            containment,
+            ..
+        },
+        EventKind::TaskFinished { state, reason, .. },
+    ) = (&started.kind, &finished.kind, &task_finished.kind)
+    else {
+        unreachable!("run_attempt is given a started, a finished and a task-finished event");
+    };
+    let id = run.as_str();
+    let json = outcome_json(outcome)?;
+    let code = outcome.exit_code();
+    let (tokens, cost, agent_json) = usage_columns(agent.as_deref())?;
+    let inserted = statements.get(Sql::AttemptRan)?.execute(params![
+        id,
+        task.as_str(),
+        attempt,
+        started.at_ms,
+        pid,
+        finished.at_ms,
+        outcome_kind(outcome),
+        json,
+        code,
+        duration_ms,
+        output.output,
+        output.output_bytes,
+        output.output_json,
+        output.stderr_tail,
+        output.log_path,
+        tokens,
+        cost,
+        agent_json,
+        containment.map(Containment::as_str)
+    ]);
+    attempt_inserted(inserted, run, task, *attempt)?;
+    let changed = statements.get(Sql::TaskRan)?.execute(params![
+        id,
+        task.as_str(),
+        attempt,
+        code,
+        state.as_str(),
+        reason,
+        task_finished.at_ms,
+        output.output,
+        output.output_bytes,
+        output.output_json,
+        output.stderr_tail,
+        started.at_ms
+    ])?;
+    known_task(changed, run, task)
+}
+
+/// An attempt's row was inserted, or it existed already.
+fn attempt_inserted(
+    inserted: rusqlite::Result<usize>,
+    run: &RunId,
+    task: &TaskId,
+    attempt: u32,
+) -> Result<(), StoreError> {
+    match inserted {
+        Err(err) if err.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => {
+            Err(StoreError::AttemptExists {
+                run: run.clone(),
+                task: task.clone(),
+                attempt,
+            })
+        }
+        other => other.map(drop).map_err(StoreError::from),
+    }
+}
+
 fn outcome_json(outcome: &Outcome) -> Result<String, StoreError> {
     serde_json::to_string(outcome).map_err(StoreError::Encode)
 }
@@ -246,16 +383,7 @@ fn apply_event(
                 at,
                 pid
             ]);
-            match inserted {
-                Err(err) if err.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => {
-                    return Err(StoreError::AttemptExists {
-                        run: run.clone(),
-                        task: task.clone(),
-                        attempt: *attempt,
-                    });
-                }
-                other => other?,
-            };
+            attempt_inserted(inserted, run, task, *attempt)?;
         }
         EventKind::AttemptFinished {
             task,

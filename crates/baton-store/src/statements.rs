@@ -4,6 +4,19 @@
 
 use rusqlite::{CachedStatement, Connection};
 
+/// The task's output columns set from the attempt `?3`'s output (`?8`–`?11`) unless a later
+/// attempt's output is there already; then the row: `run_id = ?1`, `task_id = ?2`.
+macro_rules! task_output_of_attempt_3 {
+    () => {
+        "output_attempt = IIF(COALESCE(output_attempt, 0) <= ?3, ?3, output_attempt), \
+         output = IIF(COALESCE(output_attempt, 0) <= ?3, ?8, output), \
+         output_bytes = IIF(COALESCE(output_attempt, 0) <= ?3, ?9, output_bytes), \
+         output_json = IIF(COALESCE(output_attempt, 0) <= ?3, ?10, output_json), \
+         stderr_tail = IIF(COALESCE(output_attempt, 0) <= ?3, ?11, stderr_tail) \
+         WHERE run_id = ?1 AND task_id = ?2"
+    };
+}
+
 /// One statement of a commit. [`Sql::text`] holds the SQL.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Sql {
@@ -23,10 +36,12 @@ pub(crate) enum Sql {
     TaskFinished,
     AttemptOutput,
     TaskOutput,
+    AttemptRan,
+    TaskRan,
 }
 
 impl Sql {
-    const COUNT: usize = Self::TaskOutput as usize + 1;
+    const COUNT: usize = Self::TaskRan as usize + 1;
 
     fn text(self) -> &'static str {
         match self {
@@ -78,15 +93,12 @@ impl Sql {
             // writes, so doing them together is doing them in turn. `output_attempt` is NULL
             // or at least 1, and `?3` at least 0.
             Self::TaskEndedWithOutput => {
-                "UPDATE tasks SET exit_code = IIF(attempts = ?3, ?4, exit_code), \
-                 status = ?5, reason = ?6, ended_at_ms = ?7, \
-                 next_attempt = NULL, retry_at_ms = NULL, \
-                 output_attempt = IIF(COALESCE(output_attempt, 0) <= ?3, ?3, output_attempt), \
-                 output = IIF(COALESCE(output_attempt, 0) <= ?3, ?8, output), \
-                 output_bytes = IIF(COALESCE(output_attempt, 0) <= ?3, ?9, output_bytes), \
-                 output_json = IIF(COALESCE(output_attempt, 0) <= ?3, ?10, output_json), \
-                 stderr_tail = IIF(COALESCE(output_attempt, 0) <= ?3, ?11, stderr_tail) \
-                 WHERE run_id = ?1 AND task_id = ?2"
+                concat!(
+                    "UPDATE tasks SET exit_code = IIF(attempts = ?3, ?4, exit_code), \
+                     status = ?5, reason = ?6, ended_at_ms = ?7, \
+                     next_attempt = NULL, retry_at_ms = NULL, ",
+                    task_output_of_attempt_3!()
+                )
             }
             Self::RetryScheduled => {
                 "UPDATE tasks SET status = ?3, next_attempt = ?4, retry_at_ms = ?5 \
@@ -107,6 +119,29 @@ impl Sql {
                  output_json = ?6, stderr_tail = ?7 \
                  WHERE run_id = ?1 AND task_id = ?2 \
                  AND (output_attempt IS NULL OR output_attempt <= ?3)"
+            }
+            // `InsertAttempt` and `AttemptFinishedWithOutput` at once: an attempt whose start
+            // and end are in the same commit.
+            Self::AttemptRan => {
+                "INSERT INTO attempts (run_id, task_id, attempt, started_at_ms, pid, \
+                 ended_at_ms, outcome_kind, outcome_json, exit_code, duration_ms, output, \
+                 output_bytes, output_json, stderr_tail, log_path, tokens, cost_usd, \
+                 agent_json, containment) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
+                 ?16, ?17, ?18, ?19)"
+            }
+            // `TaskStarted` and then `TaskEndedWithOutput`, composed: the first leaves
+            // `attempts` at MAX(attempts, ?3) and `exit_code` NULL, which the second reads; it
+            // changes no column the second reads otherwise. One status change instead of two
+            // (so the `task_counts` trigger runs once).
+            Self::TaskRan => {
+                concat!(
+                    "UPDATE tasks SET status = ?5, attempts = MAX(attempts, ?3), \
+                     started_at_ms = COALESCE(started_at_ms, ?12), \
+                     exit_code = IIF(MAX(attempts, ?3) = ?3, ?4, NULL), \
+                     reason = ?6, ended_at_ms = ?7, next_attempt = NULL, retry_at_ms = NULL, ",
+                    task_output_of_attempt_3!()
+                )
             }
         }
     }

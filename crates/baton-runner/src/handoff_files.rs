@@ -1,0 +1,204 @@
+//! The files that hand a task its predecessors' results (`$BATON_HANDOFF_FILE`), reused from
+//! task to task.
+//!
+//! Creating a file and removing it again, even on tmpfs, costs more than the rest of a short
+//! task's bookkeeping together (~20 µs: an inode, a directory entry, memory-cgroup charges,
+//! eviction). A task needs its file only from its first launch to its end, so a finished task's
+//! file goes to the next task that needs one, rewritten in place through the descriptor baton
+//! keeps open: one `pwrite` instead of create, write, close and unlink. No more files exist
+//! than tasks were launched and unfinished at once (about the concurrency).
+//!
+//! A task runs as the user and could tamper with its file so that the next task reading that
+//! path gets something else: replace it (unlink, rename over it, a symlink), link it elsewhere
+//! to read later tasks' files, or make it readable to others. A file whose inode is not still
+//! the only link at its path with mode 0600 is not reused: it is dropped and a new one made.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// A handoff file in use by one task.
+#[derive(Debug)]
+pub(crate) struct HandoffFile {
+    path: PathBuf,
+    file: File,
+    /// How many bytes it holds.
+    len: u64,
+}
+
+impl HandoffFile {
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The run's handoff files: those free for the next task, and how to make another.
+#[derive(Debug)]
+pub(crate) struct HandoffFiles {
+    dir: PathBuf,
+    free: Vec<HandoffFile>,
+    /// Files made so far: the next one's name.
+    made: u64,
+}
+
+impl HandoffFiles {
+    pub(crate) fn new(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            free: Vec::new(),
+            made: 0,
+        }
+    }
+
+    /// A file holding exactly `bytes`, for a task to keep until it ends.
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> io::Result<HandoffFile> {
+        let mut handoff = match self.reusable() {
+            Some(handoff) => handoff,
+            None => self.make()?,
+        };
+        handoff.file.write_all_at(bytes, 0)?;
+        let len = bytes.len() as u64;
+        if len < handoff.len {
+            handoff.file.set_len(len)?;
+        }
+        handoff.len = len;
+        Ok(handoff)
+    }
+
+    /// Takes back the file of a task that ended.
+    pub(crate) fn release(&mut self, handoff: HandoffFile) {
+        self.free.push(handoff);
+    }
+
+    /// A free file that is still what baton made.
+    fn reusable(&mut self) -> Option<HandoffFile> {
+        while let Some(handoff) = self.free.pop() {
+            // Still the one link, 0600, and still at its path (not moved away and replaced).
+            let intact = handoff.file.metadata().is_ok_and(|meta| {
+                meta.nlink() == 1
+                    && meta.mode() & 0o7777 == 0o600
+                    && std::fs::symlink_metadata(&handoff.path).is_ok_and(|at_path| {
+                        at_path.ino() == meta.ino() && at_path.dev() == meta.dev()
+                    })
+            });
+            if intact {
+                return Some(handoff);
+            }
+        }
+        None
+    }
+
+    fn make(&mut self) -> io::Result<HandoffFile> {
+        self.made += 1;
+        let path = self.dir.join(format!("{}.json", self.made));
+        // A leftover of an earlier driver of this run may be there: it is replaced, never
+        // followed if it is a link.
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+            Err(err) => return Err(err),
+        }
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .open(&path)?;
+        Ok(HandoffFile { path, file, len: 0 })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files() -> (tempfile::TempDir, HandoffFiles) {
+        let dir = tempfile::tempdir().unwrap();
+        let files = HandoffFiles::new(dir.path().to_owned());
+        (dir, files)
+    }
+
+    #[test]
+    fn a_released_file_is_rewritten_for_the_next_task() {
+        let (_dir, mut files) = files();
+        let first = files.write(b"a long first handoff").unwrap();
+        let path = first.path().to_owned();
+        assert_eq!(std::fs::read(&path).unwrap(), b"a long first handoff");
+        files.release(first);
+        let second = files.write(b"short").unwrap();
+        assert_eq!(second.path(), path);
+        assert_eq!(std::fs::read(&path).unwrap(), b"short");
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn files_in_use_are_distinct() {
+        let (_dir, mut files) = files();
+        let a = files.write(b"a").unwrap();
+        let b = files.write(b"b").unwrap();
+        assert_ne!(a.path(), b.path());
+        assert_eq!(std::fs::read(a.path()).unwrap(), b"a");
+        assert_eq!(std::fs::read(b.path()).unwrap(), b"b");
+    }
+
+    #[test]
+    fn a_tampered_file_is_not_reused() {
+        let (dir, mut files) = files();
+        let outside = dir.path().join("outside");
+        std::fs::write(&outside, "not a handoff").unwrap();
+
+        // Replaced by a symlink: the next task must not read (or baton write) its target.
+        let replaced = files.write(b"one").unwrap();
+        let path = replaced.path().to_owned();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&outside, &path).unwrap();
+        files.release(replaced);
+        let next = files.write(b"two").unwrap();
+        assert_ne!(next.path(), path);
+        assert_eq!(std::fs::read(next.path()).unwrap(), b"two");
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "not a handoff");
+
+        // Linked elsewhere, to read later tasks' handoffs.
+        let linked = next;
+        std::fs::hard_link(linked.path(), dir.path().join("spy")).unwrap();
+        let linked_path = linked.path().to_owned();
+        files.release(linked);
+        let after_link = files.write(b"three").unwrap();
+        assert_ne!(after_link.path(), linked_path);
+
+        // Moved away, something else put at its path.
+        let moved = after_link;
+        let moved_path = moved.path().to_owned();
+        std::fs::rename(&moved_path, dir.path().join("moved")).unwrap();
+        std::fs::write(&moved_path, "planted").unwrap();
+        files.release(moved);
+        let after_link = files.write(b"three").unwrap();
+        assert_ne!(after_link.path(), moved_path);
+        assert_eq!(std::fs::read_to_string(&moved_path).unwrap(), "planted");
+
+        // Made readable to others.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(after_link.path(), std::fs::Permissions::from_mode(0o644))
+            .unwrap();
+        let opened_path = after_link.path().to_owned();
+        files.release(after_link);
+        let after_chmod = files.write(b"four").unwrap();
+        assert_ne!(after_chmod.path(), opened_path);
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "not a handoff");
+        assert_eq!(std::fs::read(dir.path().join("spy")).unwrap(), b"two");
+    }
+
+    #[test]
+    fn a_leftover_at_a_new_name_is_replaced_not_followed() {
+        let (dir, mut files) = files();
+        let target = dir.path().join("target");
+        std::fs::write(&target, "keep").unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("1.json")).unwrap();
+        let handoff = files.write(b"fresh").unwrap();
+        assert_eq!(handoff.path(), dir.path().join("1.json"));
+        assert_eq!(std::fs::read(handoff.path()).unwrap(), b"fresh");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    }
+}
