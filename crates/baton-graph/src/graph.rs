@@ -215,6 +215,11 @@ pub struct Task {
     /// (`PATH`, `HOME`, locale, …): names, or prefixes ending in `*`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_env: Vec<String>,
+    /// Variables whose values are secrets although their names do not say so
+    /// (`DATABASE_URL`): names, or prefixes ending in `*`. Their values are redacted wherever
+    /// they appear, like those of variables named like secrets (`*_TOKEN`, `*_KEY`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_env: Vec<String>,
     /// What a change outside `scope` means.
     #[serde(default, skip_serializing_if = "ScopePolicy::is_warn")]
     pub scope_policy: ScopePolicy,

@@ -147,6 +147,7 @@ mod tests {
             approval: false,
             workspace: Workspace::None,
             pass_env: Vec::new(),
+            secret_env: Vec::new(),
             scope_policy: Default::default(),
             fix_attempts: 0,
             setup: Vec::new(),

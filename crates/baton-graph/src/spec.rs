@@ -46,6 +46,7 @@ pub(crate) struct Defaults {
     pub workspace: Option<Workspace>,
     pub handoff_limit: Option<u64>,
     pub pass_env: Vec<String>,
+    pub secret_env: Vec<String>,
     pub agent: AgentSpec,
     pub scope_policy: Option<ScopePolicy>,
     pub fix_attempts: Option<u32>,
@@ -127,6 +128,7 @@ pub(crate) struct TaskMore {
     pub approval: Option<bool>,
     pub workspace: Option<Workspace>,
     pub pass_env: Vec<String>,
+    pub secret_env: Vec<String>,
     pub agent: AgentSpec,
     pub scope_policy: Option<ScopePolicy>,
     pub fix_attempts: Option<u32>,
@@ -148,6 +150,7 @@ static NOTHING_MORE: TaskMore = TaskMore {
     approval: None,
     workspace: None,
     pass_env: Vec::new(),
+    secret_env: Vec::new(),
     agent: AgentSpec {
         model: None,
         max_turns: None,

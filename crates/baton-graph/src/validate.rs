@@ -642,6 +642,12 @@ fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) ->
         workspace,
         // The task's names add to the defaults'.
         pass_env: d.pass_env.iter().cloned().chain(more.pass_env).collect(),
+        secret_env: d
+            .secret_env
+            .iter()
+            .cloned()
+            .chain(more.secret_env)
+            .collect(),
         scope_policy: more.scope_policy.or(d.scope_policy).unwrap_or_default(),
         fix_attempts: more.fix_attempts.or(d.fix_attempts).unwrap_or(0),
         setup: more.setup.or_else(|| d.setup.clone()).unwrap_or_default(),

@@ -21,6 +21,7 @@ pub(crate) const DEFAULTS_FIELDS: &[&str] = &[
     "workspace",
     "handoff_limit",
     "pass_env",
+    "secret_env",
     "scope_policy",
     "fix_attempts",
     "setup",
@@ -67,6 +68,7 @@ pub(crate) const TASK_FIELDS: &[&str] = &[
     "approval",
     "workspace",
     "pass_env",
+    "secret_env",
     "scope_policy",
     "fix_attempts",
     "setup",
@@ -498,6 +500,7 @@ impl Walker<'_> {
                 "workspace" => d.workspace = w.choice(e, Workspace::NAMES, Workspace::parse),
                 "handoff_limit" => d.handoff_limit = w.size(e),
                 "pass_env" => d.pass_env = w.env_names(e),
+                "secret_env" => d.secret_env = w.env_names(e),
                 "scope_policy" => {
                     d.scope_policy = w.choice(e, ScopePolicy::NAMES, ScopePolicy::parse)
                 }
@@ -532,6 +535,32 @@ impl Walker<'_> {
         r
     }
 
+    /// Codex's own `--sandbox` mode. The issue that asked for baton's write sandbox called it
+    /// `sandbox = "workspace"`; baton names that `confine` (as `sandbox` was codex's already),
+    /// so those values are pointed there rather than handed to codex.
+    fn codex_sandbox(&mut self, e: &Entry) -> Option<String> {
+        let value = self.string(e)?;
+        if matches!(value.value.as_str(), "workspace" | "require" | "none") {
+            self.diags.push(
+                Diagnostic::at(
+                    value.span.clone(),
+                    format!(
+                        "`sandbox` is codex's own sandbox mode, which has no `{}`",
+                        value.value
+                    ),
+                )
+                .label("not a codex sandbox mode")
+                .help(format!(
+                    "baton's write sandbox is `confine = \"{}\"`; codex's modes are \
+                     `read-only`, `workspace-write` and `danger-full-access`",
+                    value.value
+                )),
+            );
+            return None;
+        }
+        Some(value.value)
+    }
+
     /// The fields of [`AgentSpec`]: `false` for any other key.
     fn agent_field(&mut self, e: &Entry, a: &mut AgentSpec) -> bool {
         match e.key.as_str() {
@@ -539,7 +568,7 @@ impl Walker<'_> {
             "max_turns" => a.max_turns = self.count(e, 1),
             "allowed_tools" => a.allowed_tools = Some(self.plain_strings(e)),
             "permission_mode" => a.permission_mode = self.string(e).map(|s| s.value),
-            "sandbox" => a.sandbox = self.string(e).map(|s| s.value),
+            "sandbox" => a.sandbox = self.codex_sandbox(e),
             "args" => a.args = Some(self.plain_strings(e)),
             "idle_timeout" => a.idle_timeout = self.duration(e),
             "retry_on" => a.retry_on = self.choice(e, RetryOn::NAMES, RetryOn::parse),
@@ -630,6 +659,7 @@ impl Walker<'_> {
                 "verify" => t.more_mut().verify = w.plain_strings(e),
                 "approval" => t.more_mut().approval = w.boolean(e),
                 "pass_env" => t.more_mut().pass_env = w.env_names(e),
+                "secret_env" => t.more_mut().secret_env = w.env_names(e),
                 "scope_policy" => {
                     t.more_mut().scope_policy = w.choice(e, ScopePolicy::NAMES, ScopePolicy::parse)
                 }

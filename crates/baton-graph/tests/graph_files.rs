@@ -686,6 +686,51 @@ fn twenty_thousand_tasks_load() {
 }
 
 #[test]
+fn secret_env_names_add_up_survive_storage_and_bad_names_are_errors() {
+    let g = ok(
+        "g.toml",
+        "[defaults]\nsecret_env = [\"VAULT_*\"]\n\n[[task]]\nid = \"a\"\nrun = \"true\"\nsecret_env = [\"DATABASE_URL\"]\n",
+    );
+    assert_eq!(g.task(0).secret_env, ["VAULT_*", "DATABASE_URL"]);
+    let stored = baton_graph::Graph::from_stored_json(&g.to_stored_json()).unwrap();
+    assert_eq!(stored.task(0).secret_env, ["VAULT_*", "DATABASE_URL"]);
+    let e = err(
+        "g.toml",
+        "[[task]]\nid = \"a\"\nrun = \"true\"\nsecret_env = [\"DB URL\"]\n",
+    );
+    assert_eq!(
+        e.diagnostics[0].message,
+        "`DB URL` is not an environment variable name"
+    );
+}
+
+#[test]
+fn baton_s_sandbox_values_in_codex_s_sandbox_field_point_to_confine() {
+    let e = err(
+        "g.toml",
+        "[[task]]\nid = \"a\"\nprompt = \"p\"\nengine = \"codex\"\nsandbox = \"workspace\"\n",
+    );
+    let d = &e.diagnostics[0];
+    assert_eq!(
+        d.message,
+        "`sandbox` is codex's own sandbox mode, which has no `workspace`"
+    );
+    assert!(
+        d.help
+            .as_deref()
+            .unwrap()
+            .contains("confine = \"workspace\""),
+        "{:?}",
+        d.help
+    );
+    let g = ok(
+        "g.toml",
+        "[[task]]\nid = \"a\"\nprompt = \"p\"\nengine = \"codex\"\nsandbox = \"read-only\"\n",
+    );
+    assert_eq!(g.len(), 1);
+}
+
+#[test]
 fn pass_env_names_add_up_and_bad_names_are_errors() {
     let g = ok(
         "g.toml",

@@ -21,7 +21,8 @@ const SEGMENTS: &[&str] = &[
 /// The values of the variables in `env` that look like secrets, for
 /// [`RedactorConfig::secret_values`](crate::RedactorConfig::secret_values).
 ///
-/// A variable is a secret if its name is in `extra_names` (exactly), or, case-insensitively,
+/// A variable is a secret if its name is in `extra_names` (exactly, or by prefix for an entry
+/// ending in `*`: `VAULT_*`), or, case-insensitively,
 /// it has a `_`-separated segment in `TOKEN`, `SECRET`, `PASSWORD`, `PASSWD`, `PASS`,
 /// `PASSPHRASE`, `PAT`, `APIKEY`, `CREDENTIAL(S)`, `JWT`, ends in `_KEY`
 /// (`ANTHROPIC_API_KEY`, `AWS_SECRET_ACCESS_KEY`) or `_AUTH` (`NPM_AUTH`), or contains
@@ -40,7 +41,10 @@ where
         .filter(|(name, value)| {
             let name = name.as_ref().to_string_lossy();
             value.as_ref().len() >= crate::MIN_SECRET_LEN
-                && (extra_names.iter().any(|n| *n == name) || is_secret_name(&name))
+                && (extra_names.iter().any(|n| match n.strip_suffix('*') {
+                    Some(prefix) => name.starts_with(prefix),
+                    None => *n == name,
+                }) || is_secret_name(&name))
         })
         .map(|(_, value)| value.as_ref().as_encoded_bytes().to_vec())
         .collect()
@@ -97,13 +101,16 @@ mod tests {
             ("HOME", "/home/someone/long"),
             ("SHORT_TOKEN", "abc"),
             ("MY_VAR", "listed-explicitly"),
+            ("VAULT_ADDR_URL", "https://vault.internal:8200"),
+            ("VAULTED", "not-under-the-prefix"),
         ];
-        let values = secret_env_values(env, &["MY_VAR".to_owned()]);
+        let values = secret_env_values(env, &["MY_VAR".to_owned(), "VAULT_*".to_owned()]);
         assert_eq!(
             values,
             vec![
                 b"ghp_0123456789abcdef".to_vec(),
-                b"listed-explicitly".to_vec()
+                b"listed-explicitly".to_vec(),
+                b"https://vault.internal:8200".to_vec()
             ]
         );
     }

@@ -143,7 +143,7 @@ impl<'a> Launcher<'a> {
                 .collect(),
             prepared: (0..n).map(|_| None).collect(),
             handoffs: HandoffFiles::new(dirs.handoff.clone()),
-            redactor: redactor_for(graph),
+            redactor: redactor_for(graph, &config.agents),
             agents: config.agents.clone(),
             environment: std::env::vars_os().collect(),
             dirs,
@@ -699,17 +699,32 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     file.write_all(bytes)
 }
 
-/// The run's redactor: its rules, plus the values of every variable that looks like a secret,
-/// in baton's own environment (which tasks inherit) and in the tasks' `env`.
-fn redactor_for(graph: &Graph) -> Redactor {
-    let mut values = secret_env_values(std::env::vars_os(), &[]);
+/// The run's redactor: its rules, plus the values of every variable that looks like a secret
+/// or is listed in a task's `secret_env` (or `BATON_SECRET_ENV`), in baton's own environment
+/// (which tasks inherit) and in the tasks' `env`. One list for the whole run: a value that is
+/// secret for one task is secret in every task's output.
+fn redactor_for(graph: &Graph, agents: &AgentConfig) -> Redactor {
+    let mut listed: Vec<String> = std::env::var("BATON_SECRET_ENV")
+        .unwrap_or_default()
+        .split([',', ' '])
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    for task in graph.tasks() {
+        listed.extend(task.secret_env.iter().cloned());
+    }
+    // An HTTP engine's key, whatever its variable is called.
+    listed.extend(agents.engines().filter_map(|e| e.key_env.clone()));
+    listed.sort_unstable();
+    listed.dedup();
+    let mut values = secret_env_values(std::env::vars_os(), &listed);
     for task in graph.tasks() {
         let expanded = task.env.iter().filter_map(|(key, value)| {
             crate::env_ref::expand(value, |name| std::env::var(name).ok())
                 .ok()
                 .map(|value| (key.clone(), value))
         });
-        values.extend(secret_env_values(expanded, &[]));
+        values.extend(secret_env_values(expanded, &listed));
     }
     values.sort_unstable();
     values.dedup();

@@ -173,3 +173,59 @@ fn ordinary_output_comes_through_unchanged() {
     let side = baton_in(out.path(), &["logs", "latest", "plain"]);
     assert_eq!(side.stdout, text);
 }
+
+/// A variable whose name does not look like a secret is redacted when the graph lists it in
+/// `secret_env` (a name, or a prefix ending in `*`); one that is not listed comes through.
+#[test]
+fn values_of_variables_listed_in_secret_env_are_redacted() {
+    let listed = "db7.internal:5432/orders-4f9a1c";
+    let by_prefix = "role-8d2e6b0a93c1";
+    let plain = "eu-west-3-plain-setting";
+    let graph = r#"
+[defaults]
+secret_env = ["VAULT_*"]
+
+[[task]]
+id = "db"
+pass_env = ["DATABASE_URL", "REGION_SETTING"]
+secret_env = ["DATABASE_URL"]
+env = { VAULT_ROLE = "${VAULT_ROLE}" }
+run = '''
+echo "connecting to $DATABASE_URL"
+echo "role $VAULT_ROLE" >&2
+echo "region $REGION_SETTING"
+'''
+"#;
+    let out = Test::new()
+        .env("DATABASE_URL", listed)
+        .env("VAULT_ROLE", by_prefix)
+        .env("REGION_SETTING", plain)
+        .graph("g.toml", graph)
+        .args(&["run", "g.toml", "--json"])
+        .run()
+        .status(0);
+    let root = out.path().to_path_buf();
+    let logs = baton_in(&root, &["logs", "latest", "db"]);
+    let mut haystacks = vec![
+        ("run --json".to_owned(), out.stdout.clone().into_bytes()),
+        ("logs".to_owned(), logs.stdout.clone().into_bytes()),
+    ];
+    let mut files = Vec::new();
+    files_under(&root.join(".baton"), &mut files);
+    for file in files {
+        haystacks.push((file.display().to_string(), std::fs::read(&file).unwrap()));
+    }
+    for (what, hay) in &haystacks {
+        for needle in [listed, by_prefix] {
+            assert!(
+                !hay.windows(needle.len()).any(|w| w == needle.as_bytes()),
+                "{needle} leaked into {what}"
+            );
+        }
+    }
+    let output = out.json_task("db")["output"].as_str().unwrap().to_owned();
+    assert_eq!(
+        output,
+        format!("connecting to [REDACTED:secret-value]\nregion {plain}")
+    );
+}
