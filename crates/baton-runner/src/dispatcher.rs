@@ -430,6 +430,11 @@ impl<'a> Dispatcher<'a> {
         let mut stops_open = true;
         loop {
             let finished = self.process(&mut turn);
+            if finished {
+                // What led here is recorded before the run's checks, which may take long.
+                self.record(reporter);
+                self.finish(&mut stops, stops_open).await;
+            }
             // A launch waits for a commit only if it needs a task whose end is not recorded.
             let needs_unrecorded = turn.launches.iter().any(|&(task, _)| {
                 self.graph
@@ -575,9 +580,9 @@ impl<'a> Dispatcher<'a> {
                         self.stop_tx.send_replace(level);
                     }
                     Action::RunFinished { state } => {
-                        let state = self.consolidate(state);
+                        // Consolidated (merged, checked) by the loop, which can wait for the
+                        // run's checks without blocking: see `Dispatcher::finish`.
                         self.final_state = Some(state);
-                        self.journal.push(event(EventKind::RunFinished { state }));
                         finished = true;
                     }
                 }
@@ -783,7 +788,13 @@ impl<'a> Dispatcher<'a> {
                 self.checking[task as usize] = Some(pending);
                 let handle = self.inflight.spawn(async move {
                     Ended::Checks(
-                        run_checks(&checks, spec, (&logs, "check"), &id, attempt, stop).await,
+                        run_checks(
+                            &checks,
+                            spec,
+                            |n| logs.step_log(&id, attempt, "check", n),
+                            stop,
+                        )
+                        .await,
                     )
                 });
                 self.inflight_ids.insert(handle.id(), (task, attempt));
@@ -1057,9 +1068,7 @@ impl<'a> Dispatcher<'a> {
                     let checks = run_checks(
                         &commands,
                         spec.clone(),
-                        (&logs, "setup"),
-                        &id,
-                        attempt,
+                        |n| logs.step_log(&id, attempt, "setup", n),
                         stop.clone(),
                     )
                     .await;
@@ -1141,7 +1150,49 @@ impl Dispatcher<'_> {
 
     /// At the end of a run that will not go on, merges what its tasks committed into the
     /// result branch; the run's state says how that went.
-    fn consolidate(&mut self, state: RunState) -> RunState {
+    /// The run is over: its result is consolidated and checked, and its end recorded. Stop
+    /// requests that come meanwhile stop the run's checks (the run ends `cancelled`).
+    async fn finish(&mut self, stops: &mut mpsc::UnboundedReceiver<StopRequest>, stops_open: bool) {
+        let scheduled = self
+            .final_state
+            .expect("the scheduler said how the run ended");
+        let mut stopped = false;
+        // The checks are driven by `consolidate`, which holds `self`; stops reach them through
+        // a second handle of the same channel.
+        let stop_tx = self.stop_tx.clone();
+        let state = {
+            let mut consolidate = std::pin::pin!(self.consolidate(scheduled));
+            let mut stops_open = stops_open;
+            loop {
+                tokio::select! {
+                    state = &mut consolidate => break state,
+                    request = stops.recv(), if stops_open => match request {
+                        Some(request) => {
+                            stopped = true;
+                            let level = match request {
+                                StopRequest::Cancel => StopLevel::Graceful,
+                                StopRequest::Kill => StopLevel::Immediate,
+                            };
+                            stop_tx.send_replace(level);
+                        }
+                        None => stops_open = false,
+                    },
+                }
+            }
+        };
+        let state = if stopped && state != scheduled {
+            self.journal.push(event(EventKind::RunStopping {
+                reason: "cancelled while the run's checks ran".to_owned(),
+            }));
+            RunState::Cancelled
+        } else {
+            state
+        };
+        self.final_state = Some(state);
+        self.journal.push(event(EventKind::RunFinished { state }));
+    }
+
+    async fn consolidate(&mut self, state: RunState) -> RunState {
         if !self.workspaces.active() || matches!(state, RunState::Waiting | RunState::Cancelled) {
             return state;
         }
@@ -1160,11 +1211,13 @@ impl Dispatcher<'_> {
             } => {
                 let checks = &self.graph.run_settings().verify;
                 if !checks.is_empty() && state.is_success() {
-                    let results = self.check_result(&commit, checks);
+                    let results = self.check_result(&commit, checks, "verify").await;
                     let mut blamed = None;
                     if let Some(failed) = results.iter().find(|c| !c.passed()) {
                         state = RunState::Failed;
-                        blamed = self.bisect(&commit, &order, &failed.command);
+                        if !self.stopping() {
+                            blamed = self.bisect(&commit, &order, &failed.command).await;
+                        }
                     }
                     self.journal.push(event(EventKind::ResultMerged {
                         branch,
@@ -1235,24 +1288,30 @@ impl Dispatcher<'_> {
     /// fails, found by bisecting the merge order as a merge queue does (each probe checks out
     /// one step and runs the command). `None` when the base fails already, or the history is
     /// not one step per task.
-    fn bisect(&self, result: &str, order: &[String], command: &str) -> Option<String> {
+    async fn bisect(&self, result: &str, order: &[String], command: &str) -> Option<String> {
         let steps = self.workspaces.merge_steps(result).ok()?;
         if steps.len() != order.len() || steps.is_empty() {
             return None;
         }
-        let fails = |commit: &str| {
-            self.check_result(commit, std::slice::from_ref(&command.to_owned()))
+        let command = [command.to_owned()];
+        let fails = async |commit: &str| {
+            self.check_result(commit, &command, "bisect")
+                .await
                 .iter()
                 .any(|c| !c.passed())
         };
-        if fails(self.workspaces.base()) {
+        if fails(self.workspaces.base()).await {
             return None;
         }
         // Invariant: the check passes before step `low` and fails at step `high`.
         let (mut low, mut high) = (0, steps.len() - 1);
         while low < high {
+            if self.stopping() {
+                // Stopped half way: no one is to blame yet.
+                return None;
+            }
             let mid = (low + high) / 2;
-            if fails(&steps[mid]) {
+            if fails(&steps[mid]).await {
                 high = mid;
             } else {
                 low = mid + 1;
@@ -1261,9 +1320,20 @@ impl Dispatcher<'_> {
         Some(order[high].clone())
     }
 
+    /// Whether a stop was asked for.
+    fn stopping(&self) -> bool {
+        *self.stop_tx.borrow() != StopLevel::Run
+    }
+
     /// Runs the run's `verify` checks on the merged result, in a worktree of its own, one
-    /// after another, stopping at the first that fails.
-    fn check_result(&self, commit: &str, commands: &[String]) -> Vec<CheckResult> {
+    /// after another, stopping at the first that fails: supervised like any attempt (process
+    /// group, bounded capture, redacted log under `kind`, stopped by Ctrl-C).
+    async fn check_result(
+        &self,
+        commit: &str,
+        commands: &[String],
+        kind: &str,
+    ) -> Vec<CheckResult> {
         let checkout = match self.workspaces.checkout(commit) {
             Ok(checkout) => checkout,
             Err(error) => {
@@ -1277,50 +1347,23 @@ impl Dispatcher<'_> {
                 }];
             }
         };
-        let mut results = Vec::new();
-        for command in commands {
-            let started = std::time::Instant::now();
-            let ran = std::process::Command::new("/bin/sh")
-                .arg("-c")
-                .arg(command)
-                .current_dir(checkout.path())
-                .env_clear()
-                .envs(self.launcher.base_env())
-                .stdin(std::process::Stdio::null())
-                .output();
-            let (outcome, output) = match ran {
-                Ok(out) => {
-                    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-                    text.push_str(&String::from_utf8_lossy(&out.stderr));
-                    let outcome = match (
-                        out.status.code(),
-                        std::os::unix::process::ExitStatusExt::signal(&out.status),
-                    ) {
-                        (Some(code), _) => Outcome::Exited { code },
-                        (None, Some(signal)) => Outcome::signaled(signal),
-                        (None, None) => Outcome::Exited { code: -1 },
-                    };
-                    (outcome, text)
-                }
-                Err(e) => (
-                    Outcome::SpawnFailed {
-                        error: e.to_string(),
-                    },
-                    String::new(),
-                ),
-            };
-            let passed = outcome.is_success();
-            results.push(CheckResult {
-                command: command.clone(),
-                outcome,
-                duration_ms: started.elapsed().as_millis() as u64,
-                output: self.launcher.redact(&tail(&output, CHECK_OUTPUT)),
-            });
-            if !passed {
-                break;
-            }
-        }
-        results
+        let dirs = self.launcher.dirs();
+        let mut spec = AttemptSpec::new(
+            baton_exec::Program::Shell(String::new()),
+            checkout.path(),
+            dirs.run_check_log(kind, 0),
+        );
+        spec.env = self.launcher.base_env();
+        spec.inherit_env = false;
+        spec.redactor = Some(self.launcher.redactor().clone());
+        spec.kill_grace = self.launcher.kill_grace();
+        run_checks(
+            commands,
+            spec,
+            |n| dirs.run_check_log(kind, n),
+            self.stop_tx.subscribe(),
+        )
+        .await
     }
 
     /// A run taken over has a past: what its agents spent counts against its budget, and a
@@ -1381,12 +1424,12 @@ impl Dispatcher<'_> {
 /// Runs a task's checks one after another in its workspace, stopping at the first that fails.
 /// Each is a supervised process like an attempt (same environment, timeout, redaction), with
 /// its own log beside the attempt's.
+/// Runs `commands` one after another as `spec` with each command's log at `log(n)` (from 1),
+/// stopping at the first that fails.
 async fn run_checks(
     commands: &[String],
     spec: AttemptSpec,
-    (dirs, kind): (&RunDirs, &str),
-    task: &baton_model::TaskId,
-    attempt: u32,
+    log: impl Fn(usize) -> PathBuf,
     stop: watch::Receiver<StopLevel>,
 ) -> Vec<CheckResult> {
     let mut results = Vec::new();
@@ -1395,7 +1438,7 @@ async fn run_checks(
         check.program = baton_exec::Program::Shell(command.clone());
         check.stdin = None;
         check.idle_timeout = None;
-        check.log_path = dirs.step_log(task, attempt, kind, i + 1);
+        check.log_path = log(i + 1);
         let report = Attempt::spawn(check).wait(stop.clone()).await;
         let mut output = report.stdout.text.clone();
         if !report.stderr.text.is_empty() {

@@ -191,6 +191,16 @@ impl<'a> Launcher<'a> {
     }
 
     /// `text` with what the run's redactor finds replaced.
+    /// How long a stopped process gets between TERM and KILL.
+    pub(crate) fn kill_grace(&self) -> Duration {
+        self.kill_grace
+    }
+
+    /// The run's redactor, for what baton runs besides tasks (the run's checks).
+    pub(crate) fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
     pub(crate) fn redact(&self, text: &str) -> String {
         self.redactor.redact_str(text).into_owned()
     }

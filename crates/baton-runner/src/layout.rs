@@ -106,6 +106,14 @@ impl RunDirs {
         self.logs.join(format!("{task}.{attempt}.{kind}-{n}.log"))
     }
 
+    /// The log of the run's check `n` (from 1) on its merged result, `kind` being `verify`
+    /// (the checks) or `bisect` (their reruns to find the task that broke one; each rerun
+    /// replaces the last one's log).
+    pub fn run_check_log(&self, kind: &str, n: usize) -> PathBuf {
+        // `+` is never in a task id: these names cannot be a task's.
+        self.logs.join(format!("+run.{kind}-{n}.log"))
+    }
+
     /// What a shell task's fix round is told failed (`$BATON_FIX_FEEDBACK`).
     pub fn fix_feedback(&self, task: &TaskId) -> PathBuf {
         self.handoff.join(format!("{task}.fix.txt"))

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use baton_model::{EventKind, Outcome};
 
-use crate::test::{Output, Test};
+use crate::test::{Output, RUN_LIMIT, Test};
 
 pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -811,4 +811,50 @@ sleep 60
     assert_eq!(show("planted.txt"), "planted");
     assert_eq!(show("quick.txt"), "quick");
     assert_eq!(show(".gitattributes"), "* filter=evil");
+}
+
+/// The run's checks on the merged result run like any attempt: Ctrl-C stops them (and what
+/// they started) instead of waiting for them, and the run ends `cancelled`.
+#[test]
+fn ctrl_c_stops_the_run_s_checks_on_the_result() {
+    let graph = r#"
+[run]
+verify = ["touch \"$BATON_CLI_TEST_DIR/check.started\"; sleep 300"]
+
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "a"
+run = "echo a > a.txt"
+"#;
+    let mut running = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .spawn();
+    running.await_that("the run's check to start", RUN_LIMIT, |root: &Path| {
+        root.parent()
+            .unwrap()
+            .join("check.started")
+            .exists()
+            .then_some(())
+    });
+    running.signal(nix::sys::signal::Signal::SIGINT);
+    let signalled = std::time::Instant::now();
+    let out = running.wait(RUN_LIMIT).status(130);
+    assert!(
+        signalled.elapsed() < std::time::Duration::from_secs(15),
+        "took {:?} to stop the check",
+        signalled.elapsed()
+    );
+    assert_eq!(out.json()["run"]["state"], "cancelled");
+    assert_eq!(out.json_task("a")["state"], "succeeded");
+    let checked = out
+        .store()
+        .events_of(|k| matches!(k, EventKind::Checked { task: None, .. }));
+    let EventKind::Checked { checks, blamed, .. } = &checked[0] else {
+        unreachable!()
+    };
+    assert!(!checks[0].passed(), "{checks:?}");
+    assert_eq!(blamed, &None);
+    out.store().assert_consistent();
 }
