@@ -13,7 +13,8 @@ use crate::suggest::did_you_mean;
 use crate::tree::{Entry, Kind, Node};
 
 pub(crate) const TOP_FIELDS: &[&str] = &["name", "defaults", "run", "task", "tasks", "$schema"];
-pub(crate) const DEFAULTS_FIELDS: &[&str] = &[
+/// The fields of `[defaults]` that are not agent fields.
+const DEFAULTS_OWN_FIELDS: &[&str] = &[
     "engine",
     "timeout",
     "retries",
@@ -28,16 +29,9 @@ pub(crate) const DEFAULTS_FIELDS: &[&str] = &[
     "worktree_include",
     "confine",
     "contain",
-    "model",
-    "max_turns",
-    "allowed_tools",
-    "permission_mode",
-    "sandbox",
-    "args",
-    "idle_timeout",
-    "retry_on",
 ];
-/// The fields of an agent task that a shell task does not take.
+/// The fields of an agent task that a shell task does not take, and that `[defaults]` may
+/// set for every agent task.
 const AGENT_FIELDS: &[&str] = &[
     "model",
     "max_turns",
@@ -47,11 +41,14 @@ const AGENT_FIELDS: &[&str] = &[
     "args",
     "idle_timeout",
     "retry_on",
-    "budget",
 ];
+/// Agent fields a task takes that `[defaults]` does not (a budget is a task's own).
+const AGENT_TASK_FIELDS: &[&str] = &["budget"];
+pub(crate) const DEFAULTS_FIELDS: &[&[&str]] = &[DEFAULTS_OWN_FIELDS, AGENT_FIELDS];
 pub(crate) const RUN_FIELDS: &[&str] = &["concurrency", "on_failure", "base", "budget", "verify"];
 pub(crate) const BUDGET_FIELDS: &[&str] = &["tokens", "usd", "soft_usd", "soft_tokens"];
-pub(crate) const TASK_FIELDS: &[&str] = &[
+/// The fields of a task that are not agent fields.
+const TASK_OWN_FIELDS: &[&str] = &[
     "id",
     "needs",
     "run",
@@ -75,16 +72,8 @@ pub(crate) const TASK_FIELDS: &[&str] = &[
     "worktree_include",
     "confine",
     "contain",
-    "model",
-    "max_turns",
-    "allowed_tools",
-    "permission_mode",
-    "sandbox",
-    "args",
-    "idle_timeout",
-    "retry_on",
-    "budget",
 ];
+pub(crate) const TASK_FIELDS: &[&[&str]] = &[TASK_OWN_FIELDS, AGENT_FIELDS, AGENT_TASK_FIELDS];
 
 /// Engines a task may name. `noop` is internal (benchmarks, grouping).
 pub const ENGINES: &[&str] = &[
@@ -131,7 +120,7 @@ pub(crate) fn walk(root: &Node, diags: &mut Vec<Diagnostic>) -> Spec {
         return spec;
     };
     let mut task_lists = Vec::new();
-    w.each_field(table, "the graph file", TOP_FIELDS, |w, e| {
+    w.each_field(table, "the graph file", &[TOP_FIELDS], |w, e| {
         match e.key.as_str() {
             "name" => spec.name = w.string(e).map(|s| s.value),
             "defaults" => spec.defaults = w.defaults(e),
@@ -176,7 +165,7 @@ impl Walker<'_> {
         &mut self,
         table: &'n [Entry],
         place: &str,
-        known: &[&str],
+        known: &[&[&str]],
         mut visit: impl FnMut(&mut Self, &'n Entry) -> bool,
     ) {
         // A task's handful of fields is searched: a map for each of 100,000 tasks costs more.
@@ -209,9 +198,10 @@ impl Walker<'_> {
                     format!("unknown field `{}` in {place}", entry.key),
                 )
                 .label("unknown field");
-                d.help = Some(match did_you_mean(&entry.key, known.iter().copied()) {
+                let names = || known.iter().flat_map(|group| group.iter().copied());
+                d.help = Some(match did_you_mean(&entry.key, names()) {
                     Some(hint) => hint,
-                    None => format!("known fields: {}", known.join(", ")),
+                    None => format!("known fields: {}", names().collect::<Vec<_>>().join(", ")),
                 });
                 self.diags.push(d);
             }
@@ -521,7 +511,7 @@ impl Walker<'_> {
         let Some(table) = self.table_node(&e.value, "[run]") else {
             return r;
         };
-        self.each_field(table, "[run]", RUN_FIELDS, |w, e| {
+        self.each_field(table, "[run]", &[RUN_FIELDS], |w, e| {
             match e.key.as_str() {
                 "concurrency" => r.concurrency = w.count(e, 1),
                 "on_failure" => r.on_failure = w.choice(e, OnFailure::NAMES, OnFailure::parse),
@@ -587,7 +577,7 @@ impl Walker<'_> {
         let Some(table) = self.table_node(&e.value, place) else {
             return b;
         };
-        self.each_field(table, place, BUDGET_FIELDS, |w, e| {
+        self.each_field(table, place, &[BUDGET_FIELDS], |w, e| {
             if e.key.starts_with("soft_") && place != "[run] budget" {
                 w.diags.push(
                     Diagnostic::at(e.key_span.clone(), format!("`{}` in {place}", e.key))
@@ -672,7 +662,8 @@ impl Walker<'_> {
                     t.more_mut().workspace = w.choice(e, Workspace::NAMES, Workspace::parse)
                 }
                 _ => {
-                    if !AGENT_FIELDS.contains(&e.key.as_str()) {
+                    let key = e.key.as_str();
+                    if !AGENT_FIELDS.contains(&key) && !AGENT_TASK_FIELDS.contains(&key) {
                         return false;
                     }
                     let agent = &mut t.more_mut().agent;
