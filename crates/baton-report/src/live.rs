@@ -51,7 +51,8 @@ impl LiveReporter {
 
     fn println(&self, line: String) {
         // `println` on a hidden target (not a terminal) is silently dropped, which is right.
-        let _ = self.multi.println(line);
+        // Reasons carry what tasks printed and the names of files they made.
+        let _ = self.multi.println(crate::terminal_safe(&line));
     }
 }
 

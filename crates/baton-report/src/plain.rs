@@ -34,7 +34,10 @@ impl<W: Write> Reporter for PlainReporter<W> {
         let _ = writeln!(
             self.out,
             "baton: run {} of `{}`: {} tasks, concurrency {}",
-            info.run_id, info.name, info.tasks, info.concurrency
+            info.run_id,
+            crate::terminal_safe(&info.name),
+            info.tasks,
+            info.concurrency
         );
     }
 
@@ -64,7 +67,8 @@ impl<W: Write> Reporter for PlainReporter<W> {
                 ),
                 _ => continue,
             };
-            let _ = writeln!(self.out, "{line}");
+            // Reasons carry what tasks printed and the names of files they made.
+            let _ = writeln!(self.out, "{}", crate::terminal_safe(&line));
         }
         let _ = self.out.flush();
     }

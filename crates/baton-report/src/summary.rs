@@ -13,14 +13,18 @@ const LIST_ALL_UP_TO: usize = 50;
 const MAX_ROWS: usize = 200;
 
 /// The full summary: a table of tasks, the verdict, and the concurrency timeline.
+///
+/// Nothing in it reaches a terminal raw: reasons and outcomes carry what tasks printed and the
+/// names of files they made, so every cell is made [`terminal_safe`](crate::terminal_safe)
+/// before the table is laid out, and the whole once more after.
 pub fn render(result: &RunResult) -> String {
-    render_table(result, Columns::default())
+    crate::terminal_safe(&render_table(result, Columns::default())).into_owned()
 }
 
 /// The summary `baton status` prints: [`render`]'s, with a column saying what held each
 /// task's last attempt's processes (`cgroup`, `process group`; `-` when none ran).
 pub fn render_status(result: &RunResult) -> String {
-    render_table(result, Columns { containment: true })
+    crate::terminal_safe(&render_table(result, Columns { containment: true })).into_owned()
 }
 
 /// The optional columns of the table.
@@ -162,7 +166,7 @@ fn detail(task: &crate::TaskResult) -> String {
     if task.output_bytes > 4096 {
         parts.push(format!("{} of output", format_size(task.output_bytes)));
     }
-    parts.join(" · ")
+    crate::terminal_safe(&parts.join(" · ")).into_owned()
 }
 
 /// The last non-empty line of an output, shortened for a table cell.
@@ -208,7 +212,7 @@ pub fn verdict(result: &RunResult) -> String {
     }
     let mut line = format!(
         "baton: `{}` {} in {}: {} (run {})",
-        result.run.name,
+        crate::terminal_safe(&result.run.name),
         result.run.state,
         format_duration(Duration::from_millis(result.run.duration_ms)),
         counts.join(", "),

@@ -67,8 +67,13 @@ struct JsonEvent<'a> {
     event: &'a Event,
 }
 
-/// `#12 2026-11-30 04:01:41Z attempt-finished build#1: exit 0 in 812ms`.
+/// `#12 2026-11-30 04:01:41Z attempt-finished build#1: exit 0 in 812ms`, safe for a terminal:
+/// reasons and outcomes carry what tasks printed and the names of files they made.
 fn describe(event: &Event) -> String {
+    baton_report::terminal_safe(&describe_raw(event)).into_owned()
+}
+
+fn describe_raw(event: &Event) -> String {
     let detail = match &event.kind {
         EventKind::RunStarted {
             name,

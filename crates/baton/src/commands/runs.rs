@@ -71,6 +71,14 @@ pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         );
         return Ok(exit::SUCCESS);
     }
+    // A run's name is the graph file's `name`: shown, not acted on by the terminal.
+    let lines: Vec<RunLine> = lines
+        .into_iter()
+        .map(|l| RunLine {
+            name: baton_report::terminal_safe(&l.name).into_owned(),
+            ..l
+        })
+        .collect();
     if lines.is_empty() {
         println!("no runs recorded yet");
         return Ok(exit::SUCCESS);

@@ -5,7 +5,7 @@ use std::time::Duration;
 use baton_model::Outcome;
 
 use crate::procs;
-use crate::test::{RUN_LIMIT, Test, fixture};
+use crate::test::{RUN_LIMIT, Test, baton_in, fixture};
 
 /// 200 MB through baton must not be held in memory. A whole run of the quickstart peaks at about
 /// 9 MiB of RSS (debug build); keeping the flood would take 200 MB.
@@ -180,5 +180,58 @@ run = "echo to stdout; sh {} {BYTES} stderr; echo; echo done >&2"
     assert_eq!(
         size,
         BYTES + "to stdout\n".len() as u64 + 1 + "done\n".len() as u64
+    );
+}
+
+/// What tasks print, and the names of files they make, never reach the user's terminal as
+/// control sequences (an OSC 52 clipboard write here) through anything baton shows: the run's
+/// summary and progress lines, `status`, `events` and `runs`. (`logs` shows them made safe on
+/// a terminal, and passes the log's bytes on unchanged into a pipe or file, like `cat`.)
+#[test]
+fn control_sequences_from_tasks_never_reach_the_terminal_raw() {
+    let graph = r#"
+name = "hostile"
+
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "evil"
+scope = ["src/**"]
+scope_policy = "enforce"
+run = '''
+osc=$(printf '\033]52;c;SGVsbG8=\007')
+printf 'x' > "evil${osc}.txt"
+echo "said ${osc} on stdout"
+echo "said ${osc} on stderr" >&2
+'''
+"#;
+    let out = crate::workspaces::repo_with(graph)
+        .args(&["run", "graph.toml"])
+        .run()
+        .status(1);
+    let root = out.path().to_path_buf();
+    let mut shown = vec![
+        ("run stdout".to_owned(), out.stdout.clone()),
+        ("run stderr".to_owned(), out.stderr.clone()),
+    ];
+    for args in [vec!["status"], vec!["events", "latest"], vec!["runs"]] {
+        shown.push((args.join(" "), baton_in(&root, &args).stdout));
+    }
+    for (what, text) in &shown {
+        assert!(
+            !text.contains(['\u{1b}', '\u{7}', '\u{9b}']),
+            "a control character reached {what}: {text:?}"
+        );
+    }
+    // Shown, in a visible form.
+    let status = &shown[2].1;
+    assert!(status.contains("evil^[]52;c;SGVsbG8=^G.txt"), "{status}");
+    let events = &shown[3].1;
+    assert!(events.contains("evil^[]52;c;SGVsbG8=^G.txt"), "{events}");
+    let piped = baton_in(&root, &["logs", "latest", "evil"]).stdout;
+    assert!(
+        piped.contains("said \u{1b}]52;c;SGVsbG8=\u{7} on stdout"),
+        "{piped:?}"
     );
 }
