@@ -38,13 +38,23 @@ pub(crate) enum Mode {
 pub(crate) trait Out {
     /// Bytes of the input, passed through.
     fn keep(&mut self, bytes: &[u8]);
-    /// Bytes that replace input (a marker).
+    /// A marker (`[REDACTED:label]`) in place of a secret. `secret` is a slice of the input
+    /// that starts where the secret starts (as much of it as is known: a secret swallowed by
+    /// its tail goes on past it). Two markers can follow each other with no input kept
+    /// between them (a token that runs to the end of a match's context, then the match's own
+    /// secret), so where the second starts is only known from it.
+    fn mark(&mut self, marker: &[u8], secret: &[u8]);
+    /// Input bytes written back after they were swallowed with a secret (the line break
+    /// before a private key's `END` line).
     fn insert(&mut self, bytes: &[u8]);
 }
 
 impl Out for Vec<u8> {
     fn keep(&mut self, bytes: &[u8]) {
         self.extend_from_slice(bytes);
+    }
+    fn mark(&mut self, marker: &[u8], _secret: &[u8]) {
+        self.extend_from_slice(marker);
     }
     fn insert(&mut self, bytes: &[u8]) {
         self.extend_from_slice(bytes);
@@ -169,7 +179,7 @@ impl Engine {
                         .map_or(hay.len(), |n| pos + n);
                     if stop > pos {
                         if !*marked {
-                            out.insert(PEM_MARKER);
+                            out.mark(PEM_MARKER, &hay[pos..stop]);
                             *marked = true;
                         }
                         for &b in &hay[stop.saturating_sub(4).max(pos)..stop] {
@@ -310,7 +320,7 @@ impl Engine {
                 Tail::Value(_) => self.refine(&hay[range.clone()], marker),
                 _ => marker,
             };
-            out.insert(marker);
+            out.mark(marker, &hay[range.clone()]);
             at = range.end;
         }
         last.end

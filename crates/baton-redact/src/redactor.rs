@@ -182,7 +182,6 @@ impl Redactor {
     pub fn find(&self, text: &[u8]) -> Vec<Finding> {
         let mut out = FindOut {
             text,
-            at: 0,
             found: Vec::new(),
             open: 0,
             given_back: 0,
@@ -257,6 +256,10 @@ impl Out for CowOut<'_> {
         }
     }
 
+    fn mark(&mut self, marker: &[u8], _secret: &[u8]) {
+        self.owned().extend_from_slice(marker);
+    }
+
     fn insert(&mut self, bytes: &[u8]) {
         self.owned().extend_from_slice(bytes);
     }
@@ -264,12 +267,10 @@ impl Out for CowOut<'_> {
 
 /// Records where markers would go instead of writing them. Every byte the engine keeps is a
 /// slice of the text it was given (context is redacted on its own, but as a slice of the same
-/// text), so where a kept slice starts says how far the engine got; a secret runs from the
-/// end of what was kept before its marker to the start of what is kept after it.
+/// text), and so is the start of each secret it marks; a secret runs from where its marker
+/// says it starts to what is kept, or marked, after it.
 struct FindOut<'h> {
     text: &'h [u8],
-    /// The end of the last kept slice.
-    at: usize,
     found: Vec<Finding>,
     /// The findings from here on do not know their end yet.
     open: usize,
@@ -279,6 +280,16 @@ struct FindOut<'h> {
 }
 
 impl FindOut<'_> {
+    /// Where `bytes`, a slice of the text, starts in it.
+    fn offset(&self, bytes: &[u8]) -> usize {
+        let start = (bytes.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize);
+        debug_assert!(
+            start + bytes.len() <= self.text.len(),
+            "the engine's slices are the text's"
+        );
+        start
+    }
+
     fn close(&mut self, end: usize) {
         let end = end.saturating_sub(std::mem::take(&mut self.given_back));
         for finding in &mut self.found[self.open..] {
@@ -290,28 +301,28 @@ impl FindOut<'_> {
 
 impl Out for FindOut<'_> {
     fn keep(&mut self, bytes: &[u8]) {
-        let start = (bytes.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize);
-        debug_assert!(
-            start + bytes.len() <= self.text.len(),
-            "kept bytes are the text's"
-        );
+        let start = self.offset(bytes);
         self.close(start);
-        self.at = start + bytes.len();
     }
 
-    fn insert(&mut self, bytes: &[u8]) {
-        match bytes
+    fn mark(&mut self, marker: &[u8], secret: &[u8]) {
+        let start = self.offset(secret);
+        // What was swallowed since the last kept bytes belongs to the secrets before it.
+        self.close(start);
+        let label = marker
             .strip_prefix(b"[REDACTED:")
             .and_then(|rest| rest.strip_suffix(b"]"))
-        {
-            Some(label) => self.found.push(Finding {
-                range: self.at..self.at,
-                label: String::from_utf8_lossy(label).into_owned(),
-            }),
-            // The line break before a private key's `END` line, swallowed with its body and
-            // given back: the same bytes as the input's.
-            None => self.given_back += bytes.len(),
-        }
+            .unwrap_or(marker);
+        self.found.push(Finding {
+            range: start..start,
+            label: String::from_utf8_lossy(label).into_owned(),
+        });
+    }
+
+    // The line break before a private key's `END` line, swallowed with its body and given
+    // back: the same bytes as the input's.
+    fn insert(&mut self, bytes: &[u8]) {
+        self.given_back += bytes.len();
     }
 }
 

@@ -1,5 +1,6 @@
 //! Arbitrary bytes, cut at arbitrary places: redacting must not panic, a stream must give
-//! what the whole text gives, and redacting again must change nothing.
+//! what the whole text gives, redacting again must change nothing, and `find` says what
+//! `redact` replaces (each finding's marker put in place of its range gives the same text).
 //!
 //! `cd crates/baton-redact/fuzz && cargo +nightly fuzz run stream`
 
@@ -35,4 +36,19 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(out, &whole[..], "stream and whole differ");
 
     assert_eq!(REDACTOR.redact(&whole), whole, "redacting twice changed the text");
+
+    let found = REDACTOR.find(text);
+    let mut rebuilt = Vec::with_capacity(whole.len());
+    let mut at = 0;
+    for f in &found {
+        assert!(
+            at <= f.range.start && f.range.start <= f.range.end && f.range.end <= text.len(),
+            "findings out of order or out of the text: {found:?}"
+        );
+        rebuilt.extend_from_slice(&text[at..f.range.start]);
+        rebuilt.extend_from_slice(format!("[REDACTED:{}]", f.label).as_bytes());
+        at = f.range.end;
+    }
+    rebuilt.extend_from_slice(&text[at..]);
+    assert_eq!(rebuilt, &whole[..], "find and redact differ: {found:?}");
 });

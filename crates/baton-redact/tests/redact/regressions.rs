@@ -42,3 +42,32 @@ fn a_block_right_after_an_end_line_is_redacted() {
     stable(text.as_bytes());
     stable(include_bytes!("fuzz-pem-end-begin.bin"));
 }
+
+/// A token assigned in `curl -u`'s user name runs to the end of the match's context (the `:`
+/// included), so its marker and the password's follow each other with nothing kept between
+/// them: `find` gave both the same range (both ran to the end of the password), and a
+/// graph file's error pointed at the wrong text.
+#[test]
+fn two_markers_with_nothing_kept_between_them_have_their_own_ranges() {
+    let text = "curl -u TOKEN=abcd1234:hunter22 https://x";
+    let out = redactor().redact_str(text).into_owned();
+    assert_eq!(
+        out,
+        "curl -u TOKEN=[REDACTED:token][REDACTED:password] https://x"
+    );
+    let found = redactor().find(text.as_bytes());
+    let found: Vec<(&str, &str)> = found
+        .iter()
+        .map(|f| (&text[f.range.clone()], f.label.as_str()))
+        .collect();
+    assert_eq!(found, [("abcd1234:", "token"), ("hunter22", "password")]);
+    crate::find::agrees(text.as_bytes()).unwrap();
+    stable(text.as_bytes());
+
+    // As the fuzz target found it (its first 8 bytes choose chunk sizes; the rest is text).
+    let input = include_bytes!("fuzz-find-adjacent-markers.bin");
+    for text in [&input[..], &input[8..]] {
+        crate::find::agrees(text).unwrap();
+        stable(text);
+    }
+}
