@@ -118,10 +118,10 @@ pub struct TaskResult {
     /// An agent task's engine, model and session (its last attempt's) and what all its
     /// attempts used and cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<TaskAgent>,
+    pub agent: Option<Box<TaskAgent>>,
     /// A task in a worktree: its branch and what it changed there (all its attempts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workspace: Option<TaskWorkspace>,
+    pub workspace: Option<Box<TaskWorkspace>>,
     /// What held the last attempt's processes: `cgroup` (killed whole at its end, setsid'd
     /// descendants included) or `process_group`. Absent when no process ran, or the attempt
     /// was recorded by an older baton.

@@ -122,10 +122,12 @@ pub async fn run(
         opening,
         ..Restored::default()
     };
-    drive_run(
+    let run_id = drive_run(
         &graph, store, run_id, dirs, &driver, restored, reporter, &config, stops,
     )
-    .await
+    .await?;
+    drop(graph);
+    report_result(store, &run_id, reporter)
 }
 
 /// Takes over a recorded run (see [`Takeover`]) and drives it to its end.
@@ -167,7 +169,7 @@ pub async fn resume(
         path: dirs.run.clone(),
         source,
     })?;
-    drive_run(
+    let run_id = drive_run(
         &graph,
         store,
         run_id.clone(),
@@ -178,7 +180,21 @@ pub async fn resume(
         &config,
         stops,
     )
-    .await
+    .await?;
+    drop(graph);
+    report_result(store, &run_id, reporter)
+}
+
+/// The run's result, read back from the store (with the graph already gone: a 100,000-task
+/// run would otherwise hold both at its peak), and told to the reporter.
+fn report_result(
+    store: &SqliteStore,
+    run_id: &RunId,
+    reporter: &mut dyn Reporter,
+) -> Result<RunResult, RunError> {
+    let result = build_result(store, run_id)?;
+    reporter.run_finished(&result);
+    Ok(result)
 }
 
 #[expect(
@@ -195,7 +211,7 @@ async fn drive_run(
     reporter: &mut dyn Reporter,
     config: &RunConfig,
     stops: mpsc::UnboundedReceiver<StopRequest>,
-) -> Result<RunResult, RunError> {
+) -> Result<RunId, RunError> {
     reporter.run_started(&RunInfo {
         run_id: run_id.clone(),
         name: graph.name().to_owned(),
@@ -242,9 +258,7 @@ async fn drive_run(
             source,
         });
     }
-    let result = build_result(store, &run_id)?;
-    reporter.run_finished(&result);
-    Ok(result)
+    Ok(run_id)
 }
 
 /// The authoritative state of one run in progress.
@@ -276,7 +290,7 @@ struct Dispatcher<'a> {
     /// The soft budget was reached: nothing more starts.
     paused: bool,
     /// Per task, the agent session its next attempt continues.
-    sessions: Vec<Option<Continue>>,
+    sessions: HashMap<u32, Continue>,
     /// The tasks' worktrees and the run's result branch.
     workspaces: Workspaces,
     /// A task changed files outside its scope (under `warn`): the run succeeds with warnings.
@@ -285,11 +299,11 @@ struct Dispatcher<'a> {
     final_state: Option<RunState>,
     /// Per task with `verify`, what its running attempt was started with: its checks run
     /// the same way, in the same place.
-    check_specs: Vec<Option<AttemptSpec>>,
+    check_specs: HashMap<u32, AttemptSpec>,
     /// Per task, an attempt waiting for its checks.
-    checking: Vec<Option<Pending>>,
+    checking: HashMap<u32, Pending>,
     /// Per task, the attempt so far while a fix round runs.
-    fixing: Vec<Option<Pending>>,
+    fixing: HashMap<u32, Pending>,
     /// Per task, the fix rounds its current attempt used.
     fix_rounds: Vec<u32>,
     /// Tasks waiting for a person's approval.
@@ -381,13 +395,13 @@ impl<'a> Dispatcher<'a> {
             meter: Meter::new(graph.run_settings().budget.clone()),
             agents_running: 0,
             paused: false,
-            sessions: vec![None; graph.len()],
+            sessions: HashMap::new(),
             workspaces,
             warnings: false,
             final_state: None,
-            check_specs: vec![None; graph.len()],
-            checking: (0..graph.len()).map(|_| None).collect(),
-            fixing: (0..graph.len()).map(|_| None).collect(),
+            check_specs: HashMap::new(),
+            checking: HashMap::new(),
+            fixing: HashMap::new(),
             fix_rounds: vec![0; graph.len()],
             awaiting: Default::default(),
             decided: Default::default(),
@@ -647,7 +661,7 @@ impl<'a> Dispatcher<'a> {
                 (report, watcher)
             }
             Ended::Checks(checks) => {
-                if let Some(pending) = self.checking[task as usize].take() {
+                if let Some(pending) = self.checking.remove(&task) {
                     self.checked(task, attempt, pending, checks, turn);
                 }
                 return;
@@ -681,7 +695,7 @@ impl<'a> Dispatcher<'a> {
             // Only if the agent got somewhere: a session whose first request failed holds
             // nothing worth continuing (and some CLIs keep no such session at all).
             let progressed = judged.usage.output_tokens > 0 || judged.usage.tool_calls > 0;
-            self.sessions[task as usize] = match (&judged.outcome, &judged.usage.session_id) {
+            let session = match (&judged.outcome, &judged.usage.session_id) {
                 (outcome, Some(session))
                     if progressed
                         && outcome.failure_class()
@@ -694,6 +708,10 @@ impl<'a> Dispatcher<'a> {
                     })
                 }
                 _ => None,
+            };
+            match session {
+                Some(session) => self.sessions.insert(task, session),
+                None => self.sessions.remove(&task),
             };
             self.meter.finish((task, attempt), &judged.usage);
             report.outcome = judged.outcome;
@@ -762,7 +780,7 @@ impl<'a> Dispatcher<'a> {
             head,
         };
         let mut pending = pending;
-        if let Some(earlier) = self.fixing[task as usize].take() {
+        if let Some(earlier) = self.fixing.remove(&task) {
             // A fix round ended: the attempt is the whole of it, all rounds together.
             pending.report.duration += earlier.report.duration;
             pending.agent = match (earlier.agent, pending.agent) {
@@ -774,7 +792,7 @@ impl<'a> Dispatcher<'a> {
             };
         }
         let checks = &self.graph.task(task).verify;
-        let spec = self.check_specs[task as usize].take();
+        let spec = self.check_specs.remove(&task);
         match spec {
             Some(spec)
                 if pending.report.outcome.is_success()
@@ -785,7 +803,7 @@ impl<'a> Dispatcher<'a> {
                 let id = id.clone();
                 let checks = checks.clone();
                 let stop = self.stop_tx.subscribe();
-                self.checking[task as usize] = Some(pending);
+                self.checking.insert(task, pending);
                 let handle = self.inflight.spawn(async move {
                     Ended::Checks(
                         run_checks(
@@ -836,7 +854,7 @@ impl<'a> Dispatcher<'a> {
             message: fix_message(&failed, round, rounds),
             fix: Some(round),
         };
-        self.fixing[task as usize] = Some(pending);
+        self.fixing.insert(task, pending);
         // Counted from here: however the round ends, its end counts it off.
         if self.launcher.is_agent(task) {
             self.agents_running += 1;
@@ -863,7 +881,7 @@ impl<'a> Dispatcher<'a> {
             .launcher
             .dirs()
             .fix_log(&self.graph.task(task).id, attempt, round);
-        self.check_specs[task as usize] = Some(spec.clone());
+        self.check_specs.insert(task, spec.clone());
         let child = Attempt::spawn_watched(spec, watcher);
         let stop = self.stop_tx.subscribe();
         let handle = self.inflight.spawn(async move {
@@ -1024,7 +1042,7 @@ impl<'a> Dispatcher<'a> {
                     continue;
                 }
             };
-            let resume = self.sessions[task as usize].take();
+            let resume = self.sessions.remove(&task);
             let (spec, watcher) = match self.launcher.prepare(
                 task,
                 attempt,
@@ -1047,7 +1065,7 @@ impl<'a> Dispatcher<'a> {
             self.fix_rounds[task as usize] = 0;
             if !self.graph.task(task).verify.is_empty() {
                 // The checks run where the attempt ran, with what it was given.
-                self.check_specs[task as usize] = Some(spec.clone());
+                self.check_specs.insert(task, spec.clone());
             }
             let setup = &self.graph.task(task).setup;
             if !setup.is_empty() && self.workspaces.needs_setup(task) {
@@ -1391,11 +1409,14 @@ impl Dispatcher<'_> {
                     .as_ref()
                     .is_some_and(|a| a.output_tokens > 0 || a.tool_calls > 0)
             {
-                self.sessions[task as usize] = Some(Continue {
-                    session: Some(session),
-                    message: cut_short(outcome),
-                    fix: None,
-                });
+                self.sessions.insert(
+                    task,
+                    Continue {
+                        session: Some(session),
+                        message: cut_short(outcome),
+                        fix: None,
+                    },
+                );
             }
         }
         Ok(())

@@ -1,7 +1,7 @@
 //! Turning a task into the command line, environment and files of one attempt, and keeping
 //! what its dependents will be handed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -115,7 +115,9 @@ pub(crate) struct Launcher<'a> {
     states: Vec<Option<TaskState>>,
     /// Dependents of each task that have not started yet; its held output is dropped at zero.
     readers_left: Vec<u32>,
-    prepared: Vec<Option<Prepared>>,
+    /// Per task launched and not finished (a few hundred bytes each: not one per task of a
+    /// 100,000-task graph).
+    prepared: HashMap<u32, Prepared>,
     /// `$BATON_HANDOFF_FILE`s, reused from task to task.
     handoffs: HandoffFiles,
     /// Everything a task prints, and what it writes to `$BATON_OUTPUT`, passes through it.
@@ -141,7 +143,7 @@ impl<'a> Launcher<'a> {
             readers_left: (0..n as u32)
                 .map(|i| graph.dependents(i).len() as u32)
                 .collect(),
-            prepared: (0..n).map(|_| None).collect(),
+            prepared: HashMap::new(),
             handoffs: HandoffFiles::new(dirs.handoff.clone()),
             redactor: redactor_for(graph, &config.agents),
             agents: config.agents.clone(),
@@ -223,13 +225,11 @@ impl<'a> Launcher<'a> {
         resume: Option<&Continue>,
         workdir: Option<&std::path::Path>,
     ) -> Result<(AttemptSpec, Option<Box<dyn LineWatcher>>), String> {
-        if self.prepared[task as usize].is_none() {
+        if !self.prepared.contains_key(&task) {
             let prepared = self.prepare_first(task);
-            self.prepared[task as usize] = Some(prepared);
+            self.prepared.insert(task, prepared);
         }
-        let prepared = self.prepared[task as usize]
-            .as_ref()
-            .expect("just prepared");
+        let prepared = self.prepared.get(&task).expect("just prepared");
         let program = prepared.program.clone()?;
         let spec_task = self.graph.task(task);
         let mut env: Vec<(OsString, OsString)> =
@@ -664,7 +664,7 @@ impl<'a> Launcher<'a> {
         if let Some(Prepared {
             handoff: Some(file),
             ..
-        }) = self.prepared[task as usize].take()
+        }) = self.prepared.remove(&task)
         {
             self.handoffs.release(file);
         }

@@ -15,7 +15,6 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
         .ok_or_else(|| StoreError::UnknownRun(run.clone()))?;
     let mut records = store.tasks(run)?;
     records.sort_by_key(|t| t.idx);
-    let attempts = store.run_attempts(run)?;
     let started = record.started_at_ms;
     let ended = record.ended_at_ms;
     let run_ms = ended
@@ -23,15 +22,15 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
         .saturating_sub(started)
         .max(0) as u64;
 
-    // Per task, the last attempt's outcome and log; then the attempts go, before the tasks are
-    // converted (a 100,000-task run would otherwise hold three copies at once).
+    // Per task, the last attempt's outcome and log, read one attempt at a time (a 100,000-task
+    // run's attempts held at once would double its memory).
     let mut last: std::collections::HashMap<baton_model::TaskId, LastAttempt> =
         std::collections::HashMap::with_capacity(records.len());
-    let mut intervals = Vec::with_capacity(attempts.len());
+    let mut intervals = Vec::with_capacity(records.len());
     let mut spend: Option<RunSpend> = None;
     let mut agents: std::collections::HashMap<baton_model::TaskId, (u32, TaskAgent)> =
         std::collections::HashMap::new();
-    for attempt in attempts {
+    store.each_attempt(run, |attempt| {
         if let Some(usage) = &attempt.agent {
             spend.get_or_insert_with(RunSpend::default).add(usage);
             let (number, agent) = agents.entry(attempt.task.clone()).or_insert_with(|| {
@@ -79,7 +78,7 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
                 ),
             );
         }
-    }
+    })?;
 
     // What each task's worktree holds: its last recorded commit's evidence.
     let mut workspaces: std::collections::HashMap<String, baton_report::TaskWorkspace> =
@@ -130,8 +129,8 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
                 output_bytes: t.output_bytes.unwrap_or(0),
                 stderr: t.stderr_tail.filter(|s| !s.is_empty()),
                 log,
-                agent: agents.remove(&t.task).map(|(_, agent)| agent),
-                workspace: workspaces.remove(t.task.as_str()),
+                agent: agents.remove(&t.task).map(|(_, agent)| Box::new(agent)),
+                workspace: workspaces.remove(t.task.as_str()).map(Box::new),
                 containment,
             }
         })

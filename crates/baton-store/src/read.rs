@@ -93,14 +93,27 @@ impl SqliteStore {
 
     /// Every attempt of the run, by task and attempt number: for timelines and reports.
     pub fn run_attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, StoreError> {
+        let mut attempts = Vec::new();
+        self.each_attempt(run, |attempt| attempts.push(attempt))?;
+        Ok(attempts)
+    }
+
+    /// [`SqliteStore::run_attempts`] one at a time, none kept: a 100,000-task run's attempts
+    /// together take about as much memory as the rest of the run.
+    pub fn each_attempt(
+        &self,
+        run: &RunId,
+        mut f: impl FnMut(AttemptRecord),
+    ) -> Result<(), StoreError> {
         self.read(|tx| {
-            Ok(tx
-                .prepare_cached(&format!(
-                    "SELECT {ATTEMPT_COLUMNS} FROM attempts \
-                     WHERE run_id = ?1 ORDER BY task_id, attempt"
-                ))?
-                .query_map([run.as_str()], attempt_record)?
-                .collect::<Result<_, _>>()?)
+            let mut statement = tx.prepare_cached(&format!(
+                "SELECT {ATTEMPT_COLUMNS} FROM attempts \
+                 WHERE run_id = ?1 ORDER BY task_id, attempt"
+            ))?;
+            for attempt in statement.query_map([run.as_str()], attempt_record)? {
+                f(attempt?);
+            }
+            Ok(())
         })
     }
 
