@@ -133,6 +133,7 @@ pub(crate) struct Launcher<'a> {
 impl<'a> Launcher<'a> {
     pub(crate) fn new(graph: &'a Graph, run_id: RunId, dirs: RunDirs, config: &RunConfig) -> Self {
         let n = graph.len();
+        let environment: Vec<(OsString, OsString)> = std::env::vars_os().collect();
         Self {
             graph,
             run_id,
@@ -145,20 +146,14 @@ impl<'a> Launcher<'a> {
                 .collect(),
             prepared: HashMap::new(),
             handoffs: HandoffFiles::new(dirs.handoff.clone()),
-            redactor: redactor_for(graph, &config.agents),
+            redactor: redactor_for(graph, &config.agents, &environment),
             agents: config.agents.clone(),
-            environment: std::env::vars_os().collect(),
+            environment,
             dirs,
             pass_env: ALWAYS_PASSED
                 .iter()
                 .map(|s| (*s).to_owned())
-                .chain(
-                    std::env::var("BATON_PASS_ENV")
-                        .unwrap_or_default()
-                        .split([',', ' '])
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_owned),
-                )
+                .chain(names_in("BATON_PASS_ENV"))
                 .collect(),
         }
     }
@@ -709,25 +704,40 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     file.write_all(bytes)
 }
 
-/// The run's redactor: its rules, plus the values of every variable that looks like a secret
-/// or is listed in a task's `secret_env` (or `BATON_SECRET_ENV`), in baton's own environment
-/// (which tasks inherit) and in the tasks' `env`. One list for the whole run: a value that is
-/// secret for one task is secret in every task's output.
-fn redactor_for(graph: &Graph, agents: &AgentConfig) -> Redactor {
-    let mut listed: Vec<String> = std::env::var("BATON_SECRET_ENV")
+/// The variable names (or `PREFIX_*`) listed in baton's environment variable `var`, separated
+/// by commas or spaces: `BATON_PASS_ENV`, `BATON_SECRET_ENV`.
+fn names_in(var: &str) -> impl Iterator<Item = String> {
+    std::env::var(var)
         .unwrap_or_default()
         .split([',', ' '])
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
+        .collect::<Vec<_>>()
+        .into_iter()
+}
+
+/// The run's redactor: its rules, plus the values of every variable that looks like a secret
+/// or is listed in a task's `secret_env` (or `BATON_SECRET_ENV`), in baton's own environment
+/// (which tasks inherit) and in the tasks' `env`. One list for the whole run: a value that is
+/// secret for one task is secret in every task's output.
+fn redactor_for(
+    graph: &Graph,
+    agents: &AgentConfig,
+    environment: &[(OsString, OsString)],
+) -> Redactor {
+    let mut listed: Vec<String> = names_in("BATON_SECRET_ENV")
+        .chain(
+            graph
+                .tasks()
+                .iter()
+                .flat_map(|t| t.secret_env.iter().cloned()),
+        )
         .collect();
-    for task in graph.tasks() {
-        listed.extend(task.secret_env.iter().cloned());
-    }
     // An HTTP engine's key, whatever its variable is called.
     listed.extend(agents.engines().filter_map(|e| e.key_env.clone()));
     listed.sort_unstable();
     listed.dedup();
-    let mut values = secret_env_values(std::env::vars_os(), &listed);
+    let mut values = secret_env_values(environment.iter().cloned(), &listed);
     for task in graph.tasks() {
         let expanded = task.env.iter().filter_map(|(key, value)| {
             crate::env_ref::expand(value, |name| std::env::var(name).ok())
