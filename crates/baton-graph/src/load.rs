@@ -12,6 +12,9 @@ use crate::{from_json, from_toml, legacy, validate, walk};
 /// Reads and validates a graph file. The format follows the extension: `.toml`, `.json`
 /// (comments and trailing commas allowed); anything else is tried as TOML, then JSON.
 pub fn load(path: &Path) -> Result<Graph, LoadError> {
+    // Needed to check the file for secrets, and by a run of it: compiled while the file is
+    // read and parsed.
+    baton_redact::Redactor::warm_up_default();
     let bytes = std::fs::read(path).map_err(|e| {
         LoadError::new(
             path.to_path_buf(),

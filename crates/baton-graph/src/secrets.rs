@@ -18,7 +18,8 @@ use baton_redact::{Finding, Redactor};
 use crate::diagnostic::Diagnostic;
 use crate::tree::{Kind, Node, Span};
 
-/// Compiled once per process, on the first graph loaded (10–20 ms).
+/// Compiled once per process, on the first graph loaded (10–20 ms), unless
+/// [`Redactor::warm_up_default`] started it earlier.
 static REDACTOR: LazyLock<Redactor> = LazyLock::new(Redactor::default);
 
 /// The secrets found in a graph file: one diagnostic each, and the places in the file's text
@@ -75,6 +76,11 @@ impl Secrets {
         source: &str,
         diags: &mut Vec<Diagnostic>,
     ) {
+        // Most strings in a graph (ids, `true`, short commands) are too short to hold a
+        // secret: they are passed over without waiting for the redactor to be compiled.
+        if text.len() < Redactor::shortest_built_in_match() {
+            return;
+        }
         let found = REDACTOR.find(text.as_bytes());
         if found.is_empty() {
             return;

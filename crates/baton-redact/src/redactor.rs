@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use regex_automata::hybrid;
 use regex_automata::nfa::thompson::{self, WhichCaptures};
@@ -54,9 +54,15 @@ impl std::fmt::Debug for Redactor {
     }
 }
 
+/// The built-in rules alone, compiled once per process and shared: the graph loader's secret
+/// check and every run without secret values use the same one.
+static BUILT_IN: LazyLock<Redactor> = LazyLock::new(|| Redactor::compile(Vec::new()));
+
 impl Default for Redactor {
+    /// The built-in rules alone. The first call compiles them (about 10 ms); later calls
+    /// share that.
     fn default() -> Self {
-        Redactor::new(RedactorConfig::default())
+        BUILT_IN.clone()
     }
 }
 
@@ -79,16 +85,54 @@ fn marker(label: &str) -> Box<[u8]> {
 
 impl Redactor {
     /// Compiles the rules and the configured secret values (about 10 ms: do it once
-    /// and share the result).
+    /// and share the result). With no secret value to add, the process's shared
+    /// [`Redactor::default`] is returned instead.
     pub fn new(config: RedactorConfig) -> Redactor {
         let mut values: Vec<Vec<u8>> = config
             .secret_values
             .into_iter()
             .filter(|v| v.len() >= MIN_SECRET_LEN)
             .collect();
+        if values.is_empty() {
+            return Redactor::default();
+        }
         // Longest first, so that a value that is a prefix of another does not cut it short.
         values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         values.dedup();
+        Redactor::compile(values)
+    }
+
+    /// Starts compiling [`Redactor::default`] on a thread of its own, so that a caller with
+    /// other work to do first (parsing a graph file) does not wait for it later. Calling it
+    /// more than once, or after the default was compiled, does nothing.
+    pub fn warm_up_default() {
+        static STARTED: std::sync::Once = std::sync::Once::new();
+        STARTED.call_once(|| {
+            // If no thread can be started, the first use compiles it instead.
+            let _ = std::thread::Builder::new()
+                .name("redactor".to_owned())
+                .spawn(|| {
+                    LazyLock::force(&BUILT_IN);
+                });
+        });
+    }
+
+    /// The fewest bytes any built-in rule can match: a text shorter than this holds no secret
+    /// [`Redactor::default`] would find, and need not wait for it to be compiled. Parses the
+    /// rules on first use (under a millisecond); compiles nothing.
+    pub fn shortest_built_in_match() -> usize {
+        static SHORTEST: LazyLock<usize> = LazyLock::new(|| {
+            rules::rules()
+                .iter()
+                .filter_map(|rule| parse(&rule.pattern).properties().minimum_len())
+                .min()
+                .unwrap_or(0)
+        });
+        *SHORTEST
+    }
+
+    /// `values`: at least [`MIN_SECRET_LEN`] long, longest first, no duplicates.
+    fn compile(values: Vec<Vec<u8>>) -> Redactor {
 
         let mut hirs = Vec::new();
         let mut patterns = Vec::new();

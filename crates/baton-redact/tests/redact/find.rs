@@ -115,3 +115,24 @@ proptest! {
         agrees(&text)?;
     }
 }
+
+/// The graph loader passes over strings shorter than `shortest_built_in_match` without looking:
+/// no secret of the corpus, alone or in any context, is found in fewer bytes.
+#[test]
+fn no_built_in_finding_is_shorter_than_the_shortest_match() {
+    let shortest = baton_redact::Redactor::shortest_built_in_match();
+    assert!(shortest >= 4, "{shortest}");
+    let built_in = baton_redact::Redactor::default();
+    for case in cases() {
+        for text in [case.text.clone(), format!("x {} y", case.text)] {
+            for finding in built_in.find(text.as_bytes()) {
+                assert!(
+                    finding.range.len() >= shortest,
+                    "{} found in {} bytes, fewer than {shortest}: {text:?}",
+                    finding.label,
+                    finding.range.len()
+                );
+            }
+        }
+    }
+}
