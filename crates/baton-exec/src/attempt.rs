@@ -1,19 +1,22 @@
 //! Starting an attempt, and the handle the dispatcher waits on.
 
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
-use std::process::Stdio;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
 
 use baton_model::Outcome;
-use tokio::process::Command;
+use tokio::net::unix::pipe;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::cgroup::CgroupScope;
+use crate::child::Child;
 use crate::process_group::ProcessGroup;
 use crate::report::AttemptReport;
 use crate::sandbox::WriteSandbox;
 use crate::sink::OutputSink;
+use crate::spawn::{Spawned, Stdin};
 use crate::spec::{AttemptSpec, Program, StopLevel};
 use crate::supervise::{Ended, Limits, Supervisor};
 use crate::watch::LineWatcher;
@@ -81,8 +84,18 @@ impl Attempt {
             spawned = retried;
         }
         drop(ruleset);
-        let mut child = match spawned {
-            Ok(child) => child,
+        let started_child = spawned.and_then(|spawned| {
+            let pid = spawned.pid;
+            // From here on the child is baton's to reap; if the runtime cannot take it, KILL
+            // it rather than leave it unsupervised.
+            let supervised = Supervised::new(spawned);
+            if supervised.is_err() {
+                ProcessGroup::led_by(pid, None).kill();
+            }
+            supervised.map(|s| (pid, s))
+        });
+        let (pid, supervised) = match started_child {
+            Ok(started) => started,
             Err(error) => {
                 return Attempt {
                     started,
@@ -92,14 +105,14 @@ impl Attempt {
                 };
             }
         };
-        // A child that has not been waited on has a pid, and both pipes were asked for.
-        let (Some(pid), Some(stdout), Some(stderr)) =
-            (child.id(), child.stdout.take(), child.stderr.take())
-        else {
-            unreachable!("a fresh child with piped output has a pid and both pipes");
-        };
+        let Supervised {
+            child,
+            stdin,
+            stdout,
+            stderr,
+        } = supervised;
         let group = ProcessGroup::led_by(pid, cgroup);
-        if let (Some(input), Some(mut pipe)) = (spec.stdin.take(), child.stdin.take()) {
+        if let (Some(input), Some(mut pipe)) = (spec.stdin.take(), stdin) {
             // Its own task: a child that reads its input slowly must not stall the loop that
             // drains its output. A child that exits without reading ends the write with EPIPE.
             tokio::spawn(async move {
@@ -162,24 +175,57 @@ impl Attempt {
     }
 }
 
-/// stdin for every attempt. `/dev/null` is opened once and duplicated per spawn: a `dup` costs
-/// less than resolving the path again for each of thousands of small tasks.
-fn dev_null() -> Stdio {
-    static DEV_NULL: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+/// A spawned child and baton's ends of its pipes, registered with the runtime.
+struct Supervised {
+    child: Child,
+    stdin: Option<pipe::Sender>,
+    stdout: pipe::Receiver,
+    stderr: pipe::Receiver,
+}
+
+impl Supervised {
+    fn new(spawned: Spawned) -> io::Result<Self> {
+        Ok(Self {
+            child: Child::new(spawned.pid)?,
+            stdin: spawned
+                .stdin
+                .map(pipe::Sender::from_owned_fd_unchecked)
+                .transpose()?,
+            stdout: pipe::Receiver::from_owned_fd_unchecked(spawned.stdout)?,
+            stderr: pipe::Receiver::from_owned_fd_unchecked(spawned.stderr)?,
+        })
+    }
+}
+
+/// `/dev/null`, opened once: stdin for every attempt that gets no input. Duplicating an open
+/// descriptor costs less than resolving the path again for each of thousands of small tasks.
+fn dev_null() -> Option<&'static OwnedFd> {
+    static DEV_NULL: std::sync::OnceLock<Option<OwnedFd>> = std::sync::OnceLock::new();
     DEV_NULL
-        .get_or_init(|| std::fs::File::open("/dev/null").ok())
+        .get_or_init(|| std::fs::File::open("/dev/null").ok().map(OwnedFd::from))
         .as_ref()
-        .and_then(|file| file.try_clone().ok())
-        .map_or_else(Stdio::null, Stdio::from)
 }
 
 /// Spawns the attempt's child, which first joins `cgroup` and then restricts itself to
-/// `ruleset`, if given, between fork and exec.
+/// `ruleset`, if given, between fork and exec. Without either, and with a program named by a
+/// path, baton's own `posix_spawn` (see [`crate::spawn`]); otherwise std's `Command`.
 fn spawn_child(
     spec: &AttemptSpec,
     ruleset: Option<RawFd>,
     cgroup: Option<&CgroupScope>,
-) -> io::Result<tokio::process::Child> {
+) -> io::Result<Spawned> {
+    if ruleset.is_none() && cgroup.is_none() {
+        let stdin = match (&spec.stdin, dev_null()) {
+            (Some(_), _) => Some(Stdin::Piped),
+            (None, Some(null)) => Some(Stdin::From(null)),
+            // No /dev/null to give it: std's `Stdio::null` tries again.
+            (None, None) => None,
+        };
+        if let (Some(stdin), Some(line)) = (stdin, crate::spawn::command_line(spec)) {
+            let (argv, envp) = line?;
+            return crate::spawn::spawn(&argv, &envp, &spec.cwd, stdin);
+        }
+    }
     let mut command = command(spec);
     let procs = cgroup.map(CgroupScope::procs_fd);
     if ruleset.is_some() || procs.is_some() {
@@ -199,7 +245,28 @@ fn spawn_child(
             });
         }
     }
-    command.spawn()
+    let mut child = command.spawn()?;
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        unreachable!("a fresh child with piped output has both pipes");
+    };
+    let spawned = Spawned {
+        pid: child.id(),
+        stdin: child.stdin.take().map(OwnedFd::from),
+        stdout: OwnedFd::from(stdout),
+        stderr: OwnedFd::from(stderr),
+    };
+    // Dropping std's handle neither waits for the child nor kills it: `Child` reaps it.
+    drop(child);
+    for fd in [&spawned.stdout, &spawned.stderr]
+        .into_iter()
+        .chain(spawned.stdin.as_ref())
+    {
+        nix::fcntl::fcntl(
+            fd,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        )?;
+    }
+    Ok(spawned)
 }
 
 fn command(spec: &AttemptSpec) -> Command {
@@ -226,6 +293,8 @@ fn command(spec: &AttemptSpec) -> Command {
             Stdio::piped()
         } else {
             dev_null()
+                .and_then(|null| null.try_clone().ok())
+                .map_or_else(Stdio::null, Stdio::from)
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

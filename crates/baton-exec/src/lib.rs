@@ -7,8 +7,9 @@
 //! [`handoff`] module holds the pure functions that cap what a task hands to its dependents.
 //!
 //! Everything here runs on the caller's tokio runtime (IO and time drivers enabled): no thread
-//! is spawned per attempt, and the spawn itself takes std's posix_spawn path (fork and exec
-//! for an attempt in a [`WriteSandbox`], which must restrict itself between the two).
+//! is spawned per attempt. The spawn itself is a `posix_spawn` of baton's own (std's `Command`,
+//! which forks and execs, for an attempt in a [`WriteSandbox`] or a cgroup, which must be set
+//! up between the two), and the child is waited on through a pidfd.
 //!
 //! How an attempt's [`Outcome`](baton_model::Outcome) is decided:
 //! - baton stopped it (timeout, or a stop request): `TimedOut` or `Cancelled`, whichever came
@@ -23,11 +24,13 @@
 mod attempt;
 mod capture;
 mod cgroup;
+mod child;
 pub mod handoff;
 mod process_group;
 mod report;
 mod sandbox;
 mod sink;
+mod spawn;
 mod spec;
 mod supervise;
 mod utf8;

@@ -13,10 +13,11 @@ use std::time::Duration;
 use baton_model::Outcome;
 use nix::errno::Errno;
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, ChildStderr, ChildStdout};
+use tokio::net::unix::pipe;
 use tokio::sync::watch;
 use tokio::time::{Instant, Sleep, sleep_until};
 
+use crate::child::Child;
 use crate::process_group::ProcessGroup;
 use crate::sink::{OutputSink, Stream};
 use crate::spec::StopLevel;
@@ -51,8 +52,8 @@ pub(crate) struct Limits {
 #[derive(Debug)]
 pub(crate) struct Supervisor {
     child: Child,
-    stdout: ChildStdout,
-    stderr: ChildStderr,
+    stdout: pipe::Receiver,
+    stderr: pipe::Receiver,
     group: ProcessGroup,
     limits: Limits,
     progress: Progress,
@@ -168,8 +169,8 @@ impl Progress {
 impl Supervisor {
     pub(crate) fn new(
         child: Child,
-        stdout: ChildStdout,
-        stderr: ChildStderr,
+        stdout: pipe::Receiver,
+        stderr: pipe::Receiver,
         group: ProcessGroup,
         limits: Limits,
     ) -> Self {

@@ -1,0 +1,142 @@
+//! A spawned child, waited on through a pidfd in the runtime's own epoll set.
+//!
+//! tokio's `Child` does the same, but only for children it spawned itself; baton spawns its
+//! own (see [`crate::spawn`]) and needs one way to wait on either kind.
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+/// A child process of baton's, not yet reaped until [`Child::wait`] says how it ended.
+#[derive(Debug)]
+pub(crate) struct Child {
+    pid: libc::pid_t,
+    exited: Exited,
+    status: Option<ExitStatus>,
+    /// Whether dropping it unreaped hands it to a task that reaps it: not for that task's own
+    /// copy, which a runtime shutting down drops.
+    reap_when_dropped: bool,
+}
+
+/// How baton learns that the child exited.
+#[derive(Debug)]
+enum Exited {
+    /// Its pidfd turns readable (Linux 5.3 and later).
+    PidFd(AsyncFd<OwnedFd>),
+    /// Some child sent SIGCHLD: where pidfds are not available (an older kernel, a seccomp
+    /// filter that refuses `pidfd_open`).
+    Signal(Signal),
+    /// Reaped, or handed to a task that reaps it.
+    Gone,
+}
+
+impl Child {
+    /// Takes charge of child `pid`, which nothing else waits on. Must be called within a tokio
+    /// runtime with IO enabled.
+    pub(crate) fn new(pid: u32) -> io::Result<Self> {
+        let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
+        // SAFETY: a plain syscall; the result is checked before it is used as a descriptor.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let exited = if fd >= 0 {
+            let fd = i32::try_from(fd).expect("a descriptor fits an i32");
+            // SAFETY: pidfd_open returned a new descriptor that nothing else owns.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            // SAFETY: the descriptor is owned by the `AsyncFd` from here on and stays open
+            // until it is dropped.
+            let registered = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) };
+            Exited::PidFd(registered.map_err(io::Error::from)?)
+        } else {
+            // Listening from now on, and `wait` looks before it listens: an exit before this
+            // point is not missed.
+            Exited::Signal(signal(SignalKind::child())?)
+        };
+        Ok(Self {
+            pid,
+            exited,
+            status: None,
+            reap_when_dropped: true,
+        })
+    }
+
+    /// Waits for the child to exit and reaps it. Cancel-safe; after it returned a status, it
+    /// returns the same again.
+    pub(crate) async fn wait(&mut self) -> io::Result<ExitStatus> {
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        let reaped = match &mut self.exited {
+            Exited::PidFd(fd) => loop {
+                let mut ready = fd.readable().await?;
+                match reap(self.pid) {
+                    Ok(None) => ready.clear_ready(),
+                    done => break done,
+                }
+            },
+            Exited::Signal(signal) => loop {
+                match reap(self.pid) {
+                    Ok(None) => {
+                        signal.recv().await;
+                    }
+                    done => break done,
+                }
+            },
+            Exited::Gone => return Err(io::Error::other("the child was already reaped")),
+        };
+        self.exited = Exited::Gone;
+        let status = reaped?.expect("the loops end only with a status or an error");
+        self.status = Some(status);
+        Ok(status)
+    }
+}
+
+/// Reaps child `pid` if it has exited. An error means it cannot be reaped by baton (something
+/// else reaped it).
+fn reap(pid: libc::pid_t) -> io::Result<Option<ExitStatus>> {
+    let mut status = 0;
+    loop {
+        // SAFETY: a plain syscall with a pointer to a local.
+        let ret = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if ret == 0 {
+            return Ok(None);
+        }
+        if ret == pid {
+            return Ok(Some(ExitStatus::from_raw(status)));
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
+impl Drop for Child {
+    /// A child dropped before it was reaped (its supervising future was dropped; its process
+    /// group is KILLed by then) is reaped in the background, so that it does not stay a zombie
+    /// until baton exits.
+    fn drop(&mut self) {
+        if !self.reap_when_dropped || self.status.is_some() || matches!(self.exited, Exited::Gone)
+        {
+            return;
+        }
+        if !matches!(reap(self.pid), Ok(None)) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut orphan = Child {
+            pid: self.pid,
+            exited: std::mem::replace(&mut self.exited, Exited::Gone),
+            status: None,
+            reap_when_dropped: false,
+        };
+        runtime.spawn(async move {
+            let _ = orphan.wait().await;
+        });
+    }
+}

@@ -1,0 +1,392 @@
+//! Starting an attempt's child with `posix_spawn` directly, for the attempts that need nothing
+//! done between fork and exec (neither a write sandbox nor a cgroup to join): most of them,
+//! and all the short ones, whose cost is mostly this.
+//!
+//! std's `Command` gets there too, but on the way it copies baton's whole environment into a
+//! map, applies the attempt's changes, and builds a C string for every variable and argument,
+//! one allocation each; glibc then checks each of its three descriptors against the
+//! descriptor limit (two `getrlimit` calls apiece). Here argv and envp are laid out in one
+//! buffer each, and the only syscalls are the two pipes, the spawn and closing the child's
+//! ends (docs/PERFORMANCE.md has the numbers).
+
+use std::ffi::{CStr, c_char};
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::ptr;
+
+use nix::fcntl::OFlag;
+
+use crate::spec::{AttemptSpec, Program};
+
+/// What the child gets as stdin.
+pub(crate) enum Stdin<'a> {
+    /// This descriptor (`/dev/null`), duplicated onto 0.
+    From(&'a OwnedFd),
+    /// A new pipe; its writing end is returned.
+    Piped,
+}
+
+/// A child started by [`spawn`]: its pid, and baton's ends of its pipes (close-on-exec, and
+/// non-blocking, as the runtime wants them).
+#[derive(Debug)]
+pub(crate) struct Spawned {
+    pub(crate) pid: u32,
+    pub(crate) stdin: Option<OwnedFd>,
+    pub(crate) stdout: OwnedFd,
+    pub(crate) stderr: OwnedFd,
+}
+
+/// NUL-terminated strings laid end to end in one buffer, for a C `char *const []`.
+#[derive(Debug, Default)]
+pub(crate) struct CStrings {
+    bytes: Vec<u8>,
+    starts: Vec<usize>,
+}
+
+impl CStrings {
+    fn with_capacity(strings: usize, bytes: usize) -> Self {
+        Self {
+            bytes: Vec::with_capacity(bytes),
+            starts: Vec::with_capacity(strings),
+        }
+    }
+
+    /// Appends the concatenation of `parts` as one string. A NUL byte in it cannot be passed
+    /// to a program: refused, as std refuses it.
+    fn push(&mut self, parts: &[&[u8]]) -> io::Result<()> {
+        if parts.iter().any(|part| part.contains(&0)) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "nul byte found in an argument or environment variable",
+            ));
+        }
+        self.starts.push(self.bytes.len());
+        for part in parts {
+            self.bytes.extend_from_slice(part);
+        }
+        self.bytes.push(0);
+        Ok(())
+    }
+
+    /// The NULL-terminated array of pointers into `self`, valid while `self` is neither
+    /// changed nor dropped.
+    fn pointers(&self) -> Vec<*const c_char> {
+        let base = self.bytes.as_ptr();
+        self.starts
+            .iter()
+            // SAFETY: every start is an offset into `bytes`.
+            .map(|&start| unsafe { base.add(start) }.cast::<c_char>())
+            .chain(std::iter::once(ptr::null()))
+            .collect()
+    }
+
+    fn first(&self) -> Option<&CStr> {
+        let start = *self.starts.first()?;
+        CStr::from_bytes_until_nul(&self.bytes[start..]).ok()
+    }
+}
+
+/// The program path, argv and envp of `spec`, if it can be spawned here: a shell script, or a
+/// program named by a path. A bare program name is looked up in the `PATH` the child gets,
+/// which std's `Command` does (by exec'ing in the child); `None` leaves it to std.
+pub(crate) fn command_line(spec: &AttemptSpec) -> Option<io::Result<(CStrings, CStrings)>> {
+    let mut argv;
+    match &spec.program {
+        Program::Shell(script) => {
+            argv = CStrings::with_capacity(3, script.len() + 16);
+            // An absolute path: no PATH search, and the same shell whatever PATH the task
+            // sets.
+            if let Err(e) = argv
+                .push(&[b"/bin/sh"])
+                .and_then(|()| argv.push(&[b"-c"]))
+                .and_then(|()| argv.push(&[script.as_bytes()]))
+            {
+                return Some(Err(e));
+            }
+        }
+        Program::Exec { program, args } => {
+            if !program.as_os_str().as_bytes().contains(&b'/') {
+                return None;
+            }
+            let bytes = args.iter().map(|a| a.len() + 1).sum::<usize>();
+            argv = CStrings::with_capacity(args.len() + 1, bytes + program.as_os_str().len());
+            if let Err(e) = argv.push(&[program.as_os_str().as_bytes()]) {
+                return Some(Err(e));
+            }
+            for arg in args {
+                if let Err(e) = argv.push(&[arg.as_bytes()]) {
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+    Some(environment(spec).map(|envp| (argv, envp)))
+}
+
+/// The child's environment: `spec.env` on baton's own (when `inherit_env`), later entries
+/// winning, as with std's `Command::envs`.
+fn environment(spec: &AttemptSpec) -> io::Result<CStrings> {
+    let mut vars: Vec<(&[u8], &[u8])> = Vec::new();
+    let inherited;
+    if spec.inherit_env {
+        inherited = std::env::vars_os().collect::<Vec<_>>();
+        vars.extend(
+            inherited
+                .iter()
+                .map(|(k, v)| (k.as_bytes(), v.as_bytes())),
+        );
+    }
+    vars.extend(spec.env.iter().map(|(k, v)| (k.as_bytes(), v.as_bytes())));
+    // The last value of each name wins; the others are left out.
+    let mut keep = vec![true; vars.len()];
+    if vars.len() > 1 {
+        let mut seen: std::collections::HashMap<&[u8], usize> =
+            std::collections::HashMap::with_capacity(vars.len());
+        for (i, (name, _)) in vars.iter().enumerate() {
+            if let Some(earlier) = seen.insert(name, i) {
+                keep[earlier] = false;
+            }
+        }
+    }
+    let bytes = vars.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+    let mut envp = CStrings::with_capacity(vars.len(), bytes);
+    for ((name, value), keep) in vars.iter().zip(keep) {
+        // A name with `=` in it cannot be set: std skips it too.
+        if keep && !name.is_empty() && !name.contains(&b'=') {
+            envp.push(&[name, b"=", value])?;
+        }
+    }
+    Ok(envp)
+}
+
+/// Spawns `argv` with `envp` in `cwd`, as the leader of a new process group, with stdout and
+/// stderr on new pipes.
+pub(crate) fn spawn(
+    argv: &CStrings,
+    envp: &CStrings,
+    cwd: &Path,
+    stdin: Stdin<'_>,
+) -> io::Result<Spawned> {
+    let path = argv
+        .first()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no program"))?;
+    let cwd = std::ffi::CString::new(cwd.as_os_str().as_bytes()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "nul byte found in the working directory",
+        )
+    })?;
+    let (out_read, out_write) = pipe()?;
+    let (err_read, err_write) = pipe()?;
+    let (in_child, in_parent) = match stdin {
+        Stdin::From(_) => (None, None),
+        Stdin::Piped => {
+            let (read, write) = pipe()?;
+            (Some(read), Some(write))
+        }
+    };
+    let stdin_fd: RawFd = match (&stdin, &in_child) {
+        (Stdin::From(fd), _) => fd.as_raw_fd(),
+        (Stdin::Piped, Some(read)) => read.as_raw_fd(),
+        (Stdin::Piped, None) => unreachable!("a piped stdin has its pipe"),
+    };
+    let argv_ptrs = argv.pointers();
+    let envp_ptrs = envp.pointers();
+
+    let actions = FileActions::new()?;
+    actions.dup2(stdin_fd, 0)?;
+    actions.dup2(out_write.as_raw_fd(), 1)?;
+    actions.dup2(err_write.as_raw_fd(), 2)?;
+    actions.chdir(&cwd)?;
+    let attrs = SpawnAttrs::new()?;
+
+    let mut pid: libc::pid_t = 0;
+    // SAFETY: every pointer is valid for the call: the strings and the pointer arrays live
+    // until it returns, and both arrays end with NULL.
+    let ret = unsafe {
+        libc::posix_spawn(
+            &mut pid,
+            path.as_ptr(),
+            &actions.0,
+            &attrs.0,
+            argv_ptrs.as_ptr().cast::<*mut c_char>(),
+            envp_ptrs.as_ptr().cast::<*mut c_char>(),
+        )
+    };
+    if ret != 0 {
+        return Err(io::Error::from_raw_os_error(ret));
+    }
+    // The child's ends: its copies are its own now. Closing ours is what lets the pipes
+    // reach EOF when the child's side is done.
+    drop((out_write, err_write, in_child));
+    for fd in [&out_read, &err_read].into_iter().chain(in_parent.as_ref()) {
+        set_nonblocking(fd)?;
+    }
+    Ok(Spawned {
+        pid: u32::try_from(pid).expect("a spawned child's pid is positive"),
+        stdin: in_parent,
+        stdout: out_read,
+        stderr: err_read,
+    })
+}
+
+/// A pipe whose ends are both close-on-exec: the child gets its end by `dup2`, which clears
+/// the flag on the copy. Fails if an end would land on 0, 1 or 2 (baton's own were closed),
+/// where `dup2` onto itself would leave the flag set.
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    if read.as_raw_fd() <= 2 || write.as_raw_fd() <= 2 {
+        return Err(io::Error::other(
+            "baton's own stdin, stdout or stderr is closed",
+        ));
+    }
+    Ok((read, write))
+}
+
+fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
+    // A new pipe end has no other status flags, so this does not need to read them first.
+    nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
+    Ok(())
+}
+
+/// `posix_spawn_file_actions_t`, destroyed on drop.
+struct FileActions(libc::posix_spawn_file_actions_t);
+
+impl FileActions {
+    fn new() -> io::Result<Self> {
+        let mut raw = MaybeUninit::uninit();
+        // SAFETY: init initialises the value it is given.
+        check(unsafe { libc::posix_spawn_file_actions_init(raw.as_mut_ptr()) })?;
+        // SAFETY: initialised just above.
+        Ok(Self(unsafe { raw.assume_init() }))
+    }
+
+    fn dup2(&self, from: RawFd, to: RawFd) -> io::Result<()> {
+        // SAFETY: the actions were initialised; glibc takes a mutable pointer but only
+        // appends to its own list.
+        check(unsafe {
+            libc::posix_spawn_file_actions_adddup2(ptr::from_ref(&self.0).cast_mut(), from, to)
+        })
+    }
+
+    fn chdir(&self, dir: &CStr) -> io::Result<()> {
+        // SAFETY: as above; glibc copies the path.
+        check(unsafe {
+            libc::posix_spawn_file_actions_addchdir_np(
+                ptr::from_ref(&self.0).cast_mut(),
+                dir.as_ptr(),
+            )
+        })
+    }
+}
+
+impl Drop for FileActions {
+    fn drop(&mut self) {
+        // SAFETY: initialised in `new`, destroyed once.
+        unsafe { libc::posix_spawn_file_actions_destroy(&mut self.0) };
+    }
+}
+
+/// `posix_spawnattr_t` for an attempt's leader: a process group of its own, no signal
+/// blocked, and SIGPIPE back to its default (Rust programs ignore it, and an ignored signal
+/// stays ignored across exec: `yes | head` would never end).
+struct SpawnAttrs(libc::posix_spawnattr_t);
+
+impl SpawnAttrs {
+    fn new() -> io::Result<Self> {
+        let mut raw = MaybeUninit::uninit();
+        // SAFETY: init initialises the value it is given.
+        check(unsafe { libc::posix_spawnattr_init(raw.as_mut_ptr()) })?;
+        // SAFETY: initialised just above.
+        let mut attrs = Self(unsafe { raw.assume_init() });
+        // SAFETY: the sets are initialised by sigemptyset before use; the attributes were
+        // initialised above.
+        unsafe {
+            let mut empty = MaybeUninit::<libc::sigset_t>::uninit();
+            libc::sigemptyset(empty.as_mut_ptr());
+            let empty = empty.assume_init();
+            let mut default = empty;
+            libc::sigaddset(&mut default, libc::SIGPIPE);
+            check(libc::posix_spawnattr_setsigmask(&mut attrs.0, &empty))?;
+            check(libc::posix_spawnattr_setsigdefault(&mut attrs.0, &default))?;
+            check(libc::posix_spawnattr_setpgroup(&mut attrs.0, 0))?;
+            let flags = libc::POSIX_SPAWN_SETPGROUP
+                | libc::POSIX_SPAWN_SETSIGMASK
+                | libc::POSIX_SPAWN_SETSIGDEF;
+            check(libc::posix_spawnattr_setflags(
+                &mut attrs.0,
+                i16::try_from(flags).expect("the spawn flags fit a short"),
+            ))?;
+        }
+        Ok(attrs)
+    }
+}
+
+impl Drop for SpawnAttrs {
+    fn drop(&mut self) {
+        // SAFETY: initialised in `new`, destroyed once.
+        unsafe { libc::posix_spawnattr_destroy(&mut self.0) };
+    }
+}
+
+/// The posix_spawn functions return an error number instead of setting errno.
+fn check(ret: libc::c_int) -> io::Result<()> {
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(ret))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use super::*;
+
+    fn strings(c: &CStrings) -> Vec<String> {
+        c.bytes
+            .split(|&b| b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_last_value_of_a_variable_wins_in_its_first_place() {
+        let mut spec = AttemptSpec::new(Program::Shell("true".into()), "/", "/dev/null");
+        spec.inherit_env = false;
+        spec.env = vec![
+            (OsString::from("A"), OsString::from("1")),
+            (OsString::from("B"), OsString::from("2")),
+            (OsString::from("A"), OsString::from("3")),
+            (OsString::from("C=D"), OsString::from("skipped")),
+        ];
+        let envp = environment(&spec).unwrap();
+        assert_eq!(strings(&envp), ["B=2", "A=3"]);
+        assert_eq!(envp.pointers().len(), 3, "two strings and the NULL");
+    }
+
+    #[test]
+    fn a_nul_byte_is_refused_not_cut_short() {
+        let spec = AttemptSpec::new(Program::Shell("echo a\0b".into()), "/", "/dev/null");
+        let err = command_line(&spec).unwrap().unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn a_bare_program_name_is_left_to_std() {
+        let spec = AttemptSpec::new(
+            Program::Exec {
+                program: "git".into(),
+                args: vec![],
+            },
+            "/",
+            "/dev/null",
+        );
+        assert!(command_line(&spec).is_none());
+    }
+}
