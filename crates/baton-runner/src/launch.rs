@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::handoff_files::{HandoffFile, HandoffFiles};
@@ -44,7 +45,7 @@ struct Prepared {
     program: Result<Program, String>,
     handoff: Option<HandoffFile>,
     /// What the task gets of baton's own environment.
-    passed: Vec<(OsString, OsString)>,
+    passed: Arc<[(OsString, OsString)]>,
     /// For an agent task: its engine, and how its prompt reaches it.
     agent: Option<PreparedAgent>,
 }
@@ -126,6 +127,9 @@ pub(crate) struct Launcher<'a> {
     environment: Vec<(OsString, OsString)>,
     /// Passed to every task: [`ALWAYS_PASSED`] and `BATON_PASS_ENV`.
     pass_env: Vec<String>,
+    /// The variables of `environment` that `pass_env` lets through: all a task gets of baton's
+    /// environment unless it or its engine passes more.
+    base_passed: Arc<[(OsString, OsString)]>,
     /// How agent engines are run, and what models cost.
     agents: AgentConfig,
 }
@@ -134,6 +138,16 @@ impl<'a> Launcher<'a> {
     pub(crate) fn new(graph: &'a Graph, run_id: RunId, dirs: RunDirs, config: &RunConfig) -> Self {
         let n = graph.len();
         let environment: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        let pass_env: Vec<String> = ALWAYS_PASSED
+            .iter()
+            .map(|s| (*s).to_owned())
+            .chain(names_in("BATON_PASS_ENV"))
+            .collect();
+        let base_passed = environment
+            .iter()
+            .filter(|(name, _)| name.to_str().is_some_and(|n| passes(n, &pass_env)))
+            .cloned()
+            .collect();
         Self {
             graph,
             run_id,
@@ -150,11 +164,8 @@ impl<'a> Launcher<'a> {
             agents: config.agents.clone(),
             environment,
             dirs,
-            pass_env: ALWAYS_PASSED
-                .iter()
-                .map(|s| (*s).to_owned())
-                .chain(names_in("BATON_PASS_ENV"))
-                .collect(),
+            pass_env,
+            base_passed,
         }
     }
 
@@ -180,11 +191,7 @@ impl<'a> Launcher<'a> {
     /// What any process baton starts for the run gets of its environment: the allow-list
     /// and `BATON_PASS_ENV`, as every task.
     pub(crate) fn base_env(&self) -> Vec<(OsString, OsString)> {
-        self.environment
-            .iter()
-            .filter(|(name, _)| name.to_str().is_some_and(|n| passes(n, &self.pass_env)))
-            .cloned()
-            .collect()
+        self.base_passed.to_vec()
     }
 
     /// `text` with what the run's redactor finds replaced.
@@ -424,9 +431,20 @@ impl<'a> Launcher<'a> {
         let context = self.context(task);
         let mut handoff = None;
         if !spec_task.needs.is_empty() {
-            let body =
-                serde_json::json!({ "schema": 1, "task": spec_task.id, "needs": context.needs });
-            match self.handoffs.write(body.to_string().as_bytes()) {
+            /// What `$BATON_HANDOFF_FILE` holds, written straight from the template context.
+            #[derive(serde::Serialize)]
+            struct Body<'c> {
+                needs: &'c BTreeMap<String, baton_graph::template::NeedContext>,
+                schema: u32,
+                task: &'c str,
+            }
+            let body = serde_json::to_vec(&Body {
+                needs: &context.needs,
+                schema: 1,
+                task: spec_task.id.as_str(),
+            })
+            .expect("the handoff body is plain data");
+            match self.handoffs.write(&body) {
                 Ok(file) => handoff = Some(file),
                 Err(err) => {
                     return Prepared {
@@ -435,7 +453,7 @@ impl<'a> Launcher<'a> {
                             self.dirs.handoff.display()
                         )),
                         handoff: None,
-                        passed: Vec::new(),
+                        passed: Arc::new([]),
                         agent: None,
                     };
                 }
@@ -449,12 +467,8 @@ impl<'a> Launcher<'a> {
             }
         }
         let mut agent = None;
-        let mut patterns: Vec<String> = self
-            .pass_env
-            .iter()
-            .cloned()
-            .chain(spec_task.pass_env.iter().cloned())
-            .collect();
+        // What the task passes on besides the run's own list.
+        let mut patterns: Vec<String> = spec_task.pass_env.clone();
         let mut removed: &[&str] = &[];
         let program = match &spec_task.action {
             Action::Shell { run } => Template::new(run, &needs_ids)
@@ -531,15 +545,21 @@ impl<'a> Launcher<'a> {
             },
             Action::Noop => Ok(Program::Shell(String::new())),
         };
-        let passed = self
-            .environment
-            .iter()
-            .filter(|(name, _)| {
-                name.to_str()
-                    .is_some_and(|n| passes(n, &patterns) && !removed.contains(&n))
-            })
-            .cloned()
-            .collect();
+        let passed = if patterns.is_empty() && removed.is_empty() {
+            // Most tasks: the run's list alone, filtered once for all of them.
+            Arc::clone(&self.base_passed)
+        } else {
+            self.environment
+                .iter()
+                .filter(|(name, _)| {
+                    name.to_str().is_some_and(|n| {
+                        (passes(n, &self.pass_env) || passes(n, &patterns))
+                            && !removed.contains(&n)
+                    })
+                })
+                .cloned()
+                .collect()
+        };
         Prepared {
             program,
             handoff,
