@@ -221,6 +221,9 @@ async fn drive_run(
     });
     let workspaces = Workspaces::new(graph, &config.root, &config.state_dir, &run_id)
         .map_err(RunError::Workspace)?;
+    // The dispatcher's commits are on the path from one task's end to the next one's start:
+    // the long ones (SQLite copying the WAL back) go to a thread of their own.
+    store.checkpoint_in_background();
     let mut dispatcher = Dispatcher::new(graph, store, run_id.clone(), dirs, config, workspaces);
     if let Some(budget) = restored.budget.clone() {
         dispatcher.meter.set_limit(budget);
@@ -251,6 +254,7 @@ async fn drive_run(
         .add_log_bytes(dispatcher.log_bytes);
     // Its memory is reused for reading the result back.
     drop(dispatcher);
+    store.stop_background_checkpoints();
     let _ = store.release_driver(&run_id, driver);
     if let Some(source) = fatal {
         return Err(RunError::StoreFailedMidRun {

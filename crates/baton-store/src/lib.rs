@@ -11,6 +11,7 @@
 //! `BATON_SYNC=full` makes it survive power loss as well.
 
 mod approvals;
+mod checkpoint;
 mod consistency;
 mod decode;
 mod driver;

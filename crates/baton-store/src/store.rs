@@ -6,6 +6,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavio
 
 use crate::Durability;
 use crate::StoreError;
+use crate::checkpoint::Checkpointer;
 use crate::migrate::{MIGRATIONS, SCHEMA_VERSION, migrate, user_version};
 use crate::private_fs;
 
@@ -26,6 +27,15 @@ const STATEMENT_CACHE: usize = 64;
 pub struct SqliteStore {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// Checkpoints on a thread of their own, while a run is driven.
+    checkpointer: Mutex<Option<Checkpointer>>,
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        // The hook must be gone before the connection closes.
+        self.stop_background_checkpoints();
+    }
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -70,6 +80,7 @@ impl SqliteStore {
         Ok(Self {
             conn: Mutex::new(conn),
             path: path.to_owned(),
+            checkpointer: Mutex::new(None),
         })
     }
 
@@ -101,6 +112,7 @@ impl SqliteStore {
         Ok(Self {
             conn: Mutex::new(conn),
             path: path.to_owned(),
+            checkpointer: Mutex::new(None),
         })
     }
 
@@ -122,6 +134,42 @@ impl SqliteStore {
         let conn = self.lock();
         conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
             .map_err(|err| StoreError::from(err).at(&self.path))
+    }
+
+    /// From now until [`SqliteStore::stop_background_checkpoints`] (or the store is dropped),
+    /// the WAL is copied back into the database file by a thread of its own instead of inside
+    /// the commit that makes it long (see `checkpoint.rs`). Where that thread cannot be had,
+    /// nothing changes.
+    pub fn checkpoint_in_background(&self) {
+        let mut slot = self
+            .checkpointer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Checkpointer::start(&self.lock(), &self.path);
+        }
+    }
+
+    /// How many checkpoints the background thread completed (copying the whole WAL back) since
+    /// [`SqliteStore::checkpoint_in_background`]; `None` when no such thread runs.
+    pub fn background_checkpoints(&self) -> Option<u64> {
+        self.checkpointer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(Checkpointer::completed)
+    }
+
+    /// Commits checkpoint by themselves again, and the thread is gone.
+    pub fn stop_background_checkpoints(&self) {
+        let taken = self
+            .checkpointer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(checkpointer) = taken {
+            checkpointer.stop(&self.lock());
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {

@@ -158,3 +158,54 @@ fn commit_cost_of_a_three_event_turn() {
     );
     assert_consistent(&store, &run);
 }
+
+/// With checkpoints on a thread of their own, the WAL still goes back into the database file
+/// while commits go on (long before the writer would checkpoint by itself), and every commit
+/// is there afterwards.
+#[test]
+fn background_checkpoints_copy_the_wal_back_while_commits_go_on() {
+    let db = Db::new();
+    let store = db.open();
+    store.create_run(&new_numbered_run("r1", 20_001)).unwrap();
+    let run = run_id("r1");
+    store.commit(&run, &[started(0, "t0", 1)], &[]).unwrap();
+    let db_size = || std::fs::metadata(db.path()).map_or(0, |m| m.len());
+    let wal = {
+        let mut wal = db.path().into_os_string();
+        wal.push("-wal");
+        std::path::PathBuf::from(wal)
+    };
+    let before = db_size();
+    assert_eq!(store.background_checkpoints(), None);
+    store.checkpoint_in_background();
+    assert_eq!(store.background_checkpoints(), Some(0));
+    // In WAL mode the database file grows only when a checkpoint copies pages into it.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut i = 0;
+    while db_size() <= before {
+        assert!(
+            Instant::now() < deadline && i < 20_000,
+            "no checkpoint after {i} commits"
+        );
+        let (events, outputs) = turn(i);
+        store.commit(&run, &events, &outputs).unwrap();
+        i += 1;
+    }
+    // The writer checkpoints by itself only at 16,000 pages: this one was the thread's.
+    let wal_pages = std::fs::metadata(&wal).map_or(0, |m| m.len()) / 4096;
+    assert!(wal_pages < 8_000, "the WAL reached {wal_pages} pages first");
+    while store.background_checkpoints() == Some(0) {
+        // Commits go on while it copies; it completes between them.
+        assert!(Instant::now() < deadline, "the thread never completed a checkpoint");
+        let (events, outputs) = turn(i);
+        store.commit(&run, &events, &outputs).unwrap();
+        i += 1;
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    store.stop_background_checkpoints();
+    assert_eq!(store.background_checkpoints(), None);
+    // Commits go on as before once the thread is gone.
+    let (events, outputs) = turn(i);
+    store.commit(&run, &events, &outputs).unwrap();
+    assert_consistent(&store, &run);
+}
