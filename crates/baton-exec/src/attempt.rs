@@ -261,10 +261,7 @@ fn spawn_child(
         .into_iter()
         .chain(spawned.stdin.as_ref())
     {
-        nix::fcntl::fcntl(
-            fd,
-            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
-        )?;
+        crate::spawn::set_nonblocking(fd)?;
     }
     Ok(spawned)
 }

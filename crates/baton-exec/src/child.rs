@@ -17,13 +17,9 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 pub(crate) struct Child {
     pid: libc::pid_t,
     exited: Exited,
-    status: Option<ExitStatus>,
-    /// Whether dropping it unreaped hands it to a task that reaps it: not for that task's own
-    /// copy, which a runtime shutting down drops.
-    reap_when_dropped: bool,
 }
 
-/// How baton learns that the child exited.
+/// How baton learns that the child exited, or how it did.
 #[derive(Debug)]
 enum Exited {
     /// Its pidfd turns readable (Linux 5.3 and later).
@@ -31,7 +27,9 @@ enum Exited {
     /// Some child sent SIGCHLD: where pidfds are not available (an older kernel, a seccomp
     /// filter that refuses `pidfd_open`).
     Signal(Signal),
-    /// Reaped, or handed to a task that reaps it.
+    /// Reaped by [`Child::wait`].
+    Reaped(ExitStatus),
+    /// Cannot be reaped by baton (something else did), or handed to a task that reaps it.
     Gone,
 }
 
@@ -55,42 +53,45 @@ impl Child {
             // point is not missed.
             Exited::Signal(signal(SignalKind::child())?)
         };
-        Ok(Self {
-            pid,
-            exited,
-            status: None,
-            reap_when_dropped: true,
-        })
+        Ok(Self { pid, exited })
     }
 
     /// Waits for the child to exit and reaps it. Cancel-safe; after it returned a status, it
     /// returns the same again.
     pub(crate) async fn wait(&mut self) -> io::Result<ExitStatus> {
-        if let Some(status) = self.status {
-            return Ok(status);
-        }
         let reaped = match &mut self.exited {
-            Exited::PidFd(fd) => loop {
-                let mut ready = fd.readable().await?;
-                match reap(self.pid) {
-                    Ok(None) => ready.clear_ready(),
-                    done => break done,
-                }
-            },
-            Exited::Signal(signal) => loop {
-                match reap(self.pid) {
-                    Ok(None) => {
-                        signal.recv().await;
-                    }
-                    done => break done,
-                }
-            },
+            Exited::Reaped(status) => return Ok(*status),
             Exited::Gone => return Err(io::Error::other("the child was already reaped")),
+            watching => exit_of(self.pid, watching).await,
         };
-        self.exited = Exited::Gone;
-        let status = reaped?.expect("the loops end only with a status or an error");
-        self.status = Some(status);
-        Ok(status)
+        self.exited = match &reaped {
+            Ok(status) => Exited::Reaped(*status),
+            Err(_) => Exited::Gone,
+        };
+        reaped
+    }
+}
+
+/// Waits, the way `exited` says, until child `pid` exits, and reaps it.
+async fn exit_of(pid: libc::pid_t, exited: &mut Exited) -> io::Result<ExitStatus> {
+    loop {
+        match exited {
+            Exited::PidFd(fd) => {
+                let mut ready = fd.readable().await?;
+                match reap(pid)? {
+                    Some(status) => return Ok(status),
+                    None => ready.clear_ready(),
+                }
+            }
+            Exited::Signal(signal) => match reap(pid)? {
+                Some(status) => return Ok(status),
+                None => {
+                    signal.recv().await;
+                }
+            },
+            Exited::Reaped(status) => return Ok(*status),
+            Exited::Gone => return Err(io::Error::other("the child was already reaped")),
+        }
     }
 }
 
@@ -119,24 +120,17 @@ impl Drop for Child {
     /// group is KILLed by then) is reaped in the background, so that it does not stay a zombie
     /// until baton exits.
     fn drop(&mut self) {
-        if !self.reap_when_dropped || self.status.is_some() || matches!(self.exited, Exited::Gone)
+        if !matches!(self.exited, Exited::PidFd(_) | Exited::Signal(_))
+            || !matches!(reap(self.pid), Ok(None))
         {
-            return;
-        }
-        if !matches!(reap(self.pid), Ok(None)) {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let mut orphan = Child {
-            pid: self.pid,
-            exited: std::mem::replace(&mut self.exited, Exited::Gone),
-            status: None,
-            reap_when_dropped: false,
-        };
+        let (pid, mut exited) = (self.pid, std::mem::replace(&mut self.exited, Exited::Gone));
         runtime.spawn(async move {
-            let _ = orphan.wait().await;
+            let _ = exit_of(pid, &mut exited).await;
         });
     }
 }

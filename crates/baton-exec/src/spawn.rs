@@ -93,37 +93,29 @@ impl CStrings {
 /// program named by a path. A bare program name is looked up in the `PATH` the child gets,
 /// which std's `Command` does (by exec'ing in the child); `None` leaves it to std.
 pub(crate) fn command_line(spec: &AttemptSpec) -> Option<io::Result<(CStrings, CStrings)>> {
-    let mut argv;
-    match &spec.program {
-        Program::Shell(script) => {
-            argv = CStrings::with_capacity(3, script.len() + 16);
-            // An absolute path: no PATH search, and the same shell whatever PATH the task
-            // sets.
-            if let Err(e) = argv
-                .push(&[b"/bin/sh"])
-                .and_then(|()| argv.push(&[b"-c"]))
-                .and_then(|()| argv.push(&[script.as_bytes()]))
-            {
-                return Some(Err(e));
-            }
+    let argv = |args: &[&[u8]]| -> io::Result<CStrings> {
+        let bytes = args.iter().map(|a| a.len() + 1).sum();
+        let mut argv = CStrings::with_capacity(args.len(), bytes);
+        for arg in args {
+            argv.push(&[arg])?;
         }
+        Ok(argv)
+    };
+    let argv = match &spec.program {
+        // An absolute path: no PATH search, and the same shell whatever PATH the task sets.
+        Program::Shell(script) => argv(&[b"/bin/sh", b"-c", script.as_bytes()]),
         Program::Exec { program, args } => {
-            if !program.as_os_str().as_bytes().contains(&b'/') {
+            let program = program.as_os_str().as_bytes();
+            if !program.contains(&b'/') {
                 return None;
             }
-            let bytes = args.iter().map(|a| a.len() + 1).sum::<usize>();
-            argv = CStrings::with_capacity(args.len() + 1, bytes + program.as_os_str().len());
-            if let Err(e) = argv.push(&[program.as_os_str().as_bytes()]) {
-                return Some(Err(e));
-            }
-            for arg in args {
-                if let Err(e) = argv.push(&[arg.as_bytes()]) {
-                    return Some(Err(e));
-                }
-            }
+            let all: Vec<&[u8]> = std::iter::once(program)
+                .chain(args.iter().map(|a| a.as_bytes()))
+                .collect();
+            argv(&all)
         }
-    }
-    Some(environment(spec).map(|envp| (argv, envp)))
+    };
+    Some(argv.and_then(|argv| Ok((argv, environment(spec)?))))
 }
 
 /// The child's environment: `spec.env` on baton's own (when `inherit_env`), later entries
@@ -133,11 +125,7 @@ fn environment(spec: &AttemptSpec) -> io::Result<CStrings> {
     let inherited;
     if spec.inherit_env {
         inherited = std::env::vars_os().collect::<Vec<_>>();
-        vars.extend(
-            inherited
-                .iter()
-                .map(|(k, v)| (k.as_bytes(), v.as_bytes())),
-        );
+        vars.extend(inherited.iter().map(|(k, v)| (k.as_bytes(), v.as_bytes())));
     }
     vars.extend(spec.env.iter().map(|(k, v)| (k.as_bytes(), v.as_bytes())));
     // The last value of each name wins; the others are left out.
@@ -246,7 +234,7 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok((read, write))
 }
 
-fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
+pub(crate) fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
     // A new pipe end has no other status flags, so this does not need to read them first.
     nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
     Ok(())

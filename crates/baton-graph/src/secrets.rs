@@ -11,16 +11,10 @@
 //! password given to `DB_PASSWORD` is recognised as the assignment it is. References
 //! (`$DB_PASS`, `${TOKEN}`) and templates are placeholders to the redactor and pass.
 
-use std::sync::LazyLock;
-
 use baton_redact::{Finding, Redactor};
 
 use crate::diagnostic::Diagnostic;
 use crate::tree::{Kind, Node, Span};
-
-/// Compiled once per process, on the first graph loaded (10–20 ms), unless
-/// [`Redactor::warm_up_default`] started it earlier.
-static REDACTOR: LazyLock<Redactor> = LazyLock::new(Redactor::default);
 
 /// The secrets found in a graph file: one diagnostic each, and the places in the file's text
 /// that hold them, to be masked in what is shown with the errors.
@@ -81,7 +75,8 @@ impl Secrets {
         if text.len() < Redactor::shortest_built_in_match() {
             return;
         }
-        let found = REDACTOR.find(text.as_bytes());
+        // The built-in rules, compiled once per process (see `Redactor::warm_up_default`).
+        let found = Redactor::default().find(text.as_bytes());
         if found.is_empty() {
             return;
         }

@@ -133,7 +133,6 @@ impl Redactor {
 
     /// `values`: at least [`MIN_SECRET_LEN`] long, longest first, no duplicates.
     fn compile(values: Vec<Vec<u8>>) -> Redactor {
-
         let mut hirs = Vec::new();
         let mut patterns = Vec::new();
         for value in &values {

@@ -553,8 +553,7 @@ impl<'a> Launcher<'a> {
                 .iter()
                 .filter(|(name, _)| {
                     name.to_str().is_some_and(|n| {
-                        (passes(n, &self.pass_env) || passes(n, &patterns))
-                            && !removed.contains(&n)
+                        (passes(n, &self.pass_env) || passes(n, &patterns)) && !removed.contains(&n)
                     })
                 })
                 .cloned()

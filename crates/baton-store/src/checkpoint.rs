@@ -125,7 +125,11 @@ fn run(conn: &Connection, shared: &Shared) {
         // checkpoints by itself.
         let busy = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
             // (busy, pages in the WAL, pages copied back)
-            Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, i64>(2)?,
+            ))
         });
         if matches!(busy, Ok((0, log, copied)) if log == copied) {
             shared.completed.fetch_add(1, Ordering::Relaxed);

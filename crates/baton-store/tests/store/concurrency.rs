@@ -196,7 +196,10 @@ fn background_checkpoints_copy_the_wal_back_while_commits_go_on() {
     assert!(wal_pages < 8_000, "the WAL reached {wal_pages} pages first");
     while store.background_checkpoints() == Some(0) {
         // Commits go on while it copies; it completes between them.
-        assert!(Instant::now() < deadline, "the thread never completed a checkpoint");
+        assert!(
+            Instant::now() < deadline,
+            "the thread never completed a checkpoint"
+        );
         let (events, outputs) = turn(i);
         store.commit(&run, &events, &outputs).unwrap();
         i += 1;
