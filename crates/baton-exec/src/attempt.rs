@@ -186,7 +186,7 @@ struct Supervised {
 impl Supervised {
     fn new(spawned: Spawned) -> io::Result<Self> {
         Ok(Self {
-            child: Child::new(spawned.pid)?,
+            child: Child::new(spawned.pid, spawned.pidfd)?,
             stdin: spawned
                 .stdin
                 .map(pipe::Sender::from_owned_fd_unchecked)
@@ -251,6 +251,7 @@ fn spawn_child(
     };
     let spawned = Spawned {
         pid: child.id(),
+        pidfd: None,
         stdin: child.stdin.take().map(OwnedFd::from),
         stdout: OwnedFd::from(stdout),
         stderr: OwnedFd::from(stderr),

@@ -34,16 +34,18 @@ enum Exited {
 }
 
 impl Child {
-    /// Takes charge of child `pid`, which nothing else waits on. Must be called within a tokio
-    /// runtime with IO enabled.
-    pub(crate) fn new(pid: u32) -> io::Result<Self> {
+    /// Takes charge of child `pid`, which nothing else waits on, through `pidfd` if its spawn
+    /// gave one. Must be called within a tokio runtime with IO enabled.
+    pub(crate) fn new(pid: u32, pidfd: Option<OwnedFd>) -> io::Result<Self> {
         let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
-        // SAFETY: a plain syscall; the result is checked before it is used as a descriptor.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        let exited = if fd >= 0 {
-            let fd = i32::try_from(fd).expect("a descriptor fits an i32");
+        let pidfd = pidfd.or_else(|| {
+            // SAFETY: a plain syscall; the result is checked before it is used as a descriptor.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            let fd = i32::try_from(fd).ok().filter(|&fd| fd >= 0)?;
             // SAFETY: pidfd_open returned a new descriptor that nothing else owns.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            Some(unsafe { OwnedFd::from_raw_fd(fd) })
+        });
+        let exited = if let Some(fd) = pidfd {
             // SAFETY: the descriptor is owned by the `AsyncFd` from here on and stays open
             // until it is dropped.
             let registered = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) };

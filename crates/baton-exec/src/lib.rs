@@ -34,6 +34,7 @@ mod spawn;
 mod spec;
 mod supervise;
 mod utf8;
+mod vfork;
 mod watch;
 
 pub use attempt::Attempt;

@@ -1,17 +1,15 @@
-//! Starting an attempt's child with `posix_spawn` directly, for the attempts that need nothing
+//! Starting an attempt's child without std's `Command`, for the attempts that need nothing
 //! done between fork and exec (neither a write sandbox nor a cgroup to join): most of them,
 //! and all the short ones, whose cost is mostly this.
 //!
 //! std's `Command` gets there too, but on the way it copies baton's whole environment into a
 //! map, applies the attempt's changes, and builds a C string for every variable and argument,
-//! one allocation each; glibc then checks each of its three descriptors against the
-//! descriptor limit (two `getrlimit` calls apiece). Here argv and envp are laid out in one
-//! buffer each, and the only syscalls are the two pipes, the spawn and closing the child's
-//! ends (docs/PERFORMANCE.md has the numbers).
+//! one allocation each, before glibc's `posix_spawn` (whose own costs [`crate::vfork`]
+//! describes). Here argv and envp are laid out in one buffer each, and the only syscalls are
+//! the pipes, the clone and closing the child's ends (docs/PERFORMANCE.md has the numbers).
 
 use std::ffi::{CStr, c_char};
 use std::io;
-use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -34,6 +32,8 @@ pub(crate) enum Stdin<'a> {
 #[derive(Debug)]
 pub(crate) struct Spawned {
     pub(crate) pid: u32,
+    /// A pidfd for the child, when the kernel gave one with it.
+    pub(crate) pidfd: Option<OwnedFd>,
     pub(crate) stdin: Option<OwnedFd>,
     pub(crate) stdout: OwnedFd,
     pub(crate) stderr: OwnedFd,
@@ -183,30 +183,13 @@ pub(crate) fn spawn(
     };
     let argv_ptrs = argv.pointers();
     let envp_ptrs = envp.pointers();
-
-    let actions = FileActions::new()?;
-    actions.dup2(stdin_fd, 0)?;
-    actions.dup2(out_write.as_raw_fd(), 1)?;
-    actions.dup2(err_write.as_raw_fd(), 2)?;
-    actions.chdir(&cwd)?;
-    let attrs = SpawnAttrs::new()?;
-
-    let mut pid: libc::pid_t = 0;
-    // SAFETY: every pointer is valid for the call: the strings and the pointer arrays live
-    // until it returns, and both arrays end with NULL.
-    let ret = unsafe {
-        libc::posix_spawn(
-            &mut pid,
-            path.as_ptr(),
-            &actions.0,
-            &attrs.0,
-            argv_ptrs.as_ptr().cast::<*mut c_char>(),
-            envp_ptrs.as_ptr().cast::<*mut c_char>(),
-        )
-    };
-    if ret != 0 {
-        return Err(io::Error::from_raw_os_error(ret));
-    }
+    let started = crate::vfork::spawn(&crate::vfork::ChildArgs::new(
+        path,
+        &argv_ptrs,
+        &envp_ptrs,
+        &cwd,
+        [stdin_fd, out_write.as_raw_fd(), err_write.as_raw_fd()],
+    ))?;
     // The child's ends: its copies are its own now. Closing ours is what lets the pipes
     // reach EOF when the child's side is done.
     drop((out_write, err_write, in_child));
@@ -214,7 +197,8 @@ pub(crate) fn spawn(
         set_nonblocking(fd)?;
     }
     Ok(Spawned {
-        pid: u32::try_from(pid).expect("a spawned child's pid is positive"),
+        pid: started.pid,
+        pidfd: started.pidfd,
         stdin: in_parent,
         stdout: out_read,
         stderr: err_read,
@@ -238,95 +222,6 @@ pub(crate) fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
     // A new pipe end has no other status flags, so this does not need to read them first.
     nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
     Ok(())
-}
-
-/// `posix_spawn_file_actions_t`, destroyed on drop.
-struct FileActions(libc::posix_spawn_file_actions_t);
-
-impl FileActions {
-    fn new() -> io::Result<Self> {
-        let mut raw = MaybeUninit::uninit();
-        // SAFETY: init initialises the value it is given.
-        check(unsafe { libc::posix_spawn_file_actions_init(raw.as_mut_ptr()) })?;
-        // SAFETY: initialised just above.
-        Ok(Self(unsafe { raw.assume_init() }))
-    }
-
-    fn dup2(&self, from: RawFd, to: RawFd) -> io::Result<()> {
-        // SAFETY: the actions were initialised; glibc takes a mutable pointer but only
-        // appends to its own list.
-        check(unsafe {
-            libc::posix_spawn_file_actions_adddup2(ptr::from_ref(&self.0).cast_mut(), from, to)
-        })
-    }
-
-    fn chdir(&self, dir: &CStr) -> io::Result<()> {
-        // SAFETY: as above; glibc copies the path.
-        check(unsafe {
-            libc::posix_spawn_file_actions_addchdir_np(
-                ptr::from_ref(&self.0).cast_mut(),
-                dir.as_ptr(),
-            )
-        })
-    }
-}
-
-impl Drop for FileActions {
-    fn drop(&mut self) {
-        // SAFETY: initialised in `new`, destroyed once.
-        unsafe { libc::posix_spawn_file_actions_destroy(&mut self.0) };
-    }
-}
-
-/// `posix_spawnattr_t` for an attempt's leader: a process group of its own, no signal
-/// blocked, and SIGPIPE back to its default (Rust programs ignore it, and an ignored signal
-/// stays ignored across exec: `yes | head` would never end).
-struct SpawnAttrs(libc::posix_spawnattr_t);
-
-impl SpawnAttrs {
-    fn new() -> io::Result<Self> {
-        let mut raw = MaybeUninit::uninit();
-        // SAFETY: init initialises the value it is given.
-        check(unsafe { libc::posix_spawnattr_init(raw.as_mut_ptr()) })?;
-        // SAFETY: initialised just above.
-        let mut attrs = Self(unsafe { raw.assume_init() });
-        // SAFETY: the sets are initialised by sigemptyset before use; the attributes were
-        // initialised above.
-        unsafe {
-            let mut empty = MaybeUninit::<libc::sigset_t>::uninit();
-            libc::sigemptyset(empty.as_mut_ptr());
-            let empty = empty.assume_init();
-            let mut default = empty;
-            libc::sigaddset(&mut default, libc::SIGPIPE);
-            check(libc::posix_spawnattr_setsigmask(&mut attrs.0, &empty))?;
-            check(libc::posix_spawnattr_setsigdefault(&mut attrs.0, &default))?;
-            check(libc::posix_spawnattr_setpgroup(&mut attrs.0, 0))?;
-            let flags = libc::POSIX_SPAWN_SETPGROUP
-                | libc::POSIX_SPAWN_SETSIGMASK
-                | libc::POSIX_SPAWN_SETSIGDEF;
-            check(libc::posix_spawnattr_setflags(
-                &mut attrs.0,
-                i16::try_from(flags).expect("the spawn flags fit a short"),
-            ))?;
-        }
-        Ok(attrs)
-    }
-}
-
-impl Drop for SpawnAttrs {
-    fn drop(&mut self) {
-        // SAFETY: initialised in `new`, destroyed once.
-        unsafe { libc::posix_spawnattr_destroy(&mut self.0) };
-    }
-}
-
-/// The posix_spawn functions return an error number instead of setting errno.
-fn check(ret: libc::c_int) -> io::Result<()> {
-    if ret == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(ret))
-    }
 }
 
 #[cfg(test)]

@@ -112,6 +112,27 @@ async fn cwd_and_env_are_applied() {
 }
 
 #[tokio::test]
+async fn the_child_leads_its_own_group_with_no_signal_blocked_and_sigpipe_default() {
+    // This test's process ignores SIGPIPE (Rust does) and has handlers (SIGSEGV): none of it
+    // may reach the task.
+    let setup = Setup::new();
+    let report = run(setup.shell(
+        r#"ps -o pgid= -p $$ | tr -d ' '; echo $$; grep -E '^(SigBlk|SigIgn|SigCgt):' /proc/$$/status"#,
+    ))
+    .await;
+    assert_eq!(report.outcome, Outcome::Exited { code: 0 });
+    let lines: Vec<&str> = report.stdout.text.lines().collect();
+    assert_eq!(lines[0], lines[1], "the shell leads a group of its own");
+    let mask = |name: &str| {
+        let line = lines.iter().find(|l| l.starts_with(name)).unwrap();
+        u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+    };
+    assert_eq!(mask("SigBlk:"), 0, "{lines:?}");
+    let sigpipe = 1 << (libc::SIGPIPE - 1);
+    assert_eq!(mask("SigIgn:") & sigpipe, 0, "{lines:?}");
+}
+
+#[tokio::test]
 async fn stdout_and_stderr_are_captured_apart_and_logged_together() {
     let setup = Setup::new();
     let script = "echo out1; sleep 0.1; echo err1 >&2; sleep 0.1; echo out2; sleep 0.1; \
