@@ -73,7 +73,18 @@ pub fn read_structured_output(
     limit: u64,
     redactor: Option<&baton_redact::Redactor>,
 ) -> Result<Option<serde_json::Value>, String> {
-    let file = match File::open(path) {
+    read_structured_output_from(File::open(path), path, limit, redactor)
+}
+
+/// [`read_structured_output`] of a file the caller opened (relative to a directory it keeps
+/// open, say), with `path` for the messages.
+pub fn read_structured_output_from(
+    opened: io::Result<File>,
+    path: &Path,
+    limit: u64,
+    redactor: Option<&baton_redact::Redactor>,
+) -> Result<Option<serde_json::Value>, String> {
+    let file = match opened {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(error) => {

@@ -1120,9 +1120,11 @@ impl<'a> Dispatcher<'a> {
                 attempt,
                 pid,
             }));
-            let stop = self.stop_tx.subscribe();
+            // Put on the heap once: the attempt's future is several KiB, which spawning would
+            // otherwise copy a few times over, for every attempt.
+            let waiting = Box::pin(child.wait_watched(self.stop_tx.subscribe()));
             let handle = self.inflight.spawn(async move {
-                let (report, watcher) = child.wait_watched(stop).await;
+                let (report, watcher) = waiting.await;
                 Ended::Attempt(report, watcher)
             });
             self.inflight_ids.insert(handle.id(), (task, attempt));

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::handoff_files::{HandoffFile, HandoffFiles};
 use baton_agent::{AgentOptions, Engine, EngineKind, PromptInput, StreamParser};
-use baton_exec::handoff::{read_structured_output, share_budget, truncate_utf8};
+use baton_exec::handoff::{read_structured_output_from, share_budget, truncate_utf8};
 use baton_exec::{AttemptReport, AttemptSpec, LineWatcher, Program};
 use baton_graph::template::{
     NeedContext, Quote, RunContext, TaskContext, Template, TemplateContext,
@@ -22,7 +22,7 @@ use crate::RunConfig;
 use crate::agent::AgentWatch;
 use crate::budget::Meter;
 use crate::config::AgentConfig;
-use crate::layout::RunDirs;
+use crate::layout::{OutDir, RunDirs};
 
 /// Stdout kept in memory per attempt, at least: what is stored as the task's output.
 const MIN_OUTPUT_CAPTURE: usize = 64 * 1024;
@@ -110,6 +110,8 @@ pub(crate) struct Launcher<'a> {
     graph: &'a Graph,
     run_id: RunId,
     dirs: RunDirs,
+    /// `dirs.out`, open.
+    out_dir: OutDir,
     root: PathBuf,
     kill_grace: Duration,
     held: Vec<Option<HeldOutput>>,
@@ -163,6 +165,7 @@ impl<'a> Launcher<'a> {
             redactor: redactor_for(graph, &config.agents, &environment),
             agents: config.agents.clone(),
             environment,
+            out_dir: OutDir::open(&dirs),
             dirs,
             pass_env,
             base_passed,
@@ -621,15 +624,19 @@ impl<'a> Launcher<'a> {
         attempt: u32,
         report: &AttemptReport,
     ) -> (HeldOutput, Option<String>) {
-        let path = self
-            .dirs
-            .structured_output(&self.graph.task(task).id, attempt);
-        let (json, note) =
-            match read_structured_output(&path, STRUCTURED_OUTPUT_LIMIT, Some(&self.redactor)) {
-                Ok(None) => (None, None),
-                Ok(Some(json)) => (Some(json), None),
-                Err(err) => (None, Some(format!("baton: ignored $BATON_OUTPUT: {err}"))),
-            };
+        let id = &self.graph.task(task).id;
+        let path = self.dirs.structured_output(id, attempt);
+        let opened = self.out_dir.open_output(&self.dirs, id, attempt);
+        let (json, note) = match read_structured_output_from(
+            opened,
+            &path,
+            STRUCTURED_OUTPUT_LIMIT,
+            Some(&self.redactor),
+        ) {
+            Ok(None) => (None, None),
+            Ok(Some(json)) => (Some(json), None),
+            Err(err) => (None, Some(format!("baton: ignored $BATON_OUTPUT: {err}"))),
+        };
         if json.is_some() || note.is_some() {
             // Its content now lives in the store (or its problem in the attempt's record).
             let _ = std::fs::remove_file(&path);
