@@ -123,7 +123,7 @@ impl SqliteStore {
             let attempts: Vec<AttemptRecord> = tx
                 .prepare_cached(&format!(
                     "SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ?1 \
-                     ORDER BY task_id, attempt"
+                     ORDER BY task_idx, attempt"
                 ))?
                 .query_map([run.as_str()], attempt_record)?
                 .collect::<Result<_, _>>()?;

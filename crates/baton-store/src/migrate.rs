@@ -15,6 +15,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("migrations/v4_agent_usage.sql"),
     include_str!("migrations/v5_approvals.sql"),
     include_str!("migrations/v6_containment.sql"),
+    include_str!("migrations/v7_graph_order.sql"),
 ];
 
 /// The schema version this build writes.

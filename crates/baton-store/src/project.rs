@@ -313,6 +313,11 @@ fn attempt_inserted(
                 attempt,
             })
         }
+        // Inserted from the task's row (for its index): none, if the run has no such task.
+        Ok(0) => Err(StoreError::UnknownTask {
+            run: run.clone(),
+            task: task.clone(),
+        }),
         other => other.map(drop).map_err(StoreError::from),
     }
 }

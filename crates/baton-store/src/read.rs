@@ -84,14 +84,16 @@ impl SqliteStore {
             Ok(tx
                 .prepare_cached(&format!(
                     "SELECT {ATTEMPT_COLUMNS} FROM attempts \
-                     WHERE run_id = ?1 AND task_id = ?2 ORDER BY attempt"
+                     WHERE run_id = ?1 AND task_idx = \
+                     (SELECT idx FROM tasks WHERE run_id = ?1 AND task_id = ?2) ORDER BY attempt"
                 ))?
                 .query_map([run.as_str(), task.as_str()], attempt_record)?
                 .collect::<Result<_, _>>()?)
         })
     }
 
-    /// Every attempt of the run, by task and attempt number: for timelines and reports.
+    /// Every attempt of the run, by task (in graph order) and attempt number: for timelines and
+    /// reports.
     pub fn run_attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, StoreError> {
         let mut attempts = Vec::new();
         self.each_attempt(run, |attempt| attempts.push(attempt))?;
@@ -108,7 +110,7 @@ impl SqliteStore {
         self.read(|tx| {
             let mut statement = tx.prepare_cached(&format!(
                 "SELECT {ATTEMPT_COLUMNS} FROM attempts \
-                 WHERE run_id = ?1 ORDER BY task_id, attempt"
+                 WHERE run_id = ?1 ORDER BY task_idx, attempt"
             ))?;
             for attempt in statement.query_map([run.as_str()], attempt_record)? {
                 f(attempt?);
@@ -125,7 +127,7 @@ impl SqliteStore {
             Ok(tx
                 .prepare_cached(&format!(
                     "SELECT {ATTEMPT_COLUMNS} FROM attempts \
-                     WHERE run_id = ?1 AND ended_at_ms IS NULL ORDER BY task_id, attempt"
+                     WHERE run_id = ?1 AND ended_at_ms IS NULL ORDER BY task_idx, attempt"
                 ))?
                 .query_map([run.as_str()], attempt_record)?
                 .collect::<Result<_, _>>()?)

@@ -67,22 +67,25 @@ impl Sql {
                  reason = NULL, exit_code = NULL, next_attempt = NULL, retry_at_ms = NULL \
                  WHERE run_id = ?1 AND task_id = ?2"
             }
+            // No row (the task is unknown) is inserted as none: the caller checks.
             Self::InsertAttempt => {
-                "INSERT INTO attempts (run_id, task_id, attempt, started_at_ms, pid) \
-                 VALUES (?1, ?2, ?3, ?4, ?5)"
+                "INSERT INTO attempts (run_id, task_idx, task_id, attempt, started_at_ms, pid) \
+                 SELECT ?1, idx, ?2, ?3, ?4, ?5 FROM tasks WHERE run_id = ?1 AND task_id = ?2"
             }
             Self::AttemptFinished => {
                 "UPDATE attempts SET ended_at_ms = ?4, outcome_kind = ?5, outcome_json = ?6, \
                  exit_code = ?7, duration_ms = ?8, tokens = ?9, cost_usd = ?10, agent_json = ?11, \
                  containment = ?12 \
-                 WHERE run_id = ?1 AND task_id = ?2 AND attempt = ?3"
+                 WHERE run_id = ?1 AND task_idx = (SELECT idx FROM tasks WHERE run_id = ?1 AND task_id = ?2) \
+                 AND attempt = ?3"
             }
             Self::AttemptFinishedWithOutput => {
                 "UPDATE attempts SET ended_at_ms = ?4, outcome_kind = ?5, outcome_json = ?6, \
                  exit_code = ?7, duration_ms = ?8, output = ?9, output_bytes = ?10, \
                  output_json = ?11, stderr_tail = ?12, log_path = ?13, tokens = ?14, \
                  cost_usd = ?15, agent_json = ?16, containment = ?17 \
-                 WHERE run_id = ?1 AND task_id = ?2 AND attempt = ?3"
+                 WHERE run_id = ?1 AND task_idx = (SELECT idx FROM tasks WHERE run_id = ?1 AND task_id = ?2) \
+                 AND attempt = ?3"
             }
             Self::TaskExitCode => {
                 "UPDATE tasks SET exit_code = ?4 \
@@ -112,7 +115,8 @@ impl Sql {
             Self::AttemptOutput => {
                 "UPDATE attempts SET output = ?4, output_bytes = ?5, output_json = ?6, \
                  stderr_tail = ?7, log_path = ?8 \
-                 WHERE run_id = ?1 AND task_id = ?2 AND attempt = ?3"
+                 WHERE run_id = ?1 AND task_idx = (SELECT idx FROM tasks WHERE run_id = ?1 AND task_id = ?2) \
+                 AND attempt = ?3"
             }
             Self::TaskOutput => {
                 "UPDATE tasks SET output_attempt = ?3, output = ?4, output_bytes = ?5, \
@@ -123,12 +127,12 @@ impl Sql {
             // `InsertAttempt` and `AttemptFinishedWithOutput` at once: an attempt whose start
             // and end are in the same commit.
             Self::AttemptRan => {
-                "INSERT INTO attempts (run_id, task_id, attempt, started_at_ms, pid, \
+                "INSERT INTO attempts (run_id, task_idx, task_id, attempt, started_at_ms, pid, \
                  ended_at_ms, outcome_kind, outcome_json, exit_code, duration_ms, output, \
                  output_bytes, output_json, stderr_tail, log_path, tokens, cost_usd, \
                  agent_json, containment) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
-                 ?16, ?17, ?18, ?19)"
+                 SELECT ?1, idx, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
+                 ?16, ?17, ?18, ?19 FROM tasks WHERE run_id = ?1 AND task_id = ?2"
             }
             // `TaskStarted` and then `TaskEndedWithOutput`, composed: the first leaves
             // `attempts` at MAX(attempts, ?3) and `exit_code` NULL, which the second reads; it

@@ -483,7 +483,7 @@ fn the_consistency_check_finds_a_table_that_disagrees_with_the_log() {
     let conn = rusqlite::Connection::open(db.path()).unwrap();
     conn.execute_batch(
         "UPDATE tasks SET status = 'running' WHERE task_id = 'a';
-         INSERT INTO attempts (run_id, task_id, attempt, started_at_ms) VALUES ('r1', 'b', 1, 5);
+         INSERT INTO attempts (run_id, task_idx, task_id, attempt, started_at_ms) VALUES ('r1', 1, 'b', 1, 5);
          DELETE FROM events WHERE seq = 2;
          UPDATE task_counts SET n = 7 WHERE status = 'pending';",
     )
