@@ -19,6 +19,7 @@ use crate::journal::{Journal, MAX_BATCH_EVENTS};
 use crate::launch::{Continue, HeldOutput, Launcher};
 use crate::layout::RunDirs;
 use crate::reasons::{finish_reason, stop_reason};
+use crate::recorder::{Ack, Recorder};
 use crate::takeover::{Restored, Takeover, TakeoverError, plan_takeover};
 use crate::workspace::{Consolidated, Workspaces};
 use crate::{build_result, kill_leftovers, new_run_id};
@@ -221,10 +222,18 @@ async fn drive_run(
     });
     let workspaces = Workspaces::new(graph, &config.root, &config.state_dir, &run_id)
         .map_err(RunError::Workspace)?;
-    // The dispatcher's commits are on the path from one task's end to the next one's start:
-    // the long ones (SQLite copying the WAL back) go to a thread of their own.
-    store.checkpoint_in_background();
-    let mut dispatcher = Dispatcher::new(graph, store, run_id.clone(), dirs, config, workspaces);
+    // Commits are made on a thread of their own, off the path from one task's end to the next
+    // one's start.
+    let recorder = Recorder::start(store, run_id.clone())?;
+    let mut dispatcher = Dispatcher::new(
+        graph,
+        store,
+        run_id.clone(),
+        dirs,
+        config,
+        workspaces,
+        recorder,
+    );
     if let Some(budget) = restored.budget.clone() {
         dispatcher.meter.set_limit(budget);
     }
@@ -252,9 +261,8 @@ async fn drive_run(
         .launcher
         .dirs()
         .add_log_bytes(dispatcher.log_bytes);
-    // Its memory is reused for reading the result back.
+    // Its memory is reused for reading the result back; its recorder's thread is joined.
     drop(dispatcher);
-    store.stop_background_checkpoints();
     let _ = store.release_driver(&run_id, driver);
     if let Some(source) = fatal {
         return Err(RunError::StoreFailedMidRun {
@@ -282,6 +290,10 @@ struct Dispatcher<'a> {
     timers: BinaryHeap<Reverse<(Instant, u32)>>,
     /// Events decided but not yet recorded.
     journal: Journal,
+    /// Commits the journal's batches on a thread of its own.
+    recorder: Recorder,
+    /// Launches decided that wait for a predecessor's end to be recorded.
+    deferred: Vec<(u32, u32)>,
     last_outcome: Vec<Option<Outcome>>,
     /// The first store failure. Once set, the run is stopped and nothing more is recorded.
     fatal: Option<StoreError>,
@@ -358,6 +370,7 @@ impl<'a> Dispatcher<'a> {
         dirs: RunDirs,
         config: &RunConfig,
         workspaces: Workspaces,
+        recorder: Recorder,
     ) -> Self {
         let plan = Plan {
             tasks: graph
@@ -393,6 +406,8 @@ impl<'a> Dispatcher<'a> {
             stop_tx,
             timers: BinaryHeap::new(),
             journal: Journal::new(graph.len()),
+            recorder,
+            deferred: Vec::new(),
             last_outcome: vec![None; graph.len()],
             fatal: None,
             log_bytes: 0,
@@ -450,24 +465,25 @@ impl<'a> Dispatcher<'a> {
             let finished = self.process(&mut turn);
             if finished {
                 // What led here is recorded before the run's checks, which may take long.
-                self.record(reporter);
+                self.settle(reporter).await;
                 self.finish(&mut stops, stops_open).await;
+                self.settle(reporter).await;
+                break;
             }
-            // A launch waits for a commit only if it needs a task whose end is not recorded.
-            let needs_unrecorded = turn.launches.iter().any(|&(task, _)| {
+            // A launch waits for a commit only if it needs a task whose end is not recorded:
+            // the batch that holds it goes now, and the launch waits until it is recorded.
+            let needs_gathered = turn.launches.iter().any(|&(task, _)| {
                 self.graph
                     .task(task)
                     .needs
                     .iter()
-                    .any(|&need| self.journal.end_unrecorded(need))
+                    .any(|&need| self.journal.end_gathered(need))
             });
-            if finished || needs_unrecorded || self.journal.is_due(tokio::time::Instant::now()) {
+            if needs_gathered || self.journal.is_due(tokio::time::Instant::now()) {
                 self.record(reporter);
             }
+            self.defer_unrecorded(&mut turn);
             self.carry_out(&mut turn);
-            if finished {
-                break;
-            }
             turn = Turn {
                 inputs: std::mem::take(&mut self.carried),
                 ..Turn::default()
@@ -486,6 +502,9 @@ impl<'a> Dispatcher<'a> {
                 Some(joined) = self.inflight.join_next_with_id(), if !self.inflight.is_empty() => {
                     self.attempt_done(joined, &mut turn);
                 }
+                ack = self.recorder.ack(), if self.recorder.in_flight() => {
+                    self.acknowledged(ack, reporter);
+                }
                 _ = sleep_until_first(&self.timers), if !self.timers.is_empty() => {}
                 request = stops.recv(), if stops_open => match request {
                     Some(request) => turn.inputs.push_back(stop_input(request)),
@@ -503,6 +522,10 @@ impl<'a> Dispatcher<'a> {
             while let Some(joined) = self.inflight.try_join_next_with_id() {
                 self.attempt_done(joined, &mut turn);
             }
+            while let Some(ack) = self.recorder.try_ack() {
+                self.acknowledged(ack, reporter);
+            }
+            self.release_deferred(&mut turn);
             while let Ok(request) = stops.try_recv() {
                 turn.inputs.push_back(stop_input(request));
             }
@@ -977,28 +1000,92 @@ impl<'a> Dispatcher<'a> {
         }
     }
 
-    /// Commits everything unrecorded in one transaction, then reports it.
+    /// Hands everything gathered to the recorder, to commit in one transaction; it is reported
+    /// once it is. After a store failure nothing more is committed: it is reported at once.
     fn record(&mut self, reporter: &mut dyn Reporter) {
         if self.journal.is_empty() {
             return;
         }
-        let (mut events, outputs) = self.journal.take();
+        let (id, events, outputs) = self.journal.take();
         if self.fatal.is_none() {
-            match self.store.commit(&self.run_id, &events, &outputs) {
-                Ok(seqs) => {
-                    for (event, seq) in events.iter_mut().zip(seqs) {
-                        event.seq = seq;
-                    }
-                }
-                Err(err) => {
-                    // Keep going without a record: the loop stops the run so that nothing more
-                    // starts unrecorded, lets running attempts end, and the failure is
-                    // reported at the end.
-                    self.fatal = Some(err);
+            self.recorder.send(id, events, outputs);
+        } else {
+            self.journal.recorded(id);
+            reporter.events(&events);
+        }
+    }
+
+    /// A batch committed (or failed): its ends are recorded, its events reported.
+    fn acknowledged(&mut self, ack: Ack, reporter: &mut dyn Reporter) {
+        let mut events = ack.events;
+        match ack.seqs {
+            Ok(seqs) => {
+                for (event, seq) in events.iter_mut().zip(seqs) {
+                    event.seq = seq;
                 }
             }
+            Err(err) => {
+                // Keep going without a record: the loop stops the run so that nothing more
+                // starts unrecorded, lets running attempts end, and the failure is reported at
+                // the end.
+                self.fatal.get_or_insert(err);
+            }
         }
+        self.journal.recorded(ack.id);
         reporter.events(&events);
+    }
+
+    /// Records everything gathered and waits until all of it is committed.
+    async fn settle(&mut self, reporter: &mut dyn Reporter) {
+        self.record(reporter);
+        while self.recorder.in_flight() {
+            let ack = self.recorder.ack().await;
+            self.acknowledged(ack, reporter);
+        }
+    }
+
+    /// Sets aside the turn's launches that need a predecessor's end not recorded yet.
+    fn defer_unrecorded(&mut self, turn: &mut Turn) {
+        let (graph, journal) = (self.graph, &self.journal);
+        let waits = |task: u32| {
+            graph
+                .task(task)
+                .needs
+                .iter()
+                .any(|&need| journal.end_unrecorded(need))
+        };
+        if self.fatal.is_some() || !turn.launches.iter().any(|&(task, _)| waits(task)) {
+            return;
+        }
+        let deferred = &mut self.deferred;
+        turn.launches.retain(|&(task, attempt)| {
+            let wait = waits(task);
+            if wait {
+                deferred.push((task, attempt));
+            }
+            !wait
+        });
+    }
+
+    /// Launches whose predecessors' ends are recorded now (or never will be: the run stops,
+    /// and `carry_out` reports them cancelled) join the turn.
+    fn release_deferred(&mut self, turn: &mut Turn) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        let (graph, journal, fatal) = (self.graph, &self.journal, self.fatal.is_some());
+        self.deferred.retain(|&(task, attempt)| {
+            let ready = fatal
+                || !graph
+                    .task(task)
+                    .needs
+                    .iter()
+                    .any(|&need| journal.end_unrecorded(need));
+            if ready {
+                turn.launches.push((task, attempt));
+            }
+            !ready
+        });
     }
 
     /// Spawns the turn's launches. After a store failure nothing more is spawned: the

@@ -1,12 +1,15 @@
 //! What the dispatcher has decided but not yet recorded.
 //!
-//! Recording is batched across turns: a batch is committed when a launch needs a predecessor
+//! Recording is batched across turns: a batch is handed to the recorder (see
+//! [`crate::recorder`]) when a launch needs a predecessor
 //! whose end is not recorded yet (a task's completion is always durable before a dependent
 //! starts), when it is [`COMMIT_WINDOW`] old, when it holds [`MAX_BATCH_EVENTS`] events, and when
 //! the run ends. Launches that depend on nothing unrecorded go ahead without waiting for a
 //! commit. A crash can therefore lose at most a window's worth of records — attempts that
 //! started or ended and are run again on resume (execution is at least once) — never a
 //! completion that a dependent relied on.
+
+use std::collections::VecDeque;
 
 use baton_model::Event;
 use baton_store::AttemptOutput;
@@ -23,9 +26,15 @@ pub(crate) struct Journal {
     outputs: Vec<AttemptOutput>,
     /// When the oldest unrecorded event was added.
     oldest: Option<Instant>,
-    /// Per task: whether the end of its latest attempt is among the unrecorded events.
-    unrecorded_end: Vec<bool>,
+    /// Per task: the number of the batch that holds the end of its latest attempt, or 0 once
+    /// that batch is recorded.
+    end_batch: Vec<u64>,
+    /// The tasks whose ends the batch being gathered holds.
     marked: Vec<u32>,
+    /// Batches taken and not yet recorded, oldest first, with the tasks whose ends each holds.
+    taken: VecDeque<(u64, Vec<u32>)>,
+    /// The number the batch being gathered will have (batches count from 1).
+    current: u64,
 }
 
 impl Journal {
@@ -34,8 +43,10 @@ impl Journal {
             events: Vec::new(),
             outputs: Vec::new(),
             oldest: None,
-            unrecorded_end: vec![false; tasks],
+            end_batch: vec![0; tasks],
             marked: Vec::new(),
+            taken: VecDeque::new(),
+            current: 1,
         }
     }
 
@@ -50,14 +61,22 @@ impl Journal {
 
     /// Notes that `task`'s latest attempt ended in an event not yet recorded.
     pub(crate) fn mark_end(&mut self, task: u32) {
-        if !self.unrecorded_end[task as usize] {
-            self.unrecorded_end[task as usize] = true;
+        let batch = &mut self.end_batch[task as usize];
+        if *batch != self.current {
+            *batch = self.current;
             self.marked.push(task);
         }
     }
 
+    /// Whether the end of `task`'s latest attempt is not recorded yet: gathered, or taken
+    /// and being committed.
     pub(crate) fn end_unrecorded(&self, task: u32) -> bool {
-        self.unrecorded_end[task as usize]
+        self.end_batch[task as usize] != 0
+    }
+
+    /// Whether the end of `task`'s latest attempt is in the batch being gathered.
+    pub(crate) fn end_gathered(&self, task: u32) -> bool {
+        self.end_batch[task as usize] == self.current
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -77,15 +96,59 @@ impl Journal {
         self.deadline().is_some_and(|d| d <= now) || self.events.len() >= MAX_BATCH_EVENTS
     }
 
-    /// Everything unrecorded, to commit; the journal starts empty again.
-    pub(crate) fn take(&mut self) -> (Vec<Event>, Vec<AttemptOutput>) {
-        for task in self.marked.drain(..) {
-            self.unrecorded_end[task as usize] = false;
-        }
+    /// Everything gathered, to commit, and the batch's number; the journal starts gathering
+    /// the next. The ends it holds stay unrecorded until [`Journal::recorded`] says so.
+    pub(crate) fn take(&mut self) -> (u64, Vec<Event>, Vec<AttemptOutput>) {
+        let id = self.current;
+        self.current += 1;
+        self.taken.push_back((id, std::mem::take(&mut self.marked)));
         self.oldest = None;
         (
+            id,
             std::mem::take(&mut self.events),
             std::mem::take(&mut self.outputs),
         )
+    }
+
+    /// Batches up to `id` are committed (or will never be: the run stops).
+    pub(crate) fn recorded(&mut self, id: u64) {
+        while let Some((batch, _)) = self.taken.front() {
+            if *batch > id {
+                break;
+            }
+            let (batch, tasks) = self.taken.pop_front().expect("looked at above");
+            for task in tasks {
+                // A later attempt's end, in a later batch, stays unrecorded.
+                if self.end_batch[task as usize] == batch {
+                    self.end_batch[task as usize] = 0;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_end_is_unrecorded_until_its_own_batch_is_recorded() {
+        let mut journal = Journal::new(2);
+        journal.mark_end(0);
+        assert!(journal.end_gathered(0) && journal.end_unrecorded(0));
+        assert!(!journal.end_unrecorded(1));
+        let (first, ..) = journal.take();
+        assert!(!journal.end_gathered(0) && journal.end_unrecorded(0));
+        // A retry of task 0 ends in the next batch.
+        journal.mark_end(0);
+        let (second, ..) = journal.take();
+        assert_eq!(second, first + 1);
+        journal.recorded(first);
+        assert!(
+            journal.end_unrecorded(0),
+            "its latest end is in the second batch"
+        );
+        journal.recorded(second);
+        assert!(!journal.end_unrecorded(0));
     }
 }

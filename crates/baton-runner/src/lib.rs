@@ -21,6 +21,7 @@ mod layout;
 mod leftovers;
 pub mod paths;
 mod reasons;
+mod recorder;
 mod result;
 mod run_id;
 mod takeover;

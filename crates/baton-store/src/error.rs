@@ -102,6 +102,9 @@ pub enum StoreError {
     BadValue(#[source] rusqlite::Error),
     #[error("the run database failed")]
     Sqlite(#[source] rusqlite::Error),
+    /// The thread a run's commits are made on could not start, or ended before the run.
+    #[error("the thread that records the run failed")]
+    Recorder(#[source] io::Error),
 }
 
 impl From<rusqlite::Error> for StoreError {

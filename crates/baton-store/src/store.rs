@@ -27,6 +27,8 @@ const STATEMENT_CACHE: usize = 64;
 pub struct SqliteStore {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// How it was opened for writing; `None` if read-only.
+    durability: Option<Durability>,
     /// Checkpoints on a thread of their own, while a run is driven.
     checkpointer: Mutex<Option<Checkpointer>>,
 }
@@ -80,8 +82,18 @@ impl SqliteStore {
         Ok(Self {
             conn: Mutex::new(conn),
             path: path.to_owned(),
+            durability: Some(durability),
             checkpointer: Mutex::new(None),
         })
+    }
+
+    /// A second connection to the same database, opened the same way: for a thread that
+    /// writes while this one goes on (a run's commits). Read-only stays read-only.
+    pub fn open_another(&self) -> Result<Self, StoreError> {
+        match self.durability {
+            Some(durability) => Self::open_with(&self.path, durability),
+            None => Self::open_readonly(&self.path),
+        }
     }
 
     /// Opens an existing database for reading only: `baton status`, `logs`, `events`. Never
@@ -112,6 +124,7 @@ impl SqliteStore {
         Ok(Self {
             conn: Mutex::new(conn),
             path: path.to_owned(),
+            durability: None,
             checkpointer: Mutex::new(None),
         })
     }
