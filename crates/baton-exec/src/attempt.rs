@@ -3,6 +3,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use baton_model::Outcome;
@@ -186,7 +187,7 @@ struct Supervised {
 impl Supervised {
     fn new(spawned: Spawned) -> io::Result<Self> {
         Ok(Self {
-            child: Child::new(spawned.pid, spawned.pidfd)?,
+            child: Child::new(spawned.pid, spawned.pidfd, spawned.launch)?,
             stdin: spawned
                 .stdin
                 .map(pipe::Sender::from_owned_fd_unchecked)
@@ -223,7 +224,7 @@ fn spawn_child(
         };
         if let (Some(stdin), Some(line)) = (stdin, crate::spawn::command_line(spec)) {
             let (argv, envp) = line?;
-            return crate::spawn::spawn(&argv, &envp, &spec.cwd, stdin);
+            return crate::spawn::spawn(argv, envp, &spec.cwd, stdin);
         }
     }
     let mut command = command(spec);
@@ -252,6 +253,7 @@ fn spawn_child(
     let spawned = Spawned {
         pid: child.id(),
         pidfd: None,
+        launch: None,
         stdin: child.stdin.take().map(OwnedFd::from),
         stdout: OwnedFd::from(stdout),
         stderr: OwnedFd::from(stderr),
@@ -306,17 +308,27 @@ fn command(spec: &AttemptSpec) -> Command {
 /// Names what could not be found: the OS says ENOENT for a missing program and for a missing
 /// working directory alike. Checked only after a failure, so a good spawn pays nothing.
 fn describe_spawn_error(spec: &AttemptSpec, error: &io::Error) -> String {
-    if !spec.cwd.is_dir() {
-        return format!(
-            "working directory `{}` does not exist or is not a directory",
-            spec.cwd.display()
-        );
-    }
     let program = match &spec.program {
         Program::Shell(_) => "/bin/sh".into(),
         Program::Exec { program, .. } => program.display().to_string(),
     };
-    if spec.sandbox.is_some() {
+    describe_exec_error(&spec.cwd, &program, spec.sandbox.is_some(), error)
+}
+
+/// [`describe_spawn_error`] from what the failed child was to run.
+pub(crate) fn describe_exec_error(
+    cwd: &Path,
+    program: &str,
+    sandboxed: bool,
+    error: &io::Error,
+) -> String {
+    if !cwd.is_dir() {
+        return format!(
+            "working directory `{}` does not exist or is not a directory",
+            cwd.display()
+        );
+    }
+    if sandboxed {
         return format!("cannot run `{program}` in its write sandbox: {error}");
     }
     format!("cannot run `{program}`: {error}")

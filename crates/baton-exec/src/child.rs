@@ -5,6 +5,7 @@
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
@@ -12,11 +13,25 @@ use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use crate::clone_exec::Launch;
+
 /// A child process of baton's, not yet reaped until [`Child::wait`] says how it ended.
 #[derive(Debug)]
 pub(crate) struct Child {
     pid: libc::pid_t,
     exited: Exited,
+    /// What the child reads until its exec (baton's own spawn), kept until it has exited.
+    launch: Option<Launch>,
+    /// What failed in the child before its exec, once it has exited.
+    spawn_error: Option<SpawnError>,
+}
+
+/// A child that could not exec: what failed, and what it was to run where.
+#[derive(Debug)]
+pub(crate) struct SpawnError {
+    pub(crate) error: io::Error,
+    pub(crate) program: String,
+    pub(crate) cwd: std::path::PathBuf,
 }
 
 /// How baton learns that the child exited, or how it did.
@@ -36,7 +51,11 @@ enum Exited {
 impl Child {
     /// Takes charge of child `pid`, which nothing else waits on, through `pidfd` if its spawn
     /// gave one. Must be called within a tokio runtime with IO enabled.
-    pub(crate) fn new(pid: u32, pidfd: Option<OwnedFd>) -> io::Result<Self> {
+    pub(crate) fn new(
+        pid: u32,
+        pidfd: Option<OwnedFd>,
+        launch: Option<Launch>,
+    ) -> io::Result<Self> {
         let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
         let pidfd = pidfd.or_else(|| {
             // SAFETY: a plain syscall; the result is checked before it is used as a descriptor.
@@ -55,7 +74,17 @@ impl Child {
             // point is not missed.
             Exited::Signal(signal(SignalKind::child())?)
         };
-        Ok(Self { pid, exited })
+        Ok(Self {
+            pid,
+            exited,
+            launch,
+            spawn_error: None,
+        })
+    }
+
+    /// What failed in the child before its exec, if anything: known once it has exited.
+    pub(crate) fn spawn_error(&self) -> Option<&SpawnError> {
+        self.spawn_error.as_ref()
     }
 
     /// Waits for the child to exit and reaps it. Cancel-safe; after it returned a status, it
@@ -70,6 +99,17 @@ impl Child {
             Ok(status) => Exited::Reaped(*status),
             Err(_) => Exited::Gone,
         };
+        if reaped.is_ok()
+            && let Some(launch) = self.launch.take()
+        {
+            // It has exited: the kernel is done with the launch's memory, and the error, if
+            // any, is final.
+            self.spawn_error = launch.error().map(|error| SpawnError {
+                error,
+                program: launch.program().to_string_lossy().into_owned(),
+                cwd: std::path::PathBuf::from(std::ffi::OsStr::from_bytes(launch.cwd().to_bytes())),
+            });
+        }
         reaped
     }
 }

@@ -25,6 +25,7 @@ mod attempt;
 mod capture;
 mod cgroup;
 mod child;
+mod clone_exec;
 pub mod handoff;
 mod process_group;
 mod report;
@@ -34,7 +35,6 @@ mod spawn;
 mod spec;
 mod supervise;
 mod utf8;
-mod vfork;
 mod watch;
 
 pub use attempt::Attempt;

@@ -17,6 +17,7 @@ use std::ptr;
 
 use nix::fcntl::OFlag;
 
+use crate::clone_exec::{Command, Launch};
 use crate::spec::{AttemptSpec, Program};
 
 /// What the child gets as stdin.
@@ -34,6 +35,8 @@ pub(crate) struct Spawned {
     pub(crate) pid: u32,
     /// A pidfd for the child, when the kernel gave one with it.
     pub(crate) pidfd: Option<OwnedFd>,
+    /// What the child reads until its exec, and what failed there, if anything.
+    pub(crate) launch: Option<Launch>,
     pub(crate) stdin: Option<OwnedFd>,
     pub(crate) stdout: OwnedFd,
     pub(crate) stderr: OwnedFd,
@@ -73,7 +76,7 @@ impl CStrings {
 
     /// The NULL-terminated array of pointers into `self`, valid while `self` is neither
     /// changed nor dropped.
-    fn pointers(&self) -> Vec<*const c_char> {
+    pub(crate) fn pointers(&self) -> Vec<*const c_char> {
         let base = self.bytes.as_ptr();
         self.starts
             .iter()
@@ -83,7 +86,7 @@ impl CStrings {
             .collect()
     }
 
-    fn first(&self) -> Option<&CStr> {
+    pub(crate) fn first(&self) -> Option<&CStr> {
         let start = *self.starts.first()?;
         CStr::from_bytes_until_nul(&self.bytes[start..]).ok()
     }
@@ -151,16 +154,17 @@ fn environment(spec: &AttemptSpec) -> io::Result<CStrings> {
 }
 
 /// Spawns `argv` with `envp` in `cwd`, as the leader of a new process group, with stdout and
-/// stderr on new pipes.
+/// stderr on new pipes. Returns without waiting for the child's exec: what fails in the child
+/// is reported by its [`Launch`].
 pub(crate) fn spawn(
-    argv: &CStrings,
-    envp: &CStrings,
+    argv: CStrings,
+    envp: CStrings,
     cwd: &Path,
     stdin: Stdin<'_>,
 ) -> io::Result<Spawned> {
-    let path = argv
-        .first()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no program"))?;
+    if argv.first().is_none() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "no program"));
+    }
     let cwd = std::ffi::CString::new(cwd.as_os_str().as_bytes()).map_err(|_| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -181,17 +185,14 @@ pub(crate) fn spawn(
         (Stdin::Piped, Some(read)) => read.as_raw_fd(),
         (Stdin::Piped, None) => unreachable!("a piped stdin has its pipe"),
     };
-    let argv_ptrs = argv.pointers();
-    let envp_ptrs = envp.pointers();
-    let started = crate::vfork::spawn(&crate::vfork::ChildArgs::new(
-        path,
-        &argv_ptrs,
-        &envp_ptrs,
-        &cwd,
-        [stdin_fd, out_write.as_raw_fd(), err_write.as_raw_fd()],
-    ))?;
-    // The child's ends: its copies are its own now. Closing ours is what lets the pipes
-    // reach EOF when the child's side is done.
+    let (started, launch) = crate::clone_exec::start(Command {
+        argv,
+        envp,
+        cwd,
+        fds: [stdin_fd, out_write.as_raw_fd(), err_write.as_raw_fd()],
+    })?;
+    // The child's ends: the child has copies of its own (its descriptor table was copied at
+    // the clone). Closing ours is what lets the pipes reach EOF when the child's side is done.
     drop((out_write, err_write, in_child));
     for fd in [&out_read, &err_read].into_iter().chain(in_parent.as_ref()) {
         set_nonblocking(fd)?;
@@ -199,6 +200,7 @@ pub(crate) fn spawn(
     Ok(Spawned {
         pid: started.pid,
         pidfd: started.pidfd,
+        launch: Some(launch),
         stdin: in_parent,
         stdout: out_read,
         stderr: err_read,

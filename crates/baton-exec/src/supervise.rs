@@ -423,6 +423,17 @@ impl Supervisor {
             // Whatever the status says: the caller judges by the result it saw.
             Some(StopReason::AfterResult) | None => {}
         }
+        if let Some(failed) = self.child.spawn_error() {
+            // Its exec failed (baton's spawn does not wait for it): no command ever ran.
+            return Outcome::SpawnFailed {
+                error: crate::attempt::describe_exec_error(
+                    &failed.cwd,
+                    &failed.program,
+                    false,
+                    &failed.error,
+                ),
+            };
+        }
         let status = match &self.progress.exit {
             Some((Ok(status), _)) => *status,
             // Only possible if something else reaped our child. The attempt may well have
