@@ -95,6 +95,23 @@ impl Child {
             Exited::Gone => return Err(io::Error::other("the child was already reaped")),
             watching => exit_of(self.pid, watching).await,
         };
+        self.settle(reaped)
+    }
+
+    /// Reaps the child if it has exited, without waiting; `None` if it has not.
+    pub(crate) fn try_wait(&mut self) -> Option<io::Result<ExitStatus>> {
+        match &self.exited {
+            Exited::Reaped(status) => Some(Ok(*status)),
+            Exited::Gone => Some(Err(io::Error::other("the child was already reaped"))),
+            Exited::PidFd(_) | Exited::Signal(_) => match reap(self.pid) {
+                Ok(None) => None,
+                Ok(Some(status)) => Some(self.settle(Ok(status))),
+                Err(error) => Some(self.settle(Err(error))),
+            },
+        }
+    }
+
+    fn settle(&mut self, reaped: io::Result<ExitStatus>) -> io::Result<ExitStatus> {
         self.exited = match &reaped {
             Ok(status) => Exited::Reaped(*status),
             Err(_) => Exited::Gone,

@@ -211,6 +211,17 @@ impl Supervisor {
         let mut timer = pin!(None::<Sleep>);
 
         while !self.progress.finished() {
+            if !self.progress.stdout_open
+                && !self.progress.stderr_open
+                && self.progress.exit.is_none()
+                && let Some(status) = self.child.try_wait()
+            {
+                // Both pipes closed: the leader is most likely exiting as they did. Looking
+                // costs one syscall; waiting for its pidfd costs another trip through epoll
+                // (a sleep and a wakeup), which the pipes' EOF often comes just before.
+                self.progress.exit = Some((status, Instant::now()));
+                continue;
+            }
             let due = self.progress.next_due(&self.limits);
             if let Some((at, _)) = due {
                 match timer.as_mut().as_pin_mut() {
