@@ -273,6 +273,9 @@ async fn drive_run(
     Ok(run_id)
 }
 
+/// Most batches handed to the recorder and not yet committed.
+const MAX_BATCHES_IN_FLIGHT: u64 = 2;
+
 /// The authoritative state of one run in progress.
 struct Dispatcher<'a> {
     graph: &'a Graph,
@@ -481,6 +484,12 @@ impl<'a> Dispatcher<'a> {
             });
             if needs_gathered || self.journal.is_due(tokio::time::Instant::now()) {
                 self.record(reporter);
+            }
+            // Tasks that finish faster than their ends are committed (no-op tasks) must not
+            // pile up batches in memory: the dispatcher waits for the recorder instead.
+            while self.recorder.batches_in_flight() > MAX_BATCHES_IN_FLIGHT {
+                let ack = self.recorder.ack().await;
+                self.acknowledged(ack, reporter);
             }
             self.defer_unrecorded(&mut turn);
             self.carry_out(&mut turn);

@@ -93,6 +93,11 @@ impl Recorder {
         self.acked < self.sent
     }
 
+    /// How many batches sent are not acknowledged yet.
+    pub(crate) fn batches_in_flight(&self) -> u64 {
+        self.sent - self.acked
+    }
+
     /// The next acknowledgement. Call only while [`Recorder::in_flight`]. Cancel-safe.
     pub(crate) async fn ack(&mut self) -> Ack {
         let ack = self.acks.recv().await;
