@@ -25,6 +25,8 @@ pub(crate) struct HandoffFile {
     file: File,
     /// How many bytes it holds.
     len: u64,
+    /// Its device and inode numbers: what must still be at its path for it to be reused.
+    identity: (u64, u64),
 }
 
 impl HandoffFile {
@@ -74,13 +76,13 @@ impl HandoffFiles {
     /// A free file that is still what baton made.
     fn reusable(&mut self) -> Option<HandoffFile> {
         while let Some(handoff) = self.free.pop() {
-            // Still the one link, 0600, and still at its path (not moved away and replaced).
-            let intact = handoff.file.metadata().is_ok_and(|meta| {
-                meta.nlink() == 1
+            // Still at its path (not moved away and replaced, not a link to it), still the
+            // one link, and 0600. One `lstat` tells all: when the inode at the path is ours,
+            // its link count and mode are our file's.
+            let intact = std::fs::symlink_metadata(&handoff.path).is_ok_and(|meta| {
+                (meta.dev(), meta.ino()) == handoff.identity
+                    && meta.nlink() == 1
                     && meta.mode() & 0o7777 == 0o600
-                    && std::fs::symlink_metadata(&handoff.path).is_ok_and(|at_path| {
-                        at_path.ino() == meta.ino() && at_path.dev() == meta.dev()
-                    })
             });
             if intact {
                 return Some(handoff);
@@ -105,7 +107,13 @@ impl HandoffFiles {
             .mode(0o600)
             .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
             .open(&path)?;
-        Ok(HandoffFile { path, file, len: 0 })
+        let meta = file.metadata()?;
+        Ok(HandoffFile {
+            path,
+            file,
+            len: 0,
+            identity: (meta.dev(), meta.ino()),
+        })
     }
 }
 

@@ -22,7 +22,8 @@ use crate::RunConfig;
 use crate::agent::AgentWatch;
 use crate::budget::Meter;
 use crate::config::AgentConfig;
-use crate::layout::{OutDir, RunDirs};
+use crate::layout::RunDirs;
+use crate::out_dir::OutDir;
 
 /// Stdout kept in memory per attempt, at least: what is stored as the task's output.
 const MIN_OUTPUT_CAPTURE: usize = 64 * 1024;
@@ -619,7 +620,7 @@ impl<'a> Launcher<'a> {
     /// Reads what an attempt produced: its stdout and, if it wrote one, its `$BATON_OUTPUT`
     /// file. A problem with that file is returned as a note for the attempt's record.
     pub(crate) fn collect_output(
-        &self,
+        &mut self,
         task: u32,
         attempt: u32,
         report: &AttemptReport,

@@ -137,51 +137,8 @@ impl RunDirs {
     }
 }
 
-fn structured_output_name(task: &TaskId, attempt: u32) -> String {
+pub(crate) fn structured_output_name(task: &TaskId, attempt: u32) -> String {
     format!("{task}.{attempt}.json")
-}
-
-/// The run's `out/` directory, kept open: every attempt's `$BATON_OUTPUT` is looked for in it,
-/// and most tasks write none. Opening the name relative to the directory spares the kernel a
-/// walk of the whole path each time (a third of what looking cost, for thousands of tasks).
-///
-/// The directory is baton's: a task that replaced it (rather than write the file it was
-/// given) would have its output looked for in the one it removed.
-#[derive(Debug)]
-pub(crate) struct OutDir {
-    dir: Option<std::os::fd::OwnedFd>,
-}
-
-impl OutDir {
-    /// Opens `dirs.out`; if it cannot be opened, every look goes by the whole path.
-    pub(crate) fn open(dirs: &RunDirs) -> Self {
-        use nix::fcntl::{OFlag, open};
-        use nix::sys::stat::Mode;
-        let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
-        Self {
-            dir: open(&dirs.out, flags, Mode::empty()).ok(),
-        }
-    }
-
-    /// Opens the `$BATON_OUTPUT` of `task`'s `attempt` for reading.
-    pub(crate) fn open_output(
-        &self,
-        dirs: &RunDirs,
-        task: &TaskId,
-        attempt: u32,
-    ) -> std::io::Result<std::fs::File> {
-        use nix::fcntl::{OFlag, openat};
-        use nix::sys::stat::Mode;
-        match &self.dir {
-            Some(dir) => {
-                let name = structured_output_name(task, attempt);
-                let flags = OFlag::O_RDONLY | OFlag::O_CLOEXEC;
-                let fd = openat(dir, name.as_str(), flags, Mode::empty())?;
-                Ok(std::fs::File::from(fd))
-            }
-            None => std::fs::File::open(dirs.structured_output(task, attempt)),
-        }
-    }
 }
 
 /// A directory on tmpfs that only this user can use, or `None`. An existing directory is used

@@ -19,6 +19,7 @@ mod journal;
 mod launch;
 mod layout;
 mod leftovers;
+mod out_dir;
 pub mod paths;
 mod reasons;
 mod recorder;
