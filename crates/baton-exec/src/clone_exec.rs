@@ -24,8 +24,8 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 use crate::spawn::CStrings;
 
@@ -49,8 +49,9 @@ struct Inner {
     path: *const c_char,
     argv: Vec<*const c_char>,
     envp: Vec<*const c_char>,
-    /// The signals whose handlers go back to the default in the child.
-    reset: &'static [c_int],
+    /// The signals whose handlers go back to the default in the child: bit `n - 1` for
+    /// signal `n`.
+    reset: u64,
     /// The errno of what failed in the child before exec; 0 while nothing did.
     error: AtomicI32,
     /// Nonzero until the child has exec'd or exited: the kernel clears it then.
@@ -235,10 +236,13 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
     let default = [0u64; 4];
     let empty_mask = 0u64;
     let mask_size = size_of::<u64>();
-    for &signal in inner.reset {
+    let mut reset = inner.reset;
+    while reset != 0 {
+        let signal = reset.trailing_zeros() as usize + 1;
+        reset &= reset - 1;
         raw::syscall4(
             libc::SYS_rt_sigaction,
-            signal as usize,
+            signal,
             default.as_ptr() as usize,
             0,
             mask_size,
@@ -352,14 +356,27 @@ fn empty_set() -> libc::sigset_t {
     }
 }
 
-/// The signals whose handlers the child resets: every one that has a handler of baton's when
-/// the first child is spawned, and those baton may come to handle later (a signal stream
-/// opened during a run) unless ignored; and SIGPIPE, which Rust programs ignore and an
-/// ignored signal stays ignored across exec (`yes | head` would never end).
+/// The signals whose handlers the child resets (bit `n - 1` for signal `n`): every one that
+/// had a handler of baton's when they were last asked for ([`refresh_handled_signals`], and
+/// the first spawn), those baton may come to handle later (a signal stream opened meanwhile)
+/// unless they were ignored, and SIGPIPE, which Rust programs ignore, and an ignored signal
+/// stays ignored across exec (`yes | head` would never end).
 ///
-/// Asked once per process: 64 `sigaction` calls, instead of as many in every child.
-fn handled_signals() -> &'static [c_int] {
-    static HANDLED: OnceLock<Vec<c_int>> = OnceLock::new();
+/// Asked once (64 `sigaction` calls) instead of in every child, where glibc asks.
+fn handled_signals() -> u64 {
+    match HANDLED.load(Ordering::Relaxed) {
+        UNKNOWN => refresh_handled_signals(),
+        known => known,
+    }
+}
+
+/// No signal set has every bit up: SIGKILL's never is.
+const UNKNOWN: u64 = u64::MAX;
+static HANDLED: AtomicU64 = AtomicU64::new(UNKNOWN);
+
+/// Asks again which signals have a handler of baton's: to be called once the process has
+/// installed its handlers (a run calls it as it starts), so that the children reset them.
+pub fn refresh_handled_signals() -> u64 {
     const LATER: [c_int; 9] = [
         libc::SIGINT,
         libc::SIGTERM,
@@ -371,26 +388,26 @@ fn handled_signals() -> &'static [c_int] {
         libc::SIGUSR2,
         libc::SIGALRM,
     ];
-    HANDLED.get_or_init(|| {
-        // glibc keeps the signals between 32 and SIGRTMIN for itself.
-        let reserved = 32..libc::SIGRTMIN();
-        (1..=libc::SIGRTMAX())
-            .filter(|&signal| {
-                if signal == libc::SIGKILL || signal == libc::SIGSTOP || reserved.contains(&signal)
-                {
-                    return false;
-                }
-                // SAFETY: a query: the current action is written to `current`.
-                let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
-                if unsafe { libc::sigaction(signal, ptr::null(), &mut current) } != 0 {
-                    return false;
-                }
-                let ignored = current.sa_sigaction == libc::SIG_IGN;
-                let caught = !ignored && current.sa_sigaction != libc::SIG_DFL;
-                signal == libc::SIGPIPE || caught || (!ignored && LATER.contains(&signal))
-            })
-            .collect()
-    })
+    // glibc keeps the signals between 32 and SIGRTMIN for itself.
+    let reserved = 32..libc::SIGRTMIN();
+    let mut handled = 0u64;
+    for signal in 1..=libc::SIGRTMAX().min(64) {
+        if signal == libc::SIGKILL || signal == libc::SIGSTOP || reserved.contains(&signal) {
+            continue;
+        }
+        // SAFETY: a query: the current action is written to `current`.
+        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+        if unsafe { libc::sigaction(signal, ptr::null(), &mut current) } != 0 {
+            continue;
+        }
+        let ignored = current.sa_sigaction == libc::SIG_IGN;
+        let caught = !ignored && current.sa_sigaction != libc::SIG_DFL;
+        if signal == libc::SIGPIPE || caught || (!ignored && LATER.contains(&signal)) {
+            handled |= 1 << (signal - 1);
+        }
+    }
+    HANDLED.store(handled, Ordering::Relaxed);
+    handled
 }
 
 #[cfg(test)]
@@ -400,11 +417,12 @@ mod tests {
     #[test]
     fn sigpipe_and_baton_handled_signals_are_reset() {
         let handled = handled_signals();
-        assert!(handled.contains(&libc::SIGPIPE));
-        assert!(!handled.contains(&libc::SIGKILL));
-        assert!(!handled.contains(&libc::SIGSTOP));
+        let has = |signal: c_int| handled & (1 << (signal - 1)) != 0;
+        assert!(has(libc::SIGPIPE));
+        assert!(!has(libc::SIGKILL));
+        assert!(!has(libc::SIGSTOP));
         // Rust's runtime handles SIGSEGV (stack overflows) in every program.
-        assert!(handled.contains(&libc::SIGSEGV));
+        assert!(has(libc::SIGSEGV));
     }
 
     #[test]

@@ -185,6 +185,10 @@ pub(crate) fn spawn(
         (Stdin::Piped, Some(read)) => read.as_raw_fd(),
         (Stdin::Piped, None) => unreachable!("a piped stdin has its pipe"),
     };
+    // Before the clone: if this fails, no child exists to be left unsupervised.
+    for fd in [&out_read, &err_read].into_iter().chain(in_parent.as_ref()) {
+        set_nonblocking(fd)?;
+    }
     let (started, launch) = crate::clone_exec::start(Command {
         argv,
         envp,
@@ -194,9 +198,6 @@ pub(crate) fn spawn(
     // The child's ends: the child has copies of its own (its descriptor table was copied at
     // the clone). Closing ours is what lets the pipes reach EOF when the child's side is done.
     drop((out_write, err_write, in_child));
-    for fd in [&out_read, &err_read].into_iter().chain(in_parent.as_ref()) {
-        set_nonblocking(fd)?;
-    }
     Ok(Spawned {
         pid: started.pid,
         pidfd: started.pidfd,

@@ -225,6 +225,9 @@ async fn drive_run(
     // Commits are made on a thread of their own, off the path from one task's end to the next
     // one's start.
     let recorder = Recorder::start(store, run_id.clone())?;
+    // The run's own handlers (Ctrl-C, SIGTERM, SIGHUP) are installed by now: the children
+    // reset them before they exec.
+    baton_exec::refresh_handled_signals();
     let mut dispatcher = Dispatcher::new(
         graph,
         store,
@@ -467,6 +470,10 @@ impl<'a> Dispatcher<'a> {
         loop {
             let finished = self.process(&mut turn);
             if finished {
+                debug_assert!(
+                    turn.launches.is_empty() && self.deferred.is_empty(),
+                    "a run with a launch pending is not finished"
+                );
                 // What led here is recorded before the run's checks, which may take long.
                 self.settle(reporter).await;
                 self.finish(&mut stops, stops_open).await;
@@ -483,7 +490,7 @@ impl<'a> Dispatcher<'a> {
                     .any(|&need| self.journal.end_gathered(need))
             });
             if needs_gathered || self.journal.is_due(tokio::time::Instant::now()) {
-                self.record(reporter);
+                self.record();
             }
             // Tasks that finish faster than their ends are committed (no-op tasks) must not
             // pile up batches in memory: the dispatcher waits for the recorder instead.
@@ -1010,18 +1017,15 @@ impl<'a> Dispatcher<'a> {
     }
 
     /// Hands everything gathered to the recorder, to commit in one transaction; it is reported
-    /// once it is. After a store failure nothing more is committed: it is reported at once.
-    fn record(&mut self, reporter: &mut dyn Reporter) {
+    /// once it is (or, after a store failure, once the recorder sends it back unrecorded).
+    fn record(&mut self) {
         if self.journal.is_empty() {
             return;
         }
         let (id, events, outputs) = self.journal.take();
-        if self.fatal.is_none() {
-            self.recorder.send(id, events, outputs);
-        } else {
-            self.journal.recorded(id);
-            reporter.events(&events);
-        }
+        // After a store failure too: the recorder then sends them back unrecorded, in order
+        // behind the batches still in flight, to be reported.
+        self.recorder.send(id, events, outputs);
     }
 
     /// A batch committed (or failed): its ends are recorded, its events reported.
@@ -1046,7 +1050,7 @@ impl<'a> Dispatcher<'a> {
 
     /// Records everything gathered and waits until all of it is committed.
     async fn settle(&mut self, reporter: &mut dyn Reporter) {
-        self.record(reporter);
+        self.record();
         while self.recorder.in_flight() {
             let ack = self.recorder.ack().await;
             self.acknowledged(ack, reporter);
@@ -1083,14 +1087,20 @@ impl<'a> Dispatcher<'a> {
             return;
         }
         let (graph, journal, fatal) = (self.graph, &self.journal, self.fatal.is_some());
+        let stopping = self.sched.stop_cause().is_some();
+        let carried = &mut self.carried;
         self.deferred.retain(|&(task, attempt)| {
             let ready = fatal
+                || stopping
                 || !graph
                     .task(task)
                     .needs
                     .iter()
                     .any(|&need| journal.end_unrecorded(need));
-            if ready {
+            if ready && stopping && !fatal {
+                // Launched before the stop, never started: not started now either.
+                carried.push_back(Input::Declined { task, attempt });
+            } else if ready {
                 turn.launches.push((task, attempt));
             }
             !ready

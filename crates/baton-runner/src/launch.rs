@@ -628,6 +628,7 @@ impl<'a> Launcher<'a> {
         let id = &self.graph.task(task).id;
         let path = self.dirs.structured_output(id, attempt);
         let opened = self.out_dir.open_output(&self.dirs, id, attempt);
+        let found = opened.is_ok();
         let (json, note) = match read_structured_output_from(
             opened,
             &path,
@@ -638,8 +639,9 @@ impl<'a> Launcher<'a> {
             Ok(Some(json)) => (Some(json), None),
             Err(err) => (None, Some(format!("baton: ignored $BATON_OUTPUT: {err}"))),
         };
-        if json.is_some() || note.is_some() {
-            // Its content now lives in the store (or its problem in the attempt's record).
+        if found || note.is_some() {
+            // Its content now lives in the store (or its problem in the attempt's record). An
+            // empty one goes too: the attempt's fix round may write the same file again.
             let _ = std::fs::remove_file(&path);
         }
         (

@@ -4,7 +4,9 @@
 //! the kernel a path lookup and a negative directory entry, ~4 µs, for each of thousands of
 //! short tasks. So the directory is watched (inotify): a file is looked for only if a name
 //! appeared for it, which costs one `read` of the watch (the event is queued while the task
-//! creates the file, before it exits). Where the watch cannot be had, or stops being
+//! creates the file, before it exits). Only on local file systems (tmpfs, ext4, XFS, btrfs):
+//! on a network one, a task could write from another host. Where the watch cannot be had, or
+//! stops being
 //! trustworthy (its queue overflowed, the directory was moved or removed), every look opens
 //! the name, relative to the directory then open (a third less than by the whole path).
 
@@ -92,6 +94,23 @@ impl OutDir {
     }
 }
 
+/// Whether writes to `dir` all pass through this machine's kernel, where inotify hears of
+/// them: not on a network file system, where another host may write.
+fn local_file_system(dir: &std::path::Path) -> bool {
+    use nix::sys::statfs::{
+        BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, TMPFS_MAGIC, XFS_SUPER_MAGIC, statfs,
+    };
+    statfs(dir).is_ok_and(|fs| {
+        [
+            TMPFS_MAGIC,
+            EXT4_SUPER_MAGIC,
+            XFS_SUPER_MAGIC,
+            BTRFS_SUPER_MAGIC,
+        ]
+        .contains(&fs.filesystem_type())
+    })
+}
+
 fn open_dir(dirs: &RunDirs) -> Option<OwnedFd> {
     let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
     open(&dirs.out, flags, Mode::empty()).ok()
@@ -100,8 +119,14 @@ fn open_dir(dirs: &RunDirs) -> Option<OwnedFd> {
 impl Watch {
     fn start(dirs: &RunDirs) -> Option<Self> {
         let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
+        if !local_file_system(&dirs.out) {
+            return None;
+        }
+        // A file written anew over an old one (a fix round writes the same attempt's file
+        // again) shows as closed after writing, not as created.
         let events = AddWatchFlags::IN_CREATE
             | AddWatchFlags::IN_MOVED_TO
+            | AddWatchFlags::IN_CLOSE_WRITE
             | AddWatchFlags::IN_ONLYDIR
             | AddWatchFlags::IN_DELETE_SELF
             | AddWatchFlags::IN_MOVE_SELF;
@@ -186,6 +211,13 @@ mod tests {
             "{\"b\":2}"
         );
         assert!(out.open_output(&dirs, &task("early"), 1).is_ok());
+        // Written again over itself (a fix round of the same attempt): no new name appears,
+        // but the file was closed after writing.
+        std::fs::write(dirs.structured_output(&task("a"), 2), "{\"a\":2}").unwrap();
+        assert_eq!(
+            std::io::read_to_string(out.open_output(&dirs, &task("a"), 2).unwrap()).unwrap(),
+            "{\"a\":2}"
+        );
     }
 
     #[test]

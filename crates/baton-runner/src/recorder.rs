@@ -51,8 +51,25 @@ impl Recorder {
             .spawn(move || {
                 // The long commits (SQLite copying the WAL back) go to yet another thread.
                 own.checkpoint_in_background();
+                let mut failed = false;
                 for batch in received {
-                    let seqs = own.commit(&run, &batch.events, &batch.outputs);
+                    // After a failure nothing more is committed: a later batch may hold the
+                    // end of an attempt whose start was in the one that failed.
+                    let seqs = if failed {
+                        Err(StoreError::Recorder(std::io::Error::other(
+                            "not recorded: an earlier commit of the run failed",
+                        )))
+                    } else {
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            own.commit(&run, &batch.events, &batch.outputs)
+                        }))
+                        .unwrap_or_else(|_| {
+                            Err(StoreError::Recorder(std::io::Error::other(
+                                "the commit panicked",
+                            )))
+                        })
+                    };
+                    failed |= seqs.is_err();
                     let ack = Ack {
                         id: batch.id,
                         events: batch.events,
@@ -137,5 +154,58 @@ impl Drop for Recorder {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_model::{EventKind, TaskId, TaskState};
+    use baton_store::NewRun;
+
+    use super::*;
+
+    fn event(kind: EventKind) -> Event {
+        Event {
+            seq: 0,
+            at_ms: 1,
+            kind,
+        }
+    }
+
+    #[tokio::test]
+    async fn after_a_failed_commit_nothing_more_is_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("baton.db")).unwrap();
+        let run = RunId::new("r1").unwrap();
+        let task = TaskId::new("a").unwrap();
+        store
+            .create_run(&NewRun {
+                id: run.clone(),
+                name: "r".into(),
+                graph_path: "g.toml".into(),
+                graph_json: "{}".into(),
+                concurrency: 1,
+                started_at_ms: 0,
+                tasks: vec![(task.clone(), 0)],
+            })
+            .unwrap();
+        let mut recorder = Recorder::start(&store, run.clone()).unwrap();
+        let unknown = EventKind::TaskFinished {
+            task: TaskId::new("nope").unwrap(),
+            state: TaskState::Succeeded,
+            reason: None,
+        };
+        let fine = EventKind::TaskWaiting { task };
+        recorder.send(1, vec![event(unknown)], Vec::new());
+        recorder.send(2, vec![event(fine)], Vec::new());
+        let first = recorder.ack().await;
+        assert!(matches!(first.seqs, Err(StoreError::UnknownTask { .. })));
+        let second = recorder.ack().await;
+        assert_eq!(second.id, 2);
+        assert!(second.seqs.is_err(), "committed after a failure");
+        assert_eq!(second.events.len(), 1, "sent back to be reported");
+        assert!(!recorder.in_flight());
+        drop(recorder);
+        assert!(store.events(&run, 0, 10).unwrap().is_empty());
     }
 }
