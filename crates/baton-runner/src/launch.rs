@@ -238,6 +238,9 @@ impl<'a> Launcher<'a> {
         let prepared = self.prepared.get(&task).expect("just prepared");
         let program = prepared.program.clone()?;
         let spec_task = self.graph.task(task);
+        // A file of that name is a leftover (an earlier driver's attempt of the same number,
+        // which a takeover runs again): it must not pass for this attempt's output.
+        self.out_dir.clear(&self.dirs, &spec_task.id, attempt);
         let mut env: Vec<(OsString, OsString)> =
             Vec::with_capacity(prepared.passed.len() + spec_task.env.len() + 5);
         env.extend(prepared.passed.iter().cloned());

@@ -116,6 +116,22 @@ fn open_dir(dirs: &RunDirs) -> Option<OwnedFd> {
     open(&dirs.out, flags, Mode::empty()).ok()
 }
 
+impl OutDir {
+    /// Removes what is at the `$BATON_OUTPUT` path of `task`'s `attempt` before it starts. Free
+    /// while the directory is watched and no such name appeared (the usual case).
+    pub(crate) fn clear(&mut self, dirs: &RunDirs, task: &TaskId, attempt: u32) {
+        if let Some(watch) = &mut self.watch {
+            // Leftovers were there when the watch began: they are among the names listed then
+            // (no need to read the watch's queue, which only holds what came after).
+            let name = structured_output_name(task, attempt);
+            if !watch.appeared.remove(OsStr::new(&name)) {
+                return;
+            }
+        }
+        let _ = std::fs::remove_file(dirs.structured_output(task, attempt));
+    }
+}
+
 impl Watch {
     fn start(dirs: &RunDirs) -> Option<Self> {
         let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
@@ -218,6 +234,17 @@ mod tests {
             std::io::read_to_string(out.open_output(&dirs, &task("a"), 2).unwrap()).unwrap(),
             "{\"a\":2}"
         );
+    }
+
+    #[test]
+    fn a_leftover_of_an_earlier_driver_is_cleared_before_the_attempt() {
+        let (_root, dirs) = dirs();
+        std::fs::write(dirs.structured_output(&task("a"), 1), "{\"stale\":1}").unwrap();
+        let mut out = OutDir::open(&dirs);
+        out.clear(&dirs, &task("a"), 1);
+        assert!(!dirs.structured_output(&task("a"), 1).exists());
+        let missing = out.open_output(&dirs, &task("a"), 1).unwrap_err();
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
     }
 
     #[test]
