@@ -209,7 +209,7 @@ fn dev_null() -> Option<&'static OwnedFd> {
 
 /// Spawns the attempt's child, which first joins `cgroup` and then restricts itself to
 /// `ruleset`, if given, between fork and exec. Without either, and with a program named by a
-/// path, baton's own `posix_spawn` (see [`crate::spawn`]); otherwise std's `Command`.
+/// path, baton's own clone (see [`crate::spawn`]); otherwise std's `Command`.
 fn spawn_child(
     spec: &AttemptSpec,
     ruleset: Option<RawFd>,

@@ -7,9 +7,10 @@
 //! [`handoff`] module holds the pure functions that cap what a task hands to its dependents.
 //!
 //! Everything here runs on the caller's tokio runtime (IO and time drivers enabled): no thread
-//! is spawned per attempt. The spawn itself is a `posix_spawn` of baton's own (std's `Command`,
-//! which forks and execs, for an attempt in a [`WriteSandbox`] or a cgroup, which must be set
-//! up between the two), and the child is waited on through a pidfd.
+//! is spawned per attempt. The spawn itself is a clone of baton's own that does not wait for
+//! the child's exec (`clone_exec`; std's `Command`, which forks and execs, for an attempt in a
+//! [`WriteSandbox`] or a cgroup, which must be set up between the two), and the child is waited
+//! on through a pidfd.
 //!
 //! How an attempt's [`Outcome`](baton_model::Outcome) is decided:
 //! - baton stopped it (timeout, or a stop request): `TimedOut` or `Cancelled`, whichever came

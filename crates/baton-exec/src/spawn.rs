@@ -4,8 +4,8 @@
 //!
 //! std's `Command` gets there too, but on the way it copies baton's whole environment into a
 //! map, applies the attempt's changes, and builds a C string for every variable and argument,
-//! one allocation each, before glibc's `posix_spawn` (whose own costs [`crate::vfork`]
-//! describes). Here argv and envp are laid out in one buffer each, and the only syscalls are
+//! one allocation each, before glibc's `posix_spawn` (whose own costs
+//! [`crate::clone_exec`] describes). Here argv and envp are laid out in one buffer each, and the only syscalls are
 //! the pipes, the clone and closing the child's ends (docs/PERFORMANCE.md has the numbers).
 
 use std::ffi::{CStr, c_char};
