@@ -81,6 +81,9 @@ pub fn load_str(path: &Path, text: &str) -> Result<Graph, LoadError> {
             }
         }
     };
+    // What was met while the redactor was still compiling, now that it has had the parse's
+    // time to finish.
+    secrets.finish(unmarked_text, &mut diags);
     validate::validate(spec, text, path, diags).map_err(|d| fail(d, &secrets))
 }
 

@@ -21,12 +21,41 @@ use crate::tree::{Kind, Node, Span};
 #[derive(Debug, Default)]
 pub(crate) struct Secrets {
     pub masks: Vec<Span>,
+    /// Strings met while the redactor was still being compiled (on a thread of its own, as
+    /// the file is parsed): looked at by [`Secrets::finish`], rather than waited for.
+    pending: Vec<Pending>,
+}
+
+#[derive(Debug)]
+struct Pending {
+    span: Span,
+    text: String,
+    prefix: usize,
+    field: String,
 }
 
 impl Secrets {
     /// Looks at every string in `node` (and beneath it); `source` is the whole file's text.
     pub(crate) fn check(&mut self, node: &Node, source: &str, diags: &mut Vec<Diagnostic>) {
         self.visit(node, "", source, diags);
+    }
+
+    /// Looks at the strings set aside while the redactor was being compiled (waiting for it
+    /// now, if it still is). To be called once the whole file has been checked.
+    pub(crate) fn finish(&mut self, source: &str, diags: &mut Vec<Diagnostic>) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let redactor = Redactor::default();
+        for Pending {
+            span,
+            text,
+            prefix,
+            field,
+        } in std::mem::take(&mut self.pending)
+        {
+            self.find(&redactor, &span, &text, prefix, &field, source, diags);
+        }
     }
 
     fn visit(&mut self, node: &Node, field: &str, source: &str, diags: &mut Vec<Diagnostic>) {
@@ -76,11 +105,36 @@ impl Secrets {
             return;
         }
         // The built-in rules, compiled once per process (see `Redactor::warm_up_default`).
-        let found = Redactor::default().find(text.as_bytes());
+        match Redactor::default_if_ready() {
+            Some(redactor) => self.find(redactor, &node.span, text, prefix, field, source, diags),
+            None => self.pending.push(Pending {
+                span: node.span.clone(),
+                text: text.to_owned(),
+                prefix,
+                field: field.to_owned(),
+            }),
+        }
+    }
+
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "a string and where it is, for one caller that has them apart"
+    )]
+    fn find(
+        &mut self,
+        redactor: &Redactor,
+        node_span: &Span,
+        text: &str,
+        prefix: usize,
+        field: &str,
+        source: &str,
+        diags: &mut Vec<Diagnostic>,
+    ) {
+        let found = redactor.find(text.as_bytes());
         if found.is_empty() {
             return;
         }
-        let literal = source.get(node.span.clone()).unwrap_or_default();
+        let literal = source.get(node_span.clone()).unwrap_or_default();
         // Where the literal's text was last matched: each secret is searched for after the one
         // before it.
         let mut from = 0;
@@ -91,11 +145,11 @@ impl Secrets {
             let exact = secret.and_then(|s| {
                 let at = from + literal.get(from..)?.find(s)?;
                 from = at + s.len();
-                Some(node.span.start + at..node.span.start + at + s.len())
+                Some(node_span.start + at..node_span.start + at + s.len())
             });
             // Written with escapes, the secret is not in the file as it is in the string: the
             // whole literal is pointed at (and masked).
-            let span = exact.unwrap_or_else(|| node.span.clone());
+            let span = exact.unwrap_or_else(|| node_span.clone());
             self.masks.push(span.clone());
             diags.push(
                 Diagnostic::at(span, format!("`{field}` holds a literal secret ({label})"))

@@ -56,13 +56,17 @@ impl std::fmt::Debug for Redactor {
 
 /// The built-in rules alone, compiled once per process and shared: the graph loader's secret
 /// check and every run without secret values use the same one.
-static BUILT_IN: LazyLock<Redactor> = LazyLock::new(|| Redactor::compile(Vec::new()));
+static BUILT_IN: OnceLock<Redactor> = OnceLock::new();
+
+fn built_in() -> &'static Redactor {
+    BUILT_IN.get_or_init(|| Redactor::compile(Vec::new()))
+}
 
 impl Default for Redactor {
     /// The built-in rules alone. The first call compiles them (about 10 ms); later calls
     /// share that.
     fn default() -> Self {
-        BUILT_IN.clone()
+        built_in().clone()
     }
 }
 
@@ -112,9 +116,15 @@ impl Redactor {
             let _ = std::thread::Builder::new()
                 .name("redactor".to_owned())
                 .spawn(|| {
-                    LazyLock::force(&BUILT_IN);
+                    built_in();
                 });
         });
+    }
+
+    /// [`Redactor::default`] if it is compiled already; `None` (without waiting) while it is
+    /// being compiled, or before anything asked for it.
+    pub fn default_if_ready() -> Option<&'static Self> {
+        BUILT_IN.get()
     }
 
     /// The fewest bytes any built-in rule can match: a text shorter than this holds no secret
