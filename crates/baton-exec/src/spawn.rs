@@ -162,9 +162,6 @@ pub(crate) fn spawn(
     cwd: &Path,
     stdin: Stdin<'_>,
 ) -> io::Result<Spawned> {
-    if argv.first().is_none() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "no program"));
-    }
     let cwd = std::ffi::CString::new(cwd.as_os_str().as_bytes()).map_err(|_| {
         io::Error::new(
             io::ErrorKind::InvalidInput,

@@ -482,22 +482,17 @@ impl<'a> Dispatcher<'a> {
             }
             // A launch waits for a commit only if it needs a task whose end is not recorded:
             // the batch that holds it goes now, and the launch waits until it is recorded.
-            let needs_gathered = turn.launches.iter().any(|&(task, _)| {
-                self.graph
-                    .task(task)
-                    .needs
-                    .iter()
-                    .any(|&need| self.journal.end_gathered(need))
-            });
+            let needs_gathered = turn
+                .launches
+                .iter()
+                .any(|&(task, _)| self.journal.any_gathered(&self.graph.task(task).needs));
             if needs_gathered || self.journal.is_due(tokio::time::Instant::now()) {
                 self.record();
             }
             // Tasks that finish faster than their ends are committed (no-op tasks) must not
             // pile up batches in memory: the dispatcher waits for the recorder instead.
-            while self.recorder.batches_in_flight() > MAX_BATCHES_IN_FLIGHT {
-                let ack = self.recorder.ack().await;
-                self.acknowledged(ack, reporter);
-            }
+            self.wait_for_recorder(MAX_BATCHES_IN_FLIGHT, reporter)
+                .await;
             self.defer_unrecorded(&mut turn);
             self.carry_out(&mut turn);
             turn = Turn {
@@ -1051,7 +1046,12 @@ impl<'a> Dispatcher<'a> {
     /// Records everything gathered and waits until all of it is committed.
     async fn settle(&mut self, reporter: &mut dyn Reporter) {
         self.record();
-        while self.recorder.in_flight() {
+        self.wait_for_recorder(0, reporter).await;
+    }
+
+    /// Takes the recorder's acknowledgements until at most `in_flight` batches are left.
+    async fn wait_for_recorder(&mut self, in_flight: u64, reporter: &mut dyn Reporter) {
+        while self.recorder.batches_in_flight() > in_flight {
             let ack = self.recorder.ack().await;
             self.acknowledged(ack, reporter);
         }
@@ -1060,13 +1060,7 @@ impl<'a> Dispatcher<'a> {
     /// Sets aside the turn's launches that need a predecessor's end not recorded yet.
     fn defer_unrecorded(&mut self, turn: &mut Turn) {
         let (graph, journal) = (self.graph, &self.journal);
-        let waits = |task: u32| {
-            graph
-                .task(task)
-                .needs
-                .iter()
-                .any(|&need| journal.end_unrecorded(need))
-        };
+        let waits = |task: u32| journal.any_unrecorded(&graph.task(task).needs);
         if self.fatal.is_some() || !turn.launches.iter().any(|&(task, _)| waits(task)) {
             return;
         }
@@ -1090,13 +1084,7 @@ impl<'a> Dispatcher<'a> {
         let stopping = self.sched.stop_cause().is_some();
         let carried = &mut self.carried;
         self.deferred.retain(|&(task, attempt)| {
-            let ready = fatal
-                || stopping
-                || !graph
-                    .task(task)
-                    .needs
-                    .iter()
-                    .any(|&need| journal.end_unrecorded(need));
+            let ready = fatal || stopping || !journal.any_unrecorded(&graph.task(task).needs);
             if ready && stopping && !fatal {
                 // Launched before the stop, never started: not started now either.
                 carried.push_back(Input::Declined { task, attempt });

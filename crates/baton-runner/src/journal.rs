@@ -79,6 +79,16 @@ impl Journal {
         self.end_batch[task as usize] == self.current
     }
 
+    /// Whether any of `needs` ended unrecorded: a launch that needs them waits.
+    pub(crate) fn any_unrecorded(&self, needs: &[u32]) -> bool {
+        needs.iter().any(|&need| self.end_unrecorded(need))
+    }
+
+    /// Whether any of `needs` ended in the batch being gathered: it must go now.
+    pub(crate) fn any_gathered(&self, needs: &[u32]) -> bool {
+        needs.iter().any(|&need| self.end_gathered(need))
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.events.len()
     }

@@ -111,7 +111,7 @@ pub(crate) struct Launcher<'a> {
     graph: &'a Graph,
     run_id: RunId,
     dirs: RunDirs,
-    /// `dirs.out`, open.
+    /// Where `$BATON_OUTPUT` files are looked for (`dirs.out`, watched).
     out_dir: OutDir,
     root: PathBuf,
     kill_grace: Duration,
@@ -629,24 +629,28 @@ impl<'a> Launcher<'a> {
         report: &AttemptReport,
     ) -> (HeldOutput, Option<String>) {
         let id = &self.graph.task(task).id;
-        let path = self.dirs.structured_output(id, attempt);
         let opened = self.out_dir.open_output(&self.dirs, id, attempt);
-        let found = opened.is_ok();
-        let (json, note) = match read_structured_output_from(
-            opened,
-            &path,
-            STRUCTURED_OUTPUT_LIMIT,
-            Some(&self.redactor),
-        ) {
-            Ok(None) => (None, None),
-            Ok(Some(json)) => (Some(json), None),
-            Err(err) => (None, Some(format!("baton: ignored $BATON_OUTPUT: {err}"))),
+        let (json, note) = match opened {
+            // Most tasks write none.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => (None, None),
+            opened => {
+                let path = self.dirs.structured_output(id, attempt);
+                let read = read_structured_output_from(
+                    opened,
+                    &path,
+                    STRUCTURED_OUTPUT_LIMIT,
+                    Some(&self.redactor),
+                );
+                // Its content now lives in the store (or its problem in the attempt's
+                // record). An empty one goes too: the attempt's fix round may write the same
+                // file again.
+                let _ = std::fs::remove_file(&path);
+                match read {
+                    Ok(json) => (json, None),
+                    Err(err) => (None, Some(format!("baton: ignored $BATON_OUTPUT: {err}"))),
+                }
+            }
         };
-        if found || note.is_some() {
-            // Its content now lives in the store (or its problem in the attempt's record). An
-            // empty one goes too: the attempt's fix round may write the same file again.
-            let _ = std::fs::remove_file(&path);
-        }
         (
             HeldOutput {
                 text: report.stdout.text.clone(),

@@ -107,7 +107,7 @@ impl Recorder {
 
     /// Whether a batch sent is not acknowledged yet.
     pub(crate) fn in_flight(&self) -> bool {
-        self.acked < self.sent
+        self.batches_in_flight() > 0
     }
 
     /// How many batches sent are not acknowledged yet.
