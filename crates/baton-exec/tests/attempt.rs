@@ -114,10 +114,12 @@ async fn cwd_and_env_are_applied() {
 #[tokio::test]
 async fn the_child_leads_its_own_group_with_no_signal_blocked_and_sigpipe_default() {
     // This test's process ignores SIGPIPE (Rust does) and has handlers (SIGSEGV): none of it
-    // may reach the task.
+    // may reach the task. The masks are read by the task process itself (`exec`, and
+    // /proc/self): a child the shell forks would show the shell's fork, around which dash
+    // blocks every signal, not what baton's spawn gave the task.
     let setup = Setup::new();
     let report = run(setup.shell(
-        r#"ps -o pgid= -p $$ | tr -d ' '; echo $$; grep -E '^(SigBlk|SigIgn|SigCgt):' /proc/$$/status"#,
+        r#"ps -o pgid= -p $$ | tr -d ' '; echo $$; exec grep -E '^(SigBlk|SigIgn|SigCgt):' /proc/self/status"#,
     ))
     .await;
     assert_eq!(report.outcome, Outcome::Exited { code: 0 });
