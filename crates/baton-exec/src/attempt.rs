@@ -209,13 +209,14 @@ fn dev_null() -> Option<&'static OwnedFd> {
 
 /// Spawns the attempt's child, which first joins `cgroup` and then restricts itself to
 /// `ruleset`, if given, between fork and exec. Without either, and with a program named by a
-/// path, baton's own clone (see [`crate::spawn`]); otherwise std's `Command`.
+/// path, baton's own clone (see [`crate::spawn`]) unless [`crate::SPAWN_ENV`] asks for std's
+/// `Command`; otherwise std's `Command`.
 fn spawn_child(
     spec: &AttemptSpec,
     ruleset: Option<RawFd>,
     cgroup: Option<&CgroupScope>,
 ) -> io::Result<Spawned> {
-    if ruleset.is_none() && cgroup.is_none() {
+    if ruleset.is_none() && cgroup.is_none() && !crate::spawn::spawns_with_std() {
         let stdin = match (&spec.stdin, dev_null()) {
             (Some(_), _) => Some(Stdin::Piped),
             (None, Some(null)) => Some(Stdin::From(null)),

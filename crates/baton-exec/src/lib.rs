@@ -9,8 +9,8 @@
 //! Everything here runs on the caller's tokio runtime (IO and time drivers enabled): no thread
 //! is spawned per attempt. The spawn itself is a clone of baton's own that does not wait for
 //! the child's exec (`clone_exec`; std's `Command`, which forks and execs, for an attempt in a
-//! [`WriteSandbox`] or a cgroup, which must be set up between the two), and the child is waited
-//! on through a pidfd.
+//! [`WriteSandbox`] or a cgroup, which must be set up between the two, and for every attempt
+//! when [`SPAWN_ENV`] is `std`), and the child is waited on through a pidfd.
 //!
 //! How an attempt's [`Outcome`](baton_model::Outcome) is decided:
 //! - baton stopped it (timeout, or a stop request): `TimedOut` or `Cancelled`, whichever came
@@ -44,6 +44,7 @@ pub use cgroup::{NO_CGROUP_ENV, cgroups_available, kill_leftover_cgroups};
 pub use clone_exec::refresh_handled_signals;
 pub use report::AttemptReport;
 pub use sandbox::{NO_LANDLOCK_ENV, WriteSandbox, landlock_abi, landlock_support};
+pub use spawn::{SPAWN_ENV, spawns_with_std};
 pub use spec::{AttemptSpec, Program, StopLevel};
 pub use supervise::EOF_GRACE;
 pub use watch::{LineWatcher, MAX_WATCHED_LINE, WatchSignal};

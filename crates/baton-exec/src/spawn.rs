@@ -8,17 +8,50 @@
 //! [`crate::clone_exec`] describes). Here argv and envp are laid out in one buffer each, and the only syscalls are
 //! the pipes, the clone and closing the child's ends (docs/PERFORMANCE.md has the numbers).
 
-use std::ffi::{CStr, c_char};
+use std::ffi::{CStr, OsStr, c_char};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr;
+use std::sync::OnceLock;
 
 use nix::fcntl::OFlag;
 
 use crate::clone_exec::{Command, Launch};
 use crate::spec::{AttemptSpec, Program};
+
+/// The environment variable that chooses how attempts are started, read once per process:
+/// `std` starts every attempt with std's `Command` (a way out where baton's own clone
+/// misbehaves, on some platform or libc); `clone`, or unset, uses the clone wherever an
+/// attempt needs nothing done between fork and exec. Any other value is named in a warning on
+/// stderr, once, and the default is used.
+pub const SPAWN_ENV: &str = "BATON_SPAWN";
+
+/// Whether this process starts every attempt with std's `Command` ([`SPAWN_ENV`] is `std`).
+pub fn spawns_with_std() -> bool {
+    static WITH_STD: OnceLock<bool> = OnceLock::new();
+    *WITH_STD.get_or_init(|| {
+        let value = std::env::var_os(SPAWN_ENV);
+        with_std(value.as_deref()).unwrap_or_else(|| {
+            eprintln!(
+                "baton: warning: {SPAWN_ENV}={} is neither `std` nor `clone`: using `clone`",
+                value.unwrap_or_default().to_string_lossy()
+            );
+            false
+        })
+    })
+}
+
+/// What a value of [`SPAWN_ENV`] asks for: std's `Command` or not; `None` if it is neither
+/// `std` nor `clone`.
+fn with_std(value: Option<&OsStr>) -> Option<bool> {
+    match value.map(OsStrExt::as_bytes) {
+        Some(b"std") => Some(true),
+        None | Some(b"clone") => Some(false),
+        Some(_) => None,
+    }
+}
 
 /// What the child gets as stdin.
 pub(crate) enum Stdin<'a> {
@@ -258,6 +291,15 @@ mod tests {
         let spec = AttemptSpec::new(Program::Shell("echo a\0b".into()), "/", "/dev/null");
         let err = command_line(&spec).unwrap().unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn only_std_and_clone_choose_a_spawn() {
+        assert_eq!(with_std(None), Some(false));
+        assert_eq!(with_std(Some("clone".as_ref())), Some(false));
+        assert_eq!(with_std(Some("std".as_ref())), Some(true));
+        assert_eq!(with_std(Some("Std".as_ref())), None);
+        assert_eq!(with_std(Some("".as_ref())), None);
     }
 
     #[test]
