@@ -58,7 +58,8 @@ impl Child {
     ) -> io::Result<Self> {
         let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
         let pidfd = pidfd.or_else(|| {
-            // SAFETY: a plain syscall; the result is checked before it is used as a descriptor.
+            // SAFETY: pidfd_open takes two integers and touches no memory of baton's; the
+            // result is checked before it is used as a descriptor.
             let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
             let fd = i32::try_from(fd).ok().filter(|&fd| fd >= 0)?;
             // SAFETY: pidfd_open returned a new descriptor that nothing else owns.
@@ -159,7 +160,7 @@ async fn exit_of(pid: libc::pid_t, exited: &mut Exited) -> io::Result<ExitStatus
 fn reap(pid: libc::pid_t) -> io::Result<Option<ExitStatus>> {
     let mut status = 0;
     loop {
-        // SAFETY: a plain syscall with a pointer to a local.
+        // SAFETY: waitpid writes only to `status`, a live local `c_int`.
         let ret = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
         if ret == 0 {
             return Ok(None);

@@ -189,7 +189,8 @@ fn clone(inner: &mut Inner, with_pidfd: bool) -> io::Result<Started> {
     // child, whose memory is baton's.
     let mut all = empty_set();
     let mut old = empty_set();
-    // SAFETY: sigfillset and pthread_sigmask write only to the sets given.
+    // SAFETY: sigfillset and pthread_sigmask write only to the sets given, live locals of the
+    // right type (`all` is filled before pthread_sigmask reads it).
     unsafe {
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
@@ -210,7 +211,7 @@ fn clone(inner: &mut Inner, with_pidfd: bool) -> io::Result<Started> {
         )
     };
     let clone_error = io::Error::last_os_error();
-    // SAFETY: restores the mask saved above.
+    // SAFETY: reads only `old`, the mask pthread_sigmask saved above, and writes nothing.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, ptr::null_mut()) };
     if pid < 0 {
         return Err(clone_error);
@@ -218,7 +219,8 @@ fn clone(inner: &mut Inner, with_pidfd: bool) -> io::Result<Started> {
     // The child makes its own group too; whichever comes first, a signal to the group sent
     // from now on reaches it, even before it has run at all. After its exec this fails
     // (EACCES), and it is done by then.
-    // SAFETY: a plain syscall.
+    // SAFETY: setpgid takes two integers and touches no memory; if it fails (the child has
+    // exec'd, or is gone), nothing has changed.
     unsafe { libc::setpgid(pid, pid) };
     // SAFETY: CLONE_PIDFD stored a new descriptor that nothing else owns.
     let pidfd = (with_pidfd && pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd) });
@@ -395,8 +397,11 @@ pub fn refresh_handled_signals() -> u64 {
         if signal == libc::SIGKILL || signal == libc::SIGSTOP || reserved.contains(&signal) {
             continue;
         }
-        // SAFETY: a query: the current action is written to `current`.
+        // SAFETY: `sigaction` is a C struct of integers, a handler address and a signal set,
+        // for all of which all zeros is a valid value (SIG_DFL, no flags, an empty mask).
         let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: a query: with no new action nothing changes, and the current one is written
+        // to `current`, a live local of the right type.
         if unsafe { libc::sigaction(signal, ptr::null(), &mut current) } != 0 {
             continue;
         }

@@ -2,6 +2,10 @@
 //! [`baton_exec::SPAWN_ENV`]), the way out where baton's own clone misbehaves: both ways must
 //! give a task the same process. `attempt.rs` and `containment.rs` run the same cases through
 //! the default spawn.
+#![expect(
+    clippy::duplicate_mod,
+    reason = "each of the two files has the `common` helpers, as in its own test target"
+)]
 
 #[path = "attempt.rs"]
 mod attempt;

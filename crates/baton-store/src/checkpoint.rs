@@ -138,6 +138,12 @@ fn run(conn: &Connection, shared: &Shared) {
 }
 
 /// Called by SQLite after each commit of the writer, with the pages now in the WAL.
+///
+/// # Safety
+///
+/// Only for SQLite, as the WAL hook `Checkpointer::start` installs: `data` must point to a live
+/// `Shared` (the reference `start` leaked, released only once the hook is removed), and `db`
+/// and `name` must be the connection and database name SQLite calls the hook with.
 unsafe extern "C" fn wal_hook(
     data: *mut c_void,
     db: *mut ffi::sqlite3,
