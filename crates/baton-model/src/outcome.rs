@@ -13,8 +13,12 @@ pub enum Outcome {
     Signaled { signal: i32, name: String },
     /// The attempt ran past its timeout; baton terminated its process group.
     TimedOut,
-    /// The process could not be started at all.
+    /// The process could not be started at all (the machinery's failure: retried).
     SpawnFailed { error: String },
+    /// The attempt could not be started for a reason another try cannot change: a template
+    /// that does not render, an engine that is not defined, a NUL byte in its command line.
+    /// Not retried.
+    LaunchFailed { error: String },
     /// baton stopped the attempt: Ctrl-C, `baton cancel`, or the run stopping on a failure.
     Cancelled,
     /// The process exited, but a descendant kept its output pipes open afterwards; baton killed
@@ -76,8 +80,9 @@ impl Outcome {
             }
             Self::AgentFailed { class, .. } => Some(*class),
             Self::OverBudget { .. } => Some(FailureClass::Task),
-            // Not a failure to retry: the same merge conflicts again.
-            Self::MergeConflict { .. } => None,
+            // Not failures to retry: the same merge conflicts again, the same template fails
+            // to render again.
+            Self::MergeConflict { .. } | Self::LaunchFailed { .. } => None,
             Self::OutOfScope { .. } | Self::VerifyFailed { .. } => Some(FailureClass::Task),
             Self::Cancelled => None,
         }
@@ -117,6 +122,7 @@ impl fmt::Display for Outcome {
             Self::Signaled { signal, name } => write!(f, "signal {signal} (SIG{name})"),
             Self::TimedOut => f.write_str("timed out"),
             Self::SpawnFailed { error } => write!(f, "failed to start: {error}"),
+            Self::LaunchFailed { error } => write!(f, "cannot start: {error}"),
             Self::Cancelled => f.write_str("cancelled"),
             Self::Leaked { code } => write!(f, "exit {code}, leaked a process holding its output"),
             Self::Interrupted => f.write_str("interrupted"),
@@ -222,6 +228,9 @@ mod tests {
             Outcome::TimedOut,
             Outcome::SpawnFailed {
                 error: "No such file or directory".into(),
+            },
+            Outcome::LaunchFailed {
+                error: "cannot expand `run`: undefined value".into(),
             },
             Outcome::Cancelled,
             Outcome::Leaked { code: 0 },

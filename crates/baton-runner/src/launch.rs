@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::handoff_files::{HandoffFile, HandoffFiles};
@@ -14,7 +14,7 @@ use baton_exec::{AttemptReport, AttemptSpec, LineWatcher, Program};
 use baton_graph::template::{
     NeedContext, Quote, RunContext, TaskContext, Template, TemplateContext,
 };
-use baton_graph::{Action, Graph};
+use baton_graph::{Action, Budget, Graph};
 use baton_model::{RunId, TaskState};
 use baton_redact::{Redactor, RedactorConfig, secret_env_values};
 
@@ -22,6 +22,7 @@ use crate::RunConfig;
 use crate::agent::AgentWatch;
 use crate::budget::Meter;
 use crate::config::AgentConfig;
+use crate::launch_error::LaunchError;
 use crate::layout::RunDirs;
 use crate::out_dir::OutDir;
 
@@ -43,15 +44,17 @@ pub(crate) struct HeldOutput {
 
 /// What stays the same across a task's attempts, worked out at its first launch.
 struct Prepared {
-    program: Result<Program, String>,
+    program: Result<Program, Arc<LaunchError>>,
     handoff: Option<HandoffFile>,
     /// What the task gets of baton's own environment.
     passed: Arc<[(OsString, OsString)]>,
     /// For an agent task: its engine, and how its prompt reaches it.
-    agent: Option<PreparedAgent>,
+    agent: Option<Arc<PreparedAgent>>,
 }
 
-struct PreparedAgent {
+/// An agent task's engine and prompt, worked out once: every attempt and fix round builds its
+/// command line from it.
+pub(crate) struct PreparedAgent {
     engine: Engine,
     prompt: PromptInput,
     env: Vec<(String, String)>,
@@ -63,6 +66,144 @@ struct PreparedAgent {
     prompt_file: PathBuf,
     /// The task's prompt, rendered: a fix that cannot continue a session starts from it.
     prompt_text: String,
+    /// What its stream is priced with, and the model it is assumed to run until it says.
+    prices: baton_agent::PriceTable,
+    model: Option<String>,
+    /// The task's own hard budget.
+    task_limit: Budget,
+}
+
+/// An attempt ready to start: its spec, the watcher of its output (an agent's), and, for a
+/// task with `verify` checks, how its checks and fix rounds are started.
+pub(crate) struct Launch {
+    pub spec: AttemptSpec,
+    pub watcher: Option<Box<dyn LineWatcher>>,
+    pub recipe: Option<Recipe>,
+}
+
+/// What a task's checks and fix rounds are started from: the attempt's spec before anything
+/// particular to one round was added, and the agent's engine and prompt. A value: the attempt
+/// unit owns it.
+pub(crate) struct Recipe {
+    base: AttemptSpec,
+    agent: Option<Arc<PreparedAgent>>,
+    fix_feedback: PathBuf,
+    meter: Meter,
+    key: (u32, u32),
+}
+
+impl Recipe {
+    /// The spec the task's checks run with: where and with what the attempt ran.
+    pub(crate) fn check_spec(&self) -> &AttemptSpec {
+        &self.base
+    }
+
+    /// The spec (and watcher) of a fix round told `fix`, logging to `log_path`.
+    pub(crate) fn fix_round(
+        &self,
+        fix: &Continue,
+        log_path: PathBuf,
+    ) -> Result<(AttemptSpec, Option<Box<dyn LineWatcher>>), LaunchError> {
+        let mut spec = self.base.clone();
+        spec.log_path = log_path;
+        let watcher = shape(
+            &mut spec,
+            self.agent.as_deref(),
+            Some(fix),
+            &self.fix_feedback,
+            &self.meter,
+            self.key,
+        )?;
+        Ok((spec, watcher))
+    }
+}
+
+/// Gives `spec` what one round of an attempt adds to the task's own: for an agent, its
+/// command line and prompt (continuing a session, or starting afresh with a fix after the
+/// prompt) and the watcher of its stream; for a shell task's fix round, the feedback file.
+fn shape(
+    spec: &mut AttemptSpec,
+    agent: Option<&PreparedAgent>,
+    resume: Option<&Continue>,
+    fix_feedback: &std::path::Path,
+    meter: &Meter,
+    key: (u32, u32),
+) -> Result<Option<Box<dyn LineWatcher>>, LaunchError> {
+    let Some(agent) = agent else {
+        if let Some(Continue {
+            message,
+            fix: Some(round),
+            ..
+        }) = resume
+        {
+            // A shell task's fix: the same command, told what failed.
+            write_private(fix_feedback, message.as_bytes()).map_err(|source| {
+                LaunchError::File {
+                    what: "fix feedback file",
+                    path: fix_feedback.to_path_buf(),
+                    source,
+                }
+            })?;
+            spec.env
+                .push(("BATON_FIX_FEEDBACK".into(), fix_feedback.into()));
+            spec.env
+                .push(("BATON_FIX_ATTEMPT".into(), round.to_string().into()));
+        }
+        return Ok(None);
+    };
+    let session = resume
+        .and_then(|r| r.session.as_deref())
+        .filter(|_| agent.engine.kind.can_resume());
+    let told = match (resume, session) {
+        // The agent's session holds the task and what it did so far: it is told what
+        // happened and to go on, rather than given the task again from scratch.
+        (Some(resume), Some(_)) => Some(resume.message.clone()),
+        // A fix without a session: the task again, with what failed after it.
+        (Some(resume), None) if resume.fix.is_some() => {
+            Some(format!("{}\n\n{}", agent.prompt_text, resume.message))
+        }
+        _ => None,
+    };
+    let resumed;
+    let prompt = match told {
+        Some(told) => {
+            let invocation = agent.engine.invocation(
+                &told,
+                agent.preamble.as_deref(),
+                &agent.options,
+                session,
+                &agent.prompt_file,
+            );
+            spec.program = Program::Exec {
+                program: invocation.program,
+                args: invocation.args,
+            };
+            resumed = invocation.prompt;
+            &resumed
+        }
+        None => &agent.prompt,
+    };
+    match prompt {
+        PromptInput::Stdin(bytes) => spec.stdin = Some(bytes.clone()),
+        PromptInput::File { path, contents } => {
+            write_private(path, contents).map_err(|source| LaunchError::File {
+                what: "prompt file",
+                path: path.clone(),
+                source,
+            })?
+        }
+        PromptInput::None => {}
+    }
+    let mut parser = StreamParser::new(
+        agent.engine.stream_kind(),
+        &agent.engine.name,
+        agent.prices.clone(),
+    );
+    if let Some(model) = &agent.model {
+        parser.assume_model(model);
+    }
+    let watch = AgentWatch::new(parser, meter, key, agent.task_limit.clone());
+    Ok(Some(Box::new(watch)))
 }
 
 /// A session a new attempt continues: the earlier attempt's, cut short by the machinery.
@@ -112,7 +253,7 @@ pub(crate) struct Launcher<'a> {
     run_id: RunId,
     dirs: RunDirs,
     /// Where `$BATON_OUTPUT` files are looked for (`dirs.out`, watched).
-    out_dir: OutDir,
+    out_dir: Arc<Mutex<OutDir>>,
     root: PathBuf,
     kill_grace: Duration,
     held: Vec<Option<HeldOutput>>,
@@ -166,7 +307,7 @@ impl<'a> Launcher<'a> {
             redactor: redactor_for(graph, &config.agents, &environment),
             agents: config.agents.clone(),
             environment,
-            out_dir: OutDir::open(&dirs),
+            out_dir: Arc::new(Mutex::new(OutDir::open(&dirs))),
             dirs,
             pass_env,
             base_passed,
@@ -175,7 +316,11 @@ impl<'a> Launcher<'a> {
 
     /// `cwd` under the root, refusing one that leads outside it through a symlink (the graph
     /// already refuses `..` and absolute paths; a link can only be seen on disk, at launch).
-    fn contained(&self, base: &std::path::Path, cwd: &std::path::Path) -> Result<PathBuf, String> {
+    fn contained(
+        &self,
+        base: &std::path::Path,
+        cwd: &std::path::Path,
+    ) -> Result<PathBuf, LaunchError> {
         let joined = base.join(cwd);
         let (Ok(real), Ok(root)) = (joined.canonicalize(), base.canonicalize()) else {
             // A missing directory is reported by the spawn, with its name.
@@ -184,11 +329,10 @@ impl<'a> Launcher<'a> {
         if real.starts_with(&root) {
             Ok(joined)
         } else {
-            Err(format!(
-                "cwd `{}` leads outside the repository (to {}) through a symbolic link",
-                cwd.display(),
-                real.display()
-            ))
+            Err(LaunchError::CwdEscapes {
+                cwd: cwd.to_path_buf(),
+                to: real,
+            })
         }
     }
 
@@ -221,8 +365,8 @@ impl<'a> Launcher<'a> {
         self.dirs.log(&self.graph.task(task).id, attempt)
     }
 
-    /// The spec of attempt `attempt` of `task`, or why it cannot be started (a template that
-    /// does not render, an engine this build cannot drive).
+    /// Attempt `attempt` of `task`, ready to start, or why it cannot be started (a template
+    /// that does not render, an engine this build cannot drive).
     pub(crate) fn prepare(
         &mut self,
         task: u32,
@@ -230,17 +374,18 @@ impl<'a> Launcher<'a> {
         meter: &Meter,
         resume: Option<&Continue>,
         workdir: Option<&std::path::Path>,
-    ) -> Result<(AttemptSpec, Option<Box<dyn LineWatcher>>), String> {
+    ) -> Result<Launch, Arc<LaunchError>> {
         if !self.prepared.contains_key(&task) {
             let prepared = self.prepare_first(task);
             self.prepared.insert(task, prepared);
         }
         let prepared = self.prepared.get(&task).expect("just prepared");
         let program = prepared.program.clone()?;
+        let agent = prepared.agent.clone();
         let spec_task = self.graph.task(task);
         // A file of that name is a leftover (an earlier driver's attempt of the same number,
         // which a takeover runs again): it must not pass for this attempt's output.
-        self.out_dir.clear(&self.dirs, &spec_task.id, attempt);
+        lock(&self.out_dir).clear(&self.dirs, &spec_task.id, attempt);
         let mut env: Vec<(OsString, OsString)> =
             Vec::with_capacity(prepared.passed.len() + spec_task.env.len() + 5);
         env.extend(prepared.passed.iter().cloned());
@@ -257,8 +402,18 @@ impl<'a> Launcher<'a> {
         for (key, value) in &spec_task.env {
             // `${VAR}` comes from baton's own environment now: the graph and its stored copy
             // never hold the value.
-            let value = crate::env_ref::expand(value, |name| std::env::var(name).ok())
-                .map_err(|err| format!("env `{key}` {err}"))?;
+            let value =
+                crate::env_ref::expand(value, |name| std::env::var(name).ok()).map_err(|err| {
+                    LaunchError::EnvReference {
+                        key: key.clone(),
+                        message: err.to_string(),
+                    }
+                })?;
+            if value.contains('\0') {
+                return Err(Arc::new(LaunchError::Nul {
+                    what: format!("env `{key}`"),
+                }));
+            }
             env.push((key.into(), value.into()));
         }
         let output_limit = self
@@ -291,91 +446,40 @@ impl<'a> Launcher<'a> {
             sandbox: None,
             cgroup: self.cgroup_label(task),
         };
-        let Some(agent) = &prepared.agent else {
-            if let Some(Continue {
-                message,
-                fix: Some(round),
-                ..
-            }) = resume
-            {
-                // A shell task's fix: the same command, told what failed.
-                let path = self.dirs.fix_feedback(&spec_task.id);
-                write_private(&path, message.as_bytes()).map_err(|e| {
-                    format!("cannot write the fix feedback file {}: {e}", path.display())
-                })?;
-                spec.env.push(("BATON_FIX_FEEDBACK".into(), path.into()));
-                spec.env
-                    .push(("BATON_FIX_ATTEMPT".into(), round.to_string().into()));
+        if let Some(agent) = &agent {
+            for (key, value) in &agent.env {
+                spec.env.push((key.into(), value.into()));
             }
-            self.confine(task, workdir, None, &mut spec)?;
-            return Ok((spec, None));
-        };
-        for (key, value) in &agent.env {
-            spec.env.push((key.into(), value.into()));
+            spec.idle_timeout = agent.idle_timeout;
         }
-        self.confine(task, workdir, Some(agent.engine.kind), &mut spec)?;
-        spec.idle_timeout = agent.idle_timeout;
-        let resumed;
-        let session = resume
-            .and_then(|r| r.session.as_deref())
-            .filter(|_| agent.engine.kind.can_resume());
-        let prompt = match (resume, session) {
-            // The agent's session holds the task and what it did so far: it is told what
-            // happened and to go on, rather than given the task again from scratch.
-            (Some(resume), Some(session)) => {
-                let invocation = agent.engine.invocation(
-                    &resume.message,
-                    agent.preamble.as_deref(),
-                    &agent.options,
-                    Some(session),
-                    &agent.prompt_file,
-                );
-                spec.program = Program::Exec {
-                    program: invocation.program,
-                    args: invocation.args,
-                };
-                resumed = invocation.prompt;
-                &resumed
-            }
-            // A fix without a session: the task again, with what failed after it.
-            (Some(resume), None) if resume.fix.is_some() => {
-                let invocation = agent.engine.invocation(
-                    &format!("{}\n\n{}", agent.prompt_text, resume.message),
-                    agent.preamble.as_deref(),
-                    &agent.options,
-                    None,
-                    &agent.prompt_file,
-                );
-                spec.program = Program::Exec {
-                    program: invocation.program,
-                    args: invocation.args,
-                };
-                resumed = invocation.prompt;
-                &resumed
-            }
-            _ => &agent.prompt,
-        };
-        match prompt {
-            PromptInput::Stdin(bytes) => spec.stdin = Some(bytes.clone()),
-            PromptInput::File { path, contents } => write_private(path, contents)
-                .map_err(|e| format!("cannot write the prompt file {}: {e}", path.display()))?,
-            PromptInput::None => {}
-        }
-        let parser = StreamParser::new(
-            agent.engine.stream_kind(),
-            &agent.engine.name,
-            self.agents.prices.clone(),
-        );
-        let mut parser = parser;
-        if let Some(model) = self.model_of(task, &agent.engine) {
-            parser.assume_model(&model);
-        }
-        let task_limit = match &spec_task.action {
-            Action::Agent { settings, .. } => settings.budget.clone(),
-            _ => Default::default(),
-        };
-        let watch = AgentWatch::new(parser, meter, (task, attempt), task_limit);
-        Ok((spec, Some(Box::new(watch))))
+        self.confine(
+            task,
+            workdir,
+            agent.as_ref().map(|a| a.engine.kind),
+            &mut spec,
+        )?;
+        let fix_feedback = self.dirs.fix_feedback(&spec_task.id);
+        // The checks and fix rounds start from the spec as it is before this round's part.
+        let recipe = (!spec_task.verify.is_empty()).then(|| Recipe {
+            base: spec.clone(),
+            agent: agent.clone(),
+            fix_feedback: fix_feedback.clone(),
+            meter: meter.clone(),
+            key: (task, attempt),
+        });
+        let watcher = shape(
+            &mut spec,
+            agent.as_deref(),
+            resume,
+            &fix_feedback,
+            meter,
+            (task, attempt),
+        )?;
+        Ok(Launch {
+            spec,
+            watcher,
+            recipe,
+        })
     }
 
     /// Puts the attempt in its write sandbox, if it gets one.
@@ -385,7 +489,7 @@ impl<'a> Launcher<'a> {
         worktree: Option<&std::path::Path>,
         engine: Option<baton_agent::EngineKind>,
         spec: &mut AttemptSpec,
-    ) -> Result<(), String> {
+    ) -> Result<(), LaunchError> {
         let spec_task = self.graph.task(task);
         let place = crate::confine::Place {
             task: spec_task,
@@ -396,18 +500,9 @@ impl<'a> Launcher<'a> {
         };
         spec.sandbox = crate::confine::sandbox_for(&place, &mut spec.env, || {
             self.dirs.task_tmp(&spec_task.id)
-        })?;
+        })
+        .map_err(LaunchError::Confinement)?;
         Ok(())
-    }
-
-    /// The model an agent task asked for, if it or its engine's config named one.
-    fn model_of(&self, task: u32, engine: &Engine) -> Option<String> {
-        match &self.graph.task(task).action {
-            Action::Agent { settings, .. } => {
-                settings.model.clone().or_else(|| engine.model.clone())
-            }
-            _ => None,
-        }
     }
 
     /// The cgroup label of `task`'s attempts (the run id, so that a takeover finds what a
@@ -453,12 +548,13 @@ impl<'a> Launcher<'a> {
             .expect("the handoff body is plain data");
             match self.handoffs.write(&body) {
                 Ok(file) => handoff = Some(file),
-                Err(err) => {
+                Err(source) => {
                     return Prepared {
-                        program: Err(format!(
-                            "cannot write the handoff file in {}: {err}",
-                            self.dirs.handoff.display()
-                        )),
+                        program: Err(Arc::new(LaunchError::File {
+                            what: "handoff file in",
+                            path: self.dirs.handoff.clone(),
+                            source,
+                        })),
                         handoff: None,
                         passed: Arc::new([]),
                         agent: None,
@@ -480,29 +576,38 @@ impl<'a> Launcher<'a> {
         let program = match &spec_task.action {
             Action::Shell { run } => Template::new(run, &needs_ids)
                 .and_then(|t| t.render(&context, Quote::Shell))
-                .map(Program::Shell)
-                .map_err(|e| format!("cannot expand `run`: {e}")),
+                .map_err(|e| LaunchError::Template {
+                    field: "run",
+                    message: e.to_string(),
+                })
+                .and_then(|run| {
+                    if run.contains('\0') {
+                        Err(LaunchError::Nul {
+                            what: "`run` (with its templates filled in)".to_owned(),
+                        })
+                    } else {
+                        Ok(Program::Shell(run))
+                    }
+                }),
             Action::Agent {
                 engine,
                 prompt,
                 settings,
             } => match self.agents.engine(engine).cloned() {
-                None => Err(format!(
-                    "engine `{engine}` is not defined: define it under [engines.{engine}] in baton.toml"
-                )),
+                None => Err(LaunchError::UnknownEngine(engine.to_string())),
                 Some(engine)
                     if engine.kind == EngineKind::Http
                         && settings.model.is_none()
                         && engine.model.is_none() =>
                 {
-                    Err(format!(
-                        "engine `{}` needs a model: set `model` on the task or under [engines.{}] in baton.toml",
-                        engine.name, engine.name
-                    ))
+                    Err(LaunchError::NoModel(engine.name.clone()))
                 }
                 Some(mut engine) => Template::new(prompt, &needs_ids)
                     .and_then(|t| t.render(&context, Quote::None))
-                    .map_err(|e| format!("cannot expand `prompt`: {e}"))
+                    .map_err(|e| LaunchError::Template {
+                        field: "prompt",
+                        message: e.to_string(),
+                    })
                     .map(|prompt| {
                         if engine.command.is_empty() {
                             // `http`: baton's own `agent-http` asks the API.
@@ -537,7 +642,8 @@ impl<'a> Launcher<'a> {
                             program: invocation.program,
                             args: invocation.args,
                         };
-                        agent = Some(PreparedAgent {
+                        let model = settings.model.clone().or_else(|| engine.model.clone());
+                        agent = Some(Arc::new(PreparedAgent {
                             engine,
                             prompt: invocation.prompt,
                             env: invocation.env,
@@ -546,7 +652,10 @@ impl<'a> Launcher<'a> {
                             preamble,
                             prompt_file,
                             prompt_text: prompt.clone(),
-                        });
+                            prices: self.agents.prices.clone(),
+                            model,
+                            task_limit: settings.budget.clone(),
+                        }));
                         program
                     }),
             },
@@ -567,7 +676,7 @@ impl<'a> Launcher<'a> {
                 .collect()
         };
         Prepared {
-            program,
+            program: program.map_err(Arc::new),
             handoff,
             passed,
             agent,
@@ -620,45 +729,9 @@ impl<'a> Launcher<'a> {
         }
     }
 
-    /// Reads what an attempt produced: its stdout and, if it wrote one, its `$BATON_OUTPUT`
-    /// file. A problem with that file is returned as a note for the attempt's record.
-    pub(crate) fn collect_output(
-        &mut self,
-        task: u32,
-        attempt: u32,
-        report: &AttemptReport,
-    ) -> (HeldOutput, Option<String>) {
-        let id = &self.graph.task(task).id;
-        let opened = self.out_dir.open_output(&self.dirs, id, attempt);
-        let (json, note) = match opened {
-            // Most tasks write none.
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => (None, None),
-            opened => {
-                let path = self.dirs.structured_output(id, attempt);
-                let read = read_structured_output_from(
-                    opened,
-                    &path,
-                    STRUCTURED_OUTPUT_LIMIT,
-                    Some(&self.redactor),
-                );
-                // Its content now lives in the store (or its problem in the attempt's
-                // record). An empty one goes too: the attempt's fix round may write the same
-                // file again.
-                let _ = std::fs::remove_file(&path);
-                match read {
-                    Ok(json) => (json, None),
-                    Err(err) => (None, Some(format!("baton: ignored $BATON_OUTPUT: {err}"))),
-                }
-            }
-        };
-        (
-            HeldOutput {
-                text: report.stdout.text.clone(),
-                json,
-                files_changed: Vec::new(),
-            },
-            note,
-        )
+    /// Where `$BATON_OUTPUT` files appear: shared with the attempt units, which read them.
+    pub(crate) fn out_dir(&self) -> Arc<Mutex<OutDir>> {
+        Arc::clone(&self.out_dir)
     }
 
     /// Keeps a task's output for its dependents, capped at the most any of them can take.
@@ -787,4 +860,49 @@ fn redactor_for(
     Redactor::new(RedactorConfig {
         secret_values: values,
     })
+}
+
+/// The `out/` watch, locked. A panic while it was held leaves names seen: still usable.
+fn lock(out_dir: &Mutex<OutDir>) -> MutexGuard<'_, OutDir> {
+    out_dir
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Reads what an attempt produced: its stdout and, if it wrote one, its `$BATON_OUTPUT`
+/// file (redacted after it is decoded). A problem with that file is returned as a note for
+/// the attempt's record.
+pub(crate) fn collect_output(
+    out_dir: &Mutex<OutDir>,
+    dirs: &RunDirs,
+    redactor: &Redactor,
+    id: &baton_model::TaskId,
+    attempt: u32,
+    report: &AttemptReport,
+) -> (HeldOutput, Option<String>) {
+    let opened = lock(out_dir).open_output(dirs, id, attempt);
+    let (json, note) = match opened {
+        // Most tasks write none.
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => (None, None),
+        opened => {
+            let path = dirs.structured_output(id, attempt);
+            let read =
+                read_structured_output_from(opened, &path, STRUCTURED_OUTPUT_LIMIT, Some(redactor));
+            // Its content now lives in the store (or its problem in the attempt's record). An
+            // empty one goes too: the attempt's fix round may write the same file again.
+            let _ = std::fs::remove_file(&path);
+            match read {
+                Ok(json) => (json, None),
+                Err(err) => (None, Some(format!("baton: ignored $BATON_OUTPUT: {err}"))),
+            }
+        }
+    };
+    (
+        HeldOutput {
+            text: report.stdout.text.clone(),
+            json,
+            files_changed: Vec::new(),
+        },
+        note,
+    )
 }

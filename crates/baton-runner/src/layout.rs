@@ -51,6 +51,12 @@ impl RunDirs {
         Ok(())
     }
 
+    /// Removes everything of a run that was never recorded.
+    pub fn remove(&self) {
+        self.remove_scratch();
+        let _ = std::fs::remove_dir_all(&self.run);
+    }
+
     /// Removes the scratch files once the run is over.
     pub fn remove_scratch(&self) {
         let _ = std::fs::remove_dir_all(&self.handoff);

@@ -8,15 +8,20 @@
 //! per event is what makes that durability cheap.
 
 mod agent;
+mod approvals;
+mod attempt;
 mod budget;
 pub mod config;
 mod confine;
+mod consolidate;
 mod dispatcher;
+mod drive;
 pub mod driver;
 pub mod env_ref;
 mod handoff_files;
 mod journal;
 mod launch;
+mod launch_error;
 mod layout;
 mod leftovers;
 mod out_dir;
@@ -25,11 +30,12 @@ mod reasons;
 mod recorder;
 mod result;
 mod run_id;
+mod stamp;
 mod takeover;
 mod workspace;
 
 pub use config::{AgentConfig, ConfigError};
-pub use dispatcher::{RunConfig, RunError, StopRequest, resume, run};
+pub use drive::{RunConfig, RunError, StopRequest, resume, run};
 
 /// `COMMAND --version` of an engine: its version (`None` if it printed none baton can read),
 /// or why it cannot be used.

@@ -18,7 +18,7 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
     let started = record.started_at_ms;
     let ended = record.ended_at_ms;
     let run_ms = ended
-        .unwrap_or_else(crate::dispatcher::now_ms)
+        .unwrap_or_else(crate::stamp::now_ms)
         .saturating_sub(started)
         .max(0) as u64;
 

@@ -8,8 +8,8 @@ use baton_graph::Graph;
 use baton_model::{Event, EventKind, Outcome, RunId, RunState, TaskId, TaskState};
 use baton_store::{SqliteStore, TaskRecord};
 
-use crate::dispatcher::now_ms;
 use crate::launch::HeldOutput;
+use crate::stamp::now_ms;
 
 /// How a run is taken over.
 #[derive(Debug, Clone)]

@@ -16,7 +16,7 @@ use crate::RunDirs;
 
 /// One task's worktree.
 #[derive(Debug, Clone)]
-struct TaskTree {
+pub(crate) struct TaskTree {
     path: PathBuf,
     branch: String,
     /// The commit it started from: what its evidence is measured against.
@@ -39,6 +39,62 @@ pub(crate) struct Workspaces {
     fresh: Vec<bool>,
     /// Per task, the paths its branch changed: who else touched a file in conflict.
     changed: Vec<Vec<String>>,
+}
+
+/// What an attempt commits to: a task's worktree and what its changes are held to. A value,
+/// owned by the attempt unit.
+#[derive(Debug, Clone)]
+pub(crate) struct TreeWork {
+    repo: Repo,
+    tree: TaskTree,
+    run: RunId,
+    task: baton_model::TaskId,
+    scope: Vec<String>,
+    /// `scope_policy = "enforce"`: changes outside the scope fail the task.
+    enforce: bool,
+}
+
+impl TreeWork {
+    /// Commits what the attempt changed on the task's branch, with the evidence of what its
+    /// branch changed since the task started. An error says what could not be done.
+    pub(crate) fn commit(&self, attempt: u32, outcome: &Outcome) -> Result<Committed, String> {
+        let (repo, tree) = (&self.repo, &self.tree);
+        let message = format!(
+            "baton: {} attempt {attempt} of run {} ({outcome})",
+            self.task, self.run
+        );
+        let commit = repo
+            .commit_all(&tree.path, &message)
+            .map_err(|e| format!("cannot commit the task's changes: {e}"))?;
+        let head = match &commit {
+            Some(commit) => commit.clone(),
+            None => repo
+                .branch_commit(&tree.branch)
+                .map_err(|e| e.to_string())?
+                .unwrap_or_else(|| tree.start.clone()),
+        };
+        // Against where the task started: all its attempts' changes together.
+        let evidence = repo
+            .evidence(&tree.start, &head)
+            .map_err(|e| format!("cannot read what the task changed: {e}"))?;
+        let scope_violations = baton_workspace::scope_violations(&evidence, &self.scope);
+        let violates =
+            (self.enforce && !scope_violations.is_empty()).then(|| scope_violations.clone());
+        Ok(Committed {
+            head,
+            files_changed: evidence.paths().map(str::to_owned).collect(),
+            event: EventKind::WorkspaceCommitted {
+                task: self.task.clone(),
+                attempt,
+                branch: tree.branch.clone(),
+                start: Some(tree.start.clone()),
+                commit,
+                evidence,
+                scope_violations,
+            },
+            violates,
+        })
+    }
 }
 
 /// What happened to a task's worktree at the end of an attempt.
@@ -245,62 +301,27 @@ impl Workspaces {
         }
     }
 
-    /// Commits what the attempt changed on the task's branch. `None` for a task without a
-    /// worktree. A failure to commit is reported in the event's place as an error text.
-    pub(crate) fn commit(
-        &mut self,
-        graph: &Graph,
-        task: u32,
-        attempt: u32,
-        outcome: &Outcome,
-    ) -> Option<Result<Committed, String>> {
+    /// What an attempt of `task` commits to: its worktree, once [`Workspaces::prepare`]
+    /// made it. `None` for a task without a worktree.
+    pub(crate) fn tree_work(&self, graph: &Graph, task: u32) -> Option<TreeWork> {
         let tree = self.trees.get(task as usize)?.clone()?;
-        let repo = self.repo.as_ref()?;
         let spec = graph.task(task);
-        let message = format!(
-            "baton: {} attempt {attempt} of run {} ({outcome})",
-            spec.id, self.run
-        );
-        let result = (|| {
-            let commit = repo
-                .commit_all(&tree.path, &message)
-                .map_err(|e| format!("cannot commit the task's changes: {e}"))?;
-            let head = match &commit {
-                Some(commit) => commit.clone(),
-                None => repo
-                    .branch_commit(&tree.branch)
-                    .map_err(|e| e.to_string())?
-                    .unwrap_or_else(|| tree.start.clone()),
-            };
-            // Against where the task started: all its attempts' changes together.
-            let evidence = repo
-                .evidence(&tree.start, &head)
-                .map_err(|e| format!("cannot read what the task changed: {e}"))?;
-            let scope_violations = baton_workspace::scope_violations(&evidence, &spec.scope);
-            Ok::<_, String>((commit, head, evidence, scope_violations))
-        })();
-        if let Ok((_, _, evidence, _)) = &result {
-            self.changed[task as usize] = evidence.paths().map(str::to_owned).collect();
+        Some(TreeWork {
+            repo: self.repo.clone()?,
+            tree,
+            run: self.run.clone(),
+            task: spec.id.clone(),
+            scope: spec.scope.clone(),
+            enforce: spec.scope_policy == ScopePolicy::Enforce,
+        })
+    }
+
+    /// The paths `task`'s branch changed, as its latest attempt read them: who else touched
+    /// a file when merging the result conflicts.
+    pub(crate) fn changed(&mut self, task: u32, paths: Vec<String>) {
+        if let Some(slot) = self.changed.get_mut(task as usize) {
+            *slot = paths;
         }
-        Some(result.map(|(commit, head, evidence, scope_violations)| {
-            let violates = (spec.scope_policy == ScopePolicy::Enforce
-                && !scope_violations.is_empty())
-            .then(|| scope_violations.clone());
-            Committed {
-                head,
-                files_changed: evidence.paths().map(str::to_owned).collect(),
-                event: EventKind::WorkspaceCommitted {
-                    task: spec.id.clone(),
-                    attempt,
-                    branch: tree.branch.clone(),
-                    start: Some(tree.start.clone()),
-                    commit,
-                    evidence,
-                    scope_violations,
-                },
-                violates,
-            }
-        }))
     }
 
     /// `task` succeeded with its branch at `head`: its dependents start from there, and it

@@ -117,3 +117,49 @@ run = "exit 7"
     assert_eq!(task["exit_code"], 7);
     out.store().assert_consistent();
 }
+
+#[test]
+fn a_task_that_cannot_start_as_written_fails_at_once_and_is_not_retried() {
+    // A predecessor's output with a NUL byte makes the dependent's command line impossible:
+    // every retry would fail the same way.
+    let out = Test::new()
+        .graph(
+            "g.toml",
+            r#"
+[defaults]
+retries = 3
+backoff = "10ms"
+
+[[task]]
+id = "finds"
+run = "printf 'a\\0b'"
+
+[[task]]
+id = "uses"
+needs = ["finds"]
+run = "echo {{ needs.finds.output }}"
+"#,
+        )
+        .args(&["run", "g.toml", "--json"])
+        .run()
+        .status(1);
+    let task = out.json_task("uses");
+    assert_eq!(task["state"], "failed");
+    assert_eq!(task["attempts"], 1, "{task:#}");
+    assert_eq!(task["outcome"]["kind"], "launch-failed");
+    let error = task["outcome"]["error"].as_str().unwrap();
+    assert!(error.contains("NUL byte"), "{error}");
+    let store = out.store();
+    assert_eq!(store.attempts("uses").len(), 1);
+    assert_eq!(
+        store.attempts("uses")[0].pid,
+        None,
+        "no process was started"
+    );
+    store.assert_consistent();
+    out.then()
+        .args(&["status"])
+        .run()
+        .status(0)
+        .stdout_contains("cannot start:");
+}

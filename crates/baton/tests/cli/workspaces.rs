@@ -858,3 +858,32 @@ run = "echo a > a.txt"
     assert_eq!(blamed, &None);
     out.store().assert_consistent();
 }
+
+#[test]
+fn a_base_that_does_not_exist_is_bad_input_and_leaves_no_run_behind() {
+    let test = repo_with(
+        r#"
+[run]
+base = "no-such-branch"
+
+[[task]]
+id = "a"
+workspace = "worktree"
+run = "true"
+"#,
+    );
+    let out = test
+        .args(&["run", "graph.toml"])
+        .run()
+        .status(2)
+        .stderr_contains("cannot find the run's base `no-such-branch`");
+    // Nothing was recorded: there is no interrupted run to resume, and no run directory.
+    let runs = out.path().join(".baton/runs");
+    assert!(
+        !runs.exists() || std::fs::read_dir(&runs).unwrap().next().is_none(),
+        "a run directory was left"
+    );
+    if let Some(store) = crate::test::Store::try_open(out.path()) {
+        assert!(store.runs().is_empty(), "{:?}", store.runs());
+    }
+}

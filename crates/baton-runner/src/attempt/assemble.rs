@@ -1,0 +1,61 @@
+//! Putting an attempt unit together from the run's parts: the task's worktree (made at its
+//! first attempt), its command line and files, and what its checks and fix rounds need.
+
+use baton_graph::Graph;
+use baton_model::Outcome;
+
+use super::{AttemptUnit, Shared, Unit};
+use crate::launch::{Continue, Launcher};
+use crate::workspace::Workspaces;
+
+/// What a unit is assembled from: the dispatcher's parts, lent for the moment.
+pub(crate) struct Assembly<'g, 'a> {
+    pub graph: &'g Graph,
+    pub launcher: &'a mut Launcher<'g>,
+    pub workspaces: &'a mut Workspaces,
+    pub shared: &'a Shared,
+}
+
+/// Attempt `attempt` of `task`, continuing `resume` if given, or the outcome of an attempt
+/// that cannot start: its dependencies' changes conflict in its new worktree, or its command
+/// line cannot be made (classified: see `LaunchError`).
+pub(crate) fn assemble(
+    parts: Assembly<'_, '_>,
+    task: u32,
+    attempt: u32,
+    agent: bool,
+    resume: Option<&Continue>,
+) -> Result<AttemptUnit, Outcome> {
+    let Assembly {
+        graph,
+        launcher,
+        workspaces,
+        shared,
+    } = parts;
+    let spec_task = graph.task(task);
+    let workdir = workspaces.prepare(graph, task)?;
+    let launch = launcher
+        .prepare(task, attempt, &shared.meter, resume, workdir.as_deref())
+        .map_err(|error| error.outcome(launcher.redact(&error.to_string())))?;
+    let setup = if workspaces.needs_setup(task) {
+        spec_task.setup.clone()
+    } else {
+        Vec::new()
+    };
+    Ok(AttemptUnit {
+        unit: Unit {
+            task,
+            attempt,
+            id: spec_task.id.clone(),
+            agent,
+            recipe: launch.recipe,
+            setup,
+            verify: spec_task.verify.clone(),
+            fix_attempts: spec_task.fix_attempts,
+            tree: workspaces.tree_work(graph, task),
+            shared: shared.clone(),
+        },
+        spec: launch.spec,
+        watcher: launch.watcher,
+    })
+}

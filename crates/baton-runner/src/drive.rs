@@ -1,0 +1,272 @@
+//! Driving a run from its start (`baton run`) or from its record (`baton resume`, `baton
+//! retry`) to its end: the run is created or claimed, its worktrees resolved, the dispatcher
+//! driven, and the result read back from the store.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use baton_graph::{Action as TaskAction, Graph};
+use baton_model::{Event, EventKind, RunId, RunState};
+use baton_report::{Reporter, RunInfo, RunResult};
+use baton_store::{NewRun, SqliteStore, StoreError};
+use tokio::sync::mpsc;
+
+use crate::config::AgentConfig;
+use crate::dispatcher::Dispatcher;
+use crate::layout::RunDirs;
+use crate::recorder::Recorder;
+use crate::stamp::now_ms;
+use crate::takeover::{Restored, Takeover, TakeoverError, plan_takeover};
+use crate::workspace::Workspaces;
+use crate::{build_result, kill_leftovers, new_run_id};
+
+/// Where and how a run executes.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The repository root (or the directory baton runs in): tasks' `cwd` is relative to it.
+    pub root: PathBuf,
+    /// `.baton/`: logs and handoff files go under `runs/RUN/`.
+    pub state_dir: PathBuf,
+    /// Between TERM and KILL when an attempt times out or is cancelled.
+    pub kill_grace: Duration,
+    /// Seeds the backoff jitter.
+    pub seed: u64,
+    /// How agent engines are run, and what models cost.
+    pub agents: AgentConfig,
+}
+
+/// A request from outside the run to stop it (Ctrl-C, SIGTERM, `baton cancel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopRequest {
+    /// Stop launching; TERM running attempts, KILL them after the grace period.
+    Cancel,
+    /// KILL running attempts now.
+    Kill,
+}
+
+/// Why a run could not be carried out to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot record the run in the store")]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Takeover(#[from] TakeoverError),
+    /// The run's git setup is unusable (its `base` does not exist). Found before the run is
+    /// recorded: nothing is left to resume.
+    #[error("{0}")]
+    Workspace(String),
+    #[error("cannot create the run directory {path}")]
+    RunDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store failed mid-run: the run was stopped and running attempts were ended, but what
+    /// happened after the failure may be missing from the record.
+    #[error("the store failed during run {run}; the run was stopped")]
+    StoreFailedMidRun {
+        run: RunId,
+        #[source]
+        source: StoreError,
+    },
+}
+
+/// Runs `graph` to its end and returns the recorded result.
+pub async fn run(
+    graph: Graph,
+    store: &SqliteStore,
+    reporter: &mut dyn Reporter,
+    config: RunConfig,
+    stops: mpsc::UnboundedReceiver<StopRequest>,
+) -> Result<RunResult, RunError> {
+    let started_at_ms = now_ms();
+    let run_id = new_run_id(started_at_ms);
+    let dirs = RunDirs::new(&config.state_dir, &run_id);
+    dirs.create().map_err(|source| RunError::RunDir {
+        path: dirs.run.clone(),
+        source,
+    })?;
+    // Before the run is recorded: a base that does not exist is bad input, not a run that
+    // stopped half way and could be resumed.
+    let workspaces = match Workspaces::new(&graph, &config.root, &config.state_dir, &run_id) {
+        Ok(workspaces) => workspaces,
+        Err(error) => {
+            dirs.remove();
+            return Err(RunError::Workspace(error));
+        }
+    };
+    store.create_run(&NewRun {
+        id: run_id.clone(),
+        name: graph.name().to_owned(),
+        graph_path: graph.source().display().to_string(),
+        graph_json: graph.to_stored_json(),
+        concurrency: graph.run_settings().concurrency,
+        started_at_ms,
+        tasks: graph
+            .tasks()
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i as u32))
+            .collect(),
+    })?;
+    let driver = crate::driver::me();
+    store.claim_driver(&run_id, &driver, |_| false)?;
+    let opening = vec![Event {
+        seq: 0,
+        at_ms: started_at_ms,
+        kind: EventKind::RunStarted {
+            name: graph.name().to_owned(),
+            tasks: graph.len() as u32,
+            concurrency: graph.run_settings().concurrency,
+        },
+    }];
+    let restored = Restored {
+        opening,
+        ..Restored::default()
+    };
+    let held = Held {
+        store,
+        run_id,
+        dirs,
+        driver,
+        workspaces,
+    };
+    drive_run(graph, held, restored, reporter, &config, stops).await
+}
+
+/// Takes over a recorded run (see [`Takeover`]) and drives it to its end.
+pub async fn resume(
+    run_id: &RunId,
+    how: Takeover,
+    store: &SqliteStore,
+    reporter: &mut dyn Reporter,
+    config: RunConfig,
+    stops: mpsc::UnboundedReceiver<StopRequest>,
+) -> Result<RunResult, RunError> {
+    let record = store
+        .run(run_id)?
+        .ok_or_else(|| TakeoverError::UnknownRun(run_id.clone()))?;
+    let graph_json = store
+        .graph_json(run_id)?
+        .ok_or_else(|| TakeoverError::UnknownRun(run_id.clone()))?;
+    let graph = Graph::from_stored_json(&graph_json).map_err(|source| TakeoverError::Graph {
+        run: run_id.clone(),
+        source,
+    })?;
+    let driver = crate::driver::me();
+    // Refuses while another live process drives the run, naming it.
+    store.claim_driver(run_id, &driver, crate::driver::is_alive)?;
+    let released = |err: RunError| {
+        let _ = store.release_driver(run_id, &driver);
+        err
+    };
+    let effective = match record.status {
+        RunState::Running => RunState::Interrupted,
+        state => state,
+    };
+    let restored = plan_takeover(store, &graph, run_id, effective, &how).map_err(released)?;
+    kill_leftovers(run_id, &restored.leftover_groups);
+    let dirs = RunDirs::new(&config.state_dir, run_id);
+    dirs.create()
+        .map_err(|source| RunError::RunDir {
+            path: dirs.run.clone(),
+            source,
+        })
+        .map_err(released)?;
+    let workspaces = Workspaces::new(&graph, &config.root, &config.state_dir, run_id)
+        .map_err(RunError::Workspace)
+        .map_err(released)?;
+    let held = Held {
+        store,
+        run_id: run_id.clone(),
+        dirs,
+        driver,
+        workspaces,
+    };
+    drive_run(graph, held, restored, reporter, &config, stops).await
+}
+
+/// A run this process holds, ready to be driven.
+struct Held<'a> {
+    store: &'a SqliteStore,
+    run_id: RunId,
+    dirs: RunDirs,
+    driver: baton_store::Driver,
+    workspaces: Workspaces,
+}
+
+/// Drives the held run to its end, then reads its result back from the store (with the graph
+/// already gone: a 100,000-task run would otherwise hold both at its peak) and tells the
+/// reporter.
+async fn drive_run(
+    owned: Graph,
+    held: Held<'_>,
+    restored: Restored,
+    reporter: &mut dyn Reporter,
+    config: &RunConfig,
+    stops: mpsc::UnboundedReceiver<StopRequest>,
+) -> Result<RunResult, RunError> {
+    let graph = &owned;
+    let Held {
+        store,
+        run_id,
+        dirs,
+        driver,
+        workspaces,
+    } = held;
+    reporter.run_started(&RunInfo {
+        run_id: run_id.clone(),
+        name: graph.name().to_owned(),
+        tasks: graph.len() as u32,
+        concurrency: graph.run_settings().concurrency,
+        earlier: restored.terminal.len() as u32,
+    });
+    // Commits are made on a thread of their own, off the path from one task's end to the next
+    // one's start.
+    let recorder = match Recorder::start(store, run_id.clone()) {
+        Ok(recorder) => recorder,
+        Err(err) => {
+            let _ = store.release_driver(&run_id, &driver);
+            return Err(err.into());
+        }
+    };
+    // The run's own handlers (Ctrl-C, SIGTERM, SIGHUP) are installed by now: the children
+    // reset them before they exec.
+    baton_exec::refresh_handled_signals();
+    let mut dispatcher = Dispatcher::new(
+        graph,
+        store,
+        run_id.clone(),
+        dirs,
+        config,
+        workspaces,
+        recorder,
+    );
+    if let Some(budget) = restored.budget.clone() {
+        dispatcher.meter().set_limit(budget);
+    }
+    dispatcher.restore(restored);
+    let has_agents = graph
+        .tasks()
+        .iter()
+        .any(|t| matches!(t.action, TaskAction::Agent { .. }));
+    if has_agents && let Err(err) = dispatcher.recall_agents(store) {
+        let _ = store.release_driver(&run_id, &driver);
+        return Err(err.into());
+    }
+    let fatal = dispatcher.drive(reporter, stops).await;
+    dispatcher.clean_up();
+    // Its memory is reused for reading the result back; its recorder's thread is joined.
+    drop(dispatcher);
+    let _ = store.release_driver(&run_id, &driver);
+    if let Some(source) = fatal {
+        return Err(RunError::StoreFailedMidRun {
+            run: run_id,
+            source,
+        });
+    }
+    drop(owned);
+    let result = build_result(store, &run_id)?;
+    reporter.run_finished(&result);
+    Ok(result)
+}
