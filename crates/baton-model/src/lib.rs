@@ -1,6 +1,7 @@
 //! The vocabulary every other baton crate speaks: identifiers, the states a task and a run can be
 //! in, how an attempt ended, and the versioned event type that the store records and reporters
-//! read. Nothing here performs I/O.
+//! read, and [`RunView`], the one fold of that log into a run's state. Nothing here performs
+//! I/O.
 
 mod containment;
 mod event;
@@ -11,6 +12,7 @@ mod outcome;
 mod policy;
 mod state;
 mod usage;
+mod view;
 
 pub use containment::Containment;
 pub use event::{EVENT_SCHEMA_VERSION, Event, EventKind};
@@ -24,3 +26,4 @@ pub use outcome::{FailureClass, Outcome, signal_name};
 pub use policy::OnFailure;
 pub use state::{RunState, TaskState};
 pub use usage::AgentUsage;
+pub use view::{Anomaly, AttemptView, RunHead, RunView, TaskView};
