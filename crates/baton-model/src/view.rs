@@ -1,25 +1,4 @@
-//! The one fold of a run's event log: [`RunView`] starts where a new run starts (every task
-//! `pending`, in graph order) and applies events one at a time, each in O(1). What it holds
-//! after the whole log is what the store's `runs`, `tasks` and `attempts` tables hold for the
-//! run, column for column, except the attempts' outputs, which are not events (they travel
-//! beside them, see the store's `AttemptOutput`) and are left out here.
-//!
-//! | event | change |
-//! |---|---|
-//! | `run-started`, `run-resumed` | run `running`, no end, no stop reason (a takeover reopens it) |
-//! | `run-stopping` | run's `stop_reason` |
-//! | `run-finished` | run status and end |
-//! | `attempt-started` | new attempt (start, pid); task `running`, `attempts` = highest started, start = first attempt's; end, reason, exit code and pending retry cleared |
-//! | `attempt-finished` | attempt end, outcome, exit code, duration, agent usage, containment; the task's exit code, if it is the task's latest attempt |
-//! | `retry-scheduled` | task `pending`, `next_attempt` and `retry_at_ms` (= event time + delay) |
-//! | `task-waiting` | task `waiting` |
-//! | `task-reset` | task `pending`; reason, end and pending retry cleared (the exit code stays) |
-//! | `task-finished` | task status, reason and end; pending retry cleared |
-//! | anything else | nothing |
-//!
-//! Every function is total: an event the log should not hold (about a task the run lacks, an
-//! attempt started twice, the end of an attempt never started) changes nothing and is kept as
-//! an [`Anomaly`] — the store refuses to record such an event, so a stored log has none.
+//! The one fold of a run's event log: [`RunView`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -107,7 +86,28 @@ impl fmt::Display for Anomaly {
     }
 }
 
-/// A run's state, folded from its events. See the module docs.
+/// A run's state, folded from its events. It starts where a new run starts (`running`, every
+/// task `pending`, in graph order) and applies events one at a time, each in O(1). What it
+/// holds after the whole log is what the store's `runs`, `tasks` and `attempts` tables hold for
+/// the run, column for column, except the outputs of attempts, which are not events (they
+/// travel beside them, as the store's `AttemptOutput`) and are left out here.
+///
+/// | event | change |
+/// |---|---|
+/// | `run-started`, `run-resumed` | run `running`, no end, no stop reason (a takeover reopens it) |
+/// | `run-stopping` | run's `stop_reason` |
+/// | `run-finished` | run status and end |
+/// | `attempt-started` | new attempt (start, pid); task `running`, `attempts` = highest started, start = first attempt's; end, reason, exit code and pending retry cleared |
+/// | `attempt-finished` | attempt end, outcome, exit code, duration, agent usage, containment; the task's exit code, if it is the task's latest attempt |
+/// | `retry-scheduled` | task `pending`, `next_attempt` and `retry_at_ms` (= event time + delay) |
+/// | `task-waiting` | task `waiting` |
+/// | `task-reset` | task `pending`; reason, end and pending retry cleared (the exit code stays) |
+/// | `task-finished` | task status, reason and end; pending retry cleared |
+/// | anything else | nothing |
+///
+/// Every function is total: an event the log should not hold (about a task the run lacks, an
+/// attempt started twice, the end of an attempt never started) changes nothing and is kept as
+/// an [`Anomaly`]. The store refuses to record such an event, so a stored log has none.
 #[derive(Debug, Clone)]
 pub struct RunView {
     run: RunHead,
@@ -151,7 +151,7 @@ impl RunView {
         view
     }
 
-    /// Applies one event, as the table in the module docs says.
+    /// Applies one event, as the table in the type's docs says.
     pub fn apply(&mut self, event: &Event) {
         let at = event.at_ms;
         // The index of the task the event is about, if it is about one.

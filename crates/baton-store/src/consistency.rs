@@ -1,10 +1,14 @@
-//! Re-deriving a run's tables from its event log, to prove that a crash left no half-applied
-//! turn. Written apart from [`crate::project`] on purpose: two derivations that agree are
-//! evidence, one derivation compared with itself is not.
+//! Replaying a run's event log through [`RunView`], the one fold of it, and comparing the
+//! result with the `runs`, `tasks` and `attempts` tables, to prove that a crash left no
+//! half-applied turn. [`crate::project`] writes the same tables with batched SQL, for speed; a
+//! property test (`tests/store/fold.rs`) holds it to the fold for random logs committed in
+//! random turns, so the fold is the definition and the SQL its optimized form.
 
 use std::collections::BTreeMap;
 
-use baton_model::{EventKind, Outcome, RunId, RunState, TaskId, TaskState};
+use baton_model::{
+    AttemptView, Event, EventKind, RunHead, RunId, RunView, TaskId, TaskState, TaskView,
+};
 use rusqlite::params;
 
 use crate::read::{
@@ -12,97 +16,46 @@ use crate::read::{
 };
 use crate::{AttemptRecord, RunRecord, SqliteStore, StoreError, TaskRecord};
 
-#[derive(Debug, PartialEq)]
-struct RunView {
-    status: RunState,
-    ended_at_ms: Option<i64>,
-    stop_reason: Option<String>,
-}
-
-#[derive(Debug, PartialEq)]
-struct TaskView {
-    status: TaskState,
-    attempts: u32,
-    next_attempt: Option<u32>,
-    retry_at_ms: Option<i64>,
-    started_at_ms: Option<i64>,
-    ended_at_ms: Option<i64>,
-    exit_code: Option<i32>,
-    reason: Option<String>,
-}
-
-#[derive(Debug, PartialEq)]
-struct AttemptView {
-    started_at_ms: i64,
-    pid: Option<u32>,
-    ended_at_ms: Option<i64>,
-    outcome: Option<Outcome>,
-    exit_code: Option<i32>,
-    duration_ms: Option<u64>,
-}
-
-impl TaskView {
-    fn fresh() -> Self {
-        Self {
-            status: TaskState::Pending,
-            attempts: 0,
-            next_attempt: None,
-            retry_at_ms: None,
-            started_at_ms: None,
-            ended_at_ms: None,
-            exit_code: None,
-            reason: None,
-        }
+/// The run's columns the fold derives.
+fn run_head(run: &RunRecord) -> RunHead {
+    RunHead {
+        status: run.status,
+        ended_at_ms: run.ended_at_ms,
+        stop_reason: run.stop_reason.clone(),
     }
 }
 
-impl From<&RunRecord> for RunView {
-    fn from(run: &RunRecord) -> Self {
-        Self {
-            status: run.status,
-            ended_at_ms: run.ended_at_ms,
-            stop_reason: run.stop_reason.clone(),
-        }
+/// The task's columns the fold derives.
+fn task_view(task: &TaskRecord) -> TaskView {
+    TaskView {
+        status: task.status,
+        attempts: task.attempts,
+        next_attempt: task.next_attempt,
+        retry_at_ms: task.retry_at_ms,
+        started_at_ms: task.started_at_ms,
+        ended_at_ms: task.ended_at_ms,
+        exit_code: task.exit_code,
+        reason: task.reason.clone(),
     }
 }
 
-impl From<&TaskRecord> for TaskView {
-    fn from(task: &TaskRecord) -> Self {
-        Self {
-            status: task.status,
-            attempts: task.attempts,
-            next_attempt: task.next_attempt,
-            retry_at_ms: task.retry_at_ms,
-            started_at_ms: task.started_at_ms,
-            ended_at_ms: task.ended_at_ms,
-            exit_code: task.exit_code,
-            reason: task.reason.clone(),
-        }
+/// The attempt's columns the fold derives.
+fn attempt_view(attempt: &AttemptRecord) -> AttemptView {
+    AttemptView {
+        attempt: attempt.attempt,
+        started_at_ms: attempt.started_at_ms,
+        pid: attempt.pid,
+        ended_at_ms: attempt.ended_at_ms,
+        outcome: attempt.outcome.clone(),
+        exit_code: attempt.exit_code,
+        duration_ms: attempt.duration_ms,
+        agent: attempt.agent.clone().map(Box::new),
+        containment: attempt.containment,
     }
-}
-
-impl From<&AttemptRecord> for AttemptView {
-    fn from(attempt: &AttemptRecord) -> Self {
-        Self {
-            started_at_ms: attempt.started_at_ms,
-            pid: attempt.pid,
-            ended_at_ms: attempt.ended_at_ms,
-            outcome: attempt.outcome.clone(),
-            exit_code: attempt.exit_code,
-            duration_ms: attempt.duration_ms,
-        }
-    }
-}
-
-/// What the event log says the tables should hold.
-struct Derived {
-    run: RunView,
-    tasks: BTreeMap<TaskId, TaskView>,
-    attempts: BTreeMap<(TaskId, u32), AttemptView>,
 }
 
 impl SqliteStore {
-    /// Replays the run's event log from the state `create_run` left and lists every way the
+    /// Replays the run's event log through [`RunView`] from the state `create_run` left, and lists every way the
     /// `runs`, `tasks` and `attempts` tables disagree with it, plus any gap in the numbering of
     /// the log. Empty means consistent. Reads one snapshot, so it may run beside a writer.
     pub fn check_consistency(&self, run: &RunId) -> Result<Vec<String>, StoreError> {
@@ -129,18 +82,7 @@ impl SqliteStore {
                 .collect::<Result<_, _>>()?;
 
             let mut problems = Vec::new();
-            let mut derived = Derived {
-                run: RunView {
-                    status: RunState::Running,
-                    ended_at_ms: None,
-                    stop_reason: None,
-                },
-                tasks: tasks
-                    .iter()
-                    .map(|task| (task.task.clone(), TaskView::fresh()))
-                    .collect(),
-                attempts: BTreeMap::new(),
-            };
+            let mut view = RunView::new(tasks.iter().map(|task| task.task.clone()));
 
             let mut statement = tx.prepare_cached(
                 "SELECT seq, at_ms, kind, task_id, data_json FROM events \
@@ -175,10 +117,12 @@ impl SqliteStore {
                         kind.task().map(TaskId::as_str)
                     ));
                 }
-                derived.apply(seq, at_ms, kind, &mut problems);
+                let seen = view.anomalies().len();
+                view.apply(&Event { seq, at_ms, kind });
+                problems.extend(view.anomalies()[seen..].iter().map(ToString::to_string));
             }
 
-            compare(&record, &tasks, &attempts, &derived, &mut problems);
+            compare(&record, &tasks, &attempts, &view, &mut problems);
 
             let mut counted: BTreeMap<TaskState, u32> = BTreeMap::new();
             for task in &tasks {
@@ -200,160 +144,42 @@ impl SqliteStore {
     }
 }
 
-impl Derived {
-    fn apply(&mut self, seq: u64, at: i64, kind: EventKind, problems: &mut Vec<String>) {
-        if let Some(task) = kind.task().filter(|task| !self.tasks.contains_key(*task)) {
-            problems.push(format!(
-                "event {seq} is about task {task}, which the run lacks"
-            ));
-            return;
-        }
-        match kind {
-            EventKind::RunStarted { .. } | EventKind::RunResumed { .. } => {
-                self.run = RunView {
-                    status: RunState::Running,
-                    ended_at_ms: None,
-                    stop_reason: None,
-                };
-            }
-            EventKind::RunStopping { reason } => self.run.stop_reason = Some(reason),
-            EventKind::TaskDecided { .. }
-            | EventKind::BudgetChanged { .. }
-            | EventKind::WorkspaceCommitted { .. }
-            | EventKind::ResultMerged { .. }
-            | EventKind::Checked { .. } => {}
-            EventKind::RunFinished { state } => {
-                self.run.status = state;
-                self.run.ended_at_ms = Some(at);
-            }
-            EventKind::AttemptStarted { task, attempt, pid } => {
-                let view = self.task(&task);
-                view.status = TaskState::Running;
-                view.attempts = view.attempts.max(attempt);
-                view.started_at_ms = view.started_at_ms.or(Some(at));
-                view.ended_at_ms = None;
-                view.reason = None;
-                view.exit_code = None;
-                view.next_attempt = None;
-                view.retry_at_ms = None;
-                let fresh = AttemptView {
-                    started_at_ms: at,
-                    pid,
-                    ended_at_ms: None,
-                    outcome: None,
-                    exit_code: None,
-                    duration_ms: None,
-                };
-                if self
-                    .attempts
-                    .insert((task.clone(), attempt), fresh)
-                    .is_some()
-                {
-                    problems.push(format!(
-                        "event {seq} starts attempt {attempt} of {task} again"
-                    ));
-                }
-            }
-            EventKind::AttemptFinished {
-                task,
-                attempt,
-                outcome,
-                duration_ms,
-                ..
-            } => {
-                let code = outcome.exit_code();
-                let Some(view) = self.attempts.get_mut(&(task.clone(), attempt)) else {
-                    problems.push(format!(
-                        "event {seq} ends attempt {attempt} of {task}, which never started"
-                    ));
-                    return;
-                };
-                view.ended_at_ms = Some(at);
-                view.outcome = Some(outcome);
-                view.exit_code = code;
-                view.duration_ms = Some(duration_ms);
-                let task = self.task(&task);
-                if task.attempts == attempt {
-                    task.exit_code = code;
-                }
-            }
-            EventKind::RetryScheduled {
-                task,
-                attempt,
-                delay_ms,
-            } => {
-                let view = self.task(&task);
-                view.status = TaskState::Pending;
-                view.next_attempt = Some(attempt);
-                view.retry_at_ms =
-                    Some(at.saturating_add(i64::try_from(delay_ms).unwrap_or(i64::MAX)));
-            }
-            EventKind::TaskWaiting { task } => self.task(&task).status = TaskState::Waiting,
-            EventKind::TaskReset { task } => {
-                let view = self.task(&task);
-                view.status = TaskState::Pending;
-                view.reason = None;
-                view.ended_at_ms = None;
-                view.next_attempt = None;
-                view.retry_at_ms = None;
-            }
-            EventKind::TaskFinished {
-                task,
-                state,
-                reason,
-            } => {
-                let view = self.task(&task);
-                view.status = state;
-                view.reason = reason;
-                view.ended_at_ms = Some(at);
-                view.next_attempt = None;
-                view.retry_at_ms = None;
-            }
-        }
-    }
-
-    fn task(&mut self, task: &TaskId) -> &mut TaskView {
-        self.tasks
-            .get_mut(task)
-            .expect("events about unknown tasks are rejected before they are applied")
-    }
-}
-
 fn compare(
     run: &RunRecord,
     tasks: &[TaskRecord],
     attempts: &[AttemptRecord],
-    derived: &Derived,
+    view: &RunView,
     problems: &mut Vec<String>,
 ) {
-    let table = RunView::from(run);
-    if table != derived.run {
+    let table = run_head(run);
+    if table != *view.run() {
         problems.push(format!(
             "run: the table has {table:?}, the events give {:?}",
-            derived.run
+            view.run()
         ));
     }
     for task in tasks {
-        let table = TaskView::from(task);
-        let events = &derived.tasks[&task.task];
-        if table != *events {
+        let table = task_view(task);
+        // The view was made from these very tasks.
+        if let Some(events) = view.task(&task.task).filter(|events| table != **events) {
             problems.push(format!(
                 "task {}: the table has {table:?}, the events give {events:?}",
                 task.task
             ));
         }
     }
-    let mut stored = BTreeMap::new();
+    let mut stored: BTreeMap<(&TaskId, u32), &AttemptRecord> = BTreeMap::new();
     for attempt in attempts {
-        stored.insert((attempt.task.clone(), attempt.attempt), attempt);
+        stored.insert((&attempt.task, attempt.attempt), attempt);
     }
-    for (key @ (task, number), events) in &derived.attempts {
-        match stored.get(key) {
+    for (task, events) in view.all_attempts() {
+        let number = events.attempt;
+        match stored.remove(&(task, number)) {
             None => problems.push(format!(
                 "attempt {number} of {task} is missing from the table"
             )),
             Some(attempt) => {
-                let table = AttemptView::from(*attempt);
+                let table = attempt_view(attempt);
                 if table != *events {
                     problems.push(format!(
                         "attempt {number} of {task}: the table has {table:?}, the events give \
@@ -363,12 +189,11 @@ fn compare(
             }
         }
     }
+    // What is left was never started.
     for (task, number) in stored.keys() {
-        if !derived.attempts.contains_key(&(task.clone(), *number)) {
-            problems.push(format!(
-                "attempt {number} of {task} has no attempt-started event"
-            ));
-        }
+        problems.push(format!(
+            "attempt {number} of {task} has no attempt-started event"
+        ));
     }
     for task in tasks {
         let latest_output = attempts

@@ -1,15 +1,7 @@
-//! How an event changes the tables that project the event log. [`crate::consistency`] derives
-//! the same from the log independently; the two must agree.
-//!
-//! | event | change |
-//! |---|---|
-//! | `run-started` | run `running`, no end, no stop reason (a resume starts it again) |
-//! | `run-stopping` | run's `stop_reason` |
-//! | `run-finished` | run status and end |
-//! | `attempt-started` | new attempt row (start, pid); task `running`, `attempts` = highest started, start = first attempt's, end, reason, exit code and pending retry cleared |
-//! | `attempt-finished` | attempt end, outcome, exit code, duration; the task's exit code, if it is the task's latest attempt |
-//! | `retry-scheduled` | task `pending`, `next_attempt` and `retry_at_ms` (= event time + delay) |
-//! | `task-finished` | task status, reason and end; pending retry cleared |
+//! How an event changes the tables that project the event log: as [`baton_model::RunView`], the
+//! one fold of the log, says (its docs have the table, event by event), done here in batched
+//! SQL. [`crate::consistency`] replays the log through the fold and compares; the property test
+//! `tests/store/fold.rs` holds the two to each other for random logs committed in random turns.
 //!
 //! An [`AttemptOutput`] lands on its attempt row and on the task row unless a later attempt's
 //! output is there already.
