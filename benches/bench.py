@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The benchmarks of docs/PERFORMANCE.md. Not a test: it prints numbers.
 
-usage: benches/bench.py [--runs N] [--quick]
+usage: benches/bench.py [--runs N] [--quick] [--baseline PATH] [--only true]
 
 Needs `ninja` (Debian: ninja-build) for the side-by-side comparison; installs it with apt-get
 when missing and allowed (root). Builds baton in release mode first.
 
 1. 10,000-task random DAG of `true` at concurrency 2: baton (durable store on) vs `ninja -j2`
-   on the same graph, median wall time of N runs, and baton's peak RSS.
+   on the same graph, median wall time of N runs, and baton's peak RSS. With `--baseline PATH`
+   (another build of baton, say the commit before a change), that binary runs too, interleaved
+   with the others run by run, so that both builds and ninja see the same machine.
 2. 100,000-task graph of no-op tasks through the whole of `baton run` (load, validate, store,
    schedule), and the scheduler alone (crates/baton-scheduler/examples/schedule_only.rs).
 3. Uneven durations: a random DAG of `sleep`s; baton's makespan against the lower bound
@@ -61,16 +63,20 @@ def fresh_dir(base, name):
     return d
 
 
-def bench_true(base, n, runs):
+def bench_true(base, n, runs, baseline=None):
     d = fresh_dir(base, f"true-{n}")
     sh([sys.executable, GEN, "random", str(n), d])
     have_ninja = ensure_ninja()
-    baton_times, ninja_times, rss = [], [], []
+    baton_times, ninja_times, baseline_times, rss = [], [], [], []
     for _ in range(runs):
         shutil.rmtree(os.path.join(d, ".baton"), ignore_errors=True)
         wall, peak = timed([BATON, "run", "graph.toml", "-j", "2", "--quiet"], d)
         baton_times.append(wall)
         rss.append(peak)
+        if baseline:
+            shutil.rmtree(os.path.join(d, ".baton"), ignore_errors=True)
+            wall, _ = timed([baseline, "run", "graph.toml", "-j", "2", "--quiet"], d)
+            baseline_times.append(wall)
         if have_ninja:
             for f in (".ninja_log", ".ninja_deps"):
                 if os.path.exists(os.path.join(d, f)):
@@ -82,6 +88,11 @@ def bench_true(base, n, runs):
     if ninja_times:
         nj = statistics.median(ninja_times)
         row.update({"ninja_s": round(nj, 2), "ratio": round(b / nj, 2)})
+    if baseline_times:
+        bl = statistics.median(baseline_times)
+        row.update({"baseline_s": round(bl, 2), "vs_baseline": round(b / bl, 3)})
+        if ninja_times:
+            row["baseline_ratio"] = round(bl / statistics.median(ninja_times), 2)
     return row
 
 
@@ -139,6 +150,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="smaller graphs, one run")
+    ap.add_argument("--baseline", help="another baton binary, run interleaved in benchmark 1")
+    ap.add_argument("--only", choices=["true"], help="run benchmark 1 alone")
     a = ap.parse_args()
     sh(["cargo", "build", "--release", "-q", "-p", "baton"], cwd=ROOT, quiet=False)
     base = tempfile.mkdtemp(prefix="baton-bench-")
@@ -146,10 +159,11 @@ def main():
     runs = 1 if a.quick else a.runs
     results = {
         "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()[0]},
-        "true": bench_true(base, n_true, runs),
-        "noop": bench_noop(base, n_noop),
-        "uneven": bench_uneven(base, n_uneven, 4),
+        "true": bench_true(base, n_true, runs, a.baseline),
     }
+    if not a.only:
+        results["noop"] = bench_noop(base, n_noop)
+        results["uneven"] = bench_uneven(base, n_uneven, 4)
     print(json.dumps(results, indent=2))
     shutil.rmtree(base, ignore_errors=True)
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use baton_graph::Graph;
 use baton_model::{EventKind, RunId};
 use baton_scheduler::Input;
-use baton_store::SqliteStore;
+use baton_store::Store;
 
 /// How often a run with tasks waiting for approval looks for decisions.
 pub(crate) const APPROVAL_POLL: Duration = Duration::from_millis(250);
@@ -58,7 +58,7 @@ impl Approvals {
     /// at the next poll.
     pub(crate) fn read(
         &mut self,
-        store: &SqliteStore,
+        store: &dyn Store,
         run: &RunId,
         graph: &Graph,
         redact: impl Fn(&str) -> String,

@@ -14,7 +14,7 @@ use baton_graph::{Action as TaskAction, Graph};
 use baton_model::{Event, EventKind, Outcome, RunId, RunState, TaskState};
 use baton_report::Reporter;
 use baton_scheduler::{Action, Cause, Input, Plan, PlanTask, Scheduler, StopCause};
-use baton_store::{AttemptOutput, SqliteStore, StoreError};
+use baton_store::{AttemptOutput, Store, StoreError};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
@@ -42,7 +42,7 @@ const MAX_BATCHES_IN_FLIGHT: u64 = 2;
 
 pub(crate) struct Dispatcher<'a> {
     graph: &'a Graph,
-    store: &'a SqliteStore,
+    store: &'a dyn Store,
     run_id: RunId,
     sched: Scheduler,
     launcher: Launcher<'a>,
@@ -93,7 +93,7 @@ struct Turn {
 impl<'a> Dispatcher<'a> {
     pub(crate) fn new(
         graph: &'a Graph,
-        store: &'a SqliteStore,
+        store: &'a dyn Store,
         run_id: RunId,
         dirs: RunDirs,
         config: &RunConfig,
@@ -188,7 +188,7 @@ impl<'a> Dispatcher<'a> {
 
     /// A run taken over has a past: what its agents spent counts against its budget, and a
     /// task whose last attempt the machinery cut short continues that attempt's session.
-    pub(crate) fn recall_agents(&mut self, store: &SqliteStore) -> Result<(), StoreError> {
+    pub(crate) fn recall_agents(&mut self, store: &dyn Store) -> Result<(), StoreError> {
         let mut last: HashMap<u32, baton_store::AttemptRecord> = HashMap::new();
         for attempt in store.run_attempts(&self.run_id)? {
             let Some(task) = self.graph.index_of(attempt.task.as_str()) else {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use baton_graph::{Action as TaskAction, Graph};
 use baton_model::{Event, EventKind, RunId, RunState};
 use baton_report::{Reporter, RunInfo, RunResult};
-use baton_store::{NewRun, SqliteStore, StoreError};
+use baton_store::{Lease, NewRun, Store, StoreError};
 use tokio::sync::mpsc;
 
 use crate::config::AgentConfig;
@@ -74,7 +74,7 @@ pub enum RunError {
 /// Runs `graph` to its end and returns the recorded result.
 pub async fn run(
     graph: Graph,
-    store: &SqliteStore,
+    store: &dyn Store,
     reporter: &mut dyn Reporter,
     config: RunConfig,
     stops: mpsc::UnboundedReceiver<StopRequest>,
@@ -109,8 +109,7 @@ pub async fn run(
             .map(|(i, t)| (t.id.clone(), i as u32))
             .collect(),
     })?;
-    let driver = crate::driver::me();
-    store.claim_driver(&run_id, &driver, |_| false)?;
+    let lease = crate::driver::claim(store, &run_id)?.lease;
     let opening = vec![Event {
         seq: 0,
         at_ms: started_at_ms,
@@ -128,7 +127,7 @@ pub async fn run(
         store,
         run_id,
         dirs,
-        driver,
+        lease,
         workspaces,
     };
     drive_run(graph, held, restored, reporter, &config, stops).await
@@ -138,7 +137,7 @@ pub async fn run(
 pub async fn resume(
     run_id: &RunId,
     how: Takeover,
-    store: &SqliteStore,
+    store: &dyn Store,
     reporter: &mut dyn Reporter,
     config: RunConfig,
     stops: mpsc::UnboundedReceiver<StopRequest>,
@@ -153,11 +152,10 @@ pub async fn resume(
         run: run_id.clone(),
         source,
     })?;
-    let driver = crate::driver::me();
     // Refuses while another live process drives the run, naming it.
-    store.claim_driver(run_id, &driver, crate::driver::is_alive)?;
+    let lease = crate::driver::claim(store, run_id)?.lease;
     let released = |err: RunError| {
-        let _ = store.release_driver(run_id, &driver);
+        let _ = store.release(run_id, lease);
         err
     };
     let effective = match record.status {
@@ -180,7 +178,7 @@ pub async fn resume(
         store,
         run_id: run_id.clone(),
         dirs,
-        driver,
+        lease,
         workspaces,
     };
     drive_run(graph, held, restored, reporter, &config, stops).await
@@ -188,10 +186,11 @@ pub async fn resume(
 
 /// A run this process holds, ready to be driven.
 struct Held<'a> {
-    store: &'a SqliteStore,
+    store: &'a dyn Store,
     run_id: RunId,
     dirs: RunDirs,
-    driver: baton_store::Driver,
+    /// This process's claim on the run: it fences every commit.
+    lease: Lease,
     workspaces: Workspaces,
 }
 
@@ -211,7 +210,7 @@ async fn drive_run(
         store,
         run_id,
         dirs,
-        driver,
+        lease,
         workspaces,
     } = held;
     reporter.run_started(&RunInfo {
@@ -223,10 +222,10 @@ async fn drive_run(
     });
     // Commits are made on a thread of their own, off the path from one task's end to the next
     // one's start.
-    let recorder = match Recorder::start(store, run_id.clone()) {
+    let recorder = match Recorder::start(store, run_id.clone(), lease) {
         Ok(recorder) => recorder,
         Err(err) => {
-            let _ = store.release_driver(&run_id, &driver);
+            let _ = store.release(&run_id, lease);
             return Err(err.into());
         }
     };
@@ -251,14 +250,14 @@ async fn drive_run(
         .iter()
         .any(|t| matches!(t.action, TaskAction::Agent { .. }));
     if has_agents && let Err(err) = dispatcher.recall_agents(store) {
-        let _ = store.release_driver(&run_id, &driver);
+        let _ = store.release(&run_id, lease);
         return Err(err.into());
     }
     let fatal = dispatcher.drive(reporter, stops).await;
     dispatcher.clean_up();
     // Its memory is reused for reading the result back; its recorder's thread is joined.
     drop(dispatcher);
-    let _ = store.release_driver(&run_id, &driver);
+    let _ = store.release(&run_id, lease);
     if let Some(source) = fatal {
         return Err(RunError::StoreFailedMidRun {
             run: run_id,

@@ -1,7 +1,8 @@
 //! Who drives a run: this process, identified so that a later process can tell whether it is
 //! still alive (pid plus start time, since pids are reused).
 
-use baton_store::Driver;
+use baton_model::RunId;
+use baton_store::{Claim, Driver, LEASE_TERM, Liveness, Store, StoreError};
 
 /// This process as a run's driver.
 pub fn me() -> Driver {
@@ -13,13 +14,29 @@ pub fn me() -> Driver {
     }
 }
 
+/// Makes this process the driver of `run`: refused, naming the holder, while a live process
+/// (or, on another host, one whose lease holds) drives it.
+pub fn claim(store: &dyn Store, run: &RunId) -> Result<Claim, StoreError> {
+    store.claim(run, &me(), crate::stamp::now_ms(), LEASE_TERM, &liveness)
+}
+
 /// Whether `driver` is a live process on this host. A driver recorded on another host is
 /// taken as alive: this process cannot see it.
 pub fn is_alive(driver: &Driver) -> bool {
+    liveness(driver) != Liveness::Dead
+}
+
+/// What this process can tell of `driver`: alive or dead on this host; on another, unknown
+/// (its lease decides).
+pub fn liveness(driver: &Driver) -> Liveness {
     if driver.host != hostname() {
-        return true;
+        return Liveness::Unknown;
     }
-    process_start_time(driver.pid) == Some(driver.start_time)
+    if process_start_time(driver.pid) == Some(driver.start_time) {
+        Liveness::Alive
+    } else {
+        Liveness::Dead
+    }
 }
 
 /// The start time of a live process in clock ticks since boot (field 22 of `/proc/PID/stat`);

@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use baton_model::{Event, RunId};
-use baton_store::{AttemptOutput, SqliteStore, StoreError};
+use baton_store::{AttemptOutput, LEASE_TERM, Lease, Store, StoreError};
 use tokio::sync::mpsc as async_mpsc;
 
 /// Batches go out in order and are acknowledged in the same order.
@@ -41,18 +41,34 @@ pub(crate) struct Ack {
 }
 
 impl Recorder {
-    /// Starts the thread, with a connection of its own to `store`'s database.
-    pub(crate) fn start(store: &SqliteStore, run: RunId) -> Result<Self, StoreError> {
-        let own = store.open_another()?;
+    /// Starts the thread, with a connection of its own to `store`, committing as the holder
+    /// of `lease`, which it renews while the run is driven (every third of its term).
+    pub(crate) fn start(store: &dyn Store, run: RunId, lease: Lease) -> Result<Self, StoreError> {
+        let own = store.another()?;
         let (batches, received) = mpsc::channel::<Batch>();
         let (acknowledge, acks) = async_mpsc::unbounded_channel();
         let thread = std::thread::Builder::new()
             .name("baton-recorder".into())
             .spawn(move || {
                 // The long commits (SQLite copying the WAL back) go to yet another thread.
-                own.checkpoint_in_background();
+                own.maintain_in_background();
                 let mut failed = false;
-                for batch in received {
+                let mut lease = lease;
+                loop {
+                    let batch = match received.recv_timeout(LEASE_TERM / 3) {
+                        Ok(batch) => batch,
+                        Err(mpsc::RecvTimeoutError::Timeout) => {
+                            // The heartbeat. A lease lost is noticed by the next commit, which
+                            // is refused whole.
+                            if let Ok(renewed) =
+                                own.renew(&run, lease, crate::stamp::now_ms(), LEASE_TERM)
+                            {
+                                lease = renewed;
+                            }
+                            continue;
+                        }
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    };
                     // After a failure nothing more is committed: a later batch may hold the
                     // end of an attempt whose start was in the one that failed.
                     let seqs = if failed {
@@ -61,7 +77,7 @@ impl Recorder {
                         )))
                     } else {
                         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            own.commit(&run, &batch.events, &batch.outputs)
+                            own.record(&run, lease, &batch.events, &batch.outputs)
                         }))
                         .unwrap_or_else(|_| {
                             Err(StoreError::Recorder(std::io::Error::other(
@@ -79,7 +95,6 @@ impl Recorder {
                         break;
                     }
                 }
-                own.stop_background_checkpoints();
             })
             .map_err(StoreError::Recorder)?;
         Ok(Self {
@@ -160,7 +175,7 @@ impl Drop for Recorder {
 #[cfg(test)]
 mod tests {
     use baton_model::{EventKind, TaskId, TaskState};
-    use baton_store::NewRun;
+    use baton_store::{Liveness, NewRun, SqliteStore};
 
     use super::*;
 
@@ -172,12 +187,10 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn after_a_failed_commit_nothing_more_is_committed() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(&dir.path().join("baton.db")).unwrap();
+    /// A store holding run `r1` of one task `a`, and the lease of this process on it.
+    fn held_run(dir: &std::path::Path) -> (SqliteStore, RunId, Lease) {
+        let store = SqliteStore::open(&dir.join("baton.db")).unwrap();
         let run = RunId::new("r1").unwrap();
-        let task = TaskId::new("a").unwrap();
         store
             .create_run(&NewRun {
                 id: run.clone(),
@@ -186,16 +199,30 @@ mod tests {
                 graph_json: "{}".into(),
                 concurrency: 1,
                 started_at_ms: 0,
-                tasks: vec![(task.clone(), 0)],
+                tasks: vec![(TaskId::new("a").unwrap(), 0)],
             })
             .unwrap();
-        let mut recorder = Recorder::start(&store, run.clone()).unwrap();
+        let claim = store
+            .claim_driver(&run, &crate::driver::me(), 0, LEASE_TERM, |_| {
+                Liveness::Dead
+            })
+            .unwrap();
+        (store, run, claim.lease)
+    }
+
+    #[tokio::test]
+    async fn after_a_failed_commit_nothing_more_is_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run, lease) = held_run(dir.path());
+        let mut recorder = Recorder::start(&store, run.clone(), lease).unwrap();
         let unknown = EventKind::TaskFinished {
             task: TaskId::new("nope").unwrap(),
             state: TaskState::Succeeded,
             reason: None,
         };
-        let fine = EventKind::TaskWaiting { task };
+        let fine = EventKind::TaskWaiting {
+            task: TaskId::new("a").unwrap(),
+        };
         recorder.send(1, vec![event(unknown)], Vec::new());
         recorder.send(2, vec![event(fine)], Vec::new());
         let first = recorder.ack().await;
@@ -207,5 +234,40 @@ mod tests {
         assert!(!recorder.in_flight());
         drop(recorder);
         assert!(store.events(&run, 0, 10).unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_driver_whose_run_was_taken_over_records_nothing_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run, lease) = held_run(dir.path());
+        let mut recorder = Recorder::start(&store, run.clone(), lease).unwrap();
+        let waiting = || {
+            event(EventKind::TaskWaiting {
+                task: TaskId::new("a").unwrap(),
+            })
+        };
+        recorder.send(1, vec![waiting()], Vec::new());
+        assert_eq!(recorder.ack().await.seqs.unwrap(), [1]);
+        // Another process claims the run: this one's lease is judged lapsed.
+        let other = baton_store::Driver {
+            pid: 1,
+            start_time: 1,
+            host: "elsewhere".into(),
+        };
+        let taken = store
+            .claim_driver(&run, &other, i64::MAX / 2, LEASE_TERM, |_| {
+                Liveness::Unknown
+            })
+            .unwrap();
+        assert!(taken.lease.token > lease.token);
+        recorder.send(2, vec![waiting()], Vec::new());
+        let refused = recorder.ack().await;
+        assert!(
+            matches!(refused.seqs, Err(StoreError::LeaseLost { .. })),
+            "{:?}",
+            refused.seqs
+        );
+        drop(recorder);
+        assert_eq!(store.events(&run, 0, 10).unwrap().len(), 1);
     }
 }

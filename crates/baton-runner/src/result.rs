@@ -3,13 +3,13 @@ use baton_report::{
     RESULT_SCHEMA_VERSION, RunResult, RunSection, RunSpend, Spend, TaskAgent, TaskResult, Totals,
     timeline,
 };
-use baton_store::{SqliteStore, StoreError};
+use baton_store::{Store, StoreError};
 
 /// A task's last attempt: its number, outcome, log and containment.
 type LastAttempt = (u32, Option<Outcome>, Option<String>, Option<Containment>);
 
 /// The run result document, read back from the store: what is printed is what was recorded.
-pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, StoreError> {
+pub fn build_result(store: &dyn Store, run: &RunId) -> Result<RunResult, StoreError> {
     let record = store
         .run(run)?
         .ok_or_else(|| StoreError::UnknownRun(run.clone()))?;
@@ -30,7 +30,7 @@ pub fn build_result(store: &SqliteStore, run: &RunId) -> Result<RunResult, Store
     let mut spend: Option<RunSpend> = None;
     let mut agents: std::collections::HashMap<baton_model::TaskId, (u32, TaskAgent)> =
         std::collections::HashMap::new();
-    store.each_attempt(run, |attempt| {
+    store.each_attempt(run, &mut |attempt| {
         if let Some(usage) = &attempt.agent {
             spend.get_or_insert_with(RunSpend::default).add(usage);
             let (number, agent) = agents.entry(attempt.task.clone()).or_insert_with(|| {

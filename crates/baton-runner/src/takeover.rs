@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use baton_graph::Graph;
 use baton_model::{Event, EventKind, Outcome, RunId, RunState, TaskId, TaskState};
-use baton_store::{SqliteStore, TaskRecord};
+use baton_store::{Store, TaskRecord};
 
 use crate::launch::HeldOutput;
 use crate::stamp::now_ms;
@@ -82,7 +82,7 @@ pub(crate) struct Restored {
 
 /// The run's budget as last decided: the latest `budget-changed` event's, else the graph's.
 fn current_budget(
-    store: &SqliteStore,
+    store: &dyn Store,
     graph: &Graph,
     run: &RunId,
 ) -> Result<(baton_graph::Budget, bool), crate::RunError> {
@@ -112,7 +112,7 @@ fn current_budget(
 /// Works out what to run again. `effective` is the run's state as readers see it
 /// (`interrupted` when its driver is gone).
 pub(crate) fn plan_takeover(
-    store: &SqliteStore,
+    store: &dyn Store,
     graph: &Graph,
     run: &RunId,
     effective: RunState,
@@ -351,9 +351,8 @@ fn retry_selection(
 /// Cancels a run whose driver died: ends the process groups it left, records its attempts in
 /// flight as interrupted, its unfinished tasks as cancelled (those that were running) or
 /// skipped, and the run as cancelled. Refuses, naming it, while a live process drives the run.
-pub fn cancel_abandoned(store: &SqliteStore, run: &RunId) -> Result<(), crate::RunError> {
-    let me = crate::driver::me();
-    store.claim_driver(run, &me, crate::driver::is_alive)?;
+pub fn cancel_abandoned(store: &dyn Store, run: &RunId) -> Result<(), crate::RunError> {
+    let lease = crate::driver::claim(store, run)?.lease;
     let result = (|| {
         let at_ms = now_ms();
         let open = store.open_attempts(run)?;
@@ -400,9 +399,9 @@ pub fn cancel_abandoned(store: &SqliteStore, run: &RunId) -> Result<(), crate::R
         events.push(event(EventKind::RunFinished {
             state: RunState::Cancelled,
         }));
-        store.commit(run, &events, &[])?;
+        store.record(run, lease, &events, &[])?;
         Ok(())
     })();
-    let _ = store.release_driver(run, &me);
+    let _ = store.release(run, lease);
     result
 }

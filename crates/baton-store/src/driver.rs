@@ -1,76 +1,169 @@
 //! Which process drives a run, and deleting runs no process drives.
 //!
 //! A run has at most one driver: the process that runs `baton run` or `baton resume` for it.
-//! The claim is a row update inside an IMMEDIATE transaction, so two processes claiming at once
-//! are serialized and the second sees the first. Whether a recorded driver is still alive is not
-//! the store's to judge (it means looking at `/proc`, or asking another host): callers pass a
-//! check, called inside the transaction so that the answer cannot go stale before it is used.
+//! Its claim is a *lease*: it lapses at `lease_expires_at_ms` unless the driver renews it
+//! (a heartbeat, every third of [`LEASE_TERM`]), and every claim gives the run a new, larger
+//! `lease_token` that fences the holder's commits: a driver whose run was claimed by another
+//! process since cannot record anything more about it ([`StoreError::LeaseLost`]).
+//!
+//! Whether a recorded driver is still alive is not the store's to judge from a lease alone: on
+//! the driver's own host, a process that is gone is known to be gone at once (no need to wait
+//! for its lease to lapse), and one that lives is known to live (a laptop that slept past the
+//! lease still holds its run). Callers pass that check ([`Liveness`]), called inside the claim's
+//! transaction so that the answer cannot go stale before it is used; the lease decides only
+//! where the check cannot see ([`Liveness::Unknown`]: another host).
+
+use std::time::Duration;
 
 use baton_model::{RunId, RunState};
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::{Driver, SqliteStore, StoreError};
 
+/// How long a claim holds without a renewal.
+pub const LEASE_TERM: Duration = Duration::from_secs(30);
+
+/// A run held by this process: what fences its writes, and until when it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    /// Grows with every claim of the run: the newer holder's is larger.
+    pub token: u64,
+    pub expires_at_ms: i64,
+}
+
+/// What a caller can tell of a recorded driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Liveness {
+    /// Its process runs (checked on its host).
+    Alive,
+    /// Its process is gone.
+    Dead,
+    /// It cannot be seen from here: its lease decides.
+    Unknown,
+}
+
+/// A successful claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub lease: Lease,
+    /// The driver it replaced, if one was recorded (its attempts in flight were interrupted).
+    pub replaced: Option<Driver>,
+}
+
 impl SqliteStore {
-    /// Makes `me` the driver of `run`, unless another driver is recorded and `is_alive` says it
-    /// still runs. Returns the dead driver it replaced, if any (its attempts in flight were
-    /// interrupted). Claiming a run `me` already holds succeeds.
+    /// Makes `me` the driver of `run` until `now_ms + term` (renewable), unless another driver
+    /// holds it: one that `liveness` says is alive, or one it cannot see whose lease has not
+    /// lapsed. Claiming a run `me` already holds renews its lease.
     pub fn claim_driver(
         &self,
         run: &RunId,
         me: &Driver,
-        is_alive: impl FnOnce(&Driver) -> bool,
-    ) -> Result<Option<Driver>, StoreError> {
+        now_ms: i64,
+        term: Duration,
+        liveness: impl FnOnce(&Driver) -> Liveness,
+    ) -> Result<Claim, StoreError> {
+        let expires_at_ms = now_ms.saturating_add(term.as_millis() as i64);
         self.write(|tx| {
-            let (_, current) = status_and_driver(tx, run)?;
-            let replaced = match current {
-                Some(current) if current == *me => return Ok(None),
-                Some(current) if is_alive(&current) => return Err(held(run, current)),
-                other => other,
-            };
+            let held = holder(tx, run)?;
+            if held.driver.as_ref() == Some(me) {
+                renew(tx, run, held.token, expires_at_ms)?;
+                return Ok(Claim {
+                    lease: Lease {
+                        token: held.token,
+                        expires_at_ms,
+                    },
+                    replaced: None,
+                });
+            }
+            if let Some(current) = held.driver.clone() {
+                let lapsed = held.expires_at_ms.is_some_and(|at| at <= now_ms);
+                match liveness(&current) {
+                    Liveness::Alive => return Err(held_by(run, current)),
+                    Liveness::Unknown if !lapsed => return Err(held_by(run, current)),
+                    Liveness::Unknown | Liveness::Dead => {}
+                }
+            }
+            let token = held.token + 1;
             tx.prepare_cached(
-                "UPDATE runs SET driver_pid = ?2, driver_start_time = ?3, driver_host = ?4 \
-                 WHERE id = ?1",
+                "UPDATE runs SET driver_pid = ?2, driver_start_time = ?3, driver_host = ?4, \
+                 lease_token = ?5, lease_expires_at_ms = ?6 WHERE id = ?1",
             )?
-            .execute(params![run.as_str(), me.pid, me.start_time, me.host])?;
-            Ok(replaced)
+            .execute(params![
+                run.as_str(),
+                me.pid,
+                me.start_time,
+                me.host,
+                token,
+                expires_at_ms
+            ])?;
+            Ok(Claim {
+                lease: Lease {
+                    token,
+                    expires_at_ms,
+                },
+                replaced: held.driver,
+            })
         })
     }
 
-    /// Gives up `run` if `me` holds it; returns whether it did. A driver that lost its claim to
-    /// another process (because it was wrongly judged dead) cannot release the new one's.
-    pub fn release_driver(&self, run: &RunId, me: &Driver) -> Result<bool, StoreError> {
+    /// Extends `lease` on `run` to `now_ms + term`: the heartbeat of a live driver. Fails with
+    /// [`StoreError::LeaseLost`] once another process has claimed the run.
+    pub fn renew_lease(
+        &self,
+        run: &RunId,
+        lease: Lease,
+        now_ms: i64,
+        term: Duration,
+    ) -> Result<Lease, StoreError> {
+        let expires_at_ms = now_ms.saturating_add(term.as_millis() as i64);
+        self.write(|tx| renew(tx, run, lease.token, expires_at_ms))?;
+        Ok(Lease {
+            token: lease.token,
+            expires_at_ms,
+        })
+    }
+
+    /// Gives up `run` if `lease` still holds it; returns whether it did. A driver that lost its
+    /// run to another process cannot release the new holder's claim.
+    pub fn release_driver(&self, run: &RunId, lease: Lease) -> Result<bool, StoreError> {
         self.write(|tx| {
             let changed = tx
                 .prepare_cached(
                     "UPDATE runs SET driver_pid = NULL, driver_start_time = NULL, \
-                     driver_host = NULL \
-                     WHERE id = ?1 AND driver_pid = ?2 AND driver_start_time = ?3 \
-                     AND driver_host = ?4",
+                     driver_host = NULL, lease_expires_at_ms = NULL \
+                     WHERE id = ?1 AND lease_token = ?2 AND driver_pid IS NOT NULL",
                 )?
-                .execute(params![run.as_str(), me.pid, me.start_time, me.host])?;
+                .execute(params![run.as_str(), lease.token])?;
             Ok(changed > 0)
         })
     }
 
     /// Deletes a run with its tasks, attempts, events and graph (not its log files or worktrees,
-    /// which are the caller's). Refuses a `running` run whose driver `is_alive`. Returns whether
-    /// the run existed.
+    /// which are the caller's). Refuses a `running` run whose driver `liveness` says is alive
+    /// (or cannot see, while its lease holds). Returns whether the run existed.
     pub fn delete_run(
         &self,
         run: &RunId,
-        is_alive: impl FnOnce(&Driver) -> bool,
+        now_ms: i64,
+        liveness: impl FnOnce(&Driver) -> Liveness,
     ) -> Result<bool, StoreError> {
         self.write(|tx| {
-            let (status, driver) = match status_and_driver(tx, run) {
+            let held = match holder(tx, run) {
                 Ok(found) => found,
                 Err(StoreError::UnknownRun(_)) => return Ok(false),
                 Err(err) => return Err(err),
             };
-            if let Some(driver) =
-                driver.filter(|driver| status == RunState::Running && is_alive(driver))
+            if let Some(driver) = held
+                .driver
+                .clone()
+                .filter(|_| held.status == RunState::Running)
             {
-                return Err(held(run, driver));
+                let lapsed = held.expires_at_ms.is_some_and(|at| at <= now_ms);
+                match liveness(&driver) {
+                    Liveness::Alive => return Err(held_by(run, driver)),
+                    Liveness::Unknown if !lapsed => return Err(held_by(run, driver)),
+                    Liveness::Unknown | Liveness::Dead => {}
+                }
             }
             // `tasks`, `attempts` and `events` have no foreign key to cascade (see the version 3
             // migration); `run_graphs` and `task_counts` go with the run by theirs.
@@ -85,7 +178,39 @@ impl SqliteStore {
     }
 }
 
-fn held(run: &RunId, driver: Driver) -> StoreError {
+/// Extends the lease of `token` on `run`, or says it is lost.
+fn renew(
+    tx: &Transaction<'_>,
+    run: &RunId,
+    token: u64,
+    expires_at_ms: i64,
+) -> Result<(), StoreError> {
+    let changed = tx
+        .prepare_cached(
+            "UPDATE runs SET lease_expires_at_ms = ?3 \
+             WHERE id = ?1 AND lease_token = ?2 AND driver_pid IS NOT NULL",
+        )?
+        .execute(params![run.as_str(), token, expires_at_ms])?;
+    if changed == 0 {
+        return Err(StoreError::LeaseLost { run: run.clone() });
+    }
+    Ok(())
+}
+
+/// Whether `token` is the run's current lease: checked inside every fenced commit.
+pub(crate) fn check_token(tx: &Transaction<'_>, run: &RunId, token: u64) -> Result<(), StoreError> {
+    let current: Option<u64> = tx
+        .prepare_cached("SELECT lease_token FROM runs WHERE id = ?1")?
+        .query_row([run.as_str()], |row| row.get(0))
+        .optional()?;
+    match current {
+        None => Err(StoreError::UnknownRun(run.clone())),
+        Some(current) if current == token => Ok(()),
+        Some(_) => Err(StoreError::LeaseLost { run: run.clone() }),
+    }
+}
+
+fn held_by(run: &RunId, driver: Driver) -> StoreError {
     StoreError::RunHeld {
         run: run.clone(),
         pid: driver.pid,
@@ -94,17 +219,32 @@ fn held(run: &RunId, driver: Driver) -> StoreError {
     }
 }
 
-fn status_and_driver(
-    tx: &Transaction<'_>,
-    run: &RunId,
-) -> Result<(RunState, Option<Driver>), StoreError> {
+/// Who holds a run, and until when.
+struct Holder {
+    status: RunState,
+    driver: Option<Driver>,
+    token: u64,
+    expires_at_ms: Option<i64>,
+}
+
+fn holder(tx: &Transaction<'_>, run: &RunId) -> Result<Holder, StoreError> {
     let found = tx
         .prepare_cached(&format!(
-            "SELECT {} FROM runs WHERE id = ?1",
+            "SELECT {}, lease_token, lease_expires_at_ms FROM runs WHERE id = ?1",
             crate::read::RUN_COLUMNS
         ))?
-        .query_row([run.as_str()], crate::read::run_record)
+        .query_row([run.as_str()], |row| {
+            let record = crate::read::run_record(row)?;
+            let columns = crate::read::RUN_COLUMNS.split(',').count();
+            Ok((record, row.get(columns)?, row.get(columns + 1)?))
+        })
         .optional()?;
-    let record = found.ok_or_else(|| StoreError::UnknownRun(run.clone()))?;
-    Ok((record.status, record.driver))
+    let (record, token, expires_at_ms) =
+        found.ok_or_else(|| StoreError::UnknownRun(run.clone()))?;
+    Ok(Holder {
+        status: record.status,
+        driver: record.driver,
+        token,
+        expires_at_ms,
+    })
 }

@@ -71,6 +71,10 @@ pub enum StoreError {
         start_time: u64,
         host: String,
     },
+    /// The run was claimed by another driver since this one claimed it (its lease lapsed, or
+    /// its process was judged dead): nothing more it writes about the run is recorded.
+    #[error("run {run} was taken over by another process; this one no longer drives it")]
+    LeaseLost { run: RunId },
     #[error("there is no run {0}")]
     UnknownRun(RunId),
     #[error("run {0} already exists")]

@@ -22,15 +22,18 @@ mod private_fs;
 mod project;
 mod read;
 mod records;
+mod seam;
 mod statements;
 mod store;
 mod write;
 
 pub use approvals::Decision;
+pub use driver::{Claim, LEASE_TERM, Lease, Liveness};
 pub use durability::Durability;
 pub use error::StoreError;
 pub use migrate::SCHEMA_VERSION;
 pub use records::{
     AttemptOutput, AttemptRecord, Driver, NewRun, RunRecord, RunSummary, TaskRecord,
 };
+pub use seam::{RunLog, RunReader, Store};
 pub use store::SqliteStore;

@@ -16,6 +16,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("migrations/v5_approvals.sql"),
     include_str!("migrations/v6_containment.sql"),
     include_str!("migrations/v7_graph_order.sql"),
+    include_str!("migrations/v8_lease.sql"),
 ];
 
 /// The schema version this build writes.
@@ -100,7 +101,9 @@ mod tests {
             start_time: 2,
             host: "h".into(),
         };
-        store.claim_driver(&run, &me, |_| true).unwrap();
+        store
+            .claim_driver(&run, &me, 0, crate::LEASE_TERM, |_| crate::Liveness::Alive)
+            .unwrap();
         assert_eq!(store.run(&run).unwrap().unwrap().driver, Some(me));
     }
 
@@ -236,7 +239,11 @@ mod tests {
         let err = conn.execute("UPDATE events SET at_ms = 5", []).unwrap_err();
         assert!(err.to_string().contains("append-only"), "{err}");
         // And deleting the run still takes everything with it.
-        assert!(store.delete_run(&run, |_| false).unwrap());
+        assert!(
+            store
+                .delete_run(&run, 0, |_| crate::Liveness::Dead)
+                .unwrap()
+        );
         for table in ["tasks", "attempts", "events", "task_counts", "run_graphs"] {
             let rows: i64 = conn
                 .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |row| {

@@ -69,10 +69,36 @@ impl SqliteStore {
         events: &[Event],
         outputs: &[AttemptOutput],
     ) -> Result<Vec<u64>, StoreError> {
+        self.commit_checked(run, None, events, outputs)
+    }
+
+    /// [`SqliteStore::commit`] by the holder of `lease`: refused whole
+    /// ([`StoreError::LeaseLost`]) once another process has claimed the run. What a driver
+    /// commits goes this way.
+    pub fn commit_fenced(
+        &self,
+        run: &baton_model::RunId,
+        lease: crate::Lease,
+        events: &[Event],
+        outputs: &[AttemptOutput],
+    ) -> Result<Vec<u64>, StoreError> {
+        self.commit_checked(run, Some(lease.token), events, outputs)
+    }
+
+    fn commit_checked(
+        &self,
+        run: &baton_model::RunId,
+        fence: Option<u64>,
+        events: &[Event],
+        outputs: &[AttemptOutput],
+    ) -> Result<Vec<u64>, StoreError> {
         if events.is_empty() && outputs.is_empty() {
             return Ok(Vec::new());
         }
         self.write(|tx| {
+            if let Some(token) = fence {
+                crate::driver::check_token(tx, run, token)?;
+            }
             let last: Option<u64> = tx
                 .prepare_cached(
                     "SELECT (SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?1) \

@@ -1,8 +1,8 @@
 //! The SQLite store against real database files.
 
 mod concurrency;
+mod conformance;
 mod crash;
-mod driver;
 mod open;
 mod projections;
 mod support;

@@ -3,7 +3,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use baton_model::{RunState, parse_duration};
 use baton_runner::{RunError, driver};
-use baton_store::{SqliteStore, StoreError};
+use baton_store::StoreError;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
@@ -16,7 +16,7 @@ const POLL: Duration = Duration::from_millis(100);
 pub fn cancel(args: CancelArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let wait = parse_duration(&args.wait).map_err(|e| Failure::BadInput(format!("--wait: {e}")))?;
     let (project, reader) = records::open_with_project(store_url)?;
-    let run = records::resolve(&reader, Some(&args.run))?;
+    let run = records::resolve(&*reader, Some(&args.run))?;
     if run.status != RunState::Running {
         println!("run {} has already finished: {}", run.id, run.status);
         return Ok(exit::SUCCESS);
@@ -50,9 +50,8 @@ pub fn cancel(args: CancelArgs, store_url: Option<&str>) -> Result<i32, Failure>
         None => {
             // Nobody drives it: record the cancellation ourselves.
             let path = project.store_path(store_url).map_err(Failure::BadInput)?;
-            let store = SqliteStore::open(&path)
-                .with_context(|| format!("cannot open the run store at {}", path.display()))?;
-            match baton_runner::cancel_abandoned(&store, &run.id) {
+            let store = records::open_for_writing(&path)?;
+            match baton_runner::cancel_abandoned(store.as_ref(), &run.id) {
                 Ok(()) => {
                     println!("run {} cancelled (its driver had died)", run.id);
                     Ok(exit::SUCCESS)

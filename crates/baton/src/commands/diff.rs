@@ -14,7 +14,7 @@ use crate::exit::{self, Failure};
 
 /// The run's merged result: `(base, commit)`, or why there is none.
 fn result_of(
-    store: &baton_store::SqliteStore,
+    store: &dyn baton_store::Store,
     run: &baton_model::RunId,
 ) -> Result<(String, String), Failure> {
     let merged = store.last_event_of_kind(run, "result-merged")?;
@@ -47,10 +47,10 @@ fn repo_of(project: &crate::project::Project, run: &baton_model::RunId) -> Resul
 
 pub fn diff(args: DiffArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let (project, store) = records::open_with_project(store_url)?;
-    let run = records::resolve(&store, Some(&args.run))?;
+    let run = records::resolve(&*store, Some(&args.run))?;
     let repo = repo_of(&project, &run.id)?;
     let (from, to) = match &args.task {
-        None => result_of(&store, &run.id)?,
+        None => result_of(&*store, &run.id)?,
         Some(task) => {
             let last = store
                 .events_of_kind(&run.id, "workspace-committed")?
@@ -95,9 +95,9 @@ pub fn diff(args: DiffArgs, store_url: Option<&str>) -> Result<i32, Failure> {
 
 pub fn apply(args: ApplyArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let (project, store) = records::open_with_project(store_url)?;
-    let run = records::resolve(&store, Some(&args.run))?;
+    let run = records::resolve(&*store, Some(&args.run))?;
     let repo = repo_of(&project, &run.id)?;
-    let (_, commit) = result_of(&store, &run.id)?;
+    let (_, commit) = result_of(&*store, &run.id)?;
     if repo
         .is_dirty()
         .context("cannot read the working tree's status")?

@@ -12,7 +12,7 @@ const PAGE: u32 = 1000;
 
 pub fn events(args: EventsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let store = records::open(store_url)?;
-    let run = records::resolve(&store, Some(&args.run))?;
+    let run = records::resolve(&*store, Some(&args.run))?;
     let mut out = std::io::stdout().lock();
     let mut after = 0;
     loop {

@@ -13,19 +13,19 @@ const POLL: Duration = Duration::from_millis(100);
 
 pub fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let (project, store) = records::open_with_project(store_url)?;
-    let run = records::resolve(&store, Some(&args.run))?;
+    let run = records::resolve(&*store, Some(&args.run))?;
     let dirs = baton_runner::RunDirs::new(&project.state_dir, &run.id);
     let task = TaskId::new(args.task.clone())
         .map_err(|e| Failure::BadInput(format!("`{}` is not a task id: {e}", args.task)))?;
     let find =
-        |store: &baton_store::SqliteStore| -> Result<Option<baton_store::AttemptRecord>, Failure> {
+        |store: &dyn baton_store::Store| -> Result<Option<baton_store::AttemptRecord>, Failure> {
             let attempts = store.attempts(&run.id, &task)?;
             Ok(match args.attempt {
                 Some(n) => attempts.into_iter().find(|a| a.attempt == n),
                 None => attempts.into_iter().max_by_key(|a| a.attempt),
             })
         };
-    let mut attempt = find(&store)?;
+    let mut attempt = find(&*store)?;
     if attempt.is_none() {
         let known = store.tasks(&run.id)?.iter().any(|t| t.task == task);
         if !known {
@@ -52,7 +52,7 @@ pub fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
                 == baton_model::RunState::Running
             {
                 std::thread::sleep(POLL);
-                attempt = find(&store)?;
+                attempt = find(&*store)?;
                 continue;
             }
             return Ok(exit::SUCCESS);
@@ -73,7 +73,7 @@ pub fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             return Ok(exit::SUCCESS);
         }
         std::thread::sleep(POLL);
-        attempt = find(&store)?;
+        attempt = find(&*store)?;
     }
 }
 

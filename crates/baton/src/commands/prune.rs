@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use baton_model::{RunState, format_size, parse_duration};
 use baton_runner::{RunDirs, driver};
-use baton_store::{RunRecord, SqliteStore, StoreError};
+use baton_store::{RunRecord, Store, StoreError};
 use serde::Serialize;
 
 use crate::cli::PruneArgs;
@@ -76,14 +76,14 @@ pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         println!("nothing to prune: no runs are recorded here");
         return Ok(exit::SUCCESS);
     }
-    let store = SqliteStore::open(&path)
-        .with_context(|| format!("cannot open the run store at {}", path.display()))?;
+    let store = crate::commands::records::open_for_writing(&path)?;
+    let store = store.as_ref();
     let policy = Policy {
         keep: args.keep.map(|k| k as usize),
         older_than,
         max_log_bytes: None,
     };
-    let (removed, skipped) = apply(&store, &project.state_dir, &policy, args.dry_run)?;
+    let (removed, skipped) = apply(store, &project.state_dir, &policy, args.dry_run)?;
     if args.json {
         let report = PruneReport {
             schema: 1,
@@ -125,7 +125,7 @@ pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
 /// Removes the runs `policy` selects, with their logs; never one driven by a live process.
 /// Returns the runs removed (or that would be, with `dry_run`) and those skipped as running.
 pub fn apply(
-    store: &SqliteStore,
+    store: &dyn Store,
     state_dir: &Path,
     policy: &Policy,
     dry_run: bool,
@@ -161,7 +161,7 @@ pub fn apply(
             continue;
         }
         if !dry_run {
-            match store.delete_run(&run.id, driver::is_alive) {
+            match store.delete_run(&run.id, now_ms, &driver::liveness) {
                 Ok(_) => {}
                 // Taken over since we looked: leave it.
                 Err(StoreError::RunHeld { .. }) => {

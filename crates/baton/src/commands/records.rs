@@ -3,18 +3,30 @@
 
 use baton_model::{RunId, RunState};
 use baton_runner::driver;
-use baton_store::{RunRecord, SqliteStore};
+use baton_store::{RunRecord, SqliteStore, Store};
 
 use crate::exit::Failure;
 use crate::project::Project;
 
 /// The store of this project, read-only.
-pub fn open(store_url: Option<&str>) -> Result<SqliteStore, Failure> {
+pub fn open(store_url: Option<&str>) -> Result<Box<dyn Store>, Failure> {
     open_with_project(store_url).map(|(_, store)| store)
 }
 
+/// The store at `path` for reading and writing, created and migrated if needed: the one place
+/// that names a store's backend.
+pub fn open_for_writing(path: &std::path::Path) -> Result<Box<dyn Store>, Failure> {
+    let store = SqliteStore::open(path).map_err(|e| {
+        Failure::Internal(
+            anyhow::Error::new(e)
+                .context(format!("cannot open the run store at {}", path.display())),
+        )
+    })?;
+    Ok(Box::new(store))
+}
+
 /// The project and its store, read-only.
-pub fn open_with_project(store_url: Option<&str>) -> Result<(Project, SqliteStore), Failure> {
+pub fn open_with_project(store_url: Option<&str>) -> Result<(Project, Box<dyn Store>), Failure> {
     let project = Project::discover()?;
     let path = project.store_path(store_url).map_err(Failure::BadInput)?;
     if !path.exists() {
@@ -26,11 +38,11 @@ pub fn open_with_project(store_url: Option<&str>) -> Result<(Project, SqliteStor
     let store = SqliteStore::open_readonly(&path).map_err(|e| {
         Failure::Internal(anyhow::Error::new(e).context(format!("cannot read {}", path.display())))
     })?;
-    Ok((project, store))
+    Ok((project, Box::new(store)))
 }
 
 /// The run a user named: an exact id, a unique prefix of one, or `latest` (also when `None`).
-pub fn resolve(store: &SqliteStore, name: Option<&str>) -> Result<RunRecord, Failure> {
+pub fn resolve(store: &dyn Store, name: Option<&str>) -> Result<RunRecord, Failure> {
     let latest = || -> Result<RunRecord, Failure> {
         store
             .latest_run()?

@@ -6,7 +6,7 @@ use baton_graph::{Graph, Overrides};
 use baton_model::{RunId, RunState, TaskId, parse_duration};
 use baton_report::{LiveReporter, NullReporter, PlainReporter, Reporter, summary};
 use baton_runner::{AgentConfig, BudgetChange, RunConfig, RunError, StopRequest, Takeover};
-use baton_store::{SqliteStore, StoreError};
+use baton_store::{Store, StoreError};
 use tokio::sync::mpsc;
 
 use super::load::load_graph;
@@ -49,7 +49,7 @@ pub fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure> {
 }
 
 pub fn resume(args: ResumeArgs, store_url: Option<&str>) -> Result<i32, Failure> {
-    let run = records::resolve(&records::open(store_url)?, Some(&args.run))?;
+    let run = records::resolve(&*records::open(store_url)?, Some(&args.run))?;
     let budget = match args.raise_budget {
         Some(usd) if usd.is_finite() && usd >= 0.0 => Some(BudgetChange::RaiseUsd(usd)),
         Some(usd) => {
@@ -70,7 +70,7 @@ pub fn approve(args: ApproveArgs, store_url: Option<&str>) -> Result<i32, Failur
     if let Some(task) = &args.task {
         return decide(&args.run, task, true, None, store_url);
     }
-    let run = records::resolve(&records::open(store_url)?, Some(&args.run))?;
+    let run = records::resolve(&*records::open(store_url)?, Some(&args.run))?;
     if records::effective_state(&run) != RunState::Waiting {
         return Err(Failure::BadInput(format!(
             "run {} is {}, not waiting for approval",
@@ -86,7 +86,7 @@ pub fn approve(args: ApproveArgs, store_url: Option<&str>) -> Result<i32, Failur
 }
 
 pub fn retry(args: RetryArgs, store_url: Option<&str>) -> Result<i32, Failure> {
-    let run = records::resolve(&records::open(store_url)?, Some(&args.run))?;
+    let run = records::resolve(&*records::open(store_url)?, Some(&args.run))?;
     let tasks = args
         .tasks
         .iter()
@@ -119,10 +119,10 @@ fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Fai
         check_confinement(graph)?;
     }
     project.prepare_state_dir()?;
-    let store = SqliteStore::open(&store_path)
-        .with_context(|| format!("cannot open the run store at {}", store_path.display()))?;
+    let store = records::open_for_writing(&store_path)?;
+    let store = store.as_ref();
     if let Job::Takeover(run, _) = &job {
-        check_stored(&store, run, &agents, &runtime)?;
+        check_stored(store, run, &agents, &runtime)?;
     }
     let (stop_tx, stop_rx) = mpsc::unbounded_channel();
     let mut reporter = reporter(args);
@@ -137,10 +137,10 @@ fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Fai
         forward_signals(stop_tx)?;
         let result = match job {
             Job::New(graph) => {
-                baton_runner::run(*graph, &store, reporter.as_mut(), config, stop_rx).await
+                baton_runner::run(*graph, store, reporter.as_mut(), config, stop_rx).await
             }
             Job::Takeover(run, how) => {
-                baton_runner::resume(&run, how, &store, reporter.as_mut(), config, stop_rx).await
+                baton_runner::resume(&run, how, store, reporter.as_mut(), config, stop_rx).await
             }
         };
         anyhow::Ok(result)
@@ -160,7 +160,7 @@ fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Fai
 
     // Default retention, after the run so that it never delays one: keeps `.baton/` bounded.
     if let Err(err) = super::prune::apply(
-        &store,
+        store,
         &project.state_dir,
         &super::prune::Policy::default_retention(),
         false,
@@ -268,7 +268,7 @@ fn check_confinement(graph: &Graph) -> Result<(), Failure> {
 /// What a takeover re-checks of the stored graph: the environment and engines may have
 /// changed since the run began.
 fn check_stored(
-    store: &SqliteStore,
+    store: &dyn Store,
     run: &RunId,
     agents: &AgentConfig,
     runtime: &tokio::runtime::Runtime,
@@ -357,9 +357,8 @@ fn decide(
     // driver's, briefly), not the readers' read-only one.
     let (project, _) = records::open_with_project(store_url)?;
     let path = project.store_path(store_url).map_err(Failure::BadInput)?;
-    let store = SqliteStore::open(&path)
-        .with_context(|| format!("cannot open the run store at {}", path.display()))?;
-    let run = records::resolve(&store, Some(run))?;
+    let store = records::open_for_writing(&path)?;
+    let run = records::resolve(store.as_ref(), Some(run))?;
     let task_id = TaskId::new(task.to_owned())
         .map_err(|e| Failure::BadInput(format!("`{task}` is not a task id: {e}")))?;
     let Some(record) = store

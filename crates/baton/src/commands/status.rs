@@ -8,8 +8,8 @@ use crate::exit::{self, Failure};
 
 pub fn status(args: StatusArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let store = records::open(store_url)?;
-    let run = records::resolve(&store, args.run.as_deref())?;
-    let mut result = baton_runner::build_result(&store, &run.id)?;
+    let run = records::resolve(&*store, args.run.as_deref())?;
+    let mut result = baton_runner::build_result(&*store, &run.id)?;
     result.run.state = records::effective_state(&run);
     if args.json {
         println!(

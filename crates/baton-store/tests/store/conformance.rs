@@ -1,0 +1,489 @@
+//! What every store backend must do, written against the traits ([`RunLog`], [`RunReader`])
+//! and run against each backend: SQLite today (see the `backends` at the end), PostgreSQL
+//! next. A backend is a [`Database`]: handles opened on it behave like separate processes.
+
+use std::time::Duration;
+
+use baton_model::{AgentUsage, EventKind, Outcome, RunState, TaskState};
+use baton_store::{Driver, LEASE_TERM, Lease, Liveness, SqliteStore, Store, StoreError};
+
+use crate::support::*;
+
+/// One database of a backend, fresh for each test.
+pub trait Database: Sync {
+    /// A new handle on it for reading and writing, as another process would open one.
+    fn open(&self) -> Box<dyn Store>;
+    /// A handle that only reads.
+    fn reader(&self) -> Box<dyn Store>;
+}
+
+fn driver(pid: u32, host: &str) -> Driver {
+    Driver {
+        pid,
+        start_time: u64::from(pid) * 100,
+        host: host.into(),
+    }
+}
+
+/// What the caller of a claim can tell: driver `alive` is alive; others on `box` are dead;
+/// those elsewhere cannot be seen.
+fn seen(alive: u32) -> impl Fn(&Driver) -> Liveness {
+    move |d| match (d.host.as_str(), d.pid == alive) {
+        ("box", true) => Liveness::Alive,
+        ("box", false) => Liveness::Dead,
+        _ => Liveness::Unknown,
+    }
+}
+
+const T0: i64 = 1_000_000;
+
+/// `r1` of tasks `a` and `b`, held by driver 1 on `box`.
+fn held(store: &dyn Store) -> Lease {
+    store.create_run(&new_run("r1", &["a", "b"])).unwrap();
+    store
+        .claim(&run_id("r1"), &driver(1, "box"), T0, LEASE_TERM, &seen(1))
+        .unwrap()
+        .lease
+}
+
+pub fn a_new_run_has_its_tasks_pending_in_graph_order(db: &dyn Database) {
+    let store = db.open();
+    store.create_run(&new_run("r1", &["b", "a"])).unwrap();
+    let run = run_id("r1");
+    let record = store.run(&run).unwrap().unwrap();
+    assert_eq!(record.status, RunState::Running);
+    assert_eq!((record.task_count, record.concurrency), (2, 4));
+    assert_eq!(record.driver, None);
+    let tasks = store.tasks(&run).unwrap();
+    let ids: Vec<&str> = tasks.iter().map(|t| t.task.as_str()).collect();
+    assert_eq!(ids, ["b", "a"]);
+    assert!(
+        tasks
+            .iter()
+            .all(|t| t.status == TaskState::Pending && t.attempts == 0)
+    );
+    assert_eq!(
+        store.graph_json(&run).unwrap().as_deref(),
+        Some(r#"{"tasks":[]}"#)
+    );
+    let summaries = store.runs(10).unwrap();
+    assert_eq!(summaries.len(), 1);
+    assert_eq!(summaries[0].count(TaskState::Pending), 2);
+    assert_eq!(store.latest_run().unwrap().unwrap().id, run);
+    let again = store.create_run(&new_run("r1", &["a"])).unwrap_err();
+    assert!(matches!(again, StoreError::RunExists(_)), "{again:?}");
+    assert_eq!(store.run(&run_id("r9")).unwrap(), None);
+}
+
+pub fn a_turn_is_recorded_whole_and_numbered(db: &dyn Database) {
+    let store = db.open();
+    let lease = held(store.as_ref());
+    let run = run_id("r1");
+    let seqs = store
+        .record(
+            &run,
+            lease,
+            &[
+                started(1_100, "a", 1),
+                finished(1_200, "a", 1, Outcome::Exited { code: 0 }),
+                task_finished(1_200, "a", TaskState::Succeeded, None),
+                started(1_300, "b", 1),
+            ],
+            &[output("a", 1, "done")],
+        )
+        .unwrap();
+    assert_eq!(seqs, [1, 2, 3, 4]);
+    assert_eq!(store.last_seq(&run).unwrap(), 4);
+    let after = store.events(&run, 2, 10).unwrap();
+    assert_eq!(after.iter().map(|e| e.seq).collect::<Vec<_>>(), [3, 4]);
+    assert_eq!(store.events(&run, 0, 1).unwrap().len(), 1);
+    assert_eq!(
+        store.events_of_kind(&run, "attempt-started").unwrap().len(),
+        2
+    );
+    let last = store.last_event_of_kind(&run, "attempt-started").unwrap();
+    assert_eq!(last.map(|e| e.seq), Some(4));
+    let a = store.attempts(&run, &task("a")).unwrap();
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].outcome, Some(Outcome::Exited { code: 0 }));
+    assert_eq!(a[0].output.as_deref(), Some("done"));
+    let open = store.open_attempts(&run).unwrap();
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].task, task("b"));
+    let mut seen = Vec::new();
+    store
+        .each_attempt(&run, &mut |attempt| seen.push(attempt.task))
+        .unwrap();
+    assert_eq!(seen, [task("a"), task("b")]);
+    assert_eq!(store.run_attempts(&run).unwrap().len(), 2);
+    let tasks = store.tasks(&run).unwrap();
+    assert_eq!(tasks[0].status, TaskState::Succeeded);
+    assert_eq!(tasks[1].status, TaskState::Running);
+    // A turn with an event about a task the run lacks is refused whole.
+    let err = store
+        .record(
+            &run,
+            lease,
+            &[
+                finished(1_400, "b", 1, Outcome::Exited { code: 1 }),
+                started(1_400, "nope", 1),
+            ],
+            &[],
+        )
+        .unwrap_err();
+    assert!(matches!(err, StoreError::UnknownTask { .. }), "{err:?}");
+    assert_eq!(store.last_seq(&run).unwrap(), 4);
+    assert_eq!(store.open_attempts(&run).unwrap().len(), 1);
+    assert!(store.check_consistency(&run).unwrap().is_empty());
+}
+
+pub fn what_agents_spent_is_summed_per_run(db: &dyn Database) {
+    let store = db.open();
+    let lease = held(store.as_ref());
+    let run = run_id("r1");
+    let spent = |attempt, tokens, usd| {
+        event(
+            2_000,
+            EventKind::AttemptFinished {
+                task: task("a"),
+                attempt,
+                outcome: Outcome::Exited { code: 0 },
+                duration_ms: 5,
+                agent: Some(Box::new(AgentUsage {
+                    input_tokens: tokens,
+                    cost_usd: Some(usd),
+                    ..AgentUsage::default()
+                })),
+                containment: None,
+            },
+        )
+    };
+    assert_eq!(store.run_spend(&run).unwrap(), (None, None));
+    store
+        .record(
+            &run,
+            lease,
+            &[
+                started(1_000, "a", 1),
+                spent(1, 100, 0.25),
+                started(3_000, "a", 2),
+                spent(2, 50, 0.5),
+            ],
+            &[],
+        )
+        .unwrap();
+    let (tokens, usd) = store.run_spend(&run).unwrap();
+    assert_eq!(tokens, Some(150));
+    assert!((usd.unwrap() - 0.75).abs() < 1e-9, "{usd:?}");
+}
+
+pub fn a_task_is_decided_once(db: &dyn Database) {
+    let store = db.open();
+    held(store.as_ref());
+    let run = run_id("r1");
+    assert!(store.decisions(&run).unwrap().is_empty());
+    // A person decides from another process.
+    let other = db.open();
+    other
+        .decide(&run, &task("a"), false, Some("not now"), 5)
+        .unwrap()
+        .unwrap();
+    let first = other
+        .decide(&run, &task("a"), true, None, 6)
+        .unwrap()
+        .unwrap_err();
+    assert!(!first.approved);
+    assert_eq!(first.reason.as_deref(), Some("not now"));
+    let decisions = store.decisions(&run).unwrap();
+    assert_eq!(decisions.len(), 1);
+    assert_eq!((decisions[0].task.as_str(), decisions[0].at_ms), ("a", 5));
+}
+
+pub fn a_live_driver_keeps_its_run_and_a_dead_one_is_replaced(db: &dyn Database) {
+    let store = db.open();
+    store.create_run(&new_run("r1", &["a"])).unwrap();
+    let run = run_id("r1");
+    let first = store
+        .claim(&run, &driver(1, "box"), T0, LEASE_TERM, &|_| unreachable!())
+        .unwrap();
+    assert_eq!(first.replaced, None);
+    assert_eq!(
+        first.lease.expires_at_ms,
+        T0 + LEASE_TERM.as_millis() as i64
+    );
+    // Claiming again renews, and asks nobody.
+    let again = store
+        .claim(
+            &run,
+            &driver(1, "box"),
+            T0 + 5,
+            LEASE_TERM,
+            &|_| unreachable!(),
+        )
+        .unwrap();
+    assert_eq!(again.lease.token, first.lease.token);
+    // Alive on its host: held, whatever its lease says (a laptop that slept past it).
+    let far_later = T0 + 100 * LEASE_TERM.as_millis() as i64;
+    let err = store
+        .claim(&run, &driver(2, "box"), far_later, LEASE_TERM, &seen(1))
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::RunHeld { pid: 1, start_time: 100, ref host, .. } if host == "box"),
+        "{err:?}"
+    );
+    assert_eq!(err.to_string(), "run r1 is held by process 1 on box");
+    // Dead on its host: replaced at once, lease or not.
+    let second = store
+        .claim(&run, &driver(2, "box"), T0 + 10, LEASE_TERM, &seen(2))
+        .unwrap();
+    assert_eq!(second.replaced, Some(driver(1, "box")));
+    assert!(second.lease.token > first.lease.token);
+    assert_eq!(
+        store.run(&run).unwrap().unwrap().driver,
+        Some(driver(2, "box"))
+    );
+    // The replaced driver, if it was alive after all, cannot release the new one's claim.
+    assert!(!store.release(&run, first.lease).unwrap());
+    assert!(store.release(&run, second.lease).unwrap());
+    assert_eq!(store.run(&run).unwrap().unwrap().driver, None);
+    let err = store
+        .claim(&run_id("r9"), &driver(1, "box"), T0, LEASE_TERM, &seen(1))
+        .unwrap_err();
+    assert!(matches!(err, StoreError::UnknownRun(_)), "{err:?}");
+}
+
+pub fn a_driver_out_of_sight_holds_its_run_until_its_lease_lapses(db: &dyn Database) {
+    let store = db.open();
+    store.create_run(&new_run("r1", &["a"])).unwrap();
+    let run = run_id("r1");
+    let term = Duration::from_secs(10);
+    let remote = store
+        .claim(&run, &driver(7, "elsewhere"), T0, term, &seen(0))
+        .unwrap()
+        .lease;
+    let claim_at = |now| store.claim(&run, &driver(2, "box"), now, term, &seen(2));
+    assert!(matches!(
+        claim_at(T0 + 9_999),
+        Err(StoreError::RunHeld { pid: 7, .. })
+    ));
+    // Its heartbeat keeps it.
+    let renewed = store.renew(&run, remote, T0 + 9_000, term).unwrap();
+    assert_eq!(renewed.expires_at_ms, T0 + 19_000);
+    assert!(claim_at(T0 + 18_000).is_err());
+    // Past its lease, it is taken over.
+    let taken = claim_at(T0 + 19_000).unwrap();
+    assert_eq!(taken.replaced, Some(driver(7, "elsewhere")));
+    // And the old holder's heartbeat says so.
+    let lost = store.renew(&run, renewed, T0 + 19_500, term).unwrap_err();
+    assert!(matches!(lost, StoreError::LeaseLost { .. }), "{lost:?}");
+}
+
+pub fn a_driver_whose_run_was_taken_over_records_nothing(db: &dyn Database) {
+    let store = db.open();
+    let old = held(store.as_ref());
+    let run = run_id("r1");
+    store
+        .record(&run, old, &[started(1_100, "a", 1)], &[])
+        .unwrap();
+    // Another process on another host takes the run over once the old lease lapsed.
+    let other = db.open();
+    let later = T0 + 2 * LEASE_TERM.as_millis() as i64;
+    let new = other
+        .claim(&run, &driver(9, "elsewhere"), later, LEASE_TERM, &|_| {
+            Liveness::Unknown
+        })
+        .unwrap()
+        .lease;
+    assert!(new.token > old.token);
+    // The stale driver's late completion changes nothing.
+    let err = store
+        .record(
+            &run,
+            old,
+            &[
+                finished(1_200, "a", 1, Outcome::Exited { code: 0 }),
+                task_finished(1_200, "a", TaskState::Succeeded, None),
+            ],
+            &[output("a", 1, "late")],
+        )
+        .unwrap_err();
+    assert!(matches!(err, StoreError::LeaseLost { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "run r1 was taken over by another process; this one no longer drives it"
+    );
+    assert_eq!(store.last_seq(&run).unwrap(), 1);
+    assert_eq!(store.tasks(&run).unwrap()[0].status, TaskState::Running);
+    // The new holder records.
+    other
+        .record(
+            &run,
+            new,
+            &[finished(later, "a", 1, Outcome::Interrupted)],
+            &[],
+        )
+        .unwrap();
+    assert_eq!(store.last_seq(&run).unwrap(), 2);
+}
+
+pub fn handles_claiming_at_once_get_exactly_one_driver(db: &dyn Database) {
+    db.open().create_run(&new_run("r1", &["a"])).unwrap();
+    let winners: usize = std::thread::scope(|scope| {
+        let handles: Vec<_> = (1..=8)
+            .map(|pid| {
+                let store = db.open();
+                scope.spawn(move || {
+                    store
+                        .claim(&run_id("r1"), &driver(pid, "box"), T0, LEASE_TERM, &|_| {
+                            Liveness::Alive
+                        })
+                        .is_ok()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| usize::from(h.join().unwrap()))
+            .sum()
+    });
+    assert_eq!(winners, 1);
+}
+
+pub fn only_a_run_no_live_driver_holds_is_deleted(db: &dyn Database) {
+    let store = db.open();
+    let lease = held(store.as_ref());
+    let run = run_id("r1");
+    store
+        .record(&run, lease, &[started(1, "a", 1)], &[output("a", 1, "x")])
+        .unwrap();
+    let err = store.delete_run(&run, T0, &seen(1)).unwrap_err();
+    assert!(matches!(err, StoreError::RunHeld { pid: 1, .. }), "{err:?}");
+    assert!(store.run(&run).unwrap().is_some());
+    // Its driver died: the run is interrupted, and may go, with all it recorded.
+    assert!(store.delete_run(&run, T0, &seen(0)).unwrap());
+    assert_eq!(store.run(&run).unwrap(), None);
+    assert!(store.tasks(&run).unwrap().is_empty());
+    assert!(store.attempts(&run, &task("a")).unwrap().is_empty());
+    assert!(store.events(&run, 0, 10).unwrap().is_empty());
+    assert_eq!(store.graph_json(&run).unwrap(), None);
+    assert!(!store.delete_run(&run, T0, &seen(1)).unwrap());
+    // A finished run goes even while its driver lives on.
+    let lease = held(store.as_ref());
+    store
+        .record(
+            &run,
+            lease,
+            &[event(
+                2,
+                EventKind::RunFinished {
+                    state: RunState::Failed,
+                },
+            )],
+            &[],
+        )
+        .unwrap();
+    assert!(store.delete_run(&run, T0, &seen(1)).unwrap());
+}
+
+pub fn readers_see_whole_turns_while_a_driver_records(db: &dyn Database) {
+    let store = db.open();
+    store.create_run(&new_numbered_run("r1", 201)).unwrap();
+    let run = run_id("r1");
+    let lease = store
+        .claim(&run, &driver(1, "box"), T0, LEASE_TERM, &seen(1))
+        .unwrap()
+        .lease;
+    store
+        .record(&run, lease, &[started(0, "t0", 1)], &[])
+        .unwrap();
+    let reader = db.reader();
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            for i in 0..200 {
+                let (this, next) = (format!("t{i}"), format!("t{}", i + 1));
+                store
+                    .record(
+                        &run,
+                        lease,
+                        &[
+                            finished(i, &this, 1, Outcome::Exited { code: 0 }),
+                            task_finished(i, &this, TaskState::Succeeded, None),
+                            started(i, &next, 1),
+                        ],
+                        &[output(&this, 1, "out")],
+                    )
+                    .unwrap();
+            }
+        });
+        let mut looks = 0;
+        while !writer.is_finished() || looks == 0 {
+            // Every look is one whole turn or another: exactly one task running, and the
+            // succeeded ones each with their output.
+            let tasks = reader.tasks(&run).unwrap();
+            let running = tasks
+                .iter()
+                .filter(|t| t.status == TaskState::Running)
+                .count();
+            assert_eq!(running, 1, "a half-recorded turn was seen");
+            let problems = reader.check_consistency(&run).unwrap();
+            assert!(problems.is_empty(), "{problems:#?}");
+            looks += 1;
+        }
+        writer.join().unwrap();
+    });
+    assert_eq!(reader.last_seq(&run).unwrap(), 601);
+}
+
+/// Every case above, as one `#[test]` per backend.
+macro_rules! conformance {
+    ($backend:ident, $database:expr) => {
+        mod $backend {
+            use super::*;
+            conformance!(@cases $database;
+                a_new_run_has_its_tasks_pending_in_graph_order,
+                a_turn_is_recorded_whole_and_numbered,
+                what_agents_spent_is_summed_per_run,
+                a_task_is_decided_once,
+                a_live_driver_keeps_its_run_and_a_dead_one_is_replaced,
+                a_driver_out_of_sight_holds_its_run_until_its_lease_lapses,
+                a_driver_whose_run_was_taken_over_records_nothing,
+                handles_claiming_at_once_get_exactly_one_driver,
+                only_a_run_no_live_driver_holds_is_deleted,
+                readers_see_whole_turns_while_a_driver_records,
+            );
+        }
+    };
+    (@cases $database:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                super::$case(&$database);
+            }
+        )*
+    };
+}
+
+/// SQLite: a database file; each handle its own connection, as each process has.
+struct Sqlite(Db);
+
+impl Database for Sqlite {
+    fn open(&self) -> Box<dyn Store> {
+        Box::new(self.0.open())
+    }
+
+    fn reader(&self) -> Box<dyn Store> {
+        Box::new(SqliteStore::open_readonly(&self.0.path()).unwrap())
+    }
+}
+
+conformance!(sqlite, Sqlite(Db::new()));
+
+/// A reader's handle speaks the whole language but cannot write: its claim fails.
+#[test]
+fn a_read_only_sqlite_handle_refuses_to_write() {
+    let db = Sqlite(Db::new());
+    db.open().create_run(&new_run("r1", &["a"])).unwrap();
+    let reader = db.reader();
+    let claimed = reader.claim(&run_id("r1"), &driver(1, "box"), T0, LEASE_TERM, &seen(1));
+    assert!(claimed.is_err(), "{claimed:?}");
+}
