@@ -345,7 +345,6 @@ fn apply_event(
                 .get(Sql::RunStopping)?
                 .execute(params![id, reason])?;
         }
-        // The event is the record; readers look it up when they need the budget.
         EventKind::TaskWaiting { task } => {
             let changed = statements.get(Sql::TaskWaiting)?.execute(params![
                 id,
@@ -354,11 +353,21 @@ fn apply_event(
             ])?;
             known_task(changed, run, task)?;
         }
-        EventKind::TaskDecided { .. }
-        | EventKind::BudgetChanged { .. }
-        | EventKind::WorkspaceCommitted { .. }
+        // No column changes, but the task must be the run's, as for every event about a task.
+        EventKind::TaskDecided { task, .. }
+        | EventKind::WorkspaceCommitted { task, .. }
+        | EventKind::Checked {
+            task: Some(task), ..
+        } => {
+            let known = statements
+                .get(Sql::TaskKnown)?
+                .exists(params![id, task.as_str()])?;
+            known_task(usize::from(known), run, task)?;
+        }
+        // The event is the record; readers look it up when they need the budget.
+        EventKind::BudgetChanged { .. }
         | EventKind::ResultMerged { .. }
-        | EventKind::Checked { .. } => {}
+        | EventKind::Checked { task: None, .. } => {}
         EventKind::RunFinished { state } => {
             statements
                 .get(Sql::RunFinished)?

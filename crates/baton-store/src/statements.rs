@@ -36,6 +36,7 @@ pub(crate) enum Sql {
     TaskFinished,
     AttemptOutput,
     TaskOutput,
+    TaskKnown,
     AttemptRan,
     TaskRan,
 }
@@ -124,6 +125,7 @@ impl Sql {
                  WHERE run_id = ?1 AND task_id = ?2 \
                  AND (output_attempt IS NULL OR output_attempt <= ?3)"
             }
+            Self::TaskKnown => "SELECT 1 FROM tasks WHERE run_id = ?1 AND task_id = ?2",
             // `InsertAttempt` and `AttemptFinishedWithOutput` at once: an attempt whose start
             // and end are in the same commit.
             Self::AttemptRan => {

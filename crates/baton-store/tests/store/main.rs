@@ -3,6 +3,7 @@
 mod concurrency;
 mod conformance;
 mod crash;
+mod fold;
 mod open;
 mod projections;
 mod support;
