@@ -46,6 +46,42 @@ struct Log {
     outputs: Vec<(usize, AttemptOutput)>,
 }
 
+impl Log {
+    /// Appends an event, 10 ms after the one before; returns its index.
+    fn push(&mut self, kind: EventKind) -> usize {
+        let at_ms = 1_000 + 10 * self.events.len() as i64;
+        self.events.push(event(at_ms, kind));
+        self.events.len() - 1
+    }
+
+    /// Ends `attempt` of `task` as `d` says, mostly with an output in the same turn.
+    fn end_attempt(&mut self, task: &TaskId, attempt: u32, d: u32) {
+        let ended = self.push(EventKind::AttemptFinished {
+            task: task.clone(),
+            attempt,
+            outcome: outcome(d),
+            duration_ms: u64::from(d % 100),
+            agent: agent(d / 7),
+            containment: containment(d / 3),
+        });
+        if !d.is_multiple_of(6) {
+            self.outputs.push((ended, output(task, attempt, d)));
+        }
+    }
+}
+
+fn output(task: &TaskId, attempt: u32, c: u32) -> AttemptOutput {
+    AttemptOutput {
+        task: task.clone(),
+        attempt,
+        output: format!("out {c}"),
+        output_bytes: u64::from(c % 10_000),
+        output_json: c.is_multiple_of(2).then(|| format!("{{\"n\":{c}}}")),
+        stderr_tail: format!("err {}", c % 7),
+        log_path: format!("logs/{task}.{attempt}.{c}.log"),
+    }
+}
+
 /// What the simulated driver knows of one task: the attempts started, and which have ended.
 #[derive(Debug, Default, Clone)]
 struct Attempts {
@@ -160,28 +196,11 @@ fn simulate(case: &Case) -> Log {
     let ids: Vec<TaskId> = numbered(case.tasks).iter().map(|id| task(id)).collect();
     let mut tasks = vec![Attempts::default(); case.tasks];
     let mut log = Log::default();
-    let push = |log: &mut Log, kind: EventKind| {
-        let at_ms = 1_000 + 10 * log.events.len() as i64;
-        log.events.push(event(at_ms, kind));
-        log.events.len() - 1
-    };
-    let output = |task: &TaskId, attempt: u32, c: u32| AttemptOutput {
-        task: task.clone(),
-        attempt,
-        output: format!("out {c}"),
-        output_bytes: u64::from(c % 10_000),
-        output_json: (c.is_multiple_of(2)).then(|| format!("{{\"n\":{c}}}")),
-        stderr_tail: format!("err {}", c % 7),
-        log_path: format!("logs/{task}.{attempt}.{c}.log"),
-    };
-    push(
-        &mut log,
-        EventKind::RunStarted {
-            name: "g".into(),
-            tasks: case.tasks as u32,
-            concurrency: 2,
-        },
-    );
+    log.push(EventKind::RunStarted {
+        name: "g".into(),
+        tasks: case.tasks as u32,
+        concurrency: 2,
+    });
     for &c in &case.choices {
         let i = (c as usize / 32) % case.tasks;
         let id = ids[i].clone();
@@ -191,41 +210,22 @@ fn simulate(case: &Case) -> Log {
             0..=7 => {
                 let attempt = tasks[i].fresh(d);
                 tasks[i].started.insert(attempt, true);
-                push(
-                    &mut log,
-                    EventKind::AttemptStarted {
-                        task: id.clone(),
-                        attempt,
-                        pid: Some(d % 5 + 100),
-                    },
-                );
-                let ended = push(
-                    &mut log,
-                    EventKind::AttemptFinished {
-                        task: id.clone(),
-                        attempt,
-                        outcome: outcome(d),
-                        duration_ms: u64::from(d % 100),
-                        agent: agent(d / 7),
-                        containment: containment(d / 3),
-                    },
-                );
-                if !d.is_multiple_of(8) {
-                    log.outputs.push((ended, output(&id, attempt, d)));
-                }
+                log.push(EventKind::AttemptStarted {
+                    task: id.clone(),
+                    attempt,
+                    pid: Some(d % 5 + 100),
+                });
+                log.end_attempt(&id, attempt, d);
                 let state = if d.is_multiple_of(4) {
                     TaskState::ALL[d as usize % TaskState::ALL.len()]
                 } else {
                     TaskState::Succeeded
                 };
-                push(
-                    &mut log,
-                    EventKind::TaskFinished {
-                        task: id,
-                        state,
-                        reason: reason(d),
-                    },
-                );
+                log.push(EventKind::TaskFinished {
+                    task: id,
+                    state,
+                    reason: reason(d),
+                });
             }
             8..=11 => {
                 let attempt = tasks[i].fresh(d);
@@ -235,34 +235,18 @@ fn simulate(case: &Case) -> Log {
                     1 => Some(u32::MAX),
                     _ => Some(d % 1_000),
                 };
-                push(
-                    &mut log,
-                    EventKind::AttemptStarted {
-                        task: id,
-                        attempt,
-                        pid,
-                    },
-                );
+                log.push(EventKind::AttemptStarted {
+                    task: id,
+                    attempt,
+                    pid,
+                });
             }
             12..=15 => {
                 let Some(attempt) = tasks[i].to_end(d) else {
                     continue;
                 };
                 tasks[i].started.insert(attempt, true);
-                let ended = push(
-                    &mut log,
-                    EventKind::AttemptFinished {
-                        task: id.clone(),
-                        attempt,
-                        outcome: outcome(d),
-                        duration_ms: u64::from(d),
-                        agent: agent(d / 5),
-                        containment: containment(d / 11),
-                    },
-                );
-                if !d.is_multiple_of(4) {
-                    log.outputs.push((ended, output(&id, attempt, d)));
-                }
+                log.end_attempt(&id, attempt, d);
             }
             16..=17 => {
                 let delay_ms = match d % 4 {
@@ -270,56 +254,41 @@ fn simulate(case: &Case) -> Log {
                     1 => u64::MAX,
                     _ => u64::from(d % 10_000),
                 };
-                push(
-                    &mut log,
-                    EventKind::RetryScheduled {
-                        task: id,
-                        attempt: tasks[i].highest() + 1,
-                        delay_ms,
-                    },
-                );
+                log.push(EventKind::RetryScheduled {
+                    task: id,
+                    attempt: tasks[i].highest() + 1,
+                    delay_ms,
+                });
             }
             18..=19 => {
-                push(
-                    &mut log,
-                    EventKind::TaskFinished {
-                        task: id,
-                        state: TaskState::ALL[d as usize % TaskState::ALL.len()],
-                        reason: reason(d / 11),
-                    },
-                );
+                log.push(EventKind::TaskFinished {
+                    task: id,
+                    state: TaskState::ALL[d as usize % TaskState::ALL.len()],
+                    reason: reason(d / 11),
+                });
             }
             20 => {
-                push(&mut log, EventKind::TaskWaiting { task: id });
+                log.push(EventKind::TaskWaiting { task: id });
             }
             21 => {
-                push(
-                    &mut log,
-                    EventKind::TaskDecided {
-                        task: id,
-                        approved: d.is_multiple_of(2),
-                        reason: reason(d),
-                    },
-                );
+                log.push(EventKind::TaskDecided {
+                    task: id,
+                    approved: d.is_multiple_of(2),
+                    reason: reason(d),
+                });
             }
             22 => {
-                push(&mut log, EventKind::TaskReset { task: id });
+                log.push(EventKind::TaskReset { task: id });
             }
             23 => {
-                push(
-                    &mut log,
-                    EventKind::RunStopping {
-                        reason: format!("stop {}", d % 3),
-                    },
-                );
+                log.push(EventKind::RunStopping {
+                    reason: format!("stop {}", d % 3),
+                });
             }
             24 => {
-                push(
-                    &mut log,
-                    EventKind::RunFinished {
-                        state: RunState::ALL[d as usize % RunState::ALL.len()],
-                    },
-                );
+                log.push(EventKind::RunFinished {
+                    state: RunState::ALL[d as usize % RunState::ALL.len()],
+                });
             }
             25 => {
                 let kind = if d.is_multiple_of(3) {
@@ -333,57 +302,45 @@ fn simulate(case: &Case) -> Log {
                         retry: d.is_multiple_of(2),
                     }
                 };
-                push(&mut log, kind);
+                log.push(kind);
             }
             26 => {
-                push(
-                    &mut log,
-                    EventKind::BudgetChanged {
-                        usd: Some(2.5),
-                        tokens: None,
-                        soft_usd: None,
-                        soft_tokens: Some(10),
-                    },
-                );
+                log.push(EventKind::BudgetChanged {
+                    usd: Some(2.5),
+                    tokens: None,
+                    soft_usd: None,
+                    soft_tokens: Some(10),
+                });
             }
             27 => {
-                push(
-                    &mut log,
-                    EventKind::ResultMerged {
-                        branch: "baton/result".into(),
-                        base: None,
-                        commit: Some("abc".into()),
-                        conflict_task: None,
-                        conflict_with: Vec::new(),
-                        conflict_files: Vec::new(),
-                        error: None,
-                    },
-                );
+                log.push(EventKind::ResultMerged {
+                    branch: "baton/result".into(),
+                    base: None,
+                    commit: Some("abc".into()),
+                    conflict_task: None,
+                    conflict_with: Vec::new(),
+                    conflict_files: Vec::new(),
+                    error: None,
+                });
             }
             28 => {
-                push(
-                    &mut log,
-                    EventKind::Checked {
-                        task: (d.is_multiple_of(2)).then(|| id.clone()),
-                        attempt: (d.is_multiple_of(2)).then(|| tasks[i].highest()),
-                        checks: Vec::new(),
-                        blamed: None,
-                    },
-                );
+                log.push(EventKind::Checked {
+                    task: (d.is_multiple_of(2)).then(|| id.clone()),
+                    attempt: (d.is_multiple_of(2)).then(|| tasks[i].highest()),
+                    checks: Vec::new(),
+                    blamed: None,
+                });
             }
             29 => {
-                push(
-                    &mut log,
-                    EventKind::WorkspaceCommitted {
-                        task: id,
-                        attempt: tasks[i].highest(),
-                        branch: format!("baton/t{i}"),
-                        start: None,
-                        commit: None,
-                        evidence: Evidence::default(),
-                        scope_violations: Vec::new(),
-                    },
-                );
+                log.push(EventKind::WorkspaceCommitted {
+                    task: id,
+                    attempt: tasks[i].highest(),
+                    branch: format!("baton/t{i}"),
+                    start: None,
+                    commit: None,
+                    evidence: Evidence::default(),
+                    scope_violations: Vec::new(),
+                });
             }
             // Another output for a started attempt, in the turn of the latest event.
             _ => {
