@@ -12,6 +12,7 @@ mod outcome;
 mod policy;
 mod state;
 mod usage;
+mod verdict;
 mod view;
 
 pub use containment::Containment;
@@ -26,4 +27,5 @@ pub use outcome::{FailureClass, Outcome, signal_name};
 pub use policy::OnFailure;
 pub use state::{RunState, TaskState};
 pub use usage::AgentUsage;
+pub use verdict::{Ending, Merge, Stopped, observed};
 pub use view::{Anomaly, AttemptView, RunHead, RunView, TaskView};

@@ -4,7 +4,7 @@
 
 use baton_exec::{AttemptSpec, Program, StopLevel};
 use baton_graph::Graph;
-use baton_model::{CheckResult, EventKind, Outcome, RunState};
+use baton_model::{CheckResult, EventKind, Merge, Outcome};
 use tokio::sync::watch;
 
 use crate::attempt::run_checks;
@@ -20,33 +20,18 @@ pub(crate) struct Consolidation<'a> {
 }
 
 impl Consolidation<'_> {
-    /// The run's state once its result is merged and checked, from the state the scheduler
-    /// ended it in, and the events that say how that went.
-    pub(crate) async fn run(
-        &self,
-        scheduled: RunState,
-        warnings: bool,
-    ) -> (RunState, Vec<EventKind>) {
+    /// Merges what the run's tasks committed and checks it, when `succeeded` (the tasks all
+    /// did: a run that failed is merged for a person to look at, not checked); how that went,
+    /// and the events that say so.
+    pub(crate) async fn run(&self, succeeded: bool) -> (Merge, Vec<EventKind>) {
         let mut events = Vec::new();
-        let state = self.merge_and_check(scheduled, warnings, &mut events).await;
-        (state, events)
+        let merge = self.merge_and_check(succeeded, &mut events).await;
+        (merge, events)
     }
 
-    async fn merge_and_check(
-        &self,
-        state: RunState,
-        warnings: bool,
-        events: &mut Vec<EventKind>,
-    ) -> RunState {
-        if !self.workspaces.active() || matches!(state, RunState::Waiting | RunState::Cancelled) {
-            return state;
-        }
-        let mut state = state;
-        if state == RunState::Succeeded && warnings {
-            state = RunState::SucceededWithWarnings;
-        }
+    async fn merge_and_check(&self, succeeded: bool, events: &mut Vec<EventKind>) -> Merge {
         let Some(consolidated) = self.workspaces.consolidate(self.graph) else {
-            return state;
+            return Merge::NotAttempted;
         };
         let base = Some(self.workspaces.base().to_owned());
         let merged = |branch, commit| EventKind::ResultMerged {
@@ -80,14 +65,15 @@ impl Consolidation<'_> {
                 order,
             } => {
                 let checks = &self.graph.run_settings().verify;
-                if checks.is_empty() || !state.is_success() {
+                if checks.is_empty() || !succeeded {
                     events.push(merged(branch, Some(commit)));
-                    return state;
+                    return Merge::Merged;
                 }
                 let results = self.check_result(&commit, checks, "verify").await;
                 let mut blamed = None;
+                let mut merge = Merge::Merged;
                 if let Some(failed) = results.iter().find(|c| !c.passed()) {
-                    state = RunState::Failed;
+                    merge = Merge::ChecksFailed;
                     if !self.stopping() {
                         blamed = self.bisect(&commit, &order, &failed.command).await;
                     }
@@ -99,6 +85,7 @@ impl Consolidation<'_> {
                     checks: results,
                     blamed,
                 });
+                merge
             }
             Consolidated::Conflict {
                 branch,
@@ -106,23 +93,18 @@ impl Consolidation<'_> {
                 with,
                 files,
             } => {
-                if state.is_success() {
-                    state = RunState::NeedsHuman;
-                }
                 events.push(failed(branch, Some((task, with, files)), None));
+                Merge::Conflict
             }
             Consolidated::Failed(error) => {
-                if state.is_success() {
-                    state = RunState::Failed;
-                }
                 events.push(failed(
                     String::new(),
                     None,
                     Some(self.launcher.redact(&error)),
                 ));
+                Merge::Failed
             }
         }
-        state
     }
 
     /// Which task's merge made `command` fail on the result: the first merge step at which it

@@ -19,16 +19,16 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use crate::approvals::{APPROVAL_POLL, Approvals};
-use crate::attempt::{Assembly, AttemptDone, Shared, assemble, continued_session};
+use crate::attempt::{Assembly, AttemptDone, Shared, assemble};
 use crate::budget::Meter;
 use crate::consolidate::Consolidation;
 use crate::drive::{RunConfig, StopRequest};
-use crate::journal::{Journal, MAX_BATCH_EVENTS};
+use crate::journal::MAX_BATCH_EVENTS;
 use crate::launch::{Continue, HeldOutput, Launcher};
 use crate::layout::RunDirs;
+use crate::ledger::Ledger;
 use crate::reasons::{finish_reason, stop_reason};
-use crate::recorder::{Ack, Recorder};
-use crate::stamp::event;
+use crate::recorder::Recorder;
 use crate::takeover::Restored;
 use crate::workspace::Workspaces;
 
@@ -56,16 +56,12 @@ pub(crate) struct Dispatcher<'a> {
     stop_tx: watch::Sender<StopLevel>,
     /// Retry timers, earliest first.
     timers: BinaryHeap<Reverse<(Instant, u32)>>,
-    /// Events decided but not yet recorded.
-    journal: Journal,
-    /// Commits the journal's batches on a thread of its own.
-    recorder: Recorder,
+    /// What is decided, on its way into the store.
+    ledger: Ledger,
     /// Launches decided that wait for a predecessor's end to be recorded.
     deferred: Vec<(u32, u32)>,
     /// Per task, how its latest attempt ended: what its reason says.
     last_outcome: Vec<Option<Outcome>>,
-    /// The first store failure. Once set, the run is stopped and nothing more is recorded.
-    fatal: Option<StoreError>,
     /// Bytes written to log files by this process's attempts.
     log_bytes: u64,
     /// Agent attempts started and not ended.
@@ -100,27 +96,7 @@ impl<'a> Dispatcher<'a> {
         workspaces: Workspaces,
         recorder: Recorder,
     ) -> Self {
-        let plan = Plan {
-            tasks: graph
-                .tasks()
-                .iter()
-                .enumerate()
-                .map(|(i, t)| PlanTask {
-                    needs: t.needs.clone(),
-                    conflicts: graph.conflicts(i as u32).to_vec(),
-                    retries: t.retries,
-                    backoff: t.backoff,
-                    needs_approval: t.approval,
-                    retry_infrastructure_only: matches!(
-                        &t.action,
-                        TaskAction::Agent { settings, .. }
-                            if settings.retry_on == baton_graph::RetryOn::Infrastructure
-                    ),
-                })
-                .collect(),
-            concurrency: graph.run_settings().concurrency,
-            on_failure: graph.run_settings().on_failure,
-        };
+        let plan = plan_of(graph);
         let (stop_tx, stop) = watch::channel(StopLevel::Run);
         let (progress_tx, progress) = mpsc::unbounded_channel();
         let launcher = Launcher::new(graph, run_id.clone(), dirs.clone(), config);
@@ -144,11 +120,9 @@ impl<'a> Dispatcher<'a> {
             carried: VecDeque::new(),
             stop_tx,
             timers: BinaryHeap::new(),
-            journal: Journal::new(graph.len()),
-            recorder,
+            ledger: Ledger::new(graph.len(), recorder),
             deferred: Vec::new(),
             last_outcome: vec![None; graph.len()],
-            fatal: None,
             log_bytes: 0,
             agents_running: 0,
             paused: false,
@@ -168,7 +142,7 @@ impl<'a> Dispatcher<'a> {
     /// Starts from a recorded run's state (or, for a new run, just records its start).
     pub(crate) fn restore(&mut self, restored: Restored) {
         for event in restored.opening {
-            self.journal.push(event);
+            self.ledger.push_event(event);
         }
         for (task, state, attempts) in restored.terminal {
             self.sched.restore(task, state, attempts);
@@ -189,25 +163,8 @@ impl<'a> Dispatcher<'a> {
     /// A run taken over has a past: what its agents spent counts against its budget, and a
     /// task whose last attempt the machinery cut short continues that attempt's session.
     pub(crate) fn recall_agents(&mut self, store: &dyn Store) -> Result<(), StoreError> {
-        let mut last: HashMap<u32, baton_store::AttemptRecord> = HashMap::new();
-        for attempt in store.run_attempts(&self.run_id)? {
-            let Some(task) = self.graph.index_of(attempt.task.as_str()) else {
-                continue;
-            };
-            if let Some(usage) = &attempt.agent {
-                self.shared.meter.finish((task, attempt.attempt), usage);
-            }
-            if last.get(&task).is_none_or(|l| l.attempt < attempt.attempt) {
-                last.insert(task, attempt);
-            }
-        }
-        for (task, attempt) in last {
-            if let (Some(outcome), Some(usage)) = (&attempt.outcome, &attempt.agent)
-                && let Some(session) = continued_session(outcome, usage)
-            {
-                self.sessions.insert(task, session);
-            }
-        }
+        self.sessions =
+            crate::takeover::recall_agents(store, self.graph, &self.run_id, &self.shared.meter)?;
         Ok(())
     }
 
@@ -248,31 +205,31 @@ impl<'a> Dispatcher<'a> {
                     "a run with a launch pending is not finished"
                 );
                 // What led here is recorded before the run's checks, which may take long.
-                self.settle(reporter).await;
+                self.ledger.settle(reporter).await;
                 self.finish(&mut stops, stops_open).await;
-                self.settle(reporter).await;
+                self.ledger.settle(reporter).await;
                 break;
             }
             // A launch waits for a commit only if it needs a task whose end is not recorded:
             // the batch that holds it goes now, and the launch waits until it is recorded.
-            let needs_gathered = turn
-                .launches
-                .iter()
-                .any(|&(task, _)| self.journal.any_gathered(&self.graph.task(task).needs));
-            if needs_gathered || self.journal.is_due(tokio::time::Instant::now()) {
-                self.record();
+            let needs_gathered = turn.launches.iter().any(|&(task, _)| {
+                self.ledger
+                    .journal()
+                    .any_gathered(&self.graph.task(task).needs)
+            });
+            if needs_gathered || self.ledger.journal().is_due(tokio::time::Instant::now()) {
+                self.ledger.record();
             }
             // Tasks that finish faster than their ends are committed (no-op tasks) must not
             // pile up batches in memory: the dispatcher waits for the recorder instead.
-            self.wait_for_recorder(MAX_BATCHES_IN_FLIGHT, reporter)
-                .await;
+            self.ledger.wait(MAX_BATCHES_IN_FLIGHT, reporter).await;
             self.defer_unrecorded(&mut turn);
             self.carry_out(&mut turn);
             turn = Turn {
                 inputs: std::mem::take(&mut self.carried),
                 ..Turn::default()
             };
-            if self.fatal.is_some() && self.sched.stop_cause().is_none() {
+            if self.ledger.failed() && self.sched.stop_cause().is_none() {
                 turn.inputs.push_back(Input::Stop(StopCause::Cancelled));
             }
             if self.approvals.take_due() {
@@ -282,20 +239,21 @@ impl<'a> Dispatcher<'a> {
                 continue;
             }
             // Wait for something to happen, then take everything else that is ready too.
+            let deadline = self.ledger.journal().deadline();
             tokio::select! {
-                Some(event) = self.progress.recv() => self.journal.push(event),
+                Some(event) = self.progress.recv() => self.ledger.push_event(event),
                 Some(joined) = self.units.join_next(), if !self.units.is_empty() => {
                     self.unit_done(joined, &mut turn);
                 }
-                ack = self.recorder.ack(), if self.recorder.in_flight() => {
-                    self.acknowledged(ack, reporter);
+                ack = self.ledger.next_ack(), if self.ledger.in_flight() => {
+                    self.ledger.acknowledged(ack, reporter);
                 }
                 _ = sleep_until_first(&self.timers), if !self.timers.is_empty() => {}
                 request = stops.recv(), if stops_open => match request {
                     Some(request) => turn.inputs.push_back(stop_input(request)),
                     None => stops_open = false,
                 },
-                _ = sleep_until_opt(self.journal.deadline()), if !self.journal.is_empty() => {}
+                _ = sleep_until_opt(deadline), if deadline.is_some() => {}
                 // Someone may have decided about a waiting task from another terminal.
                 _ = tokio::time::sleep(APPROVAL_POLL), if self.approvals.any_waiting() => {
                     self.approvals.poll_soon();
@@ -306,14 +264,12 @@ impl<'a> Dispatcher<'a> {
             }
             // A unit's events come before its end: it sent them before it returned.
             while let Ok(event) = self.progress.try_recv() {
-                self.journal.push(event);
+                self.ledger.push_event(event);
             }
             while let Some(joined) = self.units.try_join_next() {
                 self.unit_done(joined, &mut turn);
             }
-            while let Some(ack) = self.recorder.try_ack() {
-                self.acknowledged(ack, reporter);
-            }
+            self.ledger.take_acks(reporter);
             self.release_deferred(&mut turn);
             while let Ok(request) = stops.try_recv() {
                 turn.inputs.push_back(stop_input(request));
@@ -327,7 +283,7 @@ impl<'a> Dispatcher<'a> {
                 turn.inputs.push_back(Input::RetryDue { task });
             }
         }
-        self.fatal.take()
+        self.ledger.failure()
     }
 
     /// Feeds the turn's inputs to the scheduler and turns its actions into events and
@@ -335,7 +291,7 @@ impl<'a> Dispatcher<'a> {
     fn process(&mut self, turn: &mut Turn) -> bool {
         let mut finished = false;
         while let Some(input) = turn.inputs.pop_front() {
-            if self.journal.len() >= MAX_TURN_EVENTS {
+            if self.ledger.journal().len() >= MAX_TURN_EVENTS {
                 turn.inputs.push_front(input);
                 self.carried.extend(turn.inputs.drain(..));
                 break;
@@ -349,7 +305,7 @@ impl<'a> Dispatcher<'a> {
                     }
                     cause => stop_reason(cause).to_owned(),
                 };
-                self.journal.push(event(EventKind::RunStopping { reason }));
+                self.ledger.push(EventKind::RunStopping { reason });
             }
             for action in actions {
                 match action {
@@ -366,19 +322,19 @@ impl<'a> Dispatcher<'a> {
                         delay,
                     } => {
                         self.timers.push(Reverse((Instant::now() + delay, task)));
-                        self.journal.push(event(EventKind::RetryScheduled {
+                        self.ledger.push(EventKind::RetryScheduled {
                             task: self.graph.task(task).id.clone(),
                             attempt,
                             delay_ms: delay.as_millis() as u64,
-                        }));
+                        });
                     }
                     Action::Finished { task, state, cause } => {
                         self.task_finished(task, state, cause)
                     }
                     Action::AwaitApproval { task } => {
-                        self.journal.push(event(EventKind::TaskWaiting {
+                        self.ledger.push(EventKind::TaskWaiting {
                             task: self.graph.task(task).id.clone(),
-                        }));
+                        });
                         self.approvals.wait(task);
                     }
                     Action::StopRunning { immediate, .. } => {
@@ -418,30 +374,30 @@ impl<'a> Dispatcher<'a> {
             _ => reason,
         })
         .map(|reason| self.launcher.redact(&reason));
-        self.journal.push(event(EventKind::TaskFinished {
+        self.ledger.push(EventKind::TaskFinished {
             task: self.graph.task(task).id.clone(),
             state,
             reason,
-        }));
+        });
     }
 
     fn finish_noop(&mut self, task: u32, attempt: u32, turn: &mut Turn) {
         let id = self.graph.task(task).id.clone();
-        self.journal.push(event(EventKind::AttemptStarted {
+        self.ledger.push(EventKind::AttemptStarted {
             task: id.clone(),
             attempt,
             pid: None,
-        }));
+        });
         let outcome = Outcome::Exited { code: 0 };
-        self.journal.push(event(EventKind::AttemptFinished {
+        self.ledger.push(EventKind::AttemptFinished {
             task: id,
             attempt,
             outcome: outcome.clone(),
             duration_ms: 0,
             agent: None,
             containment: None,
-        }));
-        self.journal.mark_end(task);
+        });
+        self.ledger.mark_end(task);
         self.launcher.hold_output(task, HeldOutput::default());
         turn.inputs.push_back(Input::Finished {
             task,
@@ -500,26 +456,26 @@ impl<'a> Dispatcher<'a> {
             self.workspaces.succeeded(task, head);
         }
         let id = self.graph.task(task).id.clone();
-        self.journal.push(event(EventKind::AttemptFinished {
+        self.ledger.push(EventKind::AttemptFinished {
             task: id.clone(),
             attempt,
             outcome: outcome.clone(),
             duration_ms: duration.as_millis() as u64,
             agent,
             containment,
-        }));
+        });
         if let Some(committed) = committed {
-            self.journal.push(event(committed));
+            self.ledger.push(committed);
         }
         if let Some(checks) = checks {
-            self.journal.push(event(EventKind::Checked {
+            self.ledger.push(EventKind::Checked {
                 task: Some(id.clone()),
                 attempt: Some(attempt),
                 checks,
                 blamed: None,
-            }));
+            });
         }
-        self.journal.push_output(AttemptOutput {
+        self.ledger.push_output(AttemptOutput {
             task: id,
             attempt,
             output: output.text.clone(),
@@ -528,7 +484,7 @@ impl<'a> Dispatcher<'a> {
             stderr_tail,
             log_path: self.launcher.log_path(task, attempt).display().to_string(),
         });
-        self.journal.mark_end(task);
+        self.ledger.mark_end(task);
         self.launcher.hold_output(task, output);
         self.last_outcome[task as usize] = Some(outcome.clone());
         turn.inputs.push_back(Input::Finished {
@@ -543,57 +499,11 @@ impl<'a> Dispatcher<'a> {
         }
     }
 
-    /// Hands everything gathered to the recorder, to commit in one transaction; it is reported
-    /// once it is (or, after a store failure, once the recorder sends it back unrecorded).
-    fn record(&mut self) {
-        if self.journal.is_empty() {
-            return;
-        }
-        let (id, events, outputs) = self.journal.take();
-        // After a store failure too: the recorder then sends them back unrecorded, in order
-        // behind the batches still in flight, to be reported.
-        self.recorder.send(id, events, outputs);
-    }
-
-    /// A batch committed (or failed): its ends are recorded, its events reported.
-    fn acknowledged(&mut self, ack: Ack, reporter: &mut dyn Reporter) {
-        let mut events = ack.events;
-        match ack.seqs {
-            Ok(seqs) => {
-                for (event, seq) in events.iter_mut().zip(seqs) {
-                    event.seq = seq;
-                }
-            }
-            Err(err) => {
-                // Keep going without a record: the loop stops the run so that nothing more
-                // starts unrecorded, lets running attempts end, and the failure is reported at
-                // the end.
-                self.fatal.get_or_insert(err);
-            }
-        }
-        self.journal.recorded(ack.id);
-        reporter.events(&events);
-    }
-
-    /// Records everything gathered and waits until all of it is committed.
-    async fn settle(&mut self, reporter: &mut dyn Reporter) {
-        self.record();
-        self.wait_for_recorder(0, reporter).await;
-    }
-
-    /// Takes the recorder's acknowledgements until at most `in_flight` batches are left.
-    async fn wait_for_recorder(&mut self, in_flight: u64, reporter: &mut dyn Reporter) {
-        while self.recorder.batches_in_flight() > in_flight {
-            let ack = self.recorder.ack().await;
-            self.acknowledged(ack, reporter);
-        }
-    }
-
     /// Sets aside the turn's launches that need a predecessor's end not recorded yet.
     fn defer_unrecorded(&mut self, turn: &mut Turn) {
-        let (graph, journal) = (self.graph, &self.journal);
+        let (graph, journal) = (self.graph, self.ledger.journal());
         let waits = |task: u32| journal.any_unrecorded(&graph.task(task).needs);
-        if self.fatal.is_some() || !turn.launches.iter().any(|&(task, _)| waits(task)) {
+        if self.ledger.failed() || !turn.launches.iter().any(|&(task, _)| waits(task)) {
             return;
         }
         let deferred = &mut self.deferred;
@@ -612,7 +522,7 @@ impl<'a> Dispatcher<'a> {
         if self.deferred.is_empty() {
             return;
         }
-        let (graph, journal, fatal) = (self.graph, &self.journal, self.fatal.is_some());
+        let (graph, journal, fatal) = (self.graph, self.ledger.journal(), self.ledger.failed());
         let stopping = self.sched.stop_cause().is_some();
         let carried = &mut self.carried;
         self.deferred.retain(|&(task, attempt)| {
@@ -631,7 +541,7 @@ impl<'a> Dispatcher<'a> {
     /// launches are reported back as cancelled.
     fn carry_out(&mut self, turn: &mut Turn) {
         for &(task, attempt) in &turn.launches {
-            if self.fatal.is_some() {
+            if self.ledger.failed() {
                 self.carried.push_back(Input::Finished {
                     task,
                     attempt,
@@ -682,11 +592,11 @@ impl<'a> Dispatcher<'a> {
         let unit = match assembled {
             Ok(unit) => unit,
             Err(outcome) => {
-                self.journal.push(event(EventKind::AttemptStarted {
+                self.ledger.push(EventKind::AttemptStarted {
                     task: id,
                     attempt,
                     pid: None,
-                }));
+                });
                 let done = AttemptDone::never_started(task, attempt, outcome);
                 self.units.spawn(std::future::ready(done));
                 return;
@@ -695,11 +605,11 @@ impl<'a> Dispatcher<'a> {
         // A unit that sets a new worktree up first starts its process later: its pid is
         // then not known when its start is recorded.
         let started = unit.start();
-        self.journal.push(event(EventKind::AttemptStarted {
+        self.ledger.push(EventKind::AttemptStarted {
             task: id.clone(),
             attempt,
             pid: started.pid,
-        }));
+        });
         self.units.spawn(started.rest.finish_caught(id));
     }
 
@@ -710,7 +620,7 @@ impl<'a> Dispatcher<'a> {
             .approvals
             .read(self.store, &self.run_id, self.graph, |r| launcher.redact(r));
         for (kind, input) in decided {
-            self.journal.push(event(kind));
+            self.ledger.push(kind);
             turn.inputs.push_back(input);
         }
     }
@@ -718,49 +628,49 @@ impl<'a> Dispatcher<'a> {
     /// The run is over: its result is consolidated and checked, and its end recorded. Stop
     /// requests that come meanwhile stop the run's checks (the run ends `cancelled`).
     async fn finish(&mut self, stops: &mut mpsc::UnboundedReceiver<StopRequest>, stops_open: bool) {
-        let scheduled = self
-            .final_state
-            .expect("the scheduler said how the run ended");
-        let mut stopped = false;
-        let consolidation = Consolidation {
-            graph: self.graph,
-            workspaces: &self.workspaces,
-            launcher: &self.launcher,
-            stop: self.stop_tx.subscribe(),
-        };
-        let (state, events) = {
-            let mut consolidate = std::pin::pin!(consolidation.run(scheduled, self.warnings));
+        let mut ending = self.sched.ending();
+        ending.scope_warnings = self.warnings;
+        let scheduled = ending.state();
+        // A run that waits or was cancelled goes on later or not at all: nothing to merge.
+        if self.workspaces.active() && !matches!(scheduled, RunState::Waiting | RunState::Cancelled)
+        {
+            let consolidation = Consolidation {
+                graph: self.graph,
+                workspaces: &self.workspaces,
+                launcher: &self.launcher,
+                stop: self.stop_tx.subscribe(),
+            };
+            let succeeded = scheduled.is_success();
+            let mut consolidate = std::pin::pin!(consolidation.run(succeeded));
             let mut stops_open = stops_open;
-            loop {
+            let (merge, events) = loop {
                 tokio::select! {
                     done = &mut consolidate => break done,
                     request = stops.recv(), if stops_open => match request {
                         Some(request) => {
-                            stopped = true;
-                            let level = match request {
+                            ending.stopped_while_merging = true;
+                            self.stop_tx.send_replace(match request {
                                 StopRequest::Cancel => StopLevel::Graceful,
                                 StopRequest::Kill => StopLevel::Immediate,
-                            };
-                            self.stop_tx.send_replace(level);
+                            });
                         }
                         None => stops_open = false,
                     },
                 }
+            };
+            ending.merge = merge;
+            for kind in events {
+                self.ledger.push(kind);
             }
-        };
-        for kind in events {
-            self.journal.push(event(kind));
         }
-        let state = if stopped && state != scheduled {
-            self.journal.push(event(EventKind::RunStopping {
+        let state = ending.state();
+        if state == RunState::Cancelled && scheduled != RunState::Cancelled {
+            self.ledger.push(EventKind::RunStopping {
                 reason: "cancelled while the run's checks ran".to_owned(),
-            }));
-            RunState::Cancelled
-        } else {
-            state
-        };
+            });
+        }
         self.final_state = Some(state);
-        self.journal.push(event(EventKind::RunFinished { state }));
+        self.ledger.push(EventKind::RunFinished { state });
     }
 
     /// Once the run's soft budget is reached, nothing more starts, what runs finishes, and the
@@ -774,11 +684,11 @@ impl<'a> Dispatcher<'a> {
             return false;
         };
         self.paused = true;
-        self.journal.push(event(EventKind::RunStopping {
+        self.ledger.push(EventKind::RunStopping {
             reason: format!(
                 "{what}; the run waits for `baton approve` or `baton resume --raise-budget`"
             ),
-        }));
+        });
         true
     }
 }
@@ -799,5 +709,30 @@ async fn sleep_until_first(timers: &BinaryHeap<Reverse<(Instant, u32)>>) {
 async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
     if let Some(at) = at {
         tokio::time::sleep_until(at).await;
+    }
+}
+
+/// The graph as the scheduler sees it.
+fn plan_of(graph: &Graph) -> Plan {
+    Plan {
+        tasks: graph
+            .tasks()
+            .iter()
+            .enumerate()
+            .map(|(i, t)| PlanTask {
+                needs: t.needs.clone(),
+                conflicts: graph.conflicts(i as u32).to_vec(),
+                retries: t.retries,
+                backoff: t.backoff,
+                needs_approval: t.approval,
+                retry_infrastructure_only: matches!(
+                    &t.action,
+                    TaskAction::Agent { settings, .. }
+                        if settings.retry_on == baton_graph::RetryOn::Infrastructure
+                ),
+            })
+            .collect(),
+        concurrency: graph.run_settings().concurrency,
+        on_failure: graph.run_settings().on_failure,
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use baton_graph::{Action as TaskAction, Graph};
-use baton_model::{Event, EventKind, RunId, RunState};
+use baton_model::{Event, EventKind, RunId};
 use baton_report::{Reporter, RunInfo, RunResult};
 use baton_store::{Lease, NewRun, Store, StoreError};
 use tokio::sync::mpsc;
@@ -158,10 +158,8 @@ pub async fn resume(
         let _ = store.release(run_id, lease);
         err
     };
-    let effective = match record.status {
-        RunState::Running => RunState::Interrupted,
-        state => state,
-    };
+    // Claimed: whoever drove it before is gone.
+    let effective = baton_model::observed(record.status, true);
     let restored = plan_takeover(store, &graph, run_id, effective, &how).map_err(released)?;
     kill_leftovers(run_id, &restored.leftover_groups);
     let dirs = RunDirs::new(&config.state_dir, run_id);

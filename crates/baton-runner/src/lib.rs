@@ -23,6 +23,7 @@ mod journal;
 mod launch;
 mod launch_error;
 mod layout;
+mod ledger;
 mod leftovers;
 mod out_dir;
 pub mod paths;

@@ -396,12 +396,49 @@ pub fn cancel_abandoned(store: &dyn Store, run: &RunId) -> Result<(), crate::Run
                 }),
             }));
         }
+        let cancelled = baton_model::Ending {
+            stopped: Some(baton_model::Stopped::ByPerson),
+            ..Default::default()
+        };
         events.push(event(EventKind::RunFinished {
-            state: RunState::Cancelled,
+            state: cancelled.state(),
         }));
         store.record(run, lease, &events, &[])?;
         Ok(())
     })();
     let _ = store.release(run, lease);
     result
+}
+
+/// What a run taken over recalls of its agents: what they spent goes on `meter` (it counts
+/// against the run's budget), and each task whose last attempt the machinery cut short after
+/// the agent got somewhere continues that attempt's session.
+pub(crate) fn recall_agents(
+    store: &dyn Store,
+    graph: &Graph,
+    run: &RunId,
+    meter: &crate::budget::Meter,
+) -> Result<std::collections::HashMap<u32, crate::launch::Continue>, baton_store::StoreError> {
+    let mut last: std::collections::HashMap<u32, baton_store::AttemptRecord> = Default::default();
+    for attempt in store.run_attempts(run)? {
+        let Some(task) = graph.index_of(attempt.task.as_str()) else {
+            continue;
+        };
+        if let Some(usage) = &attempt.agent {
+            meter.finish((task, attempt.attempt), usage);
+        }
+        if last.get(&task).is_none_or(|l| l.attempt < attempt.attempt) {
+            last.insert(task, attempt);
+        }
+    }
+    Ok(last
+        .into_iter()
+        .filter_map(|(task, attempt)| {
+            let session = crate::attempt::continued_session(
+                attempt.outcome.as_ref()?,
+                attempt.agent.as_ref()?,
+            )?;
+            Some((task, session))
+        })
+        .collect())
 }

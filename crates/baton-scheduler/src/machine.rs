@@ -2,7 +2,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use baton_model::{FailureClass, OnFailure, Outcome, RunState, TaskState};
+use baton_model::{Ending, FailureClass, OnFailure, Outcome, RunState, Stopped, TaskState};
 
 use crate::backoff::backoff_delay;
 use crate::plan::{Adjacency, Plan, priorities};
@@ -535,31 +535,34 @@ impl Scheduler {
         if self.finished || self.running > 0 {
             return;
         }
-        if self.paused && self.stop.is_none() && (self.done as usize) < self.phase.len() {
-            // What is left waits for a person; retry timers still armed are dropped with the
-            // run (their tasks run again when it is continued).
-            self.finished = true;
-            out.push(Action::RunFinished {
-                state: RunState::Waiting,
-            });
-            return;
-        }
-        if self.done as usize != self.phase.len() {
+        let ending = self.ending();
+        // Paused with work left: what is left waits for a person; retry timers still armed
+        // are dropped with the run (their tasks run again when it is continued).
+        if !ending.paused_with_work_left && self.done as usize != self.phase.len() {
             return;
         }
         self.finished = true;
-        let state = if self.stop >= Some(StopCause::Cancelled) {
-            RunState::Cancelled
-        } else if self.any_failed || self.stop == Some(StopCause::BudgetSpent) {
-            // Tasks were left undone for want of money: not a success.
-            RunState::Failed
-        } else if self.any_needs_human {
-            RunState::NeedsHuman
-        } else if self.any_blocked {
-            RunState::Blocked
-        } else {
-            RunState::Succeeded
-        };
-        out.push(Action::RunFinished { state });
+        out.push(Action::RunFinished {
+            state: ending.state(),
+        });
+    }
+
+    /// What the run's end depends on, as far as its tasks are concerned: the dispatcher adds
+    /// how their results merge, and [`Ending::state`] decides.
+    pub fn ending(&self) -> Ending {
+        Ending {
+            stopped: self.stop.map(|cause| match cause {
+                StopCause::TaskFailed => Stopped::TaskFailed,
+                StopCause::BudgetSpent => Stopped::BudgetSpent,
+                StopCause::Cancelled | StopCause::Killed => Stopped::ByPerson,
+            }),
+            paused_with_work_left: self.paused
+                && self.stop.is_none()
+                && (self.done as usize) < self.phase.len(),
+            any_failed: self.any_failed,
+            any_needs_human: self.any_needs_human,
+            any_blocked: self.any_blocked,
+            ..Ending::default()
+        }
     }
 }

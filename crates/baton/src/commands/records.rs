@@ -82,9 +82,6 @@ pub fn resolve(store: &dyn Store, name: Option<&str>) -> Result<RunRecord, Failu
 /// A run's state as a reader should see it: a run recorded as running whose driver is gone
 /// was interrupted. Detected from the driver's pid and start time, not guessed.
 pub fn effective_state(run: &RunRecord) -> RunState {
-    match (&run.status, &run.driver) {
-        (RunState::Running, Some(d)) if !driver::is_alive(d) => RunState::Interrupted,
-        (RunState::Running, None) => RunState::Interrupted,
-        (state, _) => *state,
-    }
+    let gone = run.driver.as_ref().is_none_or(|d| !driver::is_alive(d));
+    baton_model::observed(run.status, gone)
 }

@@ -1,0 +1,126 @@
+//! What the dispatcher has decided, on its way into the store: the [`Journal`] gathers it, the
+//! [`Recorder`] commits it on a thread of its own, and what is acknowledged goes to the
+//! reporter. After the first failure to commit, nothing more is recorded (see
+//! [`Ledger::failure`]): the dispatcher stops the run.
+
+use baton_model::{Event, EventKind};
+use baton_report::Reporter;
+use baton_store::{AttemptOutput, StoreError};
+
+use crate::journal::Journal;
+use crate::recorder::{Ack, Recorder};
+use crate::stamp::event;
+
+pub(crate) struct Ledger {
+    journal: Journal,
+    recorder: Recorder,
+    /// The first store failure.
+    fatal: Option<StoreError>,
+}
+
+impl Ledger {
+    pub(crate) fn new(tasks: usize, recorder: Recorder) -> Self {
+        Self {
+            journal: Journal::new(tasks),
+            recorder,
+            fatal: None,
+        }
+    }
+
+    /// `kind`, as it happens now.
+    pub(crate) fn push(&mut self, kind: EventKind) {
+        self.journal.push(event(kind));
+    }
+
+    /// An event stamped when it happened (a unit's, a takeover's).
+    pub(crate) fn push_event(&mut self, event: Event) {
+        self.journal.push(event);
+    }
+
+    pub(crate) fn push_output(&mut self, output: AttemptOutput) {
+        self.journal.push_output(output);
+    }
+
+    /// `task`'s latest attempt ended in what was just pushed.
+    pub(crate) fn mark_end(&mut self, task: u32) {
+        self.journal.mark_end(task);
+    }
+
+    /// What is gathered and what is in flight, task by task.
+    pub(crate) fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// Whether a commit failed: nothing more is recorded.
+    pub(crate) fn failed(&self) -> bool {
+        self.fatal.is_some()
+    }
+
+    /// The first failure to commit, once the run is over.
+    pub(crate) fn failure(&mut self) -> Option<StoreError> {
+        self.fatal.take()
+    }
+
+    /// Hands everything gathered to the recorder, to commit in one transaction; it is reported
+    /// once it is (or, after a store failure, once the recorder sends it back unrecorded).
+    pub(crate) fn record(&mut self) {
+        if self.journal.is_empty() {
+            return;
+        }
+        let (id, events, outputs) = self.journal.take();
+        // After a store failure too: the recorder then sends them back unrecorded, in order
+        // behind the batches still in flight, to be reported.
+        self.recorder.send(id, events, outputs);
+    }
+
+    /// Whether a batch is being committed.
+    pub(crate) fn in_flight(&self) -> bool {
+        self.recorder.in_flight()
+    }
+
+    /// The next acknowledgement. Call only while [`Ledger::in_flight`]. Cancel-safe.
+    pub(crate) async fn next_ack(&mut self) -> Ack {
+        self.recorder.ack().await
+    }
+
+    /// Every acknowledgement that has come, applied.
+    pub(crate) fn take_acks(&mut self, reporter: &mut dyn Reporter) {
+        while let Some(ack) = self.recorder.try_ack() {
+            self.acknowledged(ack, reporter);
+        }
+    }
+
+    /// A batch committed (or failed): its ends are recorded, its events reported.
+    pub(crate) fn acknowledged(&mut self, ack: Ack, reporter: &mut dyn Reporter) {
+        let mut events = ack.events;
+        match ack.seqs {
+            Ok(seqs) => {
+                for (event, seq) in events.iter_mut().zip(seqs) {
+                    event.seq = seq;
+                }
+            }
+            Err(err) => {
+                // Keep going without a record: the dispatcher stops the run so that nothing
+                // more starts unrecorded, lets running attempts end, and the failure is
+                // reported at the end.
+                self.fatal.get_or_insert(err);
+            }
+        }
+        self.journal.recorded(ack.id);
+        reporter.events(&events);
+    }
+
+    /// Records everything gathered and waits until all of it is committed.
+    pub(crate) async fn settle(&mut self, reporter: &mut dyn Reporter) {
+        self.record();
+        self.wait(0, reporter).await;
+    }
+
+    /// Takes the recorder's acknowledgements until at most `in_flight` batches are left.
+    pub(crate) async fn wait(&mut self, in_flight: u64, reporter: &mut dyn Reporter) {
+        while self.recorder.batches_in_flight() > in_flight {
+            let ack = self.recorder.ack().await;
+            self.acknowledged(ack, reporter);
+        }
+    }
+}
