@@ -66,6 +66,18 @@ pub enum Anomaly {
         task: TaskId,
         attempt: u32,
     },
+    /// A start numbered below the task's latest attempt: attempt numbers only grow.
+    StartedOutOfOrder {
+        seq: u64,
+        task: TaskId,
+        attempt: u32,
+    },
+    /// A second end of an attempt: an attempt ends once.
+    EndedAgain {
+        seq: u64,
+        task: TaskId,
+        attempt: u32,
+    },
 }
 
 impl fmt::Display for Anomaly {
@@ -82,6 +94,13 @@ impl fmt::Display for Anomaly {
                 f,
                 "event {seq} ends attempt {attempt} of {task}, which never started"
             ),
+            Self::StartedOutOfOrder { seq, task, attempt } => write!(
+                f,
+                "event {seq} starts attempt {attempt} of {task} after a later one"
+            ),
+            Self::EndedAgain { seq, task, attempt } => {
+                write!(f, "event {seq} ends attempt {attempt} of {task} again")
+            }
         }
     }
 }
@@ -248,6 +267,14 @@ impl RunView {
             });
             return;
         };
+        if view.ended_at_ms.is_some() {
+            self.anomalies.push(Anomaly::EndedAgain {
+                seq: event.seq,
+                task: task.clone(),
+                attempt: *attempt,
+            });
+            return;
+        }
         let code = outcome.exit_code();
         view.ended_at_ms = Some(event.at_ms);
         view.outcome = Some(outcome.clone());
@@ -272,37 +299,39 @@ impl RunView {
         pid: Option<u32>,
     ) {
         let attempts = &mut self.attempts[i];
-        // Attempts start in order, so the new one almost always goes last.
-        let at_index = match attempts.last() {
-            Some(last) if last.attempt >= attempt => {
-                match attempts.binary_search_by_key(&attempt, |a| a.attempt) {
-                    Ok(_) => {
-                        self.anomalies.push(Anomaly::StartedAgain {
-                            seq,
-                            task: task.clone(),
-                            attempt,
-                        });
-                        return;
+        // Attempts start in order: a number at or below the latest is refused, as the store
+        // refuses it (the number fences what is written about the attempt).
+        if let Some(last) = attempts.last()
+            && last.attempt >= attempt
+        {
+            self.anomalies.push(
+                if last.attempt == attempt || find(attempts, attempt).is_some() {
+                    Anomaly::StartedAgain {
+                        seq,
+                        task: task.clone(),
+                        attempt,
                     }
-                    Err(index) => index,
-                }
-            }
-            _ => attempts.len(),
-        };
-        attempts.insert(
-            at_index,
-            AttemptView {
-                attempt,
-                started_at_ms: at,
-                pid,
-                ended_at_ms: None,
-                outcome: None,
-                exit_code: None,
-                duration_ms: None,
-                agent: None,
-                containment: None,
-            },
-        );
+                } else {
+                    Anomaly::StartedOutOfOrder {
+                        seq,
+                        task: task.clone(),
+                        attempt,
+                    }
+                },
+            );
+            return;
+        }
+        attempts.push(AttemptView {
+            attempt,
+            started_at_ms: at,
+            pid,
+            ended_at_ms: None,
+            outcome: None,
+            exit_code: None,
+            duration_ms: None,
+            agent: None,
+            containment: None,
+        });
         self.set_status(i, TaskState::Running);
         let view = &mut self.tasks[i];
         view.attempts = view.attempts.max(attempt);
@@ -541,15 +570,31 @@ mod tests {
     }
 
     #[test]
-    fn attempts_started_out_of_order_are_kept_by_number() {
+    fn an_attempts_number_fences_it_starts_only_grow_and_it_ends_once() {
         let mut view = RunView::new([id("a")]);
         view.apply(&started(1, "a", 3));
         view.apply(&started(2, "a", 1));
-        view.apply(&finished(3, "a", 1, 0));
+        view.apply(&started(3, "a", 3));
+        view.apply(&finished(4, "a", 3, 0));
+        view.apply(&finished(5, "a", 3, 1));
         let numbers: Vec<u32> = view.attempts(&id("a")).iter().map(|a| a.attempt).collect();
-        assert_eq!(numbers, [1, 3]);
-        assert_eq!(view.attempts(&id("a"))[0].ended_at_ms, Some(3));
+        assert_eq!(
+            numbers,
+            [3],
+            "a gap is fine, a start below the latest is not"
+        );
+        let ended = &view.attempts(&id("a"))[0];
+        assert_eq!((ended.ended_at_ms, ended.exit_code), (Some(4), Some(0)));
         assert_eq!(view.task(&id("a")).unwrap().attempts, 3);
+        let anomalies: Vec<String> = view.anomalies().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            anomalies,
+            [
+                "event 2 starts attempt 1 of a after a later one",
+                "event 3 starts attempt 3 of a again",
+                "event 5 ends attempt 3 of a again",
+            ]
+        );
     }
 
     #[test]

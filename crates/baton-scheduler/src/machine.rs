@@ -285,10 +285,14 @@ impl Scheduler {
     }
 
     /// The state of a task as the rest of baton names it.
+    /// Where `task` is, in the words of the record: a task waiting for its retry is `pending`
+    /// (as `retry-scheduled` leaves it in the store), one whose needs are met and that waits
+    /// only for a slot, its scope or the budget is `ready` (no event records that: the store
+    /// still says `pending`).
     pub fn state(&self, task: u32) -> TaskState {
         match self.phase[task as usize] {
-            Phase::Waiting => TaskState::Pending,
-            Phase::Queued | Phase::Parked | Phase::Deferred | Phase::Backoff => TaskState::Ready,
+            Phase::Waiting | Phase::Backoff => TaskState::Pending,
+            Phase::Queued | Phase::Parked | Phase::Deferred => TaskState::Ready,
             Phase::Approval => TaskState::Waiting,
             Phase::Running => TaskState::Running,
             Phase::Done(state) => state,

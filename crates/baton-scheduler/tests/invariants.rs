@@ -355,6 +355,8 @@ fn retry_then_success() {
         panic!("{actions:?}");
     };
     assert!(*delay >= Duration::from_millis(500) && *delay < Duration::from_millis(1500));
+    // Waiting for its retry, it is what the store records after `retry-scheduled`.
+    assert_eq!(sched.state(0), TaskState::Pending);
     assert_eq!(
         sched.handle(Input::RetryDue { task: 0 }),
         vec![Action::Launch {

@@ -87,6 +87,23 @@ pub enum StoreError {
         task: TaskId,
         attempt: u32,
     },
+    /// A second end of an attempt: the attempt number fences what is written about it.
+    #[error("attempt {attempt} of task {task} of run {run} ended already: an attempt ends once")]
+    AttemptEnded {
+        run: RunId,
+        task: TaskId,
+        attempt: u32,
+    },
+    /// A start numbered below the task's latest attempt: attempt numbers only grow.
+    #[error(
+        "attempt {attempt} of task {task} of run {run} starts after a later one: attempt \
+         numbers only grow"
+    )]
+    AttemptOutOfOrder {
+        run: RunId,
+        task: TaskId,
+        attempt: u32,
+    },
     #[error("attempt {attempt} of task {task} of run {run} was started already")]
     AttemptExists {
         run: RunId,

@@ -198,7 +198,7 @@ fn end_attempt(
             agent_json,
             containment.map(Containment::as_str)
         ])?;
-    known_attempt(changed, run, task, *attempt)?;
+    open_attempt(statements, changed, run, task, *attempt)?;
     let Some(Event {
         at_ms,
         kind: EventKind::TaskFinished { state, reason, .. },
@@ -272,7 +272,7 @@ fn run_attempt(
         agent_json,
         containment.map(Containment::as_str)
     ]);
-    attempt_inserted(inserted, run, task, *attempt)?;
+    attempt_inserted(statements, inserted, run, task, *attempt)?;
     let changed = statements.get(Sql::TaskRan)?.execute(params![
         id,
         task.as_str(),
@@ -290,8 +290,10 @@ fn run_attempt(
     known_task(changed, run, task)
 }
 
-/// An attempt's row was inserted, or it existed already.
+/// An attempt's row was inserted, or why not: it existed already, it is numbered below the
+/// task's latest attempt, or the run has no such task.
 fn attempt_inserted(
+    statements: &mut Statements<'_>,
     inserted: rusqlite::Result<usize>,
     run: &RunId,
     task: &TaskId,
@@ -305,12 +307,21 @@ fn attempt_inserted(
                 attempt,
             })
         }
-        // Inserted from the task's row (for its index): none, if the run has no such task.
-        Ok(0) => Err(StoreError::UnknownTask {
-            run: run.clone(),
-            task: task.clone(),
-        }),
-        other => other.map(drop).map_err(StoreError::from),
+        // Inserted from the task's row (for its index), and only while the task's latest
+        // attempt is not a later one.
+        Ok(0) => {
+            let known = statements
+                .get(Sql::TaskKnown)?
+                .exists(params![run.as_str(), task.as_str()])?;
+            known_task(usize::from(known), run, task)?;
+            Err(StoreError::AttemptOutOfOrder {
+                run: run.clone(),
+                task: task.clone(),
+                attempt,
+            })
+        }
+        Ok(_) => Ok(()),
+        Err(err) => Err(err.into()),
     }
 }
 
@@ -389,7 +400,7 @@ fn apply_event(
                 at,
                 pid
             ]);
-            attempt_inserted(inserted, run, task, *attempt)?;
+            attempt_inserted(statements, inserted, run, task, *attempt)?;
         }
         EventKind::AttemptFinished {
             task,
@@ -416,7 +427,7 @@ fn apply_event(
                 agent_json,
                 containment.map(Containment::as_str)
             ])?;
-            known_attempt(changed, run, task, *attempt)?;
+            open_attempt(statements, changed, run, task, *attempt)?;
             task_exit_code(statements, run, task, *attempt, code)?;
         }
         EventKind::RetryScheduled {
@@ -514,6 +525,30 @@ fn known_task(changed: usize, run: &RunId, task: &TaskId) -> Result<(), StoreErr
         });
     }
     Ok(())
+}
+
+/// The end of an attempt landed on its row, or why not: the attempt ended already, or it was
+/// never started.
+fn open_attempt(
+    statements: &mut Statements<'_>,
+    changed: usize,
+    run: &RunId,
+    task: &TaskId,
+    attempt: u32,
+) -> Result<(), StoreError> {
+    if changed > 0 {
+        return Ok(());
+    }
+    let started =
+        statements
+            .get(Sql::AttemptKnown)?
+            .exists(params![run.as_str(), task.as_str(), attempt])?;
+    known_attempt(usize::from(started), run, task, attempt)?;
+    Err(StoreError::AttemptEnded {
+        run: run.clone(),
+        task: task.clone(),
+        attempt,
+    })
 }
 
 fn known_attempt(

@@ -37,6 +37,7 @@ pub(crate) enum Sql {
     AttemptOutput,
     TaskOutput,
     TaskKnown,
+    AttemptKnown,
     AttemptRan,
     TaskRan,
 }
@@ -69,16 +70,19 @@ impl Sql {
                  WHERE run_id = ?1 AND task_id = ?2"
             }
             // No row (the task is unknown) is inserted as none: the caller checks.
+            // After `TaskStarted`: its `attempts` is this one's number unless a later attempt
+            // started already (attempt numbers only grow: the number fences the attempt).
             Self::InsertAttempt => {
                 "INSERT INTO attempts (run_id, task_idx, task_id, attempt, started_at_ms, pid) \
-                 SELECT ?1, idx, ?2, ?3, ?4, ?5 FROM tasks WHERE run_id = ?1 AND task_id = ?2"
+                 SELECT ?1, idx, ?2, ?3, ?4, ?5 FROM tasks \
+                 WHERE run_id = ?1 AND task_id = ?2 AND attempts = ?3"
             }
             Self::AttemptFinished => {
                 "UPDATE attempts SET ended_at_ms = ?4, outcome_kind = ?5, outcome_json = ?6, \
                  exit_code = ?7, duration_ms = ?8, tokens = ?9, cost_usd = ?10, agent_json = ?11, \
                  containment = ?12 \
                  WHERE run_id = ?1 AND task_idx = (SELECT idx FROM tasks WHERE run_id = ?1 AND task_id = ?2) \
-                 AND attempt = ?3"
+                 AND attempt = ?3 AND ended_at_ms IS NULL"
             }
             Self::AttemptFinishedWithOutput => {
                 "UPDATE attempts SET ended_at_ms = ?4, outcome_kind = ?5, outcome_json = ?6, \
@@ -86,7 +90,7 @@ impl Sql {
                  output_json = ?11, stderr_tail = ?12, log_path = ?13, tokens = ?14, \
                  cost_usd = ?15, agent_json = ?16, containment = ?17 \
                  WHERE run_id = ?1 AND task_idx = (SELECT idx FROM tasks WHERE run_id = ?1 AND task_id = ?2) \
-                 AND attempt = ?3"
+                 AND attempt = ?3 AND ended_at_ms IS NULL"
             }
             Self::TaskExitCode => {
                 "UPDATE tasks SET exit_code = ?4 \
@@ -126,6 +130,11 @@ impl Sql {
                  AND (output_attempt IS NULL OR output_attempt <= ?3)"
             }
             Self::TaskKnown => "SELECT 1 FROM tasks WHERE run_id = ?1 AND task_id = ?2",
+            Self::AttemptKnown => {
+                "SELECT 1 FROM attempts \
+                 WHERE run_id = ?1 AND task_idx = (SELECT idx FROM tasks WHERE run_id = ?1 AND task_id = ?2) \
+                 AND attempt = ?3"
+            }
             // `InsertAttempt` and `AttemptFinishedWithOutput` at once: an attempt whose start
             // and end are in the same commit.
             Self::AttemptRan => {
@@ -134,7 +143,8 @@ impl Sql {
                  output_bytes, output_json, stderr_tail, log_path, tokens, cost_usd, \
                  agent_json, containment) \
                  SELECT ?1, idx, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
-                 ?16, ?17, ?18, ?19 FROM tasks WHERE run_id = ?1 AND task_id = ?2"
+                 ?16, ?17, ?18, ?19 FROM tasks \
+                 WHERE run_id = ?1 AND task_id = ?2 AND attempts < ?3"
             }
             // `TaskStarted` and then `TaskEndedWithOutput`, composed: the first leaves
             // `attempts` at MAX(attempts, ?3) and `exit_code` NULL, which the second reads; it

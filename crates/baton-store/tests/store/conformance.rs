@@ -326,6 +326,73 @@ pub fn a_driver_whose_run_was_taken_over_records_nothing(db: &dyn Database) {
     assert_eq!(store.last_seq(&run).unwrap(), 2);
 }
 
+pub fn an_attempts_number_fences_what_is_written_about_it(db: &dyn Database) {
+    let store = db.open();
+    let lease = held(store.as_ref());
+    let run = run_id("r1");
+    let record = |events: &[baton_model::Event], outputs: &[baton_store::AttemptOutput]| {
+        store.record(&run, lease, events, outputs)
+    };
+    record(
+        &[
+            started(1, "a", 1),
+            finished(2, "a", 1, Outcome::Exited { code: 1 }),
+        ],
+        &[],
+    )
+    .unwrap();
+    // An attempt ends once: a late second end (a stale worker's) changes nothing.
+    let again = record(&[finished(3, "a", 1, Outcome::Exited { code: 0 })], &[]).unwrap_err();
+    assert!(
+        matches!(again, StoreError::AttemptEnded { attempt: 1, .. }),
+        "{again:?}"
+    );
+    let with_output = record(
+        &[finished(3, "a", 1, Outcome::Exited { code: 0 })],
+        &[output("a", 1, "late")],
+    )
+    .unwrap_err();
+    assert!(
+        matches!(with_output, StoreError::AttemptEnded { .. }),
+        "{with_output:?}"
+    );
+    // Numbers only grow (a gap is a start a crash lost: fine).
+    record(&[started(4, "a", 3)], &[]).unwrap();
+    let repeated = record(&[started(5, "a", 3)], &[]).unwrap_err();
+    assert!(
+        matches!(repeated, StoreError::AttemptExists { .. }),
+        "{repeated:?}"
+    );
+    let older = record(&[started(5, "a", 2)], &[]).unwrap_err();
+    assert!(
+        matches!(older, StoreError::AttemptOutOfOrder { attempt: 2, .. }),
+        "{older:?}"
+    );
+    // The same through a whole attempt in one turn.
+    let whole = |attempt| {
+        vec![
+            started(6, "b", attempt),
+            finished(7, "b", attempt, Outcome::Exited { code: 0 }),
+            task_finished(7, "b", TaskState::Succeeded, None),
+        ]
+    };
+    record(&whole(2), &[output("b", 2, "ok")]).unwrap();
+    let older_whole = record(&whole(1), &[output("b", 1, "ok")]).unwrap_err();
+    assert!(
+        matches!(
+            older_whole,
+            StoreError::AttemptOutOfOrder { attempt: 1, .. }
+        ),
+        "{older_whole:?}"
+    );
+    // Nothing of the refused turns was recorded.
+    let a = store.attempts(&run, &task("a")).unwrap();
+    assert_eq!(a.iter().map(|x| x.attempt).collect::<Vec<_>>(), [1, 3]);
+    assert_eq!(a[0].outcome, Some(Outcome::Exited { code: 1 }));
+    assert_eq!(store.last_seq(&run).unwrap(), 6);
+    assert!(store.check_consistency(&run).unwrap().is_empty());
+}
+
 pub fn handles_claiming_at_once_get_exactly_one_driver(db: &dyn Database) {
     db.open().create_run(&new_run("r1", &["a"])).unwrap();
     let winners: usize = std::thread::scope(|scope| {
@@ -447,6 +514,7 @@ macro_rules! conformance {
                 a_live_driver_keeps_its_run_and_a_dead_one_is_replaced,
                 a_driver_out_of_sight_holds_its_run_until_its_lease_lapses,
                 a_driver_whose_run_was_taken_over_records_nothing,
+                an_attempts_number_fences_what_is_written_about_it,
                 handles_claiming_at_once_get_exactly_one_driver,
                 only_a_run_no_live_driver_holds_is_deleted,
                 readers_see_whole_turns_while_a_driver_records,

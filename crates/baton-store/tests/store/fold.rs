@@ -93,17 +93,17 @@ impl Attempts {
         self.started.keys().next_back().copied().unwrap_or(0)
     }
 
-    /// A number not started yet: usually the next, sometimes one past it (a gap), sometimes
-    /// the lowest free one (filling a gap, out of order).
+    /// A number after every one started: usually the next, sometimes one past it (a gap: an
+    /// attempt whose start a crash lost). Never below the latest: the store refuses that.
     fn fresh(&self, c: u32) -> u32 {
         match c % 8 {
             0 => self.highest() + 2,
-            1 => (1..).find(|n| !self.started.contains_key(n)).unwrap(),
             _ => self.highest() + 1,
         }
     }
 
-    /// A started attempt to end: an open one if there is one, else (rarely) one that ended.
+    /// A started attempt that has not ended, to end (an attempt ends once: the store refuses a
+    /// second end).
     fn to_end(&self, c: u32) -> Option<u32> {
         let open: Vec<u32> = self
             .started
@@ -111,11 +111,7 @@ impl Attempts {
             .filter(|(_, ended)| !**ended)
             .map(|(n, _)| *n)
             .collect();
-        if !open.is_empty() {
-            return Some(open[c as usize % open.len()]);
-        }
-        let all: Vec<u32> = self.started.keys().copied().collect();
-        (c.is_multiple_of(4) && !all.is_empty()).then(|| all[c as usize % all.len()])
+        (!open.is_empty()).then(|| open[c as usize % open.len()])
     }
 }
 
