@@ -42,8 +42,18 @@ pub(crate) struct Ack {
 
 impl Recorder {
     /// Starts the thread, with a connection of its own to `store`, committing as the holder
-    /// of `lease`, which it renews while the run is driven (every third of its term).
+    /// of `lease`, which it renews while the run is driven (every third of [`LEASE_TERM`]).
     pub(crate) fn start(store: &dyn Store, run: RunId, lease: Lease) -> Result<Self, StoreError> {
+        Self::start_with_term(store, run, lease, LEASE_TERM)
+    }
+
+    /// [`Recorder::start`], renewing the lease for `term` at a time.
+    fn start_with_term(
+        store: &dyn Store,
+        run: RunId,
+        lease: Lease,
+        term: std::time::Duration,
+    ) -> Result<Self, StoreError> {
         let own = store.another()?;
         let (batches, received) = mpsc::channel::<Batch>();
         let (acknowledge, acks) = async_mpsc::unbounded_channel();
@@ -55,13 +65,13 @@ impl Recorder {
                 let mut failed = false;
                 let mut lease = lease;
                 loop {
-                    let batch = match received.recv_timeout(LEASE_TERM / 3) {
+                    let batch = match received.recv_timeout(term / 3) {
                         Ok(batch) => batch,
                         Err(mpsc::RecvTimeoutError::Timeout) => {
                             // The heartbeat. A lease lost is noticed by the next commit, which
                             // is refused whole.
                             if let Ok(renewed) =
-                                own.renew(&run, lease, crate::stamp::now_ms(), LEASE_TERM)
+                                own.renew(&run, lease, crate::stamp::now_ms(), term)
                             {
                                 lease = renewed;
                             }
@@ -269,5 +279,38 @@ mod tests {
         );
         drop(recorder);
         assert_eq!(store.events(&run, 0, 10).unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn the_lease_is_renewed_while_the_run_is_driven_and_lapses_when_it_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run, _) = held_run(dir.path());
+        let term = std::time::Duration::from_secs(2);
+        let now = crate::stamp::now_ms;
+        let me = crate::driver::me();
+        let lease = store
+            .claim_driver(&run, &me, now(), term, |_| Liveness::Alive)
+            .unwrap()
+            .lease;
+        let recorder = Recorder::start_with_term(&store, run.clone(), lease, term).unwrap();
+        let other = baton_store::Driver {
+            pid: 1,
+            start_time: 1,
+            host: "elsewhere".into(),
+        };
+        // Seen from another host, the driver is a lease: past its first term it still holds.
+        std::thread::sleep(term + term / 2);
+        let refused = store.claim_driver(&run, &other, now(), term, |_| Liveness::Unknown);
+        assert!(
+            matches!(refused, Err(StoreError::RunHeld { .. })),
+            "{refused:?}"
+        );
+        // No heartbeat once the recorder is gone: the lease lapses.
+        drop(recorder);
+        std::thread::sleep(term + term / 2);
+        let taken = store
+            .claim_driver(&run, &other, now(), term, |_| Liveness::Unknown)
+            .unwrap();
+        assert_eq!(taken.replaced, Some(me));
     }
 }
