@@ -424,13 +424,26 @@ impl Workspaces {
             .map_err(|e| format!("cannot read the result's history: {e}"))
     }
 
-    /// Removes the run's worktrees; their branches stay until `baton prune`.
+    /// Removes the run's worktrees; their branches stay until `baton prune`. All of them, not
+    /// only those this process made: a run taken over (after a crash, after a person resolved
+    /// a conflict) has worktrees an earlier driver made.
     pub(crate) fn remove_worktrees(&self) {
         let Some(repo) = &self.repo else {
             return;
         };
-        for tree in self.trees.iter().flatten() {
-            let _ = repo.remove_worktree(&tree.path);
+        let mut paths: Vec<PathBuf> = self
+            .trees
+            .iter()
+            .flatten()
+            .map(|t| t.path.clone())
+            .collect();
+        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            paths.extend(entries.flatten().map(|entry| entry.path()));
+        }
+        paths.sort();
+        paths.dedup();
+        for path in paths {
+            let _ = repo.remove_worktree(&path);
         }
         let _ = std::fs::remove_dir(&self.dir);
     }

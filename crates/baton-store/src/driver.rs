@@ -116,6 +116,7 @@ impl SqliteStore {
         term: Duration,
     ) -> Result<Lease, StoreError> {
         let expires_at_ms = now_ms.saturating_add(term.as_millis() as i64);
+        self.check_present()?;
         self.write(|tx| renew(tx, run, lease.token, expires_at_ms))?;
         Ok(Lease {
             token: lease.token,

@@ -75,6 +75,12 @@ pub enum StoreError {
     /// its process was judged dead): nothing more it writes about the run is recorded.
     #[error("run {run} was taken over by another process; this one no longer drives it")]
     LeaseLost { run: RunId },
+    /// The database file was removed (or replaced) while this process wrote to it.
+    #[error(
+        "the run database at {path} was removed while the run was driven; nothing more can be \
+         recorded"
+    )]
+    Vanished { path: PathBuf },
     #[error("there is no run {0}")]
     UnknownRun(RunId),
     #[error("run {0} already exists")]

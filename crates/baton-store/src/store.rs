@@ -31,6 +31,9 @@ pub struct SqliteStore {
     durability: Option<Durability>,
     /// Checkpoints on a thread of their own, while a run is driven.
     checkpointer: Mutex<Option<Checkpointer>>,
+    /// The file opened for writing (device, inode): a commit into a file that is no longer at
+    /// the path would be lost the moment the store is closed.
+    identity: Option<(u64, u64)>,
 }
 
 impl Drop for SqliteStore {
@@ -84,6 +87,7 @@ impl SqliteStore {
             path: path.to_owned(),
             durability: Some(durability),
             checkpointer: Mutex::new(None),
+            identity: identity(path),
         })
     }
 
@@ -126,6 +130,7 @@ impl SqliteStore {
             path: path.to_owned(),
             durability: None,
             checkpointer: Mutex::new(None),
+            identity: None,
         })
     }
 
@@ -185,6 +190,22 @@ impl SqliteStore {
         }
     }
 
+    /// Whether the database file this store writes is still the one at its path: a run whose
+    /// database was deleted (or replaced) under it must stop rather than record into a file
+    /// nobody will ever read. One `stat`, made before each commit.
+    pub(crate) fn check_present(&self) -> Result<(), StoreError> {
+        let Some(opened) = self.identity else {
+            return Ok(());
+        };
+        if identity(&self.path) == Some(opened) {
+            Ok(())
+        } else {
+            Err(StoreError::Vanished {
+                path: self.path.clone(),
+            })
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic while the lock was held dropped its transaction, which rolled back: the
         // connection is fine to use.
@@ -222,6 +243,12 @@ impl SqliteStore {
         };
         run().map_err(|err: StoreError| err.at(&self.path))
     }
+}
+
+/// The device and inode of the file at `path`, if there is one.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 fn open_error(path: &Path, source: rusqlite::Error) -> StoreError {

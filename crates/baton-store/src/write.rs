@@ -95,6 +95,7 @@ impl SqliteStore {
         if events.is_empty() && outputs.is_empty() {
             return Ok(Vec::new());
         }
+        self.check_present()?;
         self.write(|tx| {
             if let Some(token) = fence {
                 crate::driver::check_token(tx, run, token)?;

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use baton_model::{RunState, format_size, parse_duration};
+use baton_model::{RunId, RunState, format_size, parse_duration};
 use baton_runner::{RunDirs, driver};
 use baton_store::{RunRecord, Store, StoreError};
 use serde::Serialize;
@@ -26,6 +26,10 @@ pub struct Policy {
     pub keep: Option<usize>,
     pub older_than: Option<Duration>,
     pub max_log_bytes: Option<u64>,
+    /// Keep every run that can still be resumed (interrupted, waiting for a person, needing
+    /// one, cancelled), whatever else says: what retention does on its own. An explicit
+    /// `baton prune` removes them too, ending what their dead driver left first.
+    pub keep_resumable: bool,
 }
 
 impl Policy {
@@ -37,6 +41,7 @@ impl Policy {
             keep: Some(env("BATON_KEEP_RUNS").map_or(DEFAULT_KEEP, |n| n.max(1) as usize)),
             older_than: None,
             max_log_bytes: Some(env("BATON_KEEP_LOG_BYTES").unwrap_or(DEFAULT_MAX_LOG_BYTES)),
+            keep_resumable: true,
         }
     }
 }
@@ -55,6 +60,8 @@ struct PruneReport<'a> {
     removed: &'a [Pruned],
     /// Runs that matched but are being driven by a live process.
     skipped_running: &'a [String],
+    /// Directories of runs the store has no record of (a prune killed half way), removed.
+    strays: &'a [String],
 }
 
 pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
@@ -82,14 +89,20 @@ pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         keep: args.keep.map(|k| k as usize),
         older_than,
         max_log_bytes: None,
+        keep_resumable: false,
     };
-    let (removed, skipped) = apply(store, &project.state_dir, &policy, args.dry_run)?;
+    let Outcome {
+        removed,
+        skipped,
+        strays,
+    } = apply(store, &project.state_dir, &policy, args.dry_run)?;
     if args.json {
         let report = PruneReport {
             schema: 1,
             dry_run: args.dry_run,
             removed: &removed,
             skipped_running: &skipped,
+            strays: &strays,
         };
         println!(
             "{}",
@@ -113,6 +126,9 @@ pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     for id in &skipped {
         println!("kept run {id}: it is running");
     }
+    for id in &strays {
+        println!("{verb} the files of run {id}, which has no record");
+    }
     let total: u64 = removed.iter().map(|r| r.log_bytes).sum();
     println!(
         "{verb} {} runs, {} of logs",
@@ -122,21 +138,40 @@ pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     Ok(exit::SUCCESS)
 }
 
+/// What a prune did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub removed: Vec<Pruned>,
+    /// Runs that matched but are driven by a live process (or could still be resumed, under
+    /// `keep_resumable`).
+    pub skipped: Vec<String>,
+    /// Run directories with no record, removed.
+    pub strays: Vec<String>,
+}
+
+/// How long a run directory without a record is left alone: a run being started has its
+/// directory a moment before its record.
+const STRAY_AGE: Duration = Duration::from_secs(10 * 60);
+
 /// Removes the runs `policy` selects, with their logs; never one driven by a live process.
-/// Returns the runs removed (or that would be, with `dry_run`) and those skipped as running.
+///
+/// The record goes first, then the files: a prune killed in between leaves files without a
+/// record, which a later prune finds (they are swept after `STRAY_AGE`), never a record whose
+/// logs are gone. A run whose driver died is taken care of before it goes: the process groups
+/// and cgroups its attempts left are ended, and its scratch (which may hold a task's
+/// `$BATON_OUTPUT`) is removed with it.
 pub fn apply(
     store: &dyn Store,
     state_dir: &Path,
     policy: &Policy,
     dry_run: bool,
-) -> Result<(Vec<Pruned>, Vec<String>), Failure> {
+) -> Result<Outcome, Failure> {
     let runs: Vec<RunRecord> = store.runs(u32::MAX)?.into_iter().map(|s| s.run).collect();
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
     let mut log_total = 0u64;
-    let mut removed = Vec::new();
-    let mut skipped = Vec::new();
+    let mut outcome = Outcome::default();
     // Newest first: a run is removed when it is past the count, past the age, or when the logs
     // of the newer runs already fill the budget.
     for (position, run) in runs.iter().enumerate() {
@@ -156,37 +191,101 @@ pub fn apply(
         }
         let live =
             run.status == RunState::Running && run.driver.as_ref().is_some_and(driver::is_alive);
-        if live {
-            skipped.push(run.id.to_string());
+        let state = super::records::effective_state(run);
+        if live || (policy.keep_resumable && resumable(state)) {
+            outcome.skipped.push(run.id.to_string());
             continue;
         }
         if !dry_run {
+            if state == RunState::Interrupted {
+                // Its dead driver's processes would run on, recorded nowhere.
+                let groups: Vec<u32> = store
+                    .open_attempts(&run.id)?
+                    .iter()
+                    .filter_map(|a| a.pid)
+                    .collect();
+                baton_runner::kill_leftovers(&run.id, &groups);
+            }
             match store.delete_run(&run.id, now_ms, &driver::liveness) {
                 Ok(_) => {}
                 // Taken over since we looked: leave it.
                 Err(StoreError::RunHeld { .. }) => {
-                    skipped.push(run.id.to_string());
+                    outcome.skipped.push(run.id.to_string());
                     continue;
                 }
                 Err(err) => return Err(err.into()),
             }
-            // Its branches (and any worktree left on them) go with it. The repository is the
-            // one holding `.baton/`, held to the drivers the run trusted (kept in its
-            // directory, so opened first).
-            let repo = state_dir
-                .parent()
-                .and_then(|root| baton_runner::run_repo(root, state_dir, &run.id).ok());
-            let _ = std::fs::remove_dir_all(&dirs.run);
-            if let Some(repo) = repo {
-                let _ = repo.delete_branches(&format!("baton/{}/", run.id));
-            }
-            let _ = std::fs::remove_dir_all(state_dir.join("worktrees").join(run.id.as_str()));
+            remove_files(state_dir, &run.id);
         }
-        removed.push(Pruned {
+        outcome.removed.push(Pruned {
             id: run.id.to_string(),
             name: run.name.clone(),
             log_bytes: bytes,
         });
     }
-    Ok((removed, skipped))
+    outcome.strays = sweep_strays(store, state_dir, &runs, dry_run)?;
+    Ok(outcome)
+}
+
+/// Whether a run in `state` can still be taken over and finished (`baton resume`).
+fn resumable(state: RunState) -> bool {
+    matches!(
+        state,
+        RunState::Interrupted | RunState::Waiting | RunState::NeedsHuman | RunState::Cancelled
+    )
+}
+
+/// Removes everything of run `id` on disk: its scratch, its directory (logs), its branches
+/// and any worktree left on them.
+fn remove_files(state_dir: &Path, id: &RunId) {
+    let dirs = RunDirs::new(state_dir, id);
+    dirs.remove_scratch();
+    // The repository is the one holding `.baton/`, held to the drivers the run trusted (kept
+    // in its directory, so opened before that goes).
+    let repo = state_dir
+        .parent()
+        .and_then(|root| baton_runner::run_repo(root, state_dir, id).ok());
+    let _ = std::fs::remove_dir_all(&dirs.run);
+    if let Some(repo) = repo {
+        let _ = repo.delete_branches(&format!("baton/{id}/"));
+    }
+    let _ = std::fs::remove_dir_all(state_dir.join("worktrees").join(id.as_str()));
+}
+
+/// Run directories under `.baton/runs/` that no record names and that are older than
+/// `STRAY_AGE`: what a prune killed between a record and its files left. Removed (unless
+/// `dry_run`); their names are returned.
+fn sweep_strays(
+    store: &dyn Store,
+    state_dir: &Path,
+    recorded: &[RunRecord],
+    dry_run: bool,
+) -> Result<Vec<String>, Failure> {
+    let Ok(entries) = std::fs::read_dir(state_dir.join("runs")) else {
+        return Ok(Vec::new());
+    };
+    let known: std::collections::HashSet<&str> = recorded.iter().map(|r| r.id.as_str()).collect();
+    let mut strays = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name.to_str().and_then(|n| RunId::new(n).ok()) else {
+            continue;
+        };
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STRAY_AGE);
+        // Looked up again: a run started since `recorded` was read has a record by now.
+        if known.contains(id.as_str()) || !old || store.run(&id)?.is_some() {
+            continue;
+        }
+        if !dry_run {
+            remove_files(state_dir, &id);
+        }
+        strays.push(id.to_string());
+    }
+    strays.sort();
+    Ok(strays)
 }

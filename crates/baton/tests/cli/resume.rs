@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use baton_model::{EventKind, Outcome, RunState, TaskState};
 
-use crate::test::{Store, Test, baton_in, running_long_task};
+use crate::test::{RUN_LIMIT, Store, Test, baton_in, running_long_task};
 
 /// A random DAG of `n` short tasks, reproducible from `seed`, with each task's needs.
 fn random_graph(n: usize, seed: u64) -> (String, Vec<Vec<usize>>) {
@@ -307,4 +307,38 @@ fn a_reader_polling_during_a_busy_run_is_never_locked_out() {
     }
     running.wait(Duration::from_secs(60)).status(0);
     assert!(reads > 0, "status never succeeded during the run");
+}
+
+#[test]
+fn a_run_whose_database_is_removed_stops_and_says_so() {
+    let test = Test::new().graph(
+        "g.toml",
+        r#"
+[[task]]
+id = "first"
+run = "touch started; sleep 1"
+
+[[task]]
+id = "second"
+needs = ["first"]
+run = "echo never"
+"#,
+    );
+    let mut running = test.args(&["run", "g.toml"]).spawn();
+    running.await_that("the task to start", RUN_LIMIT, |root| {
+        root.join("started").exists().then_some(())
+    });
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(running.path().join(format!(".baton/baton.db{suffix}")));
+    }
+    let out = running
+        .wait(RUN_LIMIT)
+        .status(3)
+        .stderr_contains("was removed while the run was driven");
+    assert!(
+        !out.stdout.contains("succeeded"),
+        "it must not say it succeeded:\n{}",
+        out.stdout
+    );
+    assert!(!out.path().join("never").exists());
 }

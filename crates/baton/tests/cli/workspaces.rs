@@ -887,3 +887,54 @@ run = "true"
         assert!(store.runs().is_empty(), "{:?}", store.runs());
     }
 }
+
+#[test]
+fn a_run_finished_after_a_crash_leaves_no_worktree_behind() {
+    // `a` and `c` succeed under the first driver, which is killed while `b` sleeps; the
+    // resumed run finishes `b` and must remove all three worktrees, not only `b`'s.
+    let test = repo_with(
+        r#"
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "a"
+run = "echo a > a.txt"
+
+[[task]]
+id = "b"
+needs = ["a"]
+run = "echo b > b.txt; [ $BATON_ATTEMPT -gt 1 ] || { touch ../../../../b-started; sleep 30; }"
+
+[[task]]
+id = "c"
+run = "echo c > c.txt"
+"#,
+    );
+    let mut running = test.args(&["run", "graph.toml"]).spawn();
+    // Its start recorded, so that the takeover ends it rather than running it twice.
+    running.await_that("`b` to start", RUN_LIMIT, |root| {
+        let recorded = || {
+            let store = crate::test::Store::try_open(root)?;
+            store.try_run()?;
+            (!store.attempts("b").is_empty()).then_some(())
+        };
+        root.join("b-started").exists().then(recorded).flatten()
+    });
+    let (run, resumed) = running.kill_and_resume();
+    let root = resumed.path();
+    assert_eq!(resumed.json()["run"]["state"], "succeeded");
+    assert!(
+        !root.join(".baton/worktrees").join(&run).exists(),
+        "worktrees left: {:?}",
+        std::fs::read_dir(root.join(".baton/worktrees").join(&run))
+            .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+    );
+    let listed = git(root, &["worktree", "list", "--porcelain"]);
+    assert!(!listed.contains(".baton/worktrees"), "{listed}");
+    // The work stays on the branches.
+    assert_eq!(
+        git(root, &["show", &format!("baton/{run}/result:c.txt")]),
+        "c"
+    );
+}
