@@ -342,3 +342,35 @@ run = "echo never"
     );
     assert!(!out.path().join("never").exists());
 }
+
+#[test]
+fn a_task_started_in_the_last_moment_before_a_crash_never_runs_twice_at_once() {
+    // Killed as soon as the first task prints, inside the window where launches are not
+    // committed yet: the takeover must end those attempts before it runs their tasks again.
+    let mut graph = String::from("[defaults]\ntimeout = \"1m\"\n");
+    for i in 0..8 {
+        writeln!(
+            graph,
+            "[[task]]\nid = \"t{i}\"\nrun = 'echo start-$BATON_TASK_ID >> exec.log; sleep 3; echo end-$BATON_TASK_ID >> exec.log'"
+        )
+        .unwrap();
+    }
+    let mut running = Test::new()
+        .graph("g.toml", &graph)
+        .args(&["run", "g.toml", "-j", "8"])
+        .spawn();
+    running.await_that("a task to start", RUN_LIMIT, |root| {
+        root.join("exec.log").exists().then_some(())
+    });
+    let (_, resumed) = running.kill_and_resume();
+    let log = String::from_utf8(resumed.read("exec.log")).unwrap();
+    for i in 0..8 {
+        let ends = log.lines().filter(|l| *l == format!("end-t{i}")).count();
+        assert_eq!(ends, 1, "t{i} ended {ends} times:\n{log}");
+    }
+    let store = resumed.store();
+    for task in store.tasks() {
+        assert_eq!(task.status, TaskState::Succeeded, "{}", task.task);
+    }
+    store.assert_consistent();
+}
