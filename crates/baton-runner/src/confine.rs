@@ -71,18 +71,18 @@ pub(crate) struct Place<'a> {
     /// The repository's root: a confined task without a worktree may write there.
     pub root: &'a Path,
     pub engine: Option<EngineKind>,
-    /// `$BATON_OUTPUT`'s directory.
-    pub out: &'a Path,
 }
 
 /// The sandbox of an attempt, or `None` if it runs unconfined; the variables it adds to the
 /// task's environment (`TMPDIR`, `BATON_SANDBOX`) are pushed onto `env`. `tmp` makes the
-/// task's private temporary directory.
+/// task's private temporary directory, `own_out` the directory of its own `$BATON_OUTPUT`
+/// (returned with the sandbox: the caller points `$BATON_OUTPUT` there).
 pub(crate) fn sandbox_for(
     place: &Place<'_>,
     env: &mut Vec<(OsString, OsString)>,
     tmp: impl FnOnce() -> std::io::Result<PathBuf>,
-) -> Result<Option<WriteSandbox>, String> {
+    own_out: impl FnOnce() -> std::io::Result<PathBuf>,
+) -> Result<Option<(WriteSandbox, PathBuf)>, String> {
     let want = want(place.task, place.worktree.is_some());
     if want == Want::No {
         return Ok(None);
@@ -109,8 +109,11 @@ pub(crate) fn sandbox_for(
     let mut allowed = vec![place.worktree.unwrap_or(place.root).to_path_buf()];
     // `/tmp` is shared with everything else on the machine: the task gets its own instead.
     allowed.push(tmp.clone());
-    // `$BATON_OUTPUT` is created there.
-    allowed.push(place.out.to_path_buf());
+    // `$BATON_OUTPUT` is created there: a directory of its own, not the run's `out/`, where
+    // it could write a file that passes for another task's output.
+    let own_out =
+        own_out().map_err(|e| format!("cannot create the task's output directory: {e}"))?;
+    allowed.push(own_out.clone());
     // The agent CLI keeps its sessions and settings there; without it Claude Code cannot be
     // resumed and Codex does not start.
     if let Some(state) = place.engine.and_then(|kind| engine_state(kind, &var)) {
@@ -124,7 +127,7 @@ pub(crate) fn sandbox_for(
     }
     env.push(("TMPDIR".into(), tmp.into()));
     env.push(("BATON_SANDBOX".into(), "landlock".into()));
-    Ok(Some(WriteSandbox::new(allowed)))
+    Ok(Some((WriteSandbox::new(allowed), own_out)))
 }
 
 /// Where an engine's CLI writes its own state, found by running each under the sandbox.

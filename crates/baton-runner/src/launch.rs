@@ -79,6 +79,8 @@ pub(crate) struct Launch {
     pub spec: AttemptSpec,
     pub watcher: Option<Box<dyn LineWatcher>>,
     pub recipe: Option<Recipe>,
+    /// A confined attempt's `$BATON_OUTPUT`, in a directory of its own (`None`: in `out/`).
+    pub own_output: Option<PathBuf>,
 }
 
 /// What a task's checks and fix rounds are started from: the attempt's spec before anything
@@ -452,8 +454,9 @@ impl<'a> Launcher<'a> {
             }
             spec.idle_timeout = agent.idle_timeout;
         }
-        self.confine(
+        let own_output = self.confine(
             task,
+            attempt,
             workdir,
             agent.as_ref().map(|a| a.engine.kind),
             &mut spec,
@@ -479,30 +482,45 @@ impl<'a> Launcher<'a> {
             spec,
             watcher,
             recipe,
+            own_output,
         })
     }
 
-    /// Puts the attempt in its write sandbox, if it gets one.
+    /// Puts the attempt in its write sandbox, if it gets one; then its `$BATON_OUTPUT` is in a
+    /// directory of its own, returned: the only place besides its work it may write to.
     fn confine(
         &self,
         task: u32,
+        attempt: u32,
         worktree: Option<&std::path::Path>,
         engine: Option<baton_agent::EngineKind>,
         spec: &mut AttemptSpec,
-    ) -> Result<(), LaunchError> {
+    ) -> Result<Option<PathBuf>, LaunchError> {
         let spec_task = self.graph.task(task);
         let place = crate::confine::Place {
             task: spec_task,
             worktree,
             root: &self.root,
             engine,
-            out: &self.dirs.out,
         };
-        spec.sandbox = crate::confine::sandbox_for(&place, &mut spec.env, || {
-            self.dirs.task_tmp(&spec_task.id)
-        })
+        let confined = crate::confine::sandbox_for(
+            &place,
+            &mut spec.env,
+            || self.dirs.task_tmp(&spec_task.id),
+            || self.dirs.own_output_dir(&spec_task.id),
+        )
         .map_err(LaunchError::Confinement)?;
-        Ok(())
+        let Some((sandbox, own_dir)) = confined else {
+            return Ok(None);
+        };
+        spec.sandbox = Some(sandbox);
+        let own = own_dir.join(format!("{attempt}.json"));
+        // One left by an earlier driver's attempt of the same number is not this one's.
+        let _ = std::fs::remove_file(&own);
+        if let Some((_, value)) = spec.env.iter_mut().find(|(key, _)| key == "BATON_OUTPUT") {
+            *value = own.clone().into();
+        }
+        Ok(Some(own))
     }
 
     /// The cgroup label of `task`'s attempts (the run id, so that a takeover finds what a
@@ -876,16 +894,18 @@ pub(crate) fn collect_output(
     out_dir: &Mutex<OutDir>,
     dirs: &RunDirs,
     redactor: &Redactor,
-    id: &baton_model::TaskId,
-    attempt: u32,
+    (id, attempt, own): (&baton_model::TaskId, u32, Option<&std::path::Path>),
     report: &AttemptReport,
 ) -> (HeldOutput, Option<String>) {
-    let opened = lock(out_dir).open_output(dirs, id, attempt);
+    let opened = match own {
+        Some(own) => std::fs::File::open(own),
+        None => lock(out_dir).open_output(dirs, id, attempt),
+    };
     let (json, note) = match opened {
         // Most tasks write none.
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => (None, None),
         opened => {
-            let path = dirs.structured_output(id, attempt);
+            let path = own.map_or_else(|| dirs.structured_output(id, attempt), Into::into);
             let read =
                 read_structured_output_from(opened, &path, STRUCTURED_OUTPUT_LIMIT, Some(redactor));
             // Its content now lives in the store (or its problem in the attempt's record). An

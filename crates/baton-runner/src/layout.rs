@@ -24,6 +24,9 @@ pub struct RunDirs {
     pub scratch: PathBuf,
     pub handoff: PathBuf,
     pub out: PathBuf,
+    /// Per confined task, a directory of its own for its `$BATON_OUTPUT`: its sandbox lets it
+    /// write there and not into `out/`, where it could pass for another task's output.
+    pub own: PathBuf,
     pub tmp: PathBuf,
 }
 
@@ -38,6 +41,7 @@ impl RunDirs {
             run: run_dir,
             handoff: scratch.join("handoff"),
             out: scratch.join("out"),
+            own: scratch.join("own"),
             tmp: scratch.join("tmp"),
             scratch,
         }
@@ -61,6 +65,7 @@ impl RunDirs {
     pub fn remove_scratch(&self) {
         let _ = std::fs::remove_dir_all(&self.handoff);
         let _ = std::fs::remove_dir_all(&self.out);
+        let _ = std::fs::remove_dir_all(&self.own);
         let _ = std::fs::remove_dir_all(&self.tmp);
         if self.scratch != self.run {
             let _ = std::fs::remove_dir(&self.scratch);
@@ -134,6 +139,14 @@ impl RunDirs {
     /// the shared `/tmp` is outside its sandbox.
     pub fn task_tmp(&self, task: &TaskId) -> std::io::Result<PathBuf> {
         let dir = self.tmp.join(task.as_str());
+        create_private_dir(&dir)?;
+        Ok(dir)
+    }
+
+    /// The directory of a confined task's own `$BATON_OUTPUT`, made private.
+    pub fn own_output_dir(&self, task: &TaskId) -> std::io::Result<PathBuf> {
+        create_private_dir(&self.own)?;
+        let dir = self.own.join(task.as_str());
         create_private_dir(&dir)?;
         Ok(dir)
     }

@@ -195,6 +195,7 @@ mod tests {
             scratch: root.path().to_owned(),
             handoff: root.path().join("handoff"),
             out: root.path().join("out"),
+            own: root.path().join("own"),
             tmp: root.path().join("tmp"),
         };
         std::fs::create_dir(&dirs.out).unwrap();

@@ -53,6 +53,7 @@ pub(crate) fn assemble(
             verify: spec_task.verify.clone(),
             fix_attempts: spec_task.fix_attempts,
             tree: workspaces.tree_work(graph, task),
+            own_output: launch.own_output,
             shared: shared.clone(),
         },
         spec: launch.spec,

@@ -197,6 +197,8 @@ struct Unit {
     fix_attempts: u32,
     /// The worktree whose changes are committed after every round, if the task has one.
     tree: Option<TreeWork>,
+    /// A confined attempt's `$BATON_OUTPUT`, in a directory of its own.
+    own_output: Option<std::path::PathBuf>,
     shared: Shared,
 }
 
@@ -353,8 +355,7 @@ impl Unit {
             &self.shared.out_dir,
             &self.shared.dirs,
             &self.shared.redactor,
-            &self.id,
-            self.attempt,
+            (&self.id, self.attempt, self.own_output.as_deref()),
             &report,
         );
         let mut agent = None;

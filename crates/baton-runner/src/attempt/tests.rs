@@ -341,10 +341,21 @@ run = "test -f .ready"
 
 #[tokio::test]
 async fn what_cannot_start_as_written_fails_at_once_without_a_process() {
-    let fixture = Fixture::new("[[task]]\nid = \"nul\"\nrun = \"echo a\\u0000b\"\n", false);
+    // A predecessor printed a NUL byte (`find -print0`): no command line can hold it.
+    let fixture = Fixture::new(
+        "[[task]]\nid = \"finds\"\nrun = \"true\"\n\n[[task]]\nid = \"uses\"\nneeds = [\"finds\"]\nrun = \"echo {{ needs.finds.output }}\"\n",
+        false,
+    );
     let mut parts = parts(&fixture);
+    parts.launcher.hold_output(
+        0,
+        crate::launch::HeldOutput {
+            text: "a\0b".into(),
+            ..Default::default()
+        },
+    );
     let outcome = parts
-        .assemble(&fixture.graph, 0, 1)
+        .assemble(&fixture.graph, 1, 1)
         .err()
         .expect("cannot start");
     assert!(

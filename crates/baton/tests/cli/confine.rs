@@ -107,3 +107,42 @@ fn without_landlock_a_takeover_of_a_task_that_requires_it_is_refused() {
         .status(2);
     assert!(resumed.stderr.contains(REFUSAL), "{}", resumed.stderr);
 }
+
+#[test]
+fn a_confined_task_cannot_write_another_tasks_output() {
+    if !landlock_sandbox_test("a_confined_task_cannot_write_another_tasks_output") {
+        return;
+    }
+    // `forger` tries every place `victim`'s `$BATON_OUTPUT` could be, while `victim` runs.
+    let graph = r#"
+[defaults]
+workspace = "worktree"
+confine = "require"
+
+[[task]]
+id = "victim"
+run = "sleep 1; echo fine"
+
+[[task]]
+id = "forger"
+run = '''
+own="$(dirname "$BATON_OUTPUT")"
+for d in "$own" "$own/.." "$own/../victim" "$own/../../out"; do
+  for f in victim.1.json 1.json; do echo '{"forged": true}' > "$d/$f" 2>/dev/null; done
+done
+echo '{"mine": true}' > "$BATON_OUTPUT"
+'''
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let victim = out.json_task("victim");
+    assert!(victim["output_json"].is_null(), "forged: {victim:#}");
+    // The forger's own output is still its own.
+    let forger = out.store().attempts("forger");
+    assert_eq!(forger[0].output_json.as_deref(), Some(r#"{"mine":true}"#));
+    let store = out.store();
+    let victims = store.attempts("victim");
+    assert_eq!(victims[0].output_json, None, "{victims:?}");
+}
