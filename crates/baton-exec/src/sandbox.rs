@@ -4,7 +4,14 @@
 //! are ordinary; the child only calls `prctl` and `landlock_restrict_self` between fork and
 //! exec, two async-signal-safe syscalls. Only write-type accesses are handled, so reading and
 //! executing stay open everywhere; so does the network (Landlock's network rules are never
-//! asked for). A restriction is inherited by every descendant and cannot be lifted.
+//! asked for). From ABI 6 the sandbox is also *scoped*: a confined process can neither signal
+//! a process outside its sandbox (baton, the user's shell, another task) nor connect to an
+//! abstract Unix socket made outside it. A restriction is inherited by every descendant and
+//! cannot be lifted.
+//!
+//! Not the `landlock` crate: its ruleset is enforced by `RulesetCreated::restrict_self`, which
+//! would run in the child between fork and exec, where only async-signal-safe calls belong;
+//! here the child makes two syscalls on a ruleset the parent built.
 
 use std::ffi::CString;
 use std::io;
@@ -43,7 +50,7 @@ impl WriteSandbox {
             )
         })?;
         let handled = handled_writes(abi);
-        let ruleset = create_ruleset(handled)?;
+        let ruleset = create_ruleset(handled, scopes(abi))?;
         for path in &self.allowed {
             add_rule(&ruleset, path, handled)?;
         }
@@ -57,20 +64,30 @@ impl WriteSandbox {
     }
 }
 
-/// A new ruleset handling `handled`.
+/// A new ruleset handling `handled`, scoped to `scoped` (0: no scope, for kernels before
+/// ABI 6, which refuse an attribute that long).
 #[cfg(target_os = "linux")]
-fn create_ruleset(handled: u64) -> io::Result<OwnedFd> {
+fn create_ruleset(handled: u64, scoped: u64) -> io::Result<OwnedFd> {
     let attr = RulesetAttr {
         handled_access_fs: handled,
+        handled_access_net: 0,
+        scoped,
     };
-    // SAFETY: `attr` is a valid `landlock_ruleset_attr` prefix of the size passed; the
-    // kernel reads only that many bytes and treats the fields after it as zero (no network
-    // or scope restriction).
+    // Before ABI 6 the kernel knows only the first field (or two): it accepts a prefix, and
+    // refuses bytes it does not know unless they are zero — a prefix is passed.
+    let size = if scoped == 0 {
+        std::mem::size_of::<u64>()
+    } else {
+        std::mem::size_of::<RulesetAttr>()
+    };
+    // SAFETY: `attr` is a valid `landlock_ruleset_attr` of at least `size` bytes; the kernel
+    // reads only that many and treats the fields after them as zero (no network restriction;
+    // `handled_access_net` is zero anyway, so no network rule is asked for).
     let fd = unsafe {
         libc::syscall(
             libc::SYS_landlock_create_ruleset,
             &attr as *const RulesetAttr,
-            std::mem::size_of::<RulesetAttr>(),
+            size,
             0u32,
         )
     };
@@ -83,7 +100,7 @@ fn create_ruleset(handled: u64) -> io::Result<OwnedFd> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn create_ruleset(_handled: u64) -> io::Result<OwnedFd> {
+fn create_ruleset(_handled: u64, _scoped: u64) -> io::Result<OwnedFd> {
     Err(io::ErrorKind::Unsupported.into())
 }
 
@@ -166,11 +183,26 @@ pub(crate) fn restrict_self(_ruleset: RawFd) -> io::Result<()> {
     Err(io::ErrorKind::Unsupported.into())
 }
 
-/// `struct landlock_ruleset_attr` up to `handled_access_fs`: the kernel accepts any prefix
-/// that holds it, so this stays valid on every ABI.
+/// `struct landlock_ruleset_attr` as of ABI 6; older kernels are given the prefix they know.
 #[repr(C)]
 struct RulesetAttr {
     handled_access_fs: u64,
+    handled_access_net: u64,
+    scoped: u64,
+}
+
+/// ABI 6: no connecting to an abstract Unix socket made outside the sandbox.
+const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1 << 0;
+/// ABI 6: no signal to a process outside the sandbox.
+const SCOPE_SIGNAL: u64 = 1 << 1;
+
+/// What the sandbox is scoped to on the kernel's `abi`.
+fn scopes(abi: u32) -> u64 {
+    if abi >= 6 {
+        SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+    } else {
+        0
+    }
 }
 
 /// `struct landlock_path_beneath_attr`, packed as in the kernel's header.

@@ -140,3 +140,42 @@ async fn a_missing_allowed_path_is_left_out() {
     let report = Attempt::spawn(spec).wait(stop_rx).await;
     assert_eq!(report.outcome, Outcome::Exited { code: 0 }, "{report:?}");
 }
+
+#[tokio::test]
+async fn a_confined_attempt_cannot_signal_what_runs_outside_its_sandbox() {
+    if !landlock("a_confined_attempt_cannot_signal_what_runs_outside_its_sandbox") {
+        return;
+    }
+    if baton_exec::landlock_abi().is_some_and(|abi| abi < 6) {
+        let _ = std::io::stderr()
+            .write_all(b"landlock sandbox test signal scoping: skipped: Landlock ABI < 6\n");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A process of baton's, outside the sandbox, and one the task starts itself.
+    let mut outsider = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let script = format!(
+        "kill -0 {outsider} 2>/dev/null && echo 'signalled outsider' || echo 'outsider refused'
+         kill -0 $PPID 2>/dev/null && echo 'signalled baton' || echo 'baton refused'
+         sleep 30 & inner=$!
+         kill $inner && echo 'own child ok'",
+        outsider = outsider.id()
+    );
+    let report = confined(dir.path(), dir.path(), &script).await;
+    let out = &report.stdout.text;
+    assert!(out.contains("outsider refused"), "{out}");
+    assert!(out.contains("baton refused"), "{out}");
+    assert!(
+        out.contains("own child ok"),
+        "its own processes stay its own: {out}"
+    );
+    assert!(
+        outsider.try_wait().unwrap().is_none(),
+        "the outsider still runs"
+    );
+    outsider.kill().unwrap();
+    outsider.wait().unwrap();
+}
