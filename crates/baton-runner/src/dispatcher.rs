@@ -58,8 +58,6 @@ pub(crate) struct Dispatcher<'a> {
     timers: BinaryHeap<Reverse<(Instant, u32)>>,
     /// What is decided, on its way into the store.
     ledger: Ledger,
-    /// Launches decided that wait for a predecessor's end to be recorded.
-    deferred: Vec<(u32, u32)>,
     /// Per task, how its latest attempt ended: what its reason says.
     last_outcome: Vec<Option<Outcome>>,
     /// Bytes written to log files by this process's attempts.
@@ -121,7 +119,6 @@ impl<'a> Dispatcher<'a> {
             stop_tx,
             timers: BinaryHeap::new(),
             ledger: Ledger::new(graph.len(), recorder),
-            deferred: Vec::new(),
             last_outcome: vec![None; graph.len()],
             log_bytes: 0,
             agents_running: 0,
@@ -201,7 +198,7 @@ impl<'a> Dispatcher<'a> {
             let finished = self.process(&mut turn);
             if finished {
                 debug_assert!(
-                    turn.launches.is_empty() && self.deferred.is_empty(),
+                    turn.launches.is_empty() && !self.ledger.any_deferred(),
                     "a run with a launch pending is not finished"
                 );
                 // What led here is recorded before the run's checks, which may take long.
@@ -501,40 +498,24 @@ impl<'a> Dispatcher<'a> {
 
     /// Sets aside the turn's launches that need a predecessor's end not recorded yet.
     fn defer_unrecorded(&mut self, turn: &mut Turn) {
-        let (graph, journal) = (self.graph, self.ledger.journal());
-        let waits = |task: u32| journal.any_unrecorded(&graph.task(task).needs);
-        if self.ledger.failed() || !turn.launches.iter().any(|&(task, _)| waits(task)) {
-            return;
-        }
-        let deferred = &mut self.deferred;
-        turn.launches.retain(|&(task, attempt)| {
-            let wait = waits(task);
-            if wait {
-                deferred.push((task, attempt));
-            }
-            !wait
-        });
+        let graph = self.graph;
+        self.ledger
+            .defer(&mut turn.launches, |task| &graph.task(task).needs);
     }
 
     /// Launches whose predecessors' ends are recorded now (or never will be: the run stops,
-    /// and `carry_out` reports them cancelled) join the turn.
+    /// and `carry_out` reports them cancelled) join the turn; those decided before a stop are
+    /// declined, never started.
     fn release_deferred(&mut self, turn: &mut Turn) {
-        if self.deferred.is_empty() {
-            return;
-        }
-        let (graph, journal, fatal) = (self.graph, self.ledger.journal(), self.ledger.failed());
-        let stopping = self.sched.stop_cause().is_some();
-        let carried = &mut self.carried;
-        self.deferred.retain(|&(task, attempt)| {
-            let ready = fatal || stopping || !journal.any_unrecorded(&graph.task(task).needs);
-            if ready && stopping && !fatal {
-                // Launched before the stop, never started: not started now either.
-                carried.push_back(Input::Declined { task, attempt });
-            } else if ready {
-                turn.launches.push((task, attempt));
-            }
-            !ready
-        });
+        let (graph, stopping) = (self.graph, self.sched.stop_cause().is_some());
+        let declined =
+            self.ledger
+                .release(&mut turn.launches, |task| &graph.task(task).needs, stopping);
+        self.carried.extend(
+            declined
+                .into_iter()
+                .map(|(task, attempt)| Input::Declined { task, attempt }),
+        );
     }
 
     /// Starts the turn's launches. After a store failure nothing more is started: the

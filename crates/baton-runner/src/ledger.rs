@@ -16,6 +16,8 @@ pub(crate) struct Ledger {
     recorder: Recorder,
     /// The first store failure.
     fatal: Option<StoreError>,
+    /// Launches decided that wait for a predecessor's end to be recorded.
+    deferred: Vec<(u32, u32)>,
 }
 
 impl Ledger {
@@ -24,6 +26,7 @@ impl Ledger {
             journal: Journal::new(tasks),
             recorder,
             fatal: None,
+            deferred: Vec::new(),
         }
     }
 
@@ -122,5 +125,58 @@ impl Ledger {
             let ack = self.recorder.ack().await;
             self.acknowledged(ack, reporter);
         }
+    }
+
+    /// Sets aside the `launches` that need (by `needs`) a task whose end is not recorded yet:
+    /// a completion is durable before any dependent starts.
+    pub(crate) fn defer<'g>(
+        &mut self,
+        launches: &mut Vec<(u32, u32)>,
+        needs: impl Fn(u32) -> &'g [u32],
+    ) {
+        let journal = &self.journal;
+        let waits = |task: u32| journal.any_unrecorded(needs(task));
+        if self.failed() || !launches.iter().any(|&(task, _)| waits(task)) {
+            return;
+        }
+        let deferred = &mut self.deferred;
+        launches.retain(|&(task, attempt)| {
+            let wait = waits(task);
+            if wait {
+                deferred.push((task, attempt));
+            }
+            !wait
+        });
+    }
+
+    /// Moves the deferred launches whose needs' ends are recorded now (all of them after a
+    /// store failure, or once the run is `stopping`) to `launches`; returns those decided
+    /// before a stop, which are not to start at all.
+    pub(crate) fn release<'g>(
+        &mut self,
+        launches: &mut Vec<(u32, u32)>,
+        needs: impl Fn(u32) -> &'g [u32],
+        stopping: bool,
+    ) -> Vec<(u32, u32)> {
+        let mut declined = Vec::new();
+        if self.deferred.is_empty() {
+            return declined;
+        }
+        let (journal, fatal) = (&self.journal, self.fatal.is_some());
+        self.deferred.retain(|&(task, attempt)| {
+            let ready = fatal || stopping || !journal.any_unrecorded(needs(task));
+            if ready && stopping && !fatal {
+                declined.push((task, attempt));
+            } else if ready {
+                launches.push((task, attempt));
+            }
+            !ready
+        });
+        declined
+    }
+
+    /// Whether a launch waits for a commit.
+    pub(crate) fn any_deferred(&self) -> bool {
+        !self.deferred.is_empty()
     }
 }

@@ -4,7 +4,7 @@
 //! frames, their checksums and writes), and the dispatcher's thread is the one on the path from
 //! one task's end to the next one's start: every microsecond it spends is a microsecond a slot
 //! stays empty. So the dispatcher hands each batch to this thread, which has a connection of
-//! its own (and the checkpoints of [`SqliteStore::checkpoint_in_background`] on it), and goes
+//! its own (and the store's upkeep, [`baton_store::RunLog::maintain_in_background`], on it), and goes
 //! on launching what does not depend on the batch. A launch that needs a predecessor's end
 //! still waits until the batch holding it is acknowledged: a completion is durable before any
 //! dependent starts.
