@@ -70,6 +70,12 @@ pub(crate) struct Compiled {
     pub(crate) regex: OnceLock<meta::Regex>,
     pub(crate) validate: fn(&[&[u8]]) -> bool,
     pub(crate) tail: Tail,
+    /// See `rules::Rule::not_after`.
+    pub(crate) not_after: Option<&'static ByteSet>,
+    /// See `rules::Rule::generic`.
+    pub(crate) generic: bool,
+    /// See `rules::Rule::quick`.
+    pub(crate) quick: Option<fn(&[u8]) -> bool>,
     /// Capture group index and marker (`[REDACTED:label]`) of each secret group; for a
     /// literal value, the marker of the whole.
     pub(crate) groups: Vec<(usize, Box<[u8]>)>,
@@ -98,6 +104,9 @@ pub(crate) struct Engine {
 
 const PEM_MARKER: &[u8] = b"[REDACTED:private-key]";
 
+/// The bytes of a private key block's `END` line (see `rules::PEM_END`).
+static END_LINE: ByteSet = ByteSet::new(b"A-Z0-9 -");
+
 impl Engine {
     pub(crate) fn run(
         &self,
@@ -119,22 +128,47 @@ impl Engine {
                     let found = (pos < limit)
                         .then(|| self.regex.search(&Input::new(hay).span(pos..hay.len())))
                         .flatten();
-                    let Some(found) = found.filter(|m| m.start() < limit) else {
-                        // No match starts before `limit`: pass that through, and what follows
-                        // it up to where a match could still start.
-                        if finished {
+                    let found = match found.filter(|m| m.start() < limit) {
+                        Some(found) => found,
+                        None if finished => {
                             out.keep(&hay[pos..]);
                             return hay.len();
                         }
-                        let from = pos.max(limit);
-                        let held = match starts.as_deref_mut() {
-                            Some(cache) => self.held_from(hay, from, cache),
-                            None => from,
-                        };
-                        let end = found.map_or(held, |m| held.min(m.start()));
-                        let end = char_boundary(hay, pos, end);
-                        out.keep(&hay[pos..end]);
-                        return end;
+                        None => {
+                            // No match starts a window before the end: pass that through,
+                            // and what follows it up to where a match could still start.
+                            let from = pos.max(limit);
+                            let Some(cache) = starts.as_deref_mut() else {
+                                let end = char_boundary(hay, pos, from);
+                                out.keep(&hay[pos..end]);
+                                return end;
+                            };
+                            let held = self.held_from(hay, from, cache);
+                            // A match there is taken once every pattern has failed for good
+                            // (at an earlier position, they all have): no continuation can
+                            // change it. A finished line that holds a secret goes through at
+                            // once, rather than wait for a window's worth of bytes after it.
+                            let settled = (held < hay.len())
+                                .then(|| match found {
+                                    Some(m) if m.start() == held => Some(m),
+                                    _ => self.regex.search(
+                                        &Input::new(hay)
+                                            .span(held..hay.len())
+                                            .anchored(Anchored::Yes),
+                                    ),
+                                })
+                                .flatten()
+                                .filter(|_| self.settled(hay, held, cache));
+                            match settled {
+                                Some(m) => m,
+                                None => {
+                                    let end = found.map_or(held, |m| held.min(m.start()));
+                                    let end = char_boundary(hay, pos, end);
+                                    out.keep(&hay[pos..end]);
+                                    return end;
+                                }
+                            }
+                        }
                     };
                     let start = found.start();
                     match self.accept(hay, start, found.pattern().as_usize()) {
@@ -192,7 +226,12 @@ impl Engine {
                         return pos;
                     }
                     if hay[pos] == b'-' {
-                        if !finished && pos + self.pem_end_len > hay.len() {
+                        // An `END` line is made of `END_LINE` bytes only: once another byte
+                        // follows, what is there decides it.
+                        if !finished
+                            && pos + self.pem_end_len > hay.len()
+                            && hay[pos..].iter().all(|&b| END_LINE.contains(b))
+                        {
                             return pos;
                         }
                         let input = Input::new(hay).span(pos..hay.len()).anchored(Anchored::Yes);
@@ -239,10 +278,42 @@ impl Engine {
         hay.len()
     }
 
+    /// Whether no continuation of `hay` can change what any pattern matches at `start`: the
+    /// patterns, all of them at once (the DFA finds every match, not the preferred one), have
+    /// failed for good before the end of `hay`.
+    fn settled(&self, hay: &[u8], start: usize, cache: &mut hybrid::dfa::Cache) -> bool {
+        let input = Input::new(hay)
+            .span(start..hay.len())
+            .anchored(Anchored::Yes);
+        let Ok(mut state) = self.starts.start_state_forward(cache, &input) else {
+            return false;
+        };
+        for &byte in &hay[start..] {
+            match self.starts.next_state(cache, state, byte) {
+                Ok(next) if next.is_dead() => return true,
+                Ok(next) => state = next,
+                Err(_) => return false,
+            }
+        }
+        // A match is seen a byte late: the state after the byte that ended it (a line's
+        // newline) is a match state, and settled if no byte at all leads on from it.
+        state.is_match()
+            && (0..=u8::MAX).all(|byte| {
+                self.starts
+                    .next_state(cache, state, byte)
+                    .is_ok_and(|next| next.is_dead())
+            })
+    }
+
     /// The first pattern, from `first` (the highest-priority one that matches at `start`)
     /// on, that matches at `start` and passes its check.
     fn accept(&self, hay: &[u8], start: usize, first: usize) -> Option<Found> {
         (first..self.patterns.len())
+            .filter(|&pattern| {
+                self.patterns[pattern]
+                    .quick
+                    .is_none_or(|quick| quick(&hay[start..]))
+            })
             .filter_map(|pattern| self.find_at(hay, start, pattern))
             .find(|found| self.valid(hay, found))
     }
@@ -282,8 +353,16 @@ impl Engine {
     }
 
     fn valid(&self, hay: &[u8], found: &Found) -> bool {
+        let pattern = &self.patterns[found.pattern];
+        if let (Some(set), Some((first, _))) = (pattern.not_after, found.secrets.first())
+            && first.start == found.whole.start
+            && first.start > 0
+            && set.contains(hay[first.start - 1])
+        {
+            return false;
+        }
         let groups: Vec<&[u8]> = found.secrets.iter().map(|(r, _)| &hay[r.clone()]).collect();
-        (self.patterns[found.pattern].validate)(&groups)
+        (pattern.validate)(&groups)
     }
 
     /// Writes a match (context, markers) and returns where scanning resumes: after the last
@@ -335,7 +414,7 @@ impl Engine {
             return marker;
         };
         let pattern = m.pattern().as_usize();
-        if matches!(self.patterns[pattern].tail, Tail::Value(_)) {
+        if matches!(self.patterns[pattern].tail, Tail::Value(_)) || self.patterns[pattern].generic {
             return marker;
         }
         match self.find_at(value, 0, pattern) {

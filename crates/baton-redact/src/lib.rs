@@ -40,7 +40,7 @@
 //! | `github-token` | `ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_` |
 //! | `gitlab-token` | `glpat-`, `gldt-`, `glrt-`, `glptt-`, `glcbt-`, `gloas-`, … |
 //! | `aws-access-key-id` | `AKIA…`, `ASIA…`, `ABIA…`, `ACCA…` |
-//! | `aws-secret-access-key` | 40 random base64 characters right after an access key id |
+//! | `aws-secret-access-key` | 40 random base64 characters right after an access key id, or standing alone (not lower-case hex, not the end of a longer base64 run) |
 //! | `google-api-key` | `AIza…` |
 //! | `slack-token`, `slack-webhook` | `xoxb-`, `xoxp-`, `xoxa-`, …, `xapp-`; `hooks.slack.com/services/…` |
 //! | `stripe-key` | `sk_live_`, `rk_live_`, `sk_test_`, `rk_test_`, `whsec_` |
@@ -58,7 +58,11 @@
 //!
 //! - Secret values shorter than [`MIN_SECRET_LEN`] bytes are not redacted verbatim.
 //! - Tokens are matched on bytes, ASCII only, as printed: a secret printed with each character
-//!   escaped, split over lines, or base64-encoded is not recognised.
+//!   escaped, split over lines, or base64-encoded is not recognised. (JSON that baton parses
+//!   is redacted again once decoded: see `baton_exec::handoff::redact_json`.)
+//! - A stream that is [released](StreamRedactor::release) in a pause judges what it holds up
+//!   to its last line break on its own: a secret spanning a line break and a pause (an AWS
+//!   key id at a line's end, its secret key on the next line later) is seen as two pieces.
 //! - A private key block is swallowed from its `BEGIN` line to its `END` line, or to the first
 //!   byte that cannot stand in one (a key without its `END` line is still redacted).
 

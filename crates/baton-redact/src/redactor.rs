@@ -152,6 +152,9 @@ impl Redactor {
                 regex: OnceLock::new(),
                 validate: validate::always,
                 tail: Tail::None,
+                not_after: None,
+                generic: false,
+                quick: None,
                 groups: vec![(0, marker("secret-value"))],
             });
         }
@@ -164,6 +167,9 @@ impl Redactor {
                 regex: OnceLock::new(),
                 validate: rule.validate,
                 tail: rule.tail,
+                not_after: rule.not_after,
+                generic: rule.generic,
+                quick: rule.quick,
                 groups,
             });
         }
@@ -379,7 +385,9 @@ impl Out for FindOut<'_> {
     }
 }
 
-/// The lazy DFA of [`Engine::starts`](crate::engine::Engine).
+/// The lazy DFA of [`Engine::starts`](crate::engine::Engine). It reports every match
+/// rather than the preferred one, so that it fails for good only where no pattern at all can
+/// go on (before its first match it walks as the preferring one would).
 fn starts_dfa(hirs: &[&Hir]) -> hybrid::dfa::DFA {
     let nfa = thompson::Compiler::new()
         .configure(
@@ -390,7 +398,11 @@ fn starts_dfa(hirs: &[&Hir]) -> hybrid::dfa::DFA {
         .build_many_from_hir(hirs)
         .expect("the rules compile");
     hybrid::dfa::DFA::builder()
-        .configure(hybrid::dfa::DFA::config().cache_capacity(2 << 20))
+        .configure(
+            hybrid::dfa::DFA::config()
+                .match_kind(regex_automata::MatchKind::All)
+                .cache_capacity(2 << 20),
+        )
         .build_from_nfa(nfa)
         .expect("the rules compile")
 }

@@ -36,9 +36,20 @@ pub(crate) struct Rule {
     /// match and lets a later rule (or a later position) have the text.
     pub(crate) validate: fn(&[&[u8]]) -> bool,
     pub(crate) tail: Tail,
+    /// A match whose secret starts it is rejected when the byte before it is in this set:
+    /// the secret would be the end of a longer run (`\b` cannot say "not after `/`").
+    pub(crate) not_after: Option<&'static ByteSet>,
+    /// A shape any random string may have, not a kind of token: it does not name the value
+    /// of an assignment (`GITHUB_TOKEN=<40 random characters>` stays a `token`).
+    pub(crate) generic: bool,
+    /// A cheap first look at the text from where the combined regex says this rule matches:
+    /// `false` rejects it without the capture groups (a git SHA has the shape of an AWS
+    /// secret key, and is in every git log).
+    pub(crate) quick: Option<fn(&[u8]) -> bool>,
 }
 
 static BASE62: ByteSet = ByteSet::new(b"A-Za-z0-9");
+static BASE64_STD: ByteSet = ByteSet::new(b"A-Za-z0-9+/");
 static BASE64URL: ByteSet = ByteSet::new(b"A-Za-z0-9_-");
 static WORD: ByteSet = ByteSet::new(b"A-Za-z0-9_");
 static DOTTED: ByteSet = ByteSet::new(b"A-Za-z0-9_.-");
@@ -69,6 +80,9 @@ fn rule(pattern: &str, validate: fn(&[&[u8]]) -> bool, tail: Tail) -> Rule {
         pattern: pattern.replace("{B}", BOUNDARY),
         validate,
         tail,
+        not_after: None,
+        generic: false,
+        quick: None,
     }
 }
 
@@ -84,7 +98,25 @@ fn assignment(names: &str, label: &str, validate: fn(&[&[u8]]) -> bool) -> Rule 
         pattern,
         validate,
         tail: Tail::Value(&BARE_VALUE),
+        not_after: None,
+        generic: false,
+        quick: None,
     }
+}
+
+/// `len` base64 characters that are not all lower-case hex (a git SHA, a digest), spelled
+/// out so that the regex itself passes over hex: rejecting each SHA of a git log after
+/// matching it halved the redactor's speed on such logs.
+fn not_hex(len: usize) -> String {
+    let branches: Vec<String> = (0..len)
+        .map(|hex| {
+            format!(
+                "[a-f0-9]{{{hex}}}[A-Zg-z/+][A-Za-z0-9/+]{{{}}}",
+                len - 1 - hex
+            )
+        })
+        .collect();
+    format!("(?:{})", branches.join("|"))
 }
 
 /// The rules in priority order: where two match at the same position, the earlier wins.
@@ -246,6 +278,23 @@ pub(crate) fn rules() -> Vec<Rule> {
         assignment(r"api[_-]?key|access[_-]?key", "api_key", medium),
         assignment("token", "token", weak),
         assignment("auth|credentials?", "credential", weak),
+        // Last, being the least specific (and the costliest to reject: a git SHA has its
+        // shape). A secret access key on its own (a config file, a variable, a JSON value): 40
+        // random base64 characters, standing alone (not part of a longer base64 run). Random
+        // means digits and both cases; a git SHA is lower-case hex.
+        Rule {
+            not_after: Some(&BASE64_STD),
+            generic: true,
+            quick: Some(validate::aws_secret_alone),
+            ..rule(
+                &format!(
+                    r"{{B}}(?P<aws_secret_access_key>{})(?:[^A-Za-z0-9/+=]|$)",
+                    not_hex(40)
+                ),
+                aws_secret,
+                Tail::None,
+            )
+        },
     ]
 }
 

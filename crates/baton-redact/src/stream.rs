@@ -11,10 +11,15 @@ use crate::engine::{Engine, Mode};
 /// [`Redactor::redact`](crate::Redactor::redact) gives for the whole stream, wherever the
 /// chunks were cut (inside a secret, inside a UTF-8 character).
 ///
-/// Between pushes it holds back only the bytes from where a secret could still be starting
-/// (a line that ends in a newline usually goes through whole), and never more than
-/// [`Redactor::window`](crate::Redactor::window) bytes; it never cuts a UTF-8 character of
-/// valid input between two pushes' outputs.
+/// Between pushes it holds back only the bytes that more input could still change: from
+/// where a secret could still be starting or going on. A line that ends in a newline goes
+/// through whole, a secret in it redacted, unless a pattern can span lines (a private key's
+/// `BEGIN` line, an AWS key id whose secret key may follow on the next line, a multi-line
+/// secret value). It never holds more than [`Redactor::window`](crate::Redactor::window)
+/// bytes, and never cuts a UTF-8 character of valid input between two pushes' outputs.
+///
+/// A stream that has gone quiet is given [`release`](Self::release): what it holds up to its
+/// last line break is decided as if the stream ended there.
 pub struct StreamRedactor {
     engine: Arc<Engine>,
     /// Unsent bytes from `pos` on, after one byte already sent (look-behind for `\b`).
@@ -58,6 +63,31 @@ impl StreamRedactor {
             Some(&mut self.starts),
             out,
         );
+        let drop = self.pos.saturating_sub(1);
+        self.buf.drain(..drop);
+        self.pos -= drop;
+    }
+
+    /// The producer has paused (for a moment, say 150 ms, with nothing new): decides the held
+    /// bytes up to the last line break among them as if the stream ended there, and appends
+    /// them to `out`, so that a quiet task's finished lines are seen while it is quiet. What
+    /// follows the last line break (the start of a line, which may be the start of a secret)
+    /// stays held; so does everything after a private key's `BEGIN` line, whose body is still
+    /// to come. A secret that goes on after the release is still redacted as it goes on (the
+    /// stream stays inside it); only one that spans a line break *and* a pause is seen as two
+    /// pieces, each judged on its own.
+    pub fn release(&mut self, out: &mut Vec<u8>) {
+        let held = &self.buf[self.pos..];
+        let Some(last) = held.iter().rposition(|&b| b == b'\n') else {
+            return;
+        };
+        if held.windows(16).any(|w| w == b"PRIVATE KEY-----") {
+            return;
+        }
+        let cut = self.pos + last + 1;
+        self.pos = self
+            .engine
+            .run(&self.buf[..cut], self.pos, true, &mut self.mode, None, out);
         let drop = self.pos.saturating_sub(1);
         self.buf.drain(..drop);
         self.pos -= drop;

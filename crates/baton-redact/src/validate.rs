@@ -27,6 +27,23 @@ pub(crate) fn aws_secret(groups: &[&[u8]]) -> bool {
     mixed(groups)
 }
 
+/// The text where a lone AWS secret key would start: its run of base64 bytes (after an
+/// escaped line break or tab) must be 40 long and look random. Anything else (a colour
+/// sequence before it) is left to the full match.
+pub(crate) fn aws_secret_alone(text: &[u8]) -> bool {
+    let text = match text {
+        [b'\\', b'n' | b'r' | b't', rest @ ..] => rest,
+        [b'\x1b', ..] => return true,
+        _ => text,
+    };
+    let run = text
+        .iter()
+        .take(41)
+        .take_while(|&&b| b.is_ascii_alphanumeric() || b == b'/' || b == b'+')
+        .count();
+    run == 40 && mixed(&[&text[..40]])
+}
+
 /// A value that stands for a secret rather than being one: `${VAR}`, `<password>`, `***`,
 /// `null`, one holding a redaction marker, the start of a PEM block (which its own rule takes
 /// whole).

@@ -140,6 +140,12 @@ pub fn cases() -> Vec<Case> {
             "aws-access-key-id",
             format!("ASIA{}", random(UPPER_DIGITS, 16, 23)),
         ),
+        // Not next to its key id (`aws configure set aws_secret_access_key …`, a JSON value).
+        token(
+            "aws-secret-alone",
+            "aws-secret-access-key",
+            aws_secret.clone(),
+        ),
         Case {
             name: "aws-csv",
             text: format!("{aws_id},{aws_secret}"),

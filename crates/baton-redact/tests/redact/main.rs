@@ -26,6 +26,11 @@ pub fn redactor() -> Redactor {
 
 /// Redacts `text` through a stream cut at `cuts` (offsets, any order, may repeat).
 pub fn streamed(redactor: &Redactor, text: &[u8], cuts: &[usize]) -> Vec<u8> {
+    streamed_pausing(redactor, text, cuts, false)
+}
+
+/// [`streamed`], and with a pause (a `release`) at each cut if `pause`.
+pub fn streamed_pausing(redactor: &Redactor, text: &[u8], cuts: &[usize], pause: bool) -> Vec<u8> {
     let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (text.len() + 1)).collect();
     cuts.sort_unstable();
     let mut stream = redactor.stream();
@@ -33,6 +38,9 @@ pub fn streamed(redactor: &Redactor, text: &[u8], cuts: &[usize]) -> Vec<u8> {
     let mut at = 0;
     for cut in cuts {
         stream.push(&text[at..cut], &mut out);
+        if pause {
+            stream.release(&mut out);
+        }
         at = cut;
     }
     stream.push(&text[at..], &mut out);

@@ -71,3 +71,56 @@ fn two_markers_with_nothing_kept_between_them_have_their_own_ranges() {
         stable(text);
     }
 }
+
+/// Red team 2026-12-01, §18 (issue 14, item 11): conventional password variables whose names
+/// hold no `PASSWORD`, an AWS secret key away from its key id, and the first line of a
+/// multi-line secret printed alone all went through.
+#[test]
+fn conventional_password_variables_lone_aws_keys_and_lines_of_secrets() {
+    use baton_redact::{Redactor, RedactorConfig, secret_env_values};
+    let key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\nAAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n";
+    let env = [
+        ("MYSQL_PWD", "my5ql-pa55"),
+        ("SSHPASS", "sshpa55word"),
+        ("REDISCLI_AUTH", "r3dis-auth-pw"),
+        ("LDAP_BIND_PW", "bindpw-1234"),
+        ("DEPLOY_KEY", key),
+        ("DATABASE_URL", "postgres://app:dbpw-in-url@db/app"),
+        ("PWD", "/home/someone/project"),
+    ];
+    let from_env = Redactor::new(RedactorConfig {
+        secret_values: secret_env_values(env, &[]),
+    });
+    let text = "mysql -p my5ql-pa55; sshpass sshpa55word; redis r3dis-auth-pw; ldap bindpw-1234\n\
+                first line b3BlbnNzaC1rZXktdjEAAAAABG5vbmU alone\n\
+                extracted dbpw-in-url\n\
+                cwd /home/someone/project\n";
+    assert_eq!(
+        from_env.redact_str(text),
+        "mysql -p [REDACTED:secret-value]; sshpass [REDACTED:secret-value]; redis \
+         [REDACTED:secret-value]; ldap [REDACTED:secret-value]\n\
+         first line [REDACTED:secret-value] alone\n\
+         extracted [REDACTED:secret-value]\n\
+         cwd /home/someone/project\n"
+    );
+
+    let secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+    for text in [
+        format!("aws configure set aws_secret_access_key {secret}\n"),
+        format!("{secret}\n"),
+        format!(r#"{{"s": "{secret}"}}"#),
+        format!("key: {secret}, region us-east-1"),
+    ] {
+        let out = redactor().redact_str(&text).into_owned();
+        assert!(!out.contains("bPxRfiCY"), "{out}");
+        assert!(out.contains("[REDACTED:"), "{out}");
+        stable(text.as_bytes());
+    }
+    // Not the end of a longer base64 run, nor a git SHA.
+    for text in [
+        "ZGF0YQ+wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+        "commit 9fceb02d0ae598e95dc970b74767f19372d61af8\n",
+    ] {
+        assert_eq!(redactor().redact_str(text), text);
+    }
+}

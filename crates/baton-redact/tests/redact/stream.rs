@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 
 use crate::corpus::cases;
-use crate::{redactor, streamed};
+use crate::{redactor, streamed, streamed_pausing};
 
 /// The corpus texts joined with ordinary text between them, as one long output.
 pub(crate) fn corpus_text() -> Vec<u8> {
@@ -25,6 +25,17 @@ proptest! {
         let text = corpus_text();
         let whole = redactor.redact(&text).into_owned();
         let out = streamed(&redactor, &text, &cuts);
+        prop_assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&whole));
+    }
+
+    /// Pauses (a release at each cut) change nothing in the corpus, whose secrets do not
+    /// span lines.
+    #[test]
+    fn pauses_anywhere_give_the_whole_text_result(cuts in prop::collection::vec(any::<usize>(), 0..200)) {
+        let redactor = redactor();
+        let text = corpus_text();
+        let whole = redactor.redact(&text).into_owned();
+        let out = streamed_pausing(&redactor, &text, &cuts, true);
         prop_assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&whole));
     }
 
@@ -154,4 +165,97 @@ fn a_utf8_character_is_not_cut_between_pushes() {
     }
     stream.finish(&mut out);
     assert_eq!(out, text);
+}
+
+/// A line that holds a secret is decided once it ends: the stream passes it on at once, redacted,
+/// instead of holding it (and every line after it) until a window's worth of bytes follows.
+#[test]
+fn a_finished_line_with_a_secret_goes_through_at_once() {
+    let redactor = redactor();
+    let github = format!("ghp_{}", "aB3dE5gH7jK9mN1pQ3sT".repeat(2));
+    let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAabc\nMIIEpAIBAAKCAQEAabc\n-----END RSA PRIVATE KEY-----\n";
+    for text in [
+        "DB_PASSWORD=hunter2 from env\n".to_owned(),
+        format!("ghp: {github}\n"),
+        "Authorization: Bearer abcdef0123456789abcdef\n".to_owned(),
+        "hook: https://hooks.slack.com/services/T11111111/B22222222/YYYYYYYYYYYYYYYYYYYYYYYY\n"
+            .to_owned(),
+        "psql postgres://app:jsonpw12345@db/x\n".to_owned(),
+        pem.to_owned(),
+        r#"{"type":"user","message":{"content":[{"type":"tool_result","content":"DB_PASSWORD=hunter2 from env"}]}}"#.to_owned() + "\n",
+        format!("token {github}\r\n"),
+    ] {
+        let text = text + "next-line\n";
+        let mut stream = redactor.stream();
+        let mut out = Vec::new();
+        stream.push(text.as_bytes(), &mut out);
+        assert_eq!(stream.held(), 0, "{text}");
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            redactor.redact_str(&text),
+            "{text}"
+        );
+        // And byte by byte: the first line is out once its end is in (but a private key's
+        // `BEGIN` line, whose block goes on).
+        let mut stream = redactor.stream();
+        let mut out = Vec::new();
+        let first = text.find('\n').unwrap();
+        for (i, b) in text.bytes().enumerate() {
+            stream.push(&[b], &mut out);
+            if i == first && !text.starts_with("-----BEGIN") {
+                let line = redactor.redact_str(&text[..=first]);
+                assert_eq!(String::from_utf8_lossy(&out), line, "{text:?}");
+            }
+        }
+        assert_eq!(stream.held(), 0, "{text}");
+        assert_eq!(String::from_utf8_lossy(&out), redactor.redact_str(&text));
+    }
+}
+
+/// What a quiet stream still holds at a line break is decided on `release`; the start of a
+/// line that may be a secret's start stays held, and a secret that goes on after a release is
+/// still redacted whole.
+#[test]
+fn a_release_decides_held_lines_and_keeps_a_secret_s_start() {
+    let redactor = redactor();
+    let check = |pieces: &[&str], want: &str, held_after_first: usize| {
+        let mut stream = redactor.stream();
+        let mut out = Vec::new();
+        for (i, piece) in pieces.iter().enumerate() {
+            stream.push(piece.as_bytes(), &mut out);
+            stream.release(&mut out);
+            if i == 0 {
+                assert_eq!(stream.held(), held_after_first, "{pieces:?}");
+            }
+        }
+        stream.finish(&mut out);
+        assert_eq!(String::from_utf8_lossy(&out), want, "{pieces:?}");
+    };
+    // An AWS key id at a line's end waits for a secret key on the next line; quiet, it goes.
+    check(
+        &["id AKIAIOSFODNN7EXAMPLE\n", "next\n"],
+        "id [REDACTED:aws-access-key-id]\nnext\n",
+        0,
+    );
+    // The start of a token stays held across a pause, and is redacted once it is complete.
+    check(
+        &["token ghp_aB3dE5gH7j", "K9mN1pQ3sT5vW7yZ9aB3dE5gH7 done\n"],
+        "token [REDACTED:github-token] done\n",
+        14,
+    );
+    // A value cut by a pause: the stream stays inside it.
+    check(
+        &["DB_PASSWORD=hun", "ter2\n"],
+        "DB_PASSWORD=[REDACTED:password]\n",
+        "PASSWORD=hun".len(),
+    );
+    // A key block's body is still to come after its BEGIN line.
+    check(
+        &[
+            "-----BEGIN PRIVATE KEY-----\n",
+            "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcw\n-----END PRIVATE KEY-----\n",
+        ],
+        "-----BEGIN PRIVATE KEY-----\n[REDACTED:private-key]\n-----END PRIVATE KEY-----\n",
+        "-----BEGIN PRIVATE KEY-----\n".len(),
+    );
 }
