@@ -3,14 +3,16 @@
 use std::path::Path;
 
 use crate::diagnostic::{Diagnostic, LoadError};
+use crate::from_json::Dialect;
 use crate::graph::Graph;
 use crate::secrets::{Secrets, masked};
 use crate::spec::Spec;
-use crate::tree::Node;
+use crate::tree::{Node, refuse_nul};
 use crate::{from_json, from_toml, legacy, validate, walk};
 
 /// Reads and validates a graph file. The format follows the extension: `.toml`, `.json`
-/// (comments and trailing commas allowed); anything else is tried as TOML, then JSON.
+/// (strict JSON), `.jsonc` (comments and trailing commas allowed), `.json5`; anything else is
+/// tried as TOML, then as strict JSON.
 pub fn load(path: &Path) -> Result<Graph, LoadError> {
     // Needed to check the file for secrets, and by a run of it: compiled while the file is
     // read and parsed.
@@ -75,6 +77,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Graph, LoadError> {
             secrets = Secrets::default();
             let root = parse(extension.as_deref(), unmarked_text).map_err(|d| fail(d, &secrets))?;
             secrets.check(&root, unmarked_text, &mut diags);
+            refuse_nul(&root, "", unmarked_text, &mut diags);
             match legacy::detect(&root) {
                 Some(shape) => legacy::convert(&root, shape, &mut diags),
                 None => walk::walk(&root, &mut diags),
@@ -96,6 +99,7 @@ fn walk_split(text: &str, diags: &mut Vec<Diagnostic>, secrets: &mut Secrets) ->
         tasks,
     } = from_toml::split(text)?;
     secrets.check(&rest, text, diags);
+    refuse_nul(&rest, "", text, diags);
     let mut spec = walk::walk(&rest, diags);
     drop(rest);
     // Growing by doubling would hold up to twice the tasks, and both copies while it moves.
@@ -105,6 +109,7 @@ fn walk_split(text: &str, diags: &mut Vec<Diagnostic>, secrets: &mut Secrets) ->
         spec.tasks_span.get_or_insert(key_span);
         for item in &items {
             secrets.check(item, text, diags);
+            refuse_nul(item, "", text, diags);
             if let Some(task) = walk::task(item, diags) {
                 spec.tasks.push(task);
             }
@@ -116,9 +121,11 @@ fn walk_split(text: &str, diags: &mut Vec<Diagnostic>, secrets: &mut Secrets) ->
 fn parse(extension: Option<&str>, text: &str) -> Result<Node, Vec<Diagnostic>> {
     match extension {
         Some("toml") => from_toml::parse(text),
-        Some("json" | "jsonc" | "json5") => from_json::parse(text),
+        Some("json") => from_json::parse(text, Dialect::Strict),
+        Some("jsonc") => from_json::parse(text, Dialect::Jsonc),
+        Some("json5") => from_json::parse(text, Dialect::Json5),
         other => from_toml::parse(text).or_else(|mut toml_errors| {
-            from_json::parse(text).map_err(|_| {
+            from_json::parse(text, Dialect::Strict).map_err(|_| {
                 let what = match other {
                     Some(ext) => format!("a `.{ext}` file"),
                     None => "a file without an extension".to_owned(),

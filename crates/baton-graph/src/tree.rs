@@ -3,6 +3,8 @@
 
 use std::ops::Range;
 
+use crate::diagnostic::Diagnostic;
+
 pub(crate) type Span = Range<usize>;
 
 /// A value and where it is in the file.
@@ -66,3 +68,58 @@ impl Node {
 /// Deeper than this is surely not a graph file; stopping keeps the converters' recursion
 /// bounded whatever the parsers accept.
 pub(crate) const MAX_DEPTH: usize = 64;
+
+/// Refuses a NUL anywhere in `node`'s strings and keys. Every string of a graph file may become
+/// an argument, an environment variable, a path or a prompt, and none of those can hold a NUL:
+/// refused here, where the file can be pointed at, and not when a task is launched. `field` is
+/// where `node` is (`env.A`; a table in an array, a task, starts afresh); `source` the file's
+/// text, for the NUL's line and column.
+pub(crate) fn refuse_nul(node: &Node, field: &str, source: &str, diags: &mut Vec<Diagnostic>) {
+    match &node.kind {
+        Kind::Str(s) if s.contains('\0') => {
+            // At the NUL itself, through the escape that wrote it.
+            let at = crate::spec::At::new(s.clone(), node.span.clone());
+            let span = crate::validate::char_span(source, &at, s.find('\0').unwrap_or(0));
+            let what = if field.is_empty() {
+                "a string".to_owned()
+            } else {
+                format!("`{field}`")
+            };
+            diags.push(
+                Diagnostic::at(span, format!("{what} cannot contain NUL (U+0000)"))
+                    .label("holds a NUL")
+                    .help(
+                        "no program can be given a NUL in its arguments, environment or paths; \
+                         remove it (a task that must print one can write `printf '\\0'`)",
+                    ),
+            );
+        }
+        Kind::Array(items) => {
+            for item in items {
+                let field = if matches!(item.kind, Kind::Table(_)) {
+                    ""
+                } else {
+                    field
+                };
+                refuse_nul(item, field, source, diags);
+            }
+        }
+        Kind::Table(entries) => {
+            for e in entries {
+                if e.key.contains('\0') {
+                    diags.push(
+                        Diagnostic::at(e.key_span.clone(), "a name cannot contain NUL (U+0000)")
+                            .label("holds a NUL"),
+                    );
+                }
+                let inner = if field.is_empty() {
+                    e.key.clone()
+                } else {
+                    format!("{field}.{}", e.key)
+                };
+                refuse_nul(&e.value, &inner, source, diags);
+            }
+        }
+        _ => {}
+    }
+}

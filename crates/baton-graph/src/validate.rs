@@ -363,6 +363,10 @@ fn check_path(
     let help = "paths are relative to the repository root, like `src/db/**`";
     let shown = entry.value.escape_debug();
     let Some(error) = error else { return };
+    if matches!(&error, GlobError::OddChar(odd) if odd.ch == '\0') {
+        // Refused already, as a NUL in any string is (`tree::refuse_nul`).
+        return;
+    }
     diags.push(match error {
         GlobError::Escapes(why) => Diagnostic::at(
             entry.span.clone(),
@@ -471,7 +475,7 @@ fn span_in_string(source: &str, text: &At<String>, offset: usize) -> Span {
 /// The file span of the character at byte `offset` of a string value, through escapes
 /// (`"\u202E"` is six bytes in the file, one character in the value); the whole string when
 /// the file's text cannot be followed.
-fn char_span(source: &str, text: &At<String>, offset: usize) -> Span {
+pub(crate) fn char_span(source: &str, text: &At<String>, offset: usize) -> Span {
     let whole = text.span.clone();
     let Some(raw) = source.get(whole.clone()) else {
         return whole;

@@ -303,7 +303,11 @@ impl Walker<'_> {
                     self.diags.push(
                         Diagnostic::at(
                             e.value.span.clone(),
-                            format!("`{}` must be at least {min}, not {n}", e.key),
+                            format!(
+                                "`{}` must be a whole number from {min} to {}, not {n}",
+                                e.key,
+                                u32::MAX
+                            ),
                         )
                         .label("out of range"),
                     );
@@ -447,7 +451,8 @@ impl Walker<'_> {
             return env;
         };
         for var in entries {
-            if var.key.is_empty() || var.key.contains(['=', '\0']) {
+            // A NUL in a name or a value is refused with every other string's (`refuse_nul`).
+            if var.key.is_empty() || var.key.contains('=') {
                 self.diags.push(
                     Diagnostic::at(
                         var.key_span.clone(),
@@ -458,10 +463,6 @@ impl Walker<'_> {
                 continue;
             }
             match &var.value.kind {
-                Kind::Str(s) if s.contains('\0') => self.diags.push(Diagnostic::at(
-                    var.value.span.clone(),
-                    "environment values cannot contain NUL",
-                )),
                 Kind::Str(s) => {
                     env.insert(var.key.clone(), s.clone());
                 }

@@ -159,16 +159,26 @@ prompt = "do it"
 fn json_with_the_same_fields() {
     let g = ok(
         "g.json",
-        r#"{
-  // Comments and trailing commas are fine.
+        r#"{"name": "j", "tasks": [{"id": "a", "run": "echo a"}]}"#,
+    );
+    assert_eq!(g.name(), "j");
+    // A `.json` file is strict JSON; `.jsonc` allows comments and trailing commas.
+    let jsonc = r#"{
+  // Comments and trailing commas are fine in a `.jsonc` file.
   "name": "j",
   "run": { "concurrency": 2, "on_failure": "stop" },
   "tasks": [
     { "id": "a", "run": "echo a", "scope": ["src/**"], },
     { "id": "b", "needs": ["a"], "prompt": "{{ needs.a.output }}", "scope": "src/lib.rs", "timeout": null },
   ],
-}"#,
+}"#;
+    let e = err("g.json", jsonc);
+    assert!(
+        e.to_string()
+            .contains("g.json:2:3: error: Comments are not allowed"),
+        "{e}"
     );
+    let g = ok("g.jsonc", jsonc);
     assert_eq!(g.run_settings().concurrency, 2);
     assert_eq!(g.run_settings().on_failure, OnFailure::Stop);
     assert_eq!(g.task(1).needs, [0]);
@@ -448,7 +458,7 @@ run = "no id"
     );
     insta::assert_snapshot!(e.to_string(), @r#"
     g.toml:2:8: error: `name` must be a string, not an integer
-    g.toml:5:15: error: `concurrency` must be at least 1, not 0
+    g.toml:5:15: error: `concurrency` must be a whole number from 1 to 4294967295, not 0
     g.toml:6:14: error: unknown on failure `explode`
       help: use one of: block, continue, stop
     g.toml:9:6: error: invalid task id `bad id`: id contains ` `; use letters, digits, `_`, `-` and single dots
@@ -459,7 +469,7 @@ run = "no id"
       help: add `run = "…"` for a shell command or `prompt = "…"` for an agent
     g.toml:15:10: error: unknown engine `claud`
       help: did you mean `claude`?
-    g.toml:16:11: error: `retries` must be at least 0, not -1
+    g.toml:16:11: error: `retries` must be a whole number from 0 to 4294967295, not -1
     g.toml:17:12: error: `approval` must be `true` or `false`, not a string
     g.toml:22:22: error: in `run`: `needs.c` refers to a task that is not in this task's `needs`
       help: `c` is a task in this file; add it to this task's `needs`: only the tasks in `needs` are handed over
@@ -531,7 +541,7 @@ fn syntax_errors() {
     "#);
     insta::assert_snapshot!(err("g.json", "{\"task\": [}").to_string(), @r"
     g.json:1:11: error: Unexpected close brace
-      help: this is not valid JSON
+      help: this is not valid JSON: a `.json` graph file is strict JSON; name it `.jsonc` to allow comments and trailing commas
     ");
 }
 
@@ -881,8 +891,8 @@ worktree_include = ["deps", "target\u2215debug"]
       help: write the path with plain characters, with `/` between directories
     g.toml:8:80: error: scope `a／b` contains U+FF0F FULLWIDTH SOLIDUS, which looks like `/` but is not one
       help: write the path with plain characters, with `/` between directories
-    g.toml:9:13: error: cwd `tools\0` contains U+0000 NULL, which is a control character
-      help: write the path with plain characters, with `/` between directories
+    g.toml:9:13: error: `cwd` cannot contain NUL (U+0000)
+      help: no program can be given a NUL in its arguments, environment or paths; remove it (a task that must print one can write `printf '\0'`)
     g.toml:10:36: error: worktree_include `target∕debug` contains U+2215 DIVISION SLASH, which looks like `/` but is not one
       help: write the path with plain characters, with `/` between directories
     "#);

@@ -133,3 +133,99 @@ run = 'curl -H "Authorization: Bearer $TOKEN" https://api.example.com'
         "a graph with a secret created .baton/"
     );
 }
+
+/// No program can be given a NUL (in its arguments, environment or paths): a NUL in any string
+/// of a graph file is refused where it is, with the rest of the file's problems, not when a
+/// task is launched.
+#[test]
+fn a_nul_in_any_string_is_refused_where_it_is() {
+    let toml = r#"name = "n\u0000"
+[defaults]
+setup = ["a\u0000"]
+
+[[task]]
+id = "a"
+run = "echo a\u0000b"
+cwd = "d\u0000"
+verify = ["x\u0000"]
+env = { A = "\u0000" }
+
+[[task]]
+id = "b"
+prompt = "p\u0000"
+model = "m\u0000"
+args = ["--x\u0000"]
+"#;
+    let out = Test::new()
+        .graph("nul.toml", toml)
+        .args(&["plan", "nul.toml"])
+        .run()
+        .status(2)
+        .stderr_contains("nul.toml:1:10: `name` cannot contain NUL (U+0000)")
+        .stderr_contains("nul.toml:3:12: `defaults.setup` cannot contain NUL")
+        .stderr_contains("nul.toml:7:14: `run` cannot contain NUL")
+        .stderr_contains("nul.toml:8:9: `cwd` cannot contain NUL")
+        .stderr_contains("nul.toml:9:13: `verify` cannot contain NUL")
+        .stderr_contains("nul.toml:10:14: `env.A` cannot contain NUL")
+        .stderr_contains("nul.toml:14:12: `prompt` cannot contain NUL")
+        .stderr_contains("nul.toml:15:11: `model` cannot contain NUL")
+        .stderr_contains("nul.toml:16:13: `args` cannot contain NUL")
+        .stderr_contains("9 problems in nul.toml; nothing was run");
+    assert!(!out.state_dir_exists());
+
+    let out = out
+        .then()
+        .graph("nul.json", r#"{"task":[{"id":"a","run":"echo a\u0000b"}]}"#)
+        .args(&["run", "nul.json"])
+        .run()
+        .status(2)
+        .stderr_contains("nul.json:1:33: `run` cannot contain NUL");
+    assert!(!out.state_dir_exists());
+}
+
+/// A count out of range says the range.
+#[test]
+fn a_count_out_of_range_says_the_range() {
+    Test::new()
+        .graph(
+            "g.toml",
+            "[run]\nconcurrency = 0\n\n[[task]]\nid = \"a\"\nretries = 99999999999999\nrun = \"true\"\n",
+        )
+        .args(&["plan", "g.toml"])
+        .run()
+        .status(2)
+        .stderr_contains("g.toml:2:15: `concurrency` must be a whole number from 1 to 4294967295, not 0")
+        .stderr_contains(
+            "g.toml:6:11: `retries` must be a whole number from 0 to 4294967295, not 99999999999999",
+        );
+}
+
+/// A `.json` graph file is strict JSON, as every other tool reads it; `.jsonc` allows comments
+/// and trailing commas.
+#[test]
+fn a_json_graph_is_strict_json_and_jsonc_allows_comments_and_trailing_commas() {
+    let trailing = r#"{"task": [{"id": "a", "run": "true"},]}"#;
+    let out = Test::new()
+        .graph("g.json", trailing)
+        .args(&["plan", "g.json"])
+        .run()
+        .status(2)
+        .stderr_contains("g.json:1:37: Trailing commas are not allowed")
+        .stderr_contains("name it `.jsonc` to allow");
+    let out = out
+        .then()
+        .graph(
+            "c.json",
+            "{\"task\": [{\"id\": \"a\", \"run\": \"true\"}] // done\n}",
+        )
+        .args(&["plan", "c.json"])
+        .run()
+        .status(2)
+        .stderr_contains("c.json:1:39: Comments are not allowed");
+    let jsonc = "{\n  // a comment\n  \"task\": [{\"id\": \"a\", \"run\": \"true\",},],\n}\n";
+    out.then()
+        .graph("g.jsonc", jsonc)
+        .args(&["run", "g.jsonc"])
+        .run()
+        .status(0);
+}
