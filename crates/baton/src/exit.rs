@@ -19,6 +19,10 @@ pub const INTERRUPTED: i32 = 130;
 pub enum Failure {
     /// Already printed (e.g. graph diagnostics); exit with this code.
     Reported(i32),
+    /// Standard output is a pipe whose reader went away (`baton runs | head -1`): what it
+    /// wanted is written, the rest is not, and the command ends quietly, with the exit code it
+    /// had come to (0 for a command that only prints; a run's own for `run`).
+    Closed,
     BadInput(String),
     Internal(anyhow::Error),
 }

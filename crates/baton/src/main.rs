@@ -1,10 +1,15 @@
 //! The `baton` command line: parse flags, resolve them, run a command, map the result to an
 //! exit code. Everything substantial lives in the library crates.
 
+// Every byte printed goes through `out`: terminal-safe, and a write that fails is an error, not
+// a panic.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod cli;
 mod commands;
 mod diagnostics;
 mod exit;
+mod out;
 mod project;
 
 use std::process::ExitCode;
@@ -18,12 +23,13 @@ fn main() -> ExitCode {
     let code = match commands::dispatch(args) {
         Ok(code) => code,
         Err(Failure::Reported(code)) => code,
+        Err(Failure::Closed) => exit::SUCCESS,
         Err(Failure::BadInput(message)) => {
-            eprintln!("error: {message}");
+            out::err(&format!("error: {message}"));
             exit::BAD_INPUT
         }
         Err(Failure::Internal(err)) => {
-            eprintln!("error: {err:#}");
+            out::err(&format!("error: {err:#}"));
             exit::INTERNAL
         }
     };

@@ -10,6 +10,7 @@ use nix::unistd::Pid;
 use super::records;
 use crate::cli::CancelArgs;
 use crate::exit::{self, Failure};
+use crate::out;
 
 const POLL: Duration = Duration::from_millis(100);
 
@@ -18,7 +19,10 @@ pub fn cancel(args: CancelArgs, store_url: Option<&str>) -> Result<i32, Failure>
     let (project, reader) = records::open_with_project(store_url)?;
     let run = records::resolve(&*reader, Some(&args.run))?;
     if run.status != RunState::Running {
-        println!("run {} has already finished: {}", run.id, run.status);
+        out::line(
+            "the run's state",
+            &format!("run {} has already finished: {}", run.id, run.status),
+        )?;
         return Ok(exit::SUCCESS);
     }
     match run.driver.as_ref().filter(|d| driver::is_alive(d)) {
@@ -29,19 +33,22 @@ pub fn cancel(args: CancelArgs, store_url: Option<&str>) -> Result<i32, Failure>
             kill(Pid::from_raw(pid), Signal::SIGTERM).with_context(|| {
                 format!("cannot signal process {} driving run {}", d.pid, run.id)
             })?;
-            eprintln!("baton: asked process {} to stop run {}", d.pid, run.id);
+            out::err(&format!(
+                "baton: asked process {} to stop run {}",
+                d.pid, run.id
+            ));
             let deadline = Instant::now() + wait;
             loop {
                 let now = reader.run(&run.id)?.unwrap_or_else(|| run.clone());
                 if now.status != RunState::Running {
-                    println!("run {} {}", run.id, now.status);
+                    out::line("the run's state", &format!("run {} {}", run.id, now.status))?;
                     return Ok(exit::SUCCESS);
                 }
                 if Instant::now() >= deadline {
-                    eprintln!(
+                    out::err(&format!(
                         "baton: run {} has not stopped within {}; it may still be ending its tasks",
                         run.id, args.wait
-                    );
+                    ));
                     return Ok(exit::RUN_FAILED);
                 }
                 std::thread::sleep(POLL);
@@ -53,7 +60,10 @@ pub fn cancel(args: CancelArgs, store_url: Option<&str>) -> Result<i32, Failure>
             let store = records::open_for_writing(&path)?;
             match baton_runner::cancel_abandoned(store.as_ref(), &run.id) {
                 Ok(()) => {
-                    println!("run {} cancelled (its driver had died)", run.id);
+                    out::line(
+                        "the run's state",
+                        &format!("run {} cancelled (its driver had died)", run.id),
+                    )?;
                     Ok(exit::SUCCESS)
                 }
                 Err(RunError::Store(StoreError::RunHeld { pid, host, .. })) => {

@@ -1,16 +1,14 @@
 //! `baton diff RUN [TASK]`: what a task changed on its branch, or what the whole run's merged
 //! result changes, as a unified diff — for review before approving or applying.
 
-use std::io::Write;
-
 use anyhow::Context;
 use baton_model::EventKind;
-use baton_report::terminal_safe;
 use baton_workspace::Repo;
 
 use super::records;
 use crate::cli::{ApplyArgs, DiffArgs};
 use crate::exit::{self, Failure};
+use crate::out;
 
 /// The run's merged result: `(base, commit)`, or why there is none.
 fn result_of(
@@ -82,14 +80,8 @@ pub fn diff(args: DiffArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         }
     };
     let text = repo.diff(&from, &to).context("git diff failed")?;
-    let mut out = std::io::stdout().lock();
     // What an agent wrote may hold terminal escapes: never replayed raw to a terminal.
-    let text = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-        terminal_safe(&text).into_owned()
-    } else {
-        text
-    };
-    let _ = out.write_all(text.as_bytes());
+    out::Stdout::new("the diff").task_output(text.as_bytes())?;
     Ok(exit::SUCCESS)
 }
 
@@ -109,18 +101,21 @@ pub fn apply(args: ApplyArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let message = format!("baton: apply run {} ({})", run.id, run.name);
     match repo.apply(&commit, &message) {
         Ok(baton_workspace::MergeOutcome::Merged(head)) => {
-            println!(
-                "baton: applied run {} to the current branch (now at {})",
-                run.id,
-                &head[..head.len().min(12)]
-            );
+            out::line(
+                "what was applied",
+                &format!(
+                    "baton: applied run {} to the current branch (now at {})",
+                    run.id,
+                    &head[..head.len().min(12)]
+                ),
+            )?;
             Ok(exit::SUCCESS)
         }
         Ok(baton_workspace::MergeOutcome::Conflict(conflict)) => {
-            eprintln!(
+            out::err(&format!(
                 "baton: the run's result conflicts with the current branch in {}; nothing was changed",
                 conflict.files.join(", ")
-            );
+            ));
             Ok(exit::RUN_FAILED)
         }
         Err(e) => Err(Failure::BadInput(e.to_string())),

@@ -1,5 +1,6 @@
 //! `baton doctor`: what this machine offers baton, and what is missing, before a run finds out.
 
+use std::fmt::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -9,6 +10,7 @@ use serde::Serialize;
 
 use crate::cli::DoctorArgs;
 use crate::exit::{self, Failure};
+use crate::out;
 use crate::project::Project;
 
 /// `baton doctor --json` (schema 1).
@@ -120,15 +122,14 @@ pub fn doctor(args: DoctorArgs, store_url: Option<&str>) -> Result<i32, Failure>
             .collect(),
     };
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).context("cannot serialize the report")?
-        );
+        out::json("the report", &report)?;
         return Ok(exit::SUCCESS);
     }
-    println!("baton {}", report.version);
-    println!("project  {}", report.project.display());
-    println!(
+    let mut text = String::new();
+    let _ = writeln!(text, "baton {}", report.version);
+    let _ = writeln!(text, "project  {}", report.project.display());
+    let _ = writeln!(
+        text,
         "store    {}{}",
         report.store.display(),
         if report.store_exists {
@@ -138,14 +139,15 @@ pub fn doctor(args: DoctorArgs, store_url: Option<&str>) -> Result<i32, Failure>
         }
     );
     for (i, file) in report.config_files.iter().enumerate() {
-        println!(
+        let _ = writeln!(
+            text,
             "{}{}{}",
             if i == 0 { "config   " } else { "         " },
             file.path.display(),
             if file.present { "" } else { " (none)" }
         );
     }
-    println!("engines");
+    let _ = writeln!(text, "engines");
     for engine in &report.engines {
         let status = match (&engine.problem, &engine.version) {
             (Some(problem), _) => format!("✗ {problem}"),
@@ -164,10 +166,11 @@ pub fn doctor(args: DoctorArgs, store_url: Option<&str>) -> Result<i32, Failure>
         } else {
             format!("set: {}", set.join(", "))
         };
-        println!("  {:<7} {status}", engine.name);
+        let _ = writeln!(text, "  {:<7} {status}", engine.name);
         if engine.ok {
-            println!("          {} · {env}", engine.command);
+            let _ = writeln!(text, "          {} · {env}", engine.command);
         }
     }
+    out::text("the report", &text)?;
     Ok(exit::SUCCESS)
 }

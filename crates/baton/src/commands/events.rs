@@ -1,4 +1,3 @@
-use std::io::Write;
 use std::time::Duration;
 
 use baton_model::{Event, EventKind, RunState, format_utc};
@@ -6,6 +5,7 @@ use baton_model::{Event, EventKind, RunState, format_utc};
 use super::records;
 use crate::cli::EventsArgs;
 use crate::exit::{self, Failure};
+use crate::out;
 
 const POLL: Duration = Duration::from_millis(100);
 const PAGE: u32 = 1000;
@@ -13,26 +13,14 @@ const PAGE: u32 = 1000;
 pub fn events(args: EventsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let store = records::open(store_url)?;
     let run = records::resolve(&*store, Some(&args.run))?;
-    let mut out = std::io::stdout().lock();
+    let mut out = out::Stdout::new("the run's events");
     let mut after = 0;
     loop {
         let page = store.events(&run.id, after, PAGE)?;
-        let mut finished = false;
-        for event in &page {
-            after = event.seq;
-            finished |= matches!(event.kind, EventKind::RunFinished { .. });
-            let line = if args.json {
-                serde_json::to_string(&JsonEvent { schema: 1, event })
-                    .map_err(anyhow::Error::from)?
-            } else {
-                describe(event)
-            };
-            if writeln!(out, "{line}").is_err() {
-                // The reader went away (a closed pipe): nothing more to do.
-                return Ok(exit::SUCCESS);
-            }
+        let finished = print(&mut out, &page, args.json)?;
+        if let Some(last) = page.last() {
+            after = last.seq;
         }
-        let _ = out.flush();
         if page.len() as u32 == PAGE {
             continue;
         }
@@ -43,21 +31,27 @@ pub fn events(args: EventsArgs, store_url: Option<&str>) -> Result<i32, Failure>
         if records::effective_state(&current) != RunState::Running {
             // Finished, or its driver died: read what is left once more, then stop.
             let rest = store.events(&run.id, after, u32::MAX)?;
-            for event in &rest {
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    if args.json {
-                        serde_json::to_string(&JsonEvent { schema: 1, event }).unwrap_or_default()
-                    } else {
-                        describe(event)
-                    }
-                );
-            }
+            print(&mut out, &rest, args.json)?;
             return Ok(exit::SUCCESS);
         }
         std::thread::sleep(POLL);
     }
+}
+
+/// Prints `events`, one a line; whether the run finished among them. A reader that went away
+/// (a closed pipe) ends the command quietly, one that cannot be written (a full disk) is an
+/// error: either way nothing more is read.
+fn print(out: &mut out::Stdout, events: &[Event], json: bool) -> Result<bool, Failure> {
+    let mut finished = false;
+    for event in events {
+        finished |= matches!(event.kind, EventKind::RunFinished { .. });
+        if json {
+            out.json_line(&JsonEvent { schema: 1, event })?;
+        } else {
+            out.line(&describe(event))?;
+        }
+    }
+    Ok(finished)
 }
 
 #[derive(serde::Serialize)]
@@ -67,13 +61,9 @@ struct JsonEvent<'a> {
     event: &'a Event,
 }
 
-/// `#12 2026-11-30 04:01:41Z attempt-finished build#1: exit 0 in 812ms`, safe for a terminal:
-/// reasons and outcomes carry what tasks printed and the names of files they made.
+/// `#12 2026-11-30 04:01:41Z attempt-finished build#1: exit 0 in 812ms`. Reasons and outcomes
+/// carry what tasks printed and the names of files they made: `out` shows them terminal-safe.
 fn describe(event: &Event) -> String {
-    baton_report::terminal_safe(&describe_raw(event)).into_owned()
-}
-
-fn describe_raw(event: &Event) -> String {
     let detail = match &event.kind {
         EventKind::RunStarted {
             name,

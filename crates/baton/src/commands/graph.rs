@@ -1,6 +1,7 @@
 use super::load::load_graph;
 use crate::cli::{GraphArgs, GraphFormat};
 use crate::exit::{self, Failure};
+use crate::out;
 
 pub fn graph(args: GraphArgs) -> Result<i32, Failure> {
     let graph = load_graph(&args.file)?;
@@ -8,6 +9,6 @@ pub fn graph(args: GraphArgs) -> Result<i32, Failure> {
         GraphFormat::Dot => baton_graph::to_dot(&graph),
         GraphFormat::Mermaid => baton_graph::to_mermaid(&graph),
     };
-    print!("{text}");
+    out::text("the graph", &text)?;
     Ok(exit::SUCCESS)
 }

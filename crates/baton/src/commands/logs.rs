@@ -1,12 +1,12 @@
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::time::Duration;
 
 use baton_model::TaskId;
-use baton_report::terminal_safe;
 
 use super::records;
 use crate::cli::LogsArgs;
 use crate::exit::{self, Failure};
+use crate::out;
 
 /// How often `--follow` looks for more output.
 const POLL: Duration = Duration::from_millis(100);
@@ -42,8 +42,7 @@ pub fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         }
     }
 
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let mut out = std::io::stdout().lock();
+    let mut out = out::Stdout::new("the task's log");
     let mut offset = 0u64;
     loop {
         let Some(current) = attempt.as_ref() else {
@@ -64,11 +63,11 @@ pub fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             .log_path
             .clone()
             .unwrap_or_else(|| dirs.log(&task, current.attempt).display().to_string());
-        offset = copy_from(&path, offset, &mut out, tty)?;
+        offset = copy_from(&path, offset, &mut out)?;
         if !args.follow || ended {
             if ended && args.follow {
                 // The attempt ended after the last read: print what it wrote in between.
-                copy_from(&path, offset, &mut out, tty)?;
+                copy_from(&path, offset, &mut out)?;
             }
             return Ok(exit::SUCCESS);
         }
@@ -78,8 +77,10 @@ pub fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
 }
 
 /// Copies the file from `offset` to `out` and returns the new offset. A file that does not exist
-/// yet is an attempt that has printed nothing (log files are created on the first byte).
-fn copy_from(path: &str, offset: u64, out: &mut impl Write, tty: bool) -> Result<u64, Failure> {
+/// yet is an attempt that has printed nothing (log files are created on the first byte). On a
+/// terminal, what a task printed is shown, never played: no escape sequence of the task's
+/// reaches the user's terminal.
+fn copy_from(path: &str, offset: u64, out: &mut out::Stdout) -> Result<u64, Failure> {
     let mut file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(offset),
@@ -93,15 +94,6 @@ fn copy_from(path: &str, offset: u64, out: &mut impl Write, tty: bool) -> Result
         .map_err(anyhow::Error::from)?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).map_err(anyhow::Error::from)?;
-    if tty {
-        // On a terminal, what a task printed is shown, never played: no escape sequence of
-        // the task's reaches the user's terminal.
-        let text = String::from_utf8_lossy(&bytes);
-        out.write_all(terminal_safe(&text).as_bytes())
-            .map_err(anyhow::Error::from)?;
-    } else {
-        out.write_all(&bytes).map_err(anyhow::Error::from)?;
-    }
-    out.flush().map_err(anyhow::Error::from)?;
+    out.task_output(&bytes)?;
     Ok(offset + bytes.len() as u64)
 }

@@ -1,9 +1,9 @@
-use anyhow::Context;
 use baton_graph::Graph;
 
 use super::load::load_graph;
 use crate::cli::PlanArgs;
 use crate::exit::{self, Failure};
+use crate::out;
 
 pub fn plan(args: PlanArgs) -> Result<i32, Failure> {
     let graph = load_graph(&args.file)?;
@@ -14,12 +14,9 @@ pub fn plan(args: PlanArgs) -> Result<i32, Failure> {
 pub fn print_plan(graph: &Graph, json: bool) -> Result<i32, Failure> {
     let plan = baton_graph::plan(graph);
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&plan).context("cannot serialize the plan")?
-        );
+        out::json("the plan", &plan)?;
     } else {
-        print!("{plan}");
+        out::text("the plan", &plan.to_string())?;
     }
     Ok(exit::SUCCESS)
 }

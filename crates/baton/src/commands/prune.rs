@@ -4,7 +4,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::Context;
 use baton_model::{RunId, RunState, format_size, parse_duration};
 use baton_runner::{RunDirs, driver};
 use baton_store::{RunRecord, Store, StoreError};
@@ -12,6 +11,7 @@ use serde::Serialize;
 
 use crate::cli::PruneArgs;
 use crate::exit::{self, Failure};
+use crate::out;
 use crate::project::Project;
 
 /// Runs kept by default, newest first.
@@ -80,7 +80,10 @@ pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let project = Project::discover()?;
     let path = project.store_path(store_url).map_err(Failure::BadInput)?;
     if !path.exists() {
-        println!("nothing to prune: no runs are recorded here");
+        out::line(
+            "what was pruned",
+            "nothing to prune: no runs are recorded here",
+        )?;
         return Ok(exit::SUCCESS);
     }
     let store = crate::commands::records::open_for_writing(&path)?;
@@ -104,10 +107,7 @@ pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             skipped_running: &skipped,
             strays: &strays,
         };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).context("serialize")?
-        );
+        out::json("what was pruned", &report)?;
         return Ok(exit::SUCCESS);
     }
     let verb = if args.dry_run {
@@ -115,26 +115,31 @@ pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     } else {
         "removed"
     };
+    // Printed the one way out (terminal-safe: a run's name comes from its graph file).
+    let mut text = String::new();
     for run in &removed {
-        println!(
-            "{verb} run {} `{}` ({} of logs)",
+        text.push_str(&format!(
+            "{verb} run {} `{}` ({} of logs)\n",
             run.id,
             run.name,
             format_size(run.log_bytes)
-        );
+        ));
     }
     for id in &skipped {
-        println!("kept run {id}: it is running");
+        text.push_str(&format!("kept run {id}: it is running\n"));
     }
     for id in &strays {
-        println!("{verb} the files of run {id}, which has no record");
+        text.push_str(&format!(
+            "{verb} the files of run {id}, which has no record\n"
+        ));
     }
     let total: u64 = removed.iter().map(|r| r.log_bytes).sum();
-    println!(
-        "{verb} {} runs, {} of logs",
+    text.push_str(&format!(
+        "{verb} {} runs, {} of logs\n",
         removed.len(),
         format_size(total)
-    );
+    ));
+    out::text("what was pruned", &text)?;
     Ok(exit::SUCCESS)
 }
 

@@ -9,10 +9,11 @@ use baton_runner::{AgentConfig, BudgetChange, RunConfig, RunError, StopRequest, 
 use baton_store::{Store, StoreError};
 use tokio::sync::mpsc;
 
-use super::load::load_graph;
+use super::load::{load_graph, refuse_if_any};
 use super::records;
 use crate::cli::{ApproveArgs, DriveArgs, RejectArgs, ResumeArgs, RetryArgs, RunArgs};
 use crate::exit::{self, Failure};
+use crate::out;
 use crate::project::Project;
 
 /// What to drive.
@@ -44,7 +45,6 @@ pub fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         return super::plan::print_plan(&graph, args.drive.json);
     }
     check_env(&graph)?;
-    check_scopes(&graph)?;
     drive(Job::New(Box::new(graph)), &args.drive, store_url)
 }
 
@@ -165,28 +165,35 @@ fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Fai
         &super::prune::Policy::default_retention(),
         false,
     ) {
-        eprintln!(
+        out::err(&format!(
             "baton: warning: could not prune old runs: {}",
             describe(&err)
-        );
+        ));
     }
 
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&result).context("cannot serialize the result")?
-        );
-    } else if args.quiet {
-        println!("{}", summary::verdict(&result));
-    } else {
-        print!("{}", summary::render(&result));
-    }
-    Ok(match result.run.state {
+    let code = match result.run.state {
         RunState::Succeeded | RunState::SucceededWithWarnings => exit::SUCCESS,
         RunState::Cancelled | RunState::Interrupted => exit::INTERRUPTED,
         RunState::Waiting => exit::WAITING,
         _ => exit::RUN_FAILED,
-    })
+    };
+    let mut out = out::Stdout::new(format!(
+        "the result of run {} (it is recorded: `baton status {}` shows it)",
+        result.run.id, result.run.id
+    ));
+    let printed = if args.json {
+        out.json(&result)
+    } else if args.quiet {
+        out.line(&summary::verdict(&result))
+    } else {
+        out.text(&summary::render(&result))
+    };
+    match printed {
+        // The run happened whether or not its reader stayed to the end: its exit code says how
+        // it ended.
+        Ok(()) | Err(Failure::Closed) => Ok(code),
+        Err(err) => Err(err),
+    }
 }
 
 fn reporter(args: &DriveArgs) -> Box<dyn Reporter> {
@@ -210,29 +217,6 @@ fn check_env(graph: &Graph) -> Result<(), Failure> {
     )
 }
 
-/// Scopes must stay inside the repository, also through symbolic links.
-fn check_scopes(graph: &Graph) -> Result<(), Failure> {
-    let project = Project::discover()?;
-    let problems = baton_runner::paths::scopes_escaping(graph, &project.root);
-    refuse_if_any(
-        graph,
-        &problems,
-        "a scope names paths inside the repository",
-    )
-}
-
-/// Bad input naming the graph file, every problem and what to do, when there are problems.
-fn refuse_if_any(graph: &Graph, problems: &[String], hint: &str) -> Result<(), Failure> {
-    if problems.is_empty() {
-        return Ok(());
-    }
-    Err(Failure::BadInput(format!(
-        "{}: {}; {hint}",
-        graph.source().display(),
-        problems.join("; ")
-    )))
-}
-
 /// Every agent engine the graph uses must be installed and recent enough: a missing CLI is
 /// named before anything runs, not found task by task.
 fn check_engines(
@@ -254,7 +238,7 @@ fn check_confinement(graph: &Graph) -> Result<(), Failure> {
     match baton_runner::check_confinement(graph) {
         Ok(None) => Ok(()),
         Ok(Some(note)) => {
-            eprintln!("baton: note: {note}");
+            out::err(&format!("baton: note: {note}"));
             Ok(())
         }
         Err(problems) => refuse_if_any(
@@ -303,9 +287,7 @@ fn forward_signals(tx: mpsc::UnboundedSender<StopRequest>) -> anyhow::Result<()>
             }
             received += 1;
             let request = if received == 1 {
-                eprintln!(
-                    "baton: stopping: terminating running tasks (again to kill them at once)"
-                );
+                out::err("baton: stopping: terminating running tasks (again to kill them at once)");
                 StopRequest::Cancel
             } else {
                 StopRequest::Kill
@@ -329,6 +311,7 @@ fn fastrand_seed() -> u64 {
 fn describe(failure: &Failure) -> String {
     match failure {
         Failure::Reported(code) => format!("exit {code}"),
+        Failure::Closed => "standard output was closed".to_owned(),
         Failure::BadInput(message) => message.clone(),
         Failure::Internal(err) => format!("{err:#}"),
     }
@@ -406,12 +389,13 @@ fn decide(
         }
     }
     let verb = if approved { "approved" } else { "rejected" };
-    match records::effective_state(&run) {
-        RunState::Running => println!("baton: {verb} `{task}`; the run driving it goes on"),
-        _ => println!(
+    let line = match records::effective_state(&run) {
+        RunState::Running => format!("baton: {verb} `{task}`; the run driving it goes on"),
+        _ => format!(
             "baton: {verb} `{task}`; the run is not being driven: `baton resume {}` goes on",
             run.id
         ),
-    }
+    };
+    out::line("the decision", &line)?;
     Ok(exit::SUCCESS)
 }

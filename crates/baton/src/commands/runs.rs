@@ -1,12 +1,14 @@
 use std::time::Duration;
 
-use anyhow::Context;
+use std::fmt::Write;
+
 use baton_model::{TaskState, format_duration, format_utc};
 use serde::Serialize;
 
 use super::records;
 use crate::cli::RunsArgs;
 use crate::exit::{self, Failure};
+use crate::out;
 
 /// One line of `baton runs --json` (schema 1).
 #[derive(Debug, Serialize)]
@@ -65,13 +67,11 @@ pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             schema: 1,
             runs: lines,
         };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&list).context("cannot serialize runs")?
-        );
+        out::json("the list of runs", &list)?;
         return Ok(exit::SUCCESS);
     }
-    // A run's name is the graph file's `name`: shown, not acted on by the terminal.
+    // A run's name is the graph file's `name`: shown, not acted on by the terminal (as all
+    // text `out` prints), and made safe here already so that the column is as wide as shown.
     let lines: Vec<RunLine> = lines
         .into_iter()
         .map(|l| RunLine {
@@ -80,7 +80,7 @@ pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         })
         .collect();
     if lines.is_empty() {
-        println!("no runs recorded yet");
+        out::line("the list of runs", "no runs recorded yet")?;
         return Ok(exit::SUCCESS);
     }
     let name_width = lines
@@ -89,7 +89,9 @@ pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         .max()
         .unwrap_or(4)
         .clamp(4, 30);
-    println!(
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
         "{:<20}  {:<name_width$}  {:<23}  {:<20}  {:>8}  {:>5}  {:>5}  {:>6}  {:>7}  {:>6}  {:>4}",
         "RUN",
         "NAME",
@@ -108,7 +110,8 @@ pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             || "-".to_owned(),
             |ms| format_duration(Duration::from_millis(ms)),
         );
-        println!(
+        let _ = writeln!(
+            text,
             "{:<20}  {:<name_width$}  {:<23}  {:<20}  {:>8}  {:>5}  {:>5}  {:>6}  {:>7}  {:>6}  {:>4}",
             l.id,
             l.name,
@@ -125,5 +128,6 @@ pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
                 .map_or_else(|| "-".to_owned(), baton_report::format_usd)
         );
     }
+    out::text("the list of runs", &text)?;
     Ok(exit::SUCCESS)
 }

@@ -1,10 +1,10 @@
-use anyhow::Context;
 use baton_model::format_utc;
 use baton_report::summary;
 
 use super::records;
 use crate::cli::StatusArgs;
 use crate::exit::{self, Failure};
+use crate::out;
 
 pub fn status(args: StatusArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let store = records::open(store_url)?;
@@ -12,29 +12,32 @@ pub fn status(args: StatusArgs, store_url: Option<&str>) -> Result<i32, Failure>
     let mut result = baton_runner::build_result(&*store, &run.id)?;
     result.run.state = records::effective_state(&run);
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&result).context("cannot serialize the run")?
-        );
+        out::json("the run's status", &result)?;
         return Ok(exit::SUCCESS);
     }
-    println!(
-        "run {} of `{}` ({}), started {}",
+    // The name and the graph's path come from a graph file, the reason from what a task did:
+    // all shown, never played (the out module makes them terminal-safe).
+    let mut text = format!(
+        "run {} of `{}` ({}), started {}\n",
         run.id,
         run.name,
         run.graph_path,
         format_utc(run.started_at_ms)
     );
     if let Some(reason) = &run.stop_reason {
-        println!("stopped: {reason}");
+        text.push_str(&format!("stopped: {reason}\n"));
     }
     if let Some(driver) = run
         .driver
         .as_ref()
         .filter(|_| run.status == baton_model::RunState::Running)
     {
-        println!("driven by pid {} on {}", driver.pid, driver.host);
+        text.push_str(&format!(
+            "driven by pid {} on {}\n",
+            driver.pid, driver.host
+        ));
     }
-    print!("{}", summary::render_status(&result));
+    text.push_str(&summary::render_status(&result));
+    out::text("the run's status", &text)?;
     Ok(exit::SUCCESS)
 }

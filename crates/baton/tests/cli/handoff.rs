@@ -1,7 +1,7 @@
 //! Results handed downstream: template values (quoted, so never shell syntax), the handoff file,
 //! structured output, and the handoff limit.
 
-use crate::test::{Test, fixture};
+use crate::test::{READING_G_TOML, Test, fixture};
 
 /// Shell syntax in every form a predecessor's output might carry it.
 const PAYLOAD: &str =
@@ -269,10 +269,16 @@ fn a_scope_that_escapes_through_a_symlink_is_bad_input() {
     );
     let outside = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(outside.path(), test.path().join("out")).unwrap();
-    let out = test
-        .args(&["run", "g.toml"])
-        .run()
-        .status(2)
-        .stderr_contains("scope `out/**` leads outside the repository");
+    // Every command that reads the graph refuses it alike (`plan` used to pass it).
+    let mut out = test.args(&["plan", "g.toml"]).run();
+    for args in READING_G_TOML {
+        out = out
+            .then()
+            .args(args)
+            .run()
+            .status(2)
+            .stderr_contains("scope `out/**` leads outside the repository");
+        assert!(out.stdout.is_empty(), "{}: {}", args.join(" "), out.stdout);
+    }
     assert!(!out.state_dir_exists(), "nothing ran");
 }

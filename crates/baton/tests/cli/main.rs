@@ -26,6 +26,8 @@ mod redaction;
 mod resume;
 mod retry;
 mod scheduling;
+mod stdout;
+mod terminal;
 mod timeout;
 mod validation;
 mod workspaces;

@@ -65,6 +65,18 @@ pub struct Test {
     cwd: PathBuf,
     args: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
+    stdout: StdoutTo,
+}
+
+/// Where baton's standard output goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StdoutTo {
+    /// A file beside the repository, read back as [`Output::stdout`].
+    File,
+    /// A pipe whose reader has gone (`baton … | head -0`): every write fails with EPIPE.
+    ClosedPipe,
+    /// `/dev/full`: every write fails with ENOSPC, as on a full disk.
+    Full,
 }
 
 impl Test {
@@ -91,7 +103,20 @@ impl Test {
             cwd: PathBuf::new(),
             args: Vec::new(),
             env: Vec::new(),
+            stdout: StdoutTo::File,
         }
+    }
+
+    /// baton's standard output is a pipe nobody reads any more.
+    pub fn stdout_closed_pipe(mut self) -> Self {
+        self.stdout = StdoutTo::ClosedPipe;
+        self
+    }
+
+    /// baton's standard output is `/dev/full`.
+    pub fn stdout_full(mut self) -> Self {
+        self.stdout = StdoutTo::Full;
+        self
     }
 
     /// Writes a graph file (or any file) into the repository.
@@ -136,7 +161,20 @@ impl Test {
 
     /// Starts baton in the background.
     pub fn spawn(self) -> Running {
-        let stdout = File::create(self.tmp.path().join("stdout")).expect("stdout file");
+        let file = File::create(self.tmp.path().join("stdout")).expect("stdout file");
+        let stdout: Stdio = match self.stdout {
+            StdoutTo::File => file.into(),
+            StdoutTo::ClosedPipe => {
+                let (reader, writer) = std::io::pipe().expect("pipe");
+                drop(reader);
+                writer.into()
+            }
+            StdoutTo::Full => File::options()
+                .write(true)
+                .open("/dev/full")
+                .expect("open /dev/full")
+                .into(),
+        };
         let stderr = File::create(self.tmp.path().join("stderr")).expect("stderr file");
         // baton keeps short-lived scratch files under `$XDG_RUNTIME_DIR/baton`: give it one of
         // the test's own, so that nothing lands in the shared `/dev/shm` and tests can see what
@@ -379,6 +417,7 @@ impl Output {
     pub fn then(self) -> Test {
         let mut test = self.test;
         test.args.clear();
+        test.stdout = StdoutTo::File;
         test
     }
 
@@ -532,22 +571,37 @@ pub struct Side {
     pub stderr: String,
 }
 
+impl From<std::process::Output> for Side {
+    fn from(out: std::process::Output) -> Self {
+        Side {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
 /// Runs baton in `dir` to its end, as a user would from another terminal while a run goes on.
 pub fn baton_in(dir: &Path, args: &[&str]) -> Side {
-    let out = Command::new(BATON)
+    Command::new(BATON)
         .args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
         .env_remove("BATON_STORE")
         .stdin(Stdio::null())
         .output()
-        .expect("run baton");
-    Side {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .expect("run baton")
+        .into()
 }
+
+/// Every command that reads the graph file `g.toml`, and so refuses a bad one alike.
+pub const READING_G_TOML: &[&[&str]] = &[
+    &["run", "g.toml"],
+    &["plan", "g.toml"],
+    &["plan", "g.toml", "--json"],
+    &["run", "g.toml", "--dry-run"],
+    &["graph", "g.toml"],
+];
 
 /// baton running a graph of one long task (`long`, which needs 30 s) and, if `with_next`, a
 /// task `next` that needs it; returned once `long` has started.
