@@ -102,14 +102,60 @@ impl SqliteStore {
 
     /// Opens an existing database for reading only: `baton status`, `logs`, `events`. Never
     /// migrates, so it refuses a database whose schema is not the current one.
+    ///
+    /// A reader of a WAL database needs its `-shm` file, and creates it when it is missing (the
+    /// last connection to close removes it). Where it cannot (a read-only directory or mount),
+    /// SQLite cannot open the database at all; it is then opened `immutable` (SQLite's URI
+    /// parameter: no locks, no WAL), which is exact when no `-wal` file holds commits: nothing
+    /// can be changing a database whose directory nobody can write. A `-wal` file with commits
+    /// in it would be missed, so that database is refused, saying so.
     pub fn open_readonly(path: &Path) -> Result<Self, StoreError> {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI;
-        let conn =
-            Connection::open_with_flags(path, flags).map_err(|source| open_error(path, source))?;
-        configure(&conn, None).map_err(|source| open_error(path, source))?;
-        let found = user_version(&conn).map_err(|source| open_error(path, source))?;
+        let connect = |target: &Path| -> rusqlite::Result<(Connection, u32)> {
+            let conn = Connection::open_with_flags(target, flags)?;
+            configure(&conn, None)?;
+            let found = user_version(&conn)?;
+            Ok((conn, found))
+        };
+        let (conn, found) = match connect(path) {
+            Ok(opened) => opened,
+            Err(err)
+                if err.sqlite_error_code() == Some(ErrorCode::CannotOpen) && path.is_file() =>
+            {
+                let mut wal = path.as_os_str().to_owned();
+                wal.push("-wal");
+                let pending = std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0);
+                if pending {
+                    let why = format!(
+                        "it cannot be read where it is (its directory is read-only) while {} \
+                         holds commits not yet in it; open it once where it can be written",
+                        Path::new(&wal).display()
+                    );
+                    return Err(open_error(
+                        path,
+                        rusqlite::Error::SqliteFailure(
+                            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                            Some(why),
+                        ),
+                    ));
+                }
+                // `file:PATH?immutable=1`, the path percent-encoded as a URI wants.
+                use std::os::unix::ffi::OsStrExt;
+                let mut uri = String::from("file:");
+                for &b in path.as_os_str().as_bytes() {
+                    if b.is_ascii_alphanumeric() || b"/._-~".contains(&b) {
+                        uri.push(char::from(b));
+                    } else {
+                        uri.push_str(&format!("%{b:02X}"));
+                    }
+                }
+                uri.push_str("?immutable=1");
+                connect(Path::new(&uri)).map_err(|_| open_error(path, err))?
+            }
+            Err(err) => return Err(open_error(path, err)),
+        };
         let known = SCHEMA_VERSION;
         if found > known {
             return Err(StoreError::SchemaTooNew {

@@ -3,7 +3,9 @@
 
 use baton_model::{RunId, RunState};
 use baton_runner::driver;
-use baton_store::{RunRecord, SqliteStore, Store};
+use std::path::Path;
+
+use baton_store::{RunRecord, SqliteStore, Store, StoreError};
 
 use crate::exit::Failure;
 use crate::project::Project;
@@ -17,12 +19,37 @@ pub fn open(store_url: Option<&str>) -> Result<Box<dyn Store>, Failure> {
 /// that names a store's backend.
 pub fn open_for_writing(path: &std::path::Path) -> Result<Box<dyn Store>, Failure> {
     let store = SqliteStore::open(path).map_err(|e| {
-        Failure::Internal(
-            anyhow::Error::new(e)
-                .context(format!("cannot open the run store at {}", path.display())),
-        )
+        let context = match read_only(path) {
+            Some(why) => format!(
+                "the run store at {} cannot be written ({why}): this command records into it; \
+                 make it writable, or name another with `--store sqlite:PATH` \
+                 (`baton runs`, `status`, `logs` and `events` read it as it is)",
+                path.display()
+            ),
+            None => format!("cannot open the run store at {}", path.display()),
+        };
+        Failure::Internal(anyhow::Error::new(e).context(context))
     })?;
     Ok(Box::new(store))
+}
+
+/// Why the store at `path` cannot be written, if that is so: the file, or the directory that
+/// must hold its journal beside it, is on a read-only file system or not writable by us.
+fn read_only(path: &Path) -> Option<String> {
+    use nix::unistd::{AccessFlags, access};
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    [path, dir]
+        .into_iter()
+        .find_map(|p| match access(p, AccessFlags::W_OK) {
+            Err(nix::errno::Errno::EROFS) => {
+                Some(format!("{} is on a read-only file system", p.display()))
+            }
+            Err(nix::errno::Errno::EACCES) => Some(format!("{} is not writable", p.display())),
+            _ => None,
+        })
 }
 
 /// The project and its store, read-only.
@@ -35,8 +62,23 @@ pub fn open_with_project(store_url: Option<&str>) -> Result<(Project, Box<dyn St
             path.display()
         )));
     }
-    let store = SqliteStore::open_readonly(&path).map_err(|e| {
-        Failure::Internal(anyhow::Error::new(e).context(format!("cannot read {}", path.display())))
+    if std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+        return Err(Failure::BadInput(format!(
+            "{} is empty (0 bytes), not a baton store yet: no runs are recorded in it; \
+             `baton run FILE` records one there, or delete the file",
+            path.display()
+        )));
+    }
+    let store = SqliteStore::open_readonly(&path).map_err(|e| match e {
+        StoreError::SchemaTooOld { found: 0, .. } => Failure::BadInput(format!(
+            "{} is an SQLite database without baton's tables (schema version 0), not a baton \
+             store: no runs are recorded in it; name baton's store with `--store sqlite:PATH`, \
+             or move this file away",
+            path.display()
+        )),
+        e => Failure::Internal(
+            anyhow::Error::new(e).context(format!("cannot read {}", path.display())),
+        ),
     })?;
     Ok((project, Box::new(store)))
 }

@@ -27,6 +27,7 @@ mod resume;
 mod retry;
 mod scheduling;
 mod stdout;
+mod store_access;
 mod terminal;
 mod timeout;
 mod validation;
