@@ -19,8 +19,12 @@ use clap::Parser;
 use crate::exit::Failure;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
-    let code = match commands::dispatch(args) {
+    let result = match cli::Cli::try_parse() {
+        Ok(args) => commands::dispatch(args),
+        // `--help`, `--version` and usage errors, printed the same way out.
+        Err(err) => out::clap(&err),
+    };
+    let code = match result {
         Ok(code) => code,
         Err(Failure::Reported(code)) => code,
         Err(Failure::Closed) => exit::SUCCESS,

@@ -69,6 +69,11 @@ impl Stdout {
         self.bytes(text.as_bytes())
     }
 
+    /// Text baton styled itself (clap's help, in colour on a terminal): as it is.
+    pub fn styled(&mut self, text: &str) -> Result<(), Failure> {
+        self.bytes(text.as_bytes())
+    }
+
     /// What a task printed: as it is into a pipe or a file, made safe on a terminal.
     pub fn task_output(&mut self, bytes: &[u8]) -> Result<(), Failure> {
         if self.out.is_terminal() {
@@ -113,6 +118,29 @@ pub fn line(what: &'static str, line: &str) -> Result<(), Failure> {
 /// Prints `value` as pretty JSON on standard output.
 pub fn json(what: &'static str, value: &impl Serialize) -> Result<(), Failure> {
     Stdout::new(what).json(value)
+}
+
+/// What clap has to say, where it says it: help and the version on standard output (so that a
+/// full disk is an error there too), a usage error on standard error; its exit code.
+pub fn clap(err: &clap::Error) -> Result<i32, Failure> {
+    let to_stdout = !err.use_stderr();
+    let terminal = if to_stdout {
+        io::stdout().is_terminal()
+    } else {
+        io::stderr().is_terminal()
+    };
+    let styled = err.render();
+    let text = if terminal && std::env::var_os("NO_COLOR").is_none() {
+        styled.ansi().to_string()
+    } else {
+        styled.to_string()
+    };
+    if to_stdout {
+        Stdout::new("the help").styled(&text)?;
+    } else {
+        err_styled(&text);
+    }
+    Ok(err.exit_code())
 }
 
 /// A line for people on standard error, made terminal-safe; best effort.

@@ -23,6 +23,9 @@ const PRINTING: &[&[&str]] = &[
     &["graph", "g.toml", "--format", "mermaid"],
     &["doctor"],
     &["doctor", "--json"],
+    &["--help"],
+    &["runs", "--help"],
+    &["--version"],
 ];
 
 fn recorded() -> Output {
