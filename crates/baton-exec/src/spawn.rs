@@ -10,6 +10,7 @@
 
 use std::ffi::{CStr, OsStr, c_char};
 use std::io;
+use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -34,7 +35,9 @@ pub fn spawns_with_std() -> bool {
     *WITH_STD.get_or_init(|| {
         let value = std::env::var_os(SPAWN_ENV);
         with_std(value.as_deref()).unwrap_or_else(|| {
-            eprintln!(
+            // Best effort: a warning lost to a closed stderr must not stop the run.
+            let _ = writeln!(
+                std::io::stderr(),
                 "baton: warning: {SPAWN_ENV}={} is neither `std` nor `clone`: using `clone`",
                 value.unwrap_or_default().to_string_lossy()
             );
