@@ -116,19 +116,69 @@ pub fn read_structured_output_from(
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    // Redacted as text, before parsing: a secret inside a JSON string becomes a marker inside
-    // the same string, and the JSON stays valid.
-    let bytes = match redactor {
-        Some(redactor) => redactor.redact(&bytes).into_owned(),
-        None => bytes,
-    };
-    serde_json::from_slice(&bytes).map(Some).map_err(|error| {
+    let value = serde_json::from_slice(&bytes).map_err(|error| {
         format!(
             "structured output `{}` is not valid JSON ({error}); write one JSON value to \
              $BATON_OUTPUT",
             path.display()
         )
-    })
+    })?;
+    Ok(Some(match redactor {
+        Some(redactor) => redact_json(value, redactor),
+        None => value,
+    }))
+}
+
+/// `value` with its secrets redacted, as they are once decoded: a JSON escape (`\/`, which
+/// PHP's `json_encode` writes, or `\u0041`) hides a secret from a redactor that reads the
+/// JSON as it was written. Whatever baton parses from what a task or an agent printed goes
+/// through here (or is redacted string by string) before it is stored or handed on.
+///
+/// The value is written out again without escapes (serde_json escapes only quotes,
+/// backslashes and control characters) and redacted as text, which finds a secret by its
+/// context across strings (`"password": "hunter2"`); then every string, keys too, is
+/// redacted on its own, which finds one whose written form still has escapes (a quote in a
+/// password). A marker stays inside its string, so the text stays valid JSON. Two keys of an
+/// object that redact to the same text keep the later one's value.
+pub fn redact_json(
+    value: serde_json::Value,
+    redactor: &baton_redact::Redactor,
+) -> serde_json::Value {
+    let text = serde_json::to_vec(&value).unwrap_or_default();
+    let value = match redactor.redact(&text) {
+        std::borrow::Cow::Borrowed(_) => value,
+        // A secret value configured with a quote or a brace in it could match across the
+        // JSON's own syntax: then the strings alone are redacted.
+        std::borrow::Cow::Owned(redacted) => serde_json::from_slice(&redacted).unwrap_or(value),
+    };
+    redact_strings(value, redactor)
+}
+
+fn redact_strings(
+    value: serde_json::Value,
+    redactor: &baton_redact::Redactor,
+) -> serde_json::Value {
+    use serde_json::Value;
+    let redact = |text: String| match redactor.redact_str(&text) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(redacted) => redacted,
+    };
+    match value {
+        Value::String(text) => Value::String(redact(text)),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|item| redact_strings(item, redactor))
+                .collect(),
+        ),
+        Value::Object(entries) => Value::Object(
+            entries
+                .into_iter()
+                .map(|(key, item)| (redact(key), redact_strings(item, redactor)))
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 #[cfg(test)]
@@ -218,8 +268,45 @@ mod tests {
         assert!(error.contains("larger than the limit of 10B"), "{error}");
 
         std::fs::write(&path, "{not json").unwrap();
+        let redactor = baton_redact::Redactor::default();
+        let error = read_structured_output(&path, 100, Some(&redactor)).unwrap_err();
+        assert!(error.contains("is not valid JSON"), "{error}");
         let error = read_structured_output(&path, 100, None).unwrap_err();
         assert!(error.contains("is not valid JSON"), "{error}");
         assert!(error.contains("output.json"), "{error}");
+    }
+
+    /// Red team 2026-12-01, §3 (issue 14, item 8): JSON escapes broke every pattern, and the
+    /// decoded secrets were stored and handed on in clear.
+    #[test]
+    fn structured_output_is_redacted_after_it_is_decoded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("output.json");
+        // PHP's json_encode escapes every `/`; `\u` escapes, keys and nesting too.
+        let written = r#"{"hook":"https:\/\/hooks.slack.com\/services\/T11111111\/B22222222\/YYYYYYYYYYYYYYYYYYYYYYYY","pair":"AKIAIOSFODNN7EXAMPLW wJalrXUtnFEMI\/K7MDENG\/bPxRfiCYWXAMPLEKWW","db":"postgres:\/\/app:jsonpw12345@db\/x","tok":"ghp_\u0041BCDEFGHIJKLMNOPQRSTUVWXYZ0123456789","nested":[{"p\u0061ssword":"hunter2hunter2"}],"ghp_\u0041BCDEFGHIJKLMNOPQRSTUVWXYZ0123456789":1,"fine":"https:\/\/example.com\/a"}"#;
+        std::fs::write(&path, written).unwrap();
+        let redactor = baton_redact::Redactor::default();
+        let value = read_structured_output(&path, 10_000, Some(&redactor))
+            .unwrap()
+            .unwrap();
+        let stored = value.to_string();
+        for secret in [
+            "YYYYYYYYYYYYYYYYYYYYYYYY",
+            "bPxRfiCYWXAMPLEKWW",
+            "jsonpw12345",
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+            "hunter2hunter2",
+        ] {
+            assert!(!stored.contains(secret), "{secret} in {stored}");
+        }
+        assert_eq!(
+            value["hook"],
+            "https://hooks.slack.com/services/[REDACTED:slack-webhook]"
+        );
+        assert_eq!(value["db"], "postgres://app:[REDACTED:url-password]@db/x");
+        assert_eq!(value["tok"], "[REDACTED:github-token]");
+        assert_eq!(value["nested"][0]["password"], "[REDACTED:password]");
+        assert_eq!(value["[REDACTED:github-token]"], 1);
+        assert_eq!(value["fine"], "https://example.com/a");
     }
 }

@@ -7,7 +7,10 @@ use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use std::time::Duration;
+
 use baton_redact::{Redactor, StreamRedactor};
+use tokio::time::Instant;
 
 use crate::capture::{Capture, Captured};
 use crate::watch::{LineSplitter, LineWatcher};
@@ -15,6 +18,13 @@ use crate::watch::{LineSplitter, LineWatcher};
 /// Big enough to turn a chatty child's many small writes into few, small enough not to matter
 /// per attempt. Chunks larger than this bypass the buffer.
 const LOG_BUFFER: usize = 32 * 1024;
+
+/// How long a stream must be quiet before the redactor decides what it holds back at a line
+/// break (see [`StreamRedactor::release`]) and the log gets the stream's unfinished line.
+pub const HOLD_BACK: Duration = Duration::from_millis(150);
+
+/// The longest unfinished line the log waits for before it takes it as it is.
+const LOG_LINE: usize = 8 * 1024;
 
 /// Which pipe a chunk came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +68,12 @@ pub(crate) struct OutputSink {
     stderr: Capture,
     /// Follows stdout line by line, after redaction.
     lines: Option<LineSplitter>,
+    /// Each stream's unfinished line, redacted, on its way to the log: the log takes whole
+    /// lines, so one stream's line is never cut by the other's.
+    partial: [Vec<u8>; 2],
+    /// When each stream, quiet since, is due a [`release`](Self::release_quiet): while it holds
+    /// something back.
+    quiet_at: [Option<Instant>; 2],
 }
 
 impl std::fmt::Debug for OutputSink {
@@ -106,6 +122,8 @@ impl OutputSink {
             stdout: Capture::head_and_tail(output_limit),
             stderr: Capture::tail_only(stderr_limit),
             lines: None,
+            partial: [Vec::new(), Vec::new()],
+            quiet_at: [None, None],
         }
     }
 
@@ -132,6 +150,7 @@ impl OutputSink {
     pub(crate) fn accept(&mut self, stream: Stream, bytes: &[u8]) {
         let Some(redactor) = &self.redactor else {
             self.write_through(stream, bytes);
+            self.note_held(stream);
             return;
         };
         let redact = self.redact[stream as usize].get_or_insert_with(|| redactor.stream());
@@ -142,6 +161,47 @@ impl OutputSink {
             self.write_through(stream, &out);
         }
         self.scratch = out;
+        self.note_held(stream);
+    }
+
+    /// After bytes came on `stream`: due a release once it has been quiet for [`HOLD_BACK`], if
+    /// it holds anything back.
+    fn note_held(&mut self, stream: Stream) {
+        let i = stream as usize;
+        let holds =
+            !self.partial[i].is_empty() || self.redact[i].as_ref().is_some_and(|r| r.held() > 0);
+        self.quiet_at[i] = holds.then(|| Instant::now() + HOLD_BACK);
+    }
+
+    /// When the next stream is due a [`release_quiet`](Self::release_quiet).
+    pub(crate) fn next_release(&self) -> Option<Instant> {
+        self.quiet_at.iter().flatten().min().copied()
+    }
+
+    /// Releases each stream that has been quiet for [`HOLD_BACK`]: the redactor decides what it
+    /// holds up to its last line break, and the log takes the stream's unfinished line as it
+    /// is, so that a quiet task's output is seen (in the log file, `logs --follow`, by an
+    /// agent's parser) while it is quiet. What may still be the start of a secret stays held
+    /// until more comes or the stream ends.
+    pub(crate) fn release_quiet(&mut self, now: Instant) {
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            let i = stream as usize;
+            if self.quiet_at[i].is_none_or(|at| at > now) {
+                continue;
+            }
+            self.quiet_at[i] = None;
+            if let Some(redact) = &mut self.redact[i] {
+                let mut out = std::mem::take(&mut self.scratch);
+                out.clear();
+                redact.release(&mut out);
+                if !out.is_empty() {
+                    self.write_through(stream, &out);
+                }
+                self.scratch = out;
+            }
+            let partial = std::mem::take(&mut self.partial[i]);
+            self.write_log(&partial);
+        }
     }
 
     fn write_through(&mut self, stream: Stream, bytes: &[u8]) {
@@ -157,6 +217,39 @@ impl OutputSink {
                 }
             };
         }
+        // The log takes whole lines: what follows the last line break waits for the rest of
+        // its line (or for the stream to go quiet, or to end).
+        let i = stream as usize;
+        match bytes.iter().rposition(|&b| b == b'\n') {
+            Some(last) => {
+                let partial = std::mem::take(&mut self.partial[i]);
+                self.write_log(&partial);
+                self.write_log(&bytes[..=last]);
+                self.partial[i] = partial;
+                self.partial[i].clear();
+                self.partial[i].extend_from_slice(&bytes[last + 1..]);
+            }
+            None => self.partial[i].extend_from_slice(bytes),
+        }
+        if self.partial[i].len() >= LOG_LINE {
+            let partial = std::mem::take(&mut self.partial[i]);
+            self.write_log(&partial);
+        }
+        match stream {
+            Stream::Stdout => {
+                self.stdout.push(bytes);
+                if let Some(lines) = &mut self.lines {
+                    lines.push(bytes);
+                }
+            }
+            Stream::Stderr => self.stderr.push(bytes),
+        }
+    }
+
+    fn write_log(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
         // Writes go to the page cache and return at once; handing them to a blocking thread
         // would cost more per attempt than it could save.
         if let Log::Open(log) = &mut self.log {
@@ -167,15 +260,6 @@ impl OutputSink {
                 }
                 Err(error) => self.log_failed(&error),
             }
-        }
-        match stream {
-            Stream::Stdout => {
-                self.stdout.push(bytes);
-                if let Some(lines) = &mut self.lines {
-                    lines.push(bytes);
-                }
-            }
-            Stream::Stderr => self.stderr.push(bytes),
         }
     }
 
@@ -211,6 +295,9 @@ impl OutputSink {
                     self.write_through(stream, &out);
                 }
             }
+        }
+        for partial in std::mem::take(&mut self.partial) {
+            self.write_log(&partial);
         }
         self.flush();
         SinkOutput {

@@ -113,6 +113,9 @@ enum Due {
     /// The group was killed and the pipes are still open: whoever holds them left the group
     /// (setsid), and baton stops reading rather than wait for it.
     Abandon,
+    /// A stream that holds output back has been quiet for `sink::HOLD_BACK`: what can be
+    /// decided of it is released.
+    Release,
 }
 
 /// What woke the loop.
@@ -223,6 +226,12 @@ impl Supervisor {
                 continue;
             }
             let due = self.progress.next_due(&self.limits);
+            // Output held back is released on its own timer, whatever else is due.
+            let due = match (due, sink.next_release()) {
+                (Some((at, due)), Some(release)) if at <= release => Some((at, due)),
+                (_, Some(release)) => Some((release, Due::Release)),
+                (due, None) => due,
+            };
             if let Some((at, _)) = due {
                 match timer.as_mut().as_pin_mut() {
                     Some(sleep) if sleep.deadline() == at => {}
@@ -275,14 +284,11 @@ impl Supervisor {
                     match read {
                         Ok(0) => *open = false,
                         Ok(_) => {
+                            // Liveness is judged on the bytes received, not on those the
+                            // redactor has let through yet.
                             self.progress.last_output = Instant::now();
                             sink.accept(stream, buf);
-                            if self.progress.result_at.is_none() && sink.result_seen() {
-                                self.progress.result_at = Some(self.progress.last_output);
-                            }
-                            if sink.stop_requested() {
-                                self.terminate(StopReason::Watcher, self.progress.last_output);
-                            }
+                            self.watched(sink, self.progress.last_output);
                             if buf.len() == buf.capacity() && buf.capacity() < READ_CHUNK {
                                 // A full read means more is coming: read in bigger chunks.
                                 buf.reserve_exact(READ_CHUNK - buf.len());
@@ -301,7 +307,11 @@ impl Supervisor {
                 }
                 Wake::Exited(status) => self.progress.exit = Some((status, Instant::now())),
                 Wake::Due => {
-                    if let Some((_, due)) = due {
+                    if let Some((_, Due::Release)) = due {
+                        let now = Instant::now();
+                        sink.release_quiet(now);
+                        self.watched(sink, now);
+                    } else if let Some((_, due)) = due {
                         if matches!(due, Due::Leak | Due::Abandon) {
                             // A runtime that stalled (a slow disk, a busy dispatcher) sees the
                             // timer and the pipes' last bytes and EOF at the same time, and
@@ -330,6 +340,16 @@ impl Supervisor {
         };
         self.group.end().await;
         (self.outcome(), how)
+    }
+
+    /// What the line watcher made of the output it was just given.
+    fn watched(&mut self, sink: &OutputSink, now: Instant) {
+        if self.progress.result_at.is_none() && sink.result_seen() {
+            self.progress.result_at = Some(now);
+        }
+        if sink.stop_requested() {
+            self.terminate(StopReason::Watcher, now);
+        }
     }
 
     /// Reads whatever the pipes hold right now, without waiting, and notes those at EOF. Reads
@@ -377,6 +397,7 @@ impl Supervisor {
                 self.progress.leaked = true;
                 self.kill(now);
             }
+            Due::Release => sink.release_quiet(now),
             Due::Abandon => {
                 self.progress.stdout_open = false;
                 self.progress.stderr_open = false;

@@ -57,7 +57,17 @@ pub(crate) struct TreeWork {
 impl TreeWork {
     /// Commits what the attempt changed on the task's branch, with the evidence of what its
     /// branch changed since the task started. An error says what could not be done.
-    pub(crate) fn commit(&self, attempt: u32, outcome: &Outcome) -> Result<Committed, String> {
+    ///
+    /// The task chose the names of the files it made: every path in the evidence, the scope
+    /// violations and the files handed on is redacted, once its scope was judged on the real
+    /// name, before it becomes an event (and from there the database, `status`, `events`,
+    /// `--json`) or a dependent's input.
+    pub(crate) fn commit(
+        &self,
+        attempt: u32,
+        outcome: &Outcome,
+        redactor: &baton_redact::Redactor,
+    ) -> Result<Committed, String> {
         let (repo, tree) = (&self.repo, &self.tree);
         let message = format!(
             "baton: {} attempt {attempt} of run {} ({outcome})",
@@ -74,10 +84,20 @@ impl TreeWork {
                 .unwrap_or_else(|| tree.start.clone()),
         };
         // Against where the task started: all its attempts' changes together.
-        let evidence = repo
+        let mut evidence = repo
             .evidence(&tree.start, &head)
             .map_err(|e| format!("cannot read what the task changed: {e}"))?;
-        let scope_violations = baton_workspace::scope_violations(&evidence, &self.scope);
+        let mut scope_violations = baton_workspace::scope_violations(&evidence, &self.scope);
+        let redact = |path: &mut String| {
+            if let std::borrow::Cow::Owned(redacted) = redactor.redact_str(path) {
+                *path = redacted;
+            }
+        };
+        for file in &mut evidence.files {
+            redact(&mut file.path);
+            file.from.iter_mut().for_each(redact);
+        }
+        scope_violations.iter_mut().for_each(redact);
         let violates =
             (self.enforce && !scope_violations.is_empty()).then(|| scope_violations.clone());
         Ok(Committed {

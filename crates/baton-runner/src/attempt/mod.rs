@@ -365,7 +365,21 @@ impl Unit {
             let (parsed, exceeded, plain_text) = match watch {
                 Some(watch) => {
                     let plain = watch.parser.plain_text();
-                    (watch.parser.finish(), watch.exceeded, plain)
+                    let mut parsed = watch.parser.finish();
+                    // The parser read the (redacted) lines as JSON: a secret written with
+                    // escapes (`\u0041`, `\/`) is whole again in the strings it decoded.
+                    let redactor = &self.shared.redactor;
+                    let texts = parsed.result.iter_mut().chain(&mut parsed.errors);
+                    let texts = texts.chain(&mut parsed.permission_denials);
+                    let texts = texts.chain(parsed.first_malformed.iter_mut());
+                    let texts = texts.chain(parsed.subtype.iter_mut());
+                    let texts = texts.chain(parsed.model.iter_mut());
+                    for text in texts.chain(parsed.session_id.iter_mut()) {
+                        if let std::borrow::Cow::Owned(redacted) = redactor.redact_str(text) {
+                            *text = redacted;
+                        }
+                    }
+                    (parsed, watch.exceeded, plain)
                 }
                 None => (Default::default(), None, false),
             };
@@ -409,7 +423,7 @@ impl Unit {
         let Some(tree) = &self.tree else {
             return round;
         };
-        match tree.commit(self.attempt, &round.report.outcome) {
+        match tree.commit(self.attempt, &round.report.outcome, &self.shared.redactor) {
             Ok(committed) => {
                 if let EventKind::WorkspaceCommitted {
                     scope_violations, ..

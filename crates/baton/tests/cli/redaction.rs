@@ -229,3 +229,118 @@ echo "region $REGION_SETTING"
         format!("connecting to [REDACTED:secret-value]\nregion {plain}")
     );
 }
+
+/// Red team 2026-12-01, §3 and §4, and §7 (issue 14, items 8, 9 and 10): secrets hidden by
+/// JSON escapes in `$BATON_OUTPUT` and in an agent's stream, and secrets in the names of
+/// files a task creates, reach neither the database, nor what is shown, nor a dependent; an
+/// agent that printed a password in a tool result and lingers after its result succeeds.
+#[test]
+fn secrets_behind_json_escapes_and_in_file_names_are_redacted() {
+    let token = format!("ghp_{}", "aB3dE5gH7jK9mN1pQ3sT".repeat(2));
+    // `ghp_\u0041…`: the token once decoded.
+    let escaped = format!("ghp_\\u0041{}", &token[5..]);
+    let decoded = format!("ghp_A{}", &token[5..]);
+    let slack = "T11111111/B22222222/YYYYYYYYYYYYYYYYYYYYYYYY";
+    let fake_claude = format!(
+        r#"#!/bin/sh
+echo '{{"type":"system","subtype":"init","session_id":"s-1","model":"claude-sonnet-4-5","tools":["Bash"]}}'
+echo '{{"type":"user","message":{{"content":[{{"type":"tool_result","content":"DB_PASSWORD=hunter2 from env"}}]}}}}'
+echo '{{"type":"result","subtype":"success","is_error":false,"result":"done with {escaped}","num_turns":1,"total_cost_usd":0.01,"usage":{{"input_tokens":1,"output_tokens":1}}}}'
+sleep 30
+"#
+    );
+    let test = Test::new().file("fake-claude.sh", fake_claude);
+    let claude = test.path().join("fake-claude.sh");
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let config = format!(
+        "[engines.fake]\nkind = \"command\"\ncommand = \"{}\"\noutput = \"claude\"\n",
+        claude.display()
+    );
+    // The secrets are in files the tasks read: a graph file that held one would be refused.
+    let json = format!(
+        r#"{{"hook":"https:\/\/hooks.slack.com\/services\/{}","tok":"{escaped}","{escaped}":1}}"#,
+        slack.replace('/', "\\/")
+    );
+    let graph = r#"
+[[task]]
+id = "json"
+run = 'cat secrets/out.json > "$BATON_OUTPUT"'
+
+[[task]]
+id = "files"
+workspace = "worktree"
+scope = ["only/**"]
+run = 'touch "$(cat secrets/token).txt"'
+
+[[task]]
+id = "agent"
+engine = "fake"
+prompt = "go"
+idle_timeout = "8s"
+
+[[task]]
+id = "downstream"
+needs = ["json", "files", "agent"]
+run = '''cat "$BATON_HANDOFF_FILE" > copy.json; echo {{ needs.json.json.tok }} {{ needs.agent.output }}'''
+"#;
+    let test = test
+        .file("baton.toml", config)
+        .file("secrets/out.json", json)
+        .file("secrets/token", &token)
+        .graph("graph.toml", graph);
+    crate::workspaces::git(test.path(), &["add", "-A"]);
+    crate::workspaces::git(test.path(), &["commit", "-qm", "the user's work"]);
+    let started = std::time::Instant::now();
+    let out = test.args(&["run", "graph.toml", "--json"]).run();
+    let root = out.path().to_path_buf();
+    // The agent's result was seen although a password came before it: reaped after it.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        out.json_task("agent")["state"],
+        "succeeded",
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.json_task("json")["state"], "succeeded");
+    assert_eq!(out.json_task("downstream")["state"], "succeeded");
+
+    let mut haystacks: Vec<(String, Vec<u8>)> = vec![
+        ("run --json".into(), out.stdout.clone().into_bytes()),
+        ("run stderr".into(), out.stderr.clone().into_bytes()),
+        (
+            "copy.json".into(),
+            std::fs::read(root.join("copy.json")).unwrap(),
+        ),
+    ];
+    for args in [
+        vec!["events", "latest", "--json"],
+        vec!["events", "latest"],
+        vec!["status"],
+        vec!["status", "--json"],
+        vec!["logs", "latest", "downstream"],
+    ] {
+        let side = baton_in(&root, &args);
+        haystacks.push((args.join(" "), side.stdout.into_bytes()));
+    }
+    let mut files = Vec::new();
+    files_under(&root.join(".baton"), &mut files);
+    for file in files {
+        haystacks.push((file.display().to_string(), std::fs::read(&file).unwrap()));
+    }
+    for (what, hay) in &haystacks {
+        for needle in [&token[4..], &decoded[4..], slack, "hunter2"] {
+            assert!(
+                !hay.windows(needle.len()).any(|w| w == needle.as_bytes()),
+                "{needle} leaked into {what}"
+            );
+        }
+    }
+    let status = baton_in(&root, &["status"]).stdout;
+    assert!(status.contains("[REDACTED:github-token].txt"), "{status}");
+    let copy = std::fs::read_to_string(root.join("copy.json")).unwrap();
+    assert!(copy.contains("[REDACTED:slack-webhook]"), "{copy}");
+}
