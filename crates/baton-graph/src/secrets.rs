@@ -130,7 +130,29 @@ impl Secrets {
         source: &str,
         diags: &mut Vec<Diagnostic>,
     ) {
-        let found = redactor.find(text.as_bytes());
+        let mut found = redactor.find(text.as_bytes());
+        // A value taken for code may hold a secret of its own (the rest of a line after
+        // `printf 'password="'`): what it holds is looked at on its own.
+        if prefix == 0 {
+            let mut i = 0;
+            while i < found.len() {
+                let Finding { range, label } = found[i].clone();
+                if code_not_secret(text, &range, &label) {
+                    let inner = redactor.find(&text.as_bytes()[range.clone()]);
+                    found.splice(
+                        i..=i,
+                        inner.into_iter().map(|f| Finding {
+                            range: f.range.start + range.start..f.range.end + range.start,
+                            label: f.label,
+                        }),
+                    );
+                    // An inner finding starts after the outer's start and is shorter:
+                    // looking at it again ends.
+                    continue;
+                }
+                i += 1;
+            }
+        }
         if found.is_empty() {
             return;
         }
@@ -164,6 +186,53 @@ impl Secrets {
             );
         }
     }
+}
+
+/// The labels of rules that find a secret by the name it is given (`password: …`,
+/// `Authorization: …`) rather than by its shape.
+const BY_NAME: &[&str] = &[
+    "password",
+    "secret",
+    "private-key",
+    "api-key",
+    "token",
+    "credential",
+    "authorization",
+];
+
+/// Whether what the redactor took for a value named as a secret, in a command or a prompt, is
+/// code or words instead: the redactor, meant for output, errs on the side of redacting, but
+/// a graph refused for it cannot run at all. Values that look like secrets (a digit, a capital,
+/// a symbol) are still refused; so are all values in `env`, and every secret known by its
+/// shape (a `ghp_` token, a URL's password).
+///
+/// Taken for code: a value that starts with white space, a quote or shell syntax (the quote
+/// after `grep 'password='` closes the shell word, it does not open a value; `${X:?msg}`), a
+/// path (`passwd: /etc/passwd`), a call or an index (`password = input('pw: ')`,
+/// `os.environ["KEY"]`), a pattern (`password=.*`); for words, one of lower-case letters, `_`,
+/// `.` and `-` alone (`password: missing`, `Authorization: required`, `password=changeme`).
+fn code_not_secret(text: &str, range: &std::ops::Range<usize>, label: &str) -> bool {
+    if !BY_NAME.contains(&label) {
+        return false;
+    }
+    let Some(value) = text.get(range.clone()).filter(|v| !v.is_empty()) else {
+        return false;
+    };
+    let next = text[range.end..].chars().next();
+    let first = value.chars().next().unwrap_or(' ');
+    first.is_whitespace()
+        || "'\"`;|&)?+-".contains(first)
+        || ["/", "./", "../", "~/"]
+            .iter()
+            .any(|p| value.starts_with(p))
+        || matches!(next, Some('(' | '['))
+        || value.contains(".*")
+        || value.starts_with('*')
+        || value.ends_with('*')
+        || value
+            .trim_end_matches(['/', '.', ',', ':'])
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || matches!(b, b'_' | b'.' | b'-'))
 }
 
 /// `text` with every printable ASCII byte within `masks` (but quotes) turned into `*`: the
