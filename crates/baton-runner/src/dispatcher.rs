@@ -169,6 +169,11 @@ impl<'a> Dispatcher<'a> {
     /// hold the work; a run that can still go on, or that a person must look at, keeps
     /// them), the scratch files, and the count of log bytes.
     pub(crate) fn clean_up(&self) {
+        if self.ledger.lost_the_run() {
+            // Another process drives the run now: its worktrees and scratch are in use.
+            self.launcher.dirs().add_log_bytes(self.log_bytes);
+            return;
+        }
         if self.final_state.is_some_and(|state| {
             !matches!(
                 state,
@@ -242,9 +247,7 @@ impl<'a> Dispatcher<'a> {
                 Some(joined) = self.units.join_next(), if !self.units.is_empty() => {
                     self.unit_done(joined, &mut turn);
                 }
-                ack = self.ledger.next_ack(), if self.ledger.in_flight() => {
-                    self.ledger.acknowledged(ack, reporter);
-                }
+                () = self.ledger.next(reporter) => {}
                 _ = sleep_until_first(&self.timers), if !self.timers.is_empty() => {}
                 request = stops.recv(), if stops_open => match request {
                     Some(request) => turn.inputs.push_back(stop_input(request)),
@@ -259,10 +262,7 @@ impl<'a> Dispatcher<'a> {
             if self.approvals.take_due() {
                 self.apply_decisions(&mut turn);
             }
-            // A unit's events come before its end: it sent them before it returned.
-            while let Ok(event) = self.progress.try_recv() {
-                self.ledger.push_event(event);
-            }
+            // A unit's events come before its end (`unit_done` takes them first).
             while let Some(joined) = self.units.try_join_next() {
                 self.unit_done(joined, &mut turn);
             }
@@ -407,6 +407,10 @@ impl<'a> Dispatcher<'a> {
     /// machinery's failure): an error here is the runtime shutting down, with nothing left to
     /// apply it to.
     fn unit_done(&mut self, joined: Result<AttemptDone, tokio::task::JoinError>, turn: &mut Turn) {
+        // What the unit sent before it ended is recorded before its end.
+        while let Ok(event) = self.progress.try_recv() {
+            self.ledger.push_event(event);
+        }
         if let Ok(done) = joined {
             self.apply(done, turn);
         }
@@ -437,6 +441,13 @@ impl<'a> Dispatcher<'a> {
         self.log_bytes += log_bytes;
         if is_agent {
             self.agents_running = self.agents_running.saturating_sub(1);
+            if agent.is_none() {
+                // Never started (or its unit failed): counted as an attempt that spent
+                // nothing, and whatever it had spent live is its spend.
+                self.shared
+                    .meter
+                    .finish((task, attempt), &baton_model::AgentUsage::default());
+            }
             match session {
                 Some(session) => self.sessions.insert(task, session),
                 None => self.sessions.remove(&task),
@@ -612,8 +623,11 @@ impl<'a> Dispatcher<'a> {
         let mut ending = self.sched.ending();
         ending.scope_warnings = self.warnings;
         let scheduled = ending.state();
-        // A run that waits or was cancelled goes on later or not at all: nothing to merge.
-        if self.workspaces.active() && !matches!(scheduled, RunState::Waiting | RunState::Cancelled)
+        // A run that waits or was cancelled goes on later or not at all: nothing to merge. One
+        // that another process took over is that process's to merge.
+        if self.workspaces.active()
+            && !self.ledger.lost_the_run()
+            && !matches!(scheduled, RunState::Waiting | RunState::Cancelled)
         {
             let consolidation = Consolidation {
                 graph: self.graph,

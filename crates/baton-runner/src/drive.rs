@@ -86,6 +86,8 @@ pub async fn run(
         path: dirs.run.clone(),
         source,
     })?;
+    // Best effort: without it, the directory is never swept as a stray.
+    let _ = dirs.keep_store(&store.location());
     // Before the run is recorded: a base that does not exist is bad input, not a run that
     // stopped half way and could be resumed.
     let workspaces = match Workspaces::new(&graph, &config.root, &config.state_dir, &run_id) {
@@ -160,8 +162,12 @@ pub async fn resume(
     };
     // Claimed: whoever drove it before is gone.
     let effective = baton_model::observed(record.status, true);
+    // What the dead driver may have left running, read before the takeover records anything.
+    let unfinished = crate::Unfinished::read(store, run_id)
+        .map_err(RunError::Store)
+        .map_err(released)?;
     let restored = plan_takeover(store, &graph, run_id, effective, &how).map_err(released)?;
-    kill_leftovers(run_id, &restored.leftover_groups);
+    kill_leftovers(run_id, &unfinished);
     let dirs = RunDirs::new(&config.state_dir, run_id);
     dirs.create()
         .map_err(|source| RunError::RunDir {

@@ -55,6 +55,18 @@ impl RunDirs {
         Ok(())
     }
 
+    /// Notes in the run's directory which store records it: `.baton/runs/` is shared by every
+    /// store of the project (`--store`), and a directory is only ever swept as a stray (see
+    /// `baton prune`) by the store that should have its record.
+    pub fn keep_store(&self, location: &str) -> std::io::Result<()> {
+        write_private(&self.run.join(STORE_FILE), location.as_bytes())
+    }
+
+    /// The store that records the run, as [`RunDirs::keep_store`] noted it.
+    pub fn store_of(&self) -> Option<String> {
+        std::fs::read_to_string(self.run.join(STORE_FILE)).ok()
+    }
+
     /// Removes everything of a run that was never recorded.
     pub fn remove(&self) {
         self.remove_scratch();
@@ -155,6 +167,9 @@ impl RunDirs {
         self.out.join(structured_output_name(task, attempt))
     }
 }
+
+/// Where a run's directory names the store that records it.
+const STORE_FILE: &str = "store";
 
 pub(crate) fn structured_output_name(task: &TaskId, attempt: u32) -> String {
     format!("{task}.{attempt}.json")

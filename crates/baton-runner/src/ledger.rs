@@ -8,7 +8,7 @@ use baton_report::Reporter;
 use baton_store::{AttemptOutput, StoreError};
 
 use crate::journal::Journal;
-use crate::recorder::{Ack, Recorder};
+use crate::recorder::{Ack, Recorder, Signal};
 use crate::stamp::event;
 
 pub(crate) struct Ledger {
@@ -59,6 +59,12 @@ impl Ledger {
         self.fatal.is_some()
     }
 
+    /// Whether another process holds the run now: what this one would still do to it (merge
+    /// its result, remove its worktrees) is the new holder's.
+    pub(crate) fn lost_the_run(&self) -> bool {
+        matches!(self.fatal, Some(StoreError::LeaseLost { .. }))
+    }
+
     /// The first failure to commit, once the run is over.
     pub(crate) fn failure(&mut self) -> Option<StoreError> {
         self.fatal.take()
@@ -76,14 +82,16 @@ impl Ledger {
         self.recorder.send(id, events, outputs);
     }
 
-    /// Whether a batch is being committed.
-    pub(crate) fn in_flight(&self) -> bool {
-        self.recorder.in_flight()
-    }
-
-    /// The next acknowledgement. Call only while [`Ledger::in_flight`]. Cancel-safe.
-    pub(crate) async fn next_ack(&mut self) -> Ack {
-        self.recorder.ack().await
+    /// Waits for the recorder: a batch acknowledged (applied, its events reported) or the run
+    /// found lost by the heartbeat (nothing more is recorded; the dispatcher stops the run).
+    /// Cancel-safe.
+    pub(crate) async fn next(&mut self, reporter: &mut dyn Reporter) {
+        match self.recorder.signal().await {
+            Signal::Ack(ack) => self.acknowledged(ack, reporter),
+            Signal::Lost(err) => {
+                self.fatal.get_or_insert(err);
+            }
+        }
     }
 
     /// Every acknowledgement that has come, applied.

@@ -14,25 +14,72 @@
 //! (see `baton_exec::kill_leftover_cgroups`): it is killed whole, which reaches descendants
 //! that cleared their environment as well, and removed.
 
+use std::collections::{HashMap, HashSet};
+
 use baton_model::RunId;
+use baton_store::{RunReader, StoreError};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
-/// Kills every process of `run` still alive (found by its environment) with its process
-/// group, the recorded process groups among `groups` that still hold one, and the run's
-/// leftover cgroups. Returns how many processes and cgroups were killed. Call it only while
-/// no attempt of the run is running: before a takeover starts anything.
-pub fn kill_leftovers(run: &RunId, groups: &[u32]) -> usize {
+/// The attempts of a run whose processes a dead driver may have left: those recorded as
+/// started and not ended, and any numbered past its task's recorded attempts (started in the
+/// moments before the crash, before their start was committed). A process of an attempt that
+/// ended — a daemon it started, which another run may be using — is not among them.
+#[derive(Debug, Default)]
+pub struct Unfinished {
+    open: HashSet<(String, u32)>,
+    recorded: HashMap<String, u32>,
+    /// The recorded pids of the open attempts: their process groups.
+    groups: Vec<u32>,
+}
+
+impl Unfinished {
+    /// Read from the store, before a takeover records anything.
+    pub fn read(store: &dyn RunReader, run: &RunId) -> Result<Self, StoreError> {
+        let mut unfinished = Self::default();
+        for task in store.tasks(run)? {
+            unfinished
+                .recorded
+                .insert(task.task.to_string(), task.attempts);
+        }
+        for attempt in store.open_attempts(run)? {
+            unfinished.groups.extend(attempt.pid);
+            unfinished
+                .open
+                .insert((attempt.task.to_string(), attempt.attempt));
+        }
+        Ok(unfinished)
+    }
+
+    /// Whether attempt `attempt` of `task` may still have processes to end.
+    fn covers(&self, task: &str, attempt: u32) -> bool {
+        self.open.contains(&(task.to_owned(), attempt))
+            || attempt > self.recorded.get(task).copied().unwrap_or(0)
+    }
+}
+
+/// Kills every process of `run`'s unfinished attempts still alive (found by its environment)
+/// with its process group, the recorded groups of those attempts that still hold one, and the
+/// run's leftover cgroups. Returns how many processes and cgroups were killed. Call it only
+/// while no attempt of the run is running: before a takeover starts anything, holding the run.
+pub fn kill_leftovers(run: &RunId, unfinished: &Unfinished) -> usize {
     // Every attempt's cgroup, even one whose pid was never recorded (a task in its setup).
     let cgroups = baton_exec::kill_leftover_cgroups(run.as_str());
     let marker = format!("BATON_RUN_ID={run}");
-    let found = processes_marked(marker.as_bytes());
+    let found: Vec<Marked> = processes_marked(marker.as_bytes())
+        .into_iter()
+        .filter(|p| match &p.attempt {
+            Some((task, attempt)) => unfinished.covers(task, *attempt),
+            // Marked as the run's but not as any attempt's: not one of baton's.
+            None => false,
+        })
+        .collect();
     let mut killed = 0;
-    for &(pid, group) in &found {
-        if let Some(group) = group.and_then(|g| i32::try_from(g).ok()) {
+    for process in &found {
+        if let Some(group) = process.group.and_then(|g| i32::try_from(g).ok()) {
             let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
         }
-        if let Ok(pid) = i32::try_from(pid)
+        if let Ok(pid) = i32::try_from(process.pid)
             && kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok()
         {
             killed += 1;
@@ -40,8 +87,8 @@ pub fn kill_leftovers(run: &RunId, groups: &[u32]) -> usize {
     }
     // A recorded group whose members cleared their environment is still the run's if one of
     // them was found above; otherwise it is left alone (its number may have been reused).
-    for &group in groups {
-        if !found.iter().any(|&(_, g)| g == Some(group)) {
+    for &group in &unfinished.groups {
+        if !found.iter().any(|p| p.group == Some(group)) {
             continue;
         }
         if let Ok(id) = i32::try_from(group) {
@@ -51,8 +98,17 @@ pub fn kill_leftovers(run: &RunId, groups: &[u32]) -> usize {
     killed + cgroups
 }
 
-/// Every live process (not a zombie) whose environment holds `marker`, with its process group.
-fn processes_marked(marker: &[u8]) -> Vec<(u32, Option<u32>)> {
+/// A process marked as a run's.
+struct Marked {
+    pid: u32,
+    group: Option<u32>,
+    /// Its `BATON_TASK_ID` and `BATON_ATTEMPT`.
+    attempt: Option<(String, u32)>,
+}
+
+/// Every live process (not a zombie) whose environment holds `marker`, with its process group
+/// and the attempt its environment names.
+fn processes_marked(marker: &[u8]) -> Vec<Marked> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -69,7 +125,8 @@ fn processes_marked(marker: &[u8]) -> Vec<(u32, Option<u32>)> {
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
         };
-        if !environ.split(|&b| b == 0).any(|var| var == marker) {
+        let vars: Vec<&[u8]> = environ.split(|&b| b == 0).collect();
+        if !vars.contains(&marker) {
             continue;
         }
         let Some(fields) = crate::driver::stat_fields(pid) else {
@@ -78,7 +135,19 @@ fn processes_marked(marker: &[u8]) -> Vec<(u32, Option<u32>)> {
         if matches!(fields.first().map(String::as_str), Some("Z" | "X")) {
             continue;
         }
-        found.push((pid, fields.get(2).and_then(|g| g.parse().ok())));
+        let value = |name: &[u8]| {
+            vars.iter()
+                .find_map(|var| var.strip_prefix(name))
+                .and_then(|v| std::str::from_utf8(v).ok())
+        };
+        let attempt = value(b"BATON_TASK_ID=")
+            .zip(value(b"BATON_ATTEMPT=").and_then(|a| a.parse().ok()))
+            .map(|(task, attempt)| (task.to_owned(), attempt));
+        found.push(Marked {
+            pid,
+            group: fields.get(2).and_then(|g| g.parse().ok()),
+            attempt,
+        });
     }
     found
 }
@@ -86,57 +155,74 @@ fn processes_marked(marker: &[u8]) -> Vec<(u32, Option<u32>)> {
 #[cfg(test)]
 mod tests {
     use std::os::unix::process::CommandExt;
-    use std::process::Command;
+    use std::process::{Child, Command};
 
     use super::*;
 
-    #[test]
-    fn kills_a_group_of_the_run_and_spares_a_stranger() {
-        let run = RunId::new("20261130-000000-beef").unwrap();
-        let mut ours = Command::new("sleep")
-            .arg("30")
-            .env("BATON_RUN_ID", run.as_str())
-            .process_group(0)
+    fn spawn(run: &str, task: &str, attempt: u32, setsid: bool) -> Child {
+        let mut command = if setsid {
+            let mut c = Command::new("setsid");
+            c.args(["sleep", "30"]);
+            c
+        } else {
+            let mut c = Command::new("sleep");
+            c.arg("30").process_group(0);
+            c
+        };
+        command
+            .env("BATON_RUN_ID", run)
+            .env("BATON_TASK_ID", task)
+            .env("BATON_ATTEMPT", attempt.to_string())
             .spawn()
-            .unwrap();
-        let mut stranger = Command::new("sleep")
-            .arg("30")
-            .env("BATON_RUN_ID", "20261130-000000-other")
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        let killed = kill_leftovers(&run, &[ours.id(), stranger.id()]);
-        assert!(killed >= 1, "{killed}");
-        assert!(ours.wait().unwrap().code().is_none(), "killed by a signal");
-        assert!(
-            stranger.try_wait().unwrap().is_none(),
-            "the stranger still runs"
-        );
-        stranger.kill().unwrap();
-        stranger.wait().unwrap();
+            .unwrap()
     }
 
-    #[test]
-    fn finds_a_process_of_the_run_that_was_never_recorded_even_in_a_session_of_its_own() {
-        let run = RunId::new("20261201-000000-cafe").unwrap();
-        // Not in any recorded group, and out of its parent's process group and session.
-        let mut unrecorded = Command::new("setsid")
-            .args(["sleep", "30"])
-            .env("BATON_RUN_ID", run.as_str())
-            .spawn()
-            .unwrap();
-        let pid = unrecorded.id();
+    /// Waits until `child`'s environment is its own (a `setsid` child execs `sleep` first).
+    fn settled(child: &Child) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while std::fs::read(format!("/proc/{pid}/environ"))
-            .map_or(true, |env| !env.windows(12).any(|w| w == b"BATON_RUN_ID"))
+        while std::fs::read(format!("/proc/{}/environ", child.id()))
+            .map_or(true, |env| !env.windows(13).any(|w| w == b"BATON_ATTEMPT"))
             && std::time::Instant::now() < deadline
         {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        assert!(kill_leftovers(&run, &[]) >= 1);
+    }
+
+    fn unfinished(open: &[(&str, u32)], recorded: &[(&str, u32)]) -> Unfinished {
+        Unfinished {
+            open: open.iter().map(|(t, a)| ((*t).to_owned(), *a)).collect(),
+            recorded: recorded
+                .iter()
+                .map(|(t, a)| ((*t).to_owned(), *a))
+                .collect(),
+            groups: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn ends_the_unfinished_attempts_and_spares_finished_ones_and_strangers() {
+        let run = "20261130-000000-beef";
+        let id = RunId::new(run).unwrap();
+        // Attempt 2 of `a` is open; attempt 1 of `b` ended (its daemon lives on, maybe in use
+        // by another run); attempt 1 of `c` was never recorded (the commit window).
+        let mut open = spawn(run, "a", 2, false);
+        let mut unrecorded = spawn(run, "c", 1, true);
+        let mut daemon = spawn(run, "b", 1, true);
+        let mut stranger = spawn("20261130-000000-other", "a", 2, false);
+        for child in [&open, &unrecorded, &daemon, &stranger] {
+            settled(child);
+        }
+        let state = unfinished(&[("a", 2)], &[("a", 2), ("b", 1), ("c", 0)]);
+        assert!(kill_leftovers(&id, &state) >= 2);
+        assert!(open.wait().unwrap().code().is_none(), "killed by a signal");
         assert!(
             unrecorded.wait().unwrap().code().is_none(),
             "killed by a signal"
         );
+        for (name, child) in [("the daemon", &mut daemon), ("the stranger", &mut stranger)] {
+            assert!(child.try_wait().unwrap().is_none(), "{name} still runs");
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
     }
 }

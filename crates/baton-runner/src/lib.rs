@@ -61,7 +61,7 @@ pub fn check_confinement(graph: &baton_graph::Graph) -> Result<Option<String>, V
     confine::check(graph)
 }
 pub use layout::RunDirs;
-pub use leftovers::kill_leftovers;
+pub use leftovers::{Unfinished, kill_leftovers};
 pub use result::build_result;
 pub use run_id::new_run_id;
 pub use takeover::{BudgetChange, Takeover, TakeoverError, cancel_abandoned};

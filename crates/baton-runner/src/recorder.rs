@@ -20,6 +20,9 @@ use tokio::sync::mpsc as async_mpsc;
 pub(crate) struct Recorder {
     batches: Option<mpsc::Sender<Batch>>,
     acks: async_mpsc::UnboundedReceiver<Ack>,
+    /// Says once that the run was lost (claimed by another process, or its database gone),
+    /// found by the heartbeat.
+    lost: Option<tokio::sync::oneshot::Receiver<StoreError>>,
     thread: Option<JoinHandle<()>>,
     /// The number of the last batch sent (batches count from 1).
     sent: u64,
@@ -31,6 +34,27 @@ struct Batch {
     id: u64,
     events: Vec<Event>,
     outputs: Vec<AttemptOutput>,
+}
+
+/// What the recorder has to say.
+pub(crate) enum Signal {
+    Ack(Ack),
+    /// The heartbeat found the run lost: claimed by another process, or its database gone.
+    Lost(StoreError),
+}
+
+/// The heartbeat's word that the run was lost, once; then never again.
+async fn lost_word(lost: &mut Option<tokio::sync::oneshot::Receiver<StoreError>>) -> StoreError {
+    let Some(receiver) = lost else {
+        return std::future::pending().await;
+    };
+    let said = receiver.await;
+    *lost = None;
+    match said {
+        Ok(err) => err,
+        // The thread ended without a word: what was not recorded, the acks say.
+        Err(_) => std::future::pending().await,
+    }
 }
 
 /// A batch committed (or not): its events, and the sequence numbers they were given.
@@ -57,6 +81,7 @@ impl Recorder {
         let own = store.another()?;
         let (batches, received) = mpsc::channel::<Batch>();
         let (acknowledge, acks) = async_mpsc::unbounded_channel();
+        let (lost_tx, lost) = tokio::sync::oneshot::channel();
         let thread = std::thread::Builder::new()
             .name("baton-recorder".into())
             .spawn(move || {
@@ -64,21 +89,37 @@ impl Recorder {
                 own.maintain_in_background();
                 let mut failed = false;
                 let mut lease = lease;
+                let mut lost_tx = Some(lost_tx);
+                // The heartbeat keeps to the clock whatever the batches do: a run that commits
+                // all the time renews as one that is idle.
+                let renew_every = term / 3;
+                let mut next_renewal = std::time::Instant::now() + renew_every;
                 loop {
-                    let batch = match received.recv_timeout(term / 3) {
-                        Ok(batch) => batch,
-                        Err(mpsc::RecvTimeoutError::Timeout) => {
-                            // The heartbeat. A lease lost is noticed by the next commit, which
-                            // is refused whole.
-                            if let Ok(renewed) =
-                                own.renew(&run, lease, crate::stamp::now_ms(), term)
-                            {
-                                lease = renewed;
+                    let now = std::time::Instant::now();
+                    if now >= next_renewal {
+                        next_renewal = now + renew_every;
+                        match own.renew(&run, lease, crate::stamp::now_ms(), term) {
+                            Ok(renewed) => lease = renewed,
+                            // Another process holds the run now: the dispatcher stops at once,
+                            // even if it has nothing to commit for a long while.
+                            Err(
+                                err @ (StoreError::LeaseLost { .. } | StoreError::Vanished { .. }),
+                            ) => {
+                                failed = true;
+                                if let Some(tx) = lost_tx.take() {
+                                    let _ = tx.send(err);
+                                }
                             }
-                            continue;
+                            // Busy or the like: the next renewal may go through.
+                            Err(_) => {}
                         }
-                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                    };
+                    }
+                    let batch =
+                        match received.recv_timeout(next_renewal.saturating_duration_since(now)) {
+                            Ok(batch) => batch,
+                            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                        };
                     // After a failure nothing more is committed: a later batch may hold the
                     // end of an attempt whose start was in the one that failed.
                     let seqs = if failed {
@@ -110,10 +151,26 @@ impl Recorder {
         Ok(Self {
             batches: Some(batches),
             acks,
+            lost: Some(lost),
             thread: Some(thread),
             sent: 0,
             acked: 0,
         })
+    }
+
+    /// The next acknowledgement (while a batch is in flight), or the heartbeat's word that
+    /// the run was lost (once). Cancel-safe.
+    pub(crate) async fn signal(&mut self) -> Signal {
+        let in_flight = self.in_flight();
+        let (acks, lost) = (&mut self.acks, &mut self.lost);
+        let got = tokio::select! {
+            ack = acks.recv(), if in_flight => Ok(ack),
+            err = lost_word(lost) => Err(err),
+        };
+        match got {
+            Ok(ack) => Signal::Ack(self.received(ack)),
+            Err(err) => Signal::Lost(err),
+        }
     }
 
     /// Hands batch `id` (numbered by the journal, in order) to the thread.
@@ -292,14 +349,26 @@ mod tests {
             .claim_driver(&run, &me, now(), term, |_| Liveness::Alive)
             .unwrap()
             .lease;
-        let recorder = Recorder::start_with_term(&store, run.clone(), lease, term).unwrap();
+        let mut recorder = Recorder::start_with_term(&store, run.clone(), lease, term).unwrap();
         let other = baton_store::Driver {
             pid: 1,
             start_time: 1,
             host: "elsewhere".into(),
         };
-        // Seen from another host, the driver is a lease: past its first term it still holds.
-        std::thread::sleep(term + term / 2);
+        // Seen from another host, the driver is a lease: past its first term it still holds,
+        // while batches come all the time (the heartbeat keeps to the clock, not to the
+        // lulls between batches).
+        let until = std::time::Instant::now() + term + term / 2;
+        let mut id = 0;
+        while std::time::Instant::now() < until {
+            id += 1;
+            let waiting = event(EventKind::TaskWaiting {
+                task: TaskId::new("a").unwrap(),
+            });
+            recorder.send(id, vec![waiting], Vec::new());
+            assert!(recorder.ack().await.seqs.is_ok());
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
         let refused = store.claim_driver(&run, &other, now(), term, |_| Liveness::Unknown);
         assert!(
             matches!(refused, Err(StoreError::RunHeld { .. })),
@@ -312,5 +381,40 @@ mod tests {
             .claim_driver(&run, &other, now(), term, |_| Liveness::Unknown)
             .unwrap();
         assert_eq!(taken.replaced, Some(me));
+    }
+
+    #[tokio::test]
+    async fn the_heartbeat_says_at_once_when_another_process_took_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run, _) = held_run(dir.path());
+        let term = std::time::Duration::from_millis(900);
+        let me = crate::driver::me();
+        let lease = store
+            .claim_driver(&run, &me, crate::stamp::now_ms(), term, |_| Liveness::Alive)
+            .unwrap()
+            .lease;
+        let mut recorder = Recorder::start_with_term(&store, run.clone(), lease, term).unwrap();
+        // Taken over (this driver judged dead) while nothing is being committed.
+        let other = baton_store::Driver {
+            pid: 1,
+            start_time: 1,
+            host: "elsewhere".into(),
+        };
+        store
+            .claim_driver(&run, &other, crate::stamp::now_ms(), term, |_| {
+                Liveness::Dead
+            })
+            .unwrap();
+        let said = tokio::time::timeout(std::time::Duration::from_secs(10), recorder.signal())
+            .await
+            .expect("the heartbeat said nothing");
+        assert!(
+            matches!(said, Signal::Lost(StoreError::LeaseLost { .. })),
+            "{:?}",
+            match said {
+                Signal::Lost(err) => err.to_string(),
+                Signal::Ack(_) => "an ack".into(),
+            }
+        );
     }
 }

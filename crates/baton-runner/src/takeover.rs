@@ -73,8 +73,6 @@ pub(crate) struct Restored {
     pub outputs: Vec<(u32, HeldOutput)>,
     /// Recorded before anything else: the takeover, attempts the crash cut short, resets.
     pub opening: Vec<Event>,
-    /// Process groups of attempts that were in flight, to end before anything starts.
-    pub leftover_groups: Vec<u32>,
     /// The run's budget when a person changed it (now or at an earlier takeover); `None`:
     /// the graph file's.
     pub budget: Option<baton_graph::Budget>,
@@ -240,11 +238,9 @@ pub(crate) fn plan_takeover(
             }
         }
     }
-    // Attempts in flight when the driver died: recorded as interrupted, their groups ended.
+    // Attempts in flight when the driver died: recorded as interrupted (their processes are
+    // ended by the caller, `kill_leftovers`).
     for attempt in store.open_attempts(run)? {
-        if let Some(pid) = attempt.pid {
-            restored.leftover_groups.push(pid);
-        }
         restored.opening.push(Event {
             seq: 0,
             at_ms,
@@ -355,9 +351,8 @@ pub fn cancel_abandoned(store: &dyn Store, run: &RunId) -> Result<(), crate::Run
     let lease = crate::driver::claim(store, run)?.lease;
     let result = (|| {
         let at_ms = now_ms();
+        crate::kill_leftovers(run, &crate::Unfinished::read(store, run)?);
         let open = store.open_attempts(run)?;
-        let groups: Vec<u32> = open.iter().filter_map(|a| a.pid).collect();
-        crate::kill_leftovers(run, &groups);
         let mut events = Vec::new();
         let event = |kind| Event {
             seq: 0,

@@ -203,13 +203,23 @@ pub fn apply(
         }
         if !dry_run {
             if state == RunState::Interrupted {
-                // Its dead driver's processes would run on, recorded nowhere.
-                let groups: Vec<u32> = store
-                    .open_attempts(&run.id)?
-                    .iter()
-                    .filter_map(|a| a.pid)
-                    .collect();
-                baton_runner::kill_leftovers(&run.id, &groups);
+                // Its dead driver's processes would run on, recorded nowhere. Held while they
+                // are ended, so that a `baton resume` started meanwhile cannot have its new
+                // attempts taken for them.
+                let lease = match driver::claim(store, &run.id) {
+                    Ok(claim) => claim.lease,
+                    Err(StoreError::RunHeld { .. }) => {
+                        outcome.skipped.push(run.id.to_string());
+                        continue;
+                    }
+                    Err(err) => return Err(err.into()),
+                };
+                let unfinished = baton_runner::Unfinished::read(store, &run.id);
+                if let Ok(unfinished) = &unfinished {
+                    baton_runner::kill_leftovers(&run.id, unfinished);
+                }
+                let _ = store.release(&run.id, lease);
+                unfinished?;
             }
             match store.delete_run(&run.id, now_ms, &driver::liveness) {
                 Ok(_) => {}
@@ -257,9 +267,11 @@ fn remove_files(state_dir: &Path, id: &RunId) {
     let _ = std::fs::remove_dir_all(state_dir.join("worktrees").join(id.as_str()));
 }
 
-/// Run directories under `.baton/runs/` that no record names and that are older than
-/// `STRAY_AGE`: what a prune killed between a record and its files left. Removed (unless
-/// `dry_run`); their names are returned.
+/// Run directories under `.baton/runs/` that say this store records them, that it has no
+/// record of, and that are older than `STRAY_AGE`: what a prune killed between a record and
+/// its files left. (A directory of a run another store records — `--store` — is that store's
+/// business, and one without a note is left alone.) Removed (unless `dry_run`); their names
+/// are returned.
 fn sweep_strays(
     store: &dyn Store,
     state_dir: &Path,
@@ -270,6 +282,7 @@ fn sweep_strays(
         return Ok(Vec::new());
     };
     let known: std::collections::HashSet<&str> = recorded.iter().map(|r| r.id.as_str()).collect();
+    let location = store.location();
     let mut strays = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
@@ -282,8 +295,9 @@ fn sweep_strays(
             .ok()
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|age| age > STRAY_AGE);
+        let ours = RunDirs::new(state_dir, &id).store_of().as_deref() == Some(location.as_str());
         // Looked up again: a run started since `recorded` was read has a record by now.
-        if known.contains(id.as_str()) || !old || store.run(&id)?.is_some() {
+        if !ours || known.contains(id.as_str()) || !old || store.run(&id)?.is_some() {
             continue;
         }
         if !dry_run {

@@ -180,20 +180,30 @@ fn files_of_runs_without_a_record_are_swept_once_they_are_old() {
         .run()
         .status(0);
     let runs = out.path().join(".baton/runs");
-    for stray in ["20200101-000000-aaaa", "20200101-000000-bbbb"] {
+    let recorded = out.store().run().id.to_string();
+    // Each run's directory names its store; a stray names this one, or another.
+    let ours = std::fs::read_to_string(runs.join(&recorded).join("store")).unwrap();
+    for (stray, store) in [
+        ("20200101-000000-aaaa", ours.as_str()),
+        ("20200101-000000-bbbb", ours.as_str()),
+        ("20200101-000000-cccc", "/elsewhere/other.db"),
+    ] {
         std::fs::create_dir_all(runs.join(stray).join("logs")).unwrap();
         std::fs::write(
             runs.join(stray).join("logs/t.1.log"),
             "left by a killed prune",
         )
         .unwrap();
+        std::fs::write(runs.join(stray).join("store"), store).unwrap();
     }
-    // One is old; the other could be a run being started right now.
+    // One is old; one could be a run being started right now; one is another store's run.
     let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-    std::fs::File::open(runs.join("20200101-000000-aaaa"))
-        .unwrap()
-        .set_modified(hour_ago)
-        .unwrap();
+    for old in ["20200101-000000-aaaa", "20200101-000000-cccc"] {
+        std::fs::File::open(runs.join(old))
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+    }
     let out = out
         .then()
         .args(&["prune", "--keep", "5"])
@@ -202,5 +212,9 @@ fn files_of_runs_without_a_record_are_swept_once_they_are_old() {
         .stdout_contains("removed the files of run 20200101-000000-aaaa, which has no record");
     assert!(!runs.join("20200101-000000-aaaa").exists());
     assert!(runs.join("20200101-000000-bbbb").exists());
+    assert!(
+        runs.join("20200101-000000-cccc").exists(),
+        "another store's run was swept"
+    );
     assert_eq!(out.store().runs().len(), 1, "the recorded run stays");
 }
