@@ -50,8 +50,7 @@ impl Attempt {
         let log_path = std::mem::take(&mut spec.log_path);
         let mut sink = OutputSink::with_redactor(
             log_path,
-            spec.output_limit,
-            spec.stderr_limit,
+            (spec.output_limit, spec.stderr_limit, spec.log_limit),
             spec.redactor.as_ref(),
         );
         if let Some(watcher) = watcher {

@@ -44,6 +44,7 @@ pub use cgroup::{NO_CGROUP_ENV, cgroups_available, kill_leftover_cgroups};
 pub use clone_exec::refresh_handled_signals;
 pub use report::AttemptReport;
 pub use sandbox::{NO_LANDLOCK_ENV, WriteSandbox, landlock_abi, landlock_support};
+pub use sink::LOG_TAIL;
 pub use spawn::{SPAWN_ENV, spawns_with_std};
 pub use spec::{AttemptSpec, Program, StopLevel};
 pub use supervise::EOF_GRACE;

@@ -26,6 +26,10 @@ pub const HOLD_BACK: Duration = Duration::from_millis(150);
 /// The longest unfinished line the log waits for before it takes it as it is.
 const LOG_LINE: usize = 8 * 1024;
 
+/// The most of a capped log's end kept (in memory until the attempt ends); a smaller cap keeps
+/// half of itself for the end.
+pub const LOG_TAIL: u64 = 4 * 1024 * 1024;
+
 /// Which pipe a chunk came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stream {
@@ -61,6 +65,8 @@ pub(crate) struct OutputSink {
     /// Redacted bytes on their way to the log and the captures.
     scratch: Vec<u8>,
     log: Log,
+    /// What the log may still take as it comes, and the end kept past that.
+    cap: LogCap,
     unflushed: bool,
     log_bytes: u64,
     error: Option<String>,
@@ -101,14 +107,14 @@ enum Log {
 impl OutputSink {
     #[cfg(test)]
     pub(crate) fn new(log_path: PathBuf, output_limit: usize, stderr_limit: usize) -> Self {
-        Self::with_redactor(log_path, output_limit, stderr_limit, None)
+        Self::with_redactor(log_path, (output_limit, stderr_limit, u64::MAX), None)
     }
 
-    /// A sink whose bytes pass through `redactor` before anything else sees them.
+    /// A sink whose bytes pass through `redactor` before anything else sees them, keeping
+    /// `limits` (stdout and stderr in memory, the log file).
     pub(crate) fn with_redactor(
         log_path: PathBuf,
-        output_limit: usize,
-        stderr_limit: usize,
+        (output_limit, stderr_limit, log_limit): (usize, usize, u64),
         redactor: Option<&Redactor>,
     ) -> Self {
         Self {
@@ -116,6 +122,7 @@ impl OutputSink {
             redact: [None, None],
             scratch: Vec::new(),
             log: Log::NotYet(log_path),
+            cap: LogCap::new(log_limit),
             unflushed: false,
             log_bytes: 0,
             error: None,
@@ -250,6 +257,15 @@ impl OutputSink {
         if bytes.is_empty() {
             return;
         }
+        // Past the cap, the end is kept for later, in memory.
+        let bytes = self.cap.take(bytes);
+        if bytes.is_empty() {
+            return;
+        }
+        self.write_file(bytes);
+    }
+
+    fn write_file(&mut self, bytes: &[u8]) {
         // Writes go to the page cache and return at once; handing them to a blocking thread
         // would cost more per attempt than it could save.
         if let Log::Open(log) = &mut self.log {
@@ -299,6 +315,19 @@ impl OutputSink {
         for partial in std::mem::take(&mut self.partial) {
             self.write_log(&partial);
         }
+        // A capped log ends with what was cut, then the end it kept.
+        let cap = std::mem::replace(&mut self.cap, LogCap::new(u64::MAX));
+        if let Some((cut, tail)) = cap.finish() {
+            let note = format!(
+                "\n[baton: {cut} bytes of this attempt's output were cut here: the log keeps its \
+                 first {} and its last {}]\n",
+                baton_model::format_size(self.log_bytes),
+                baton_model::format_size((tail.0.len() + tail.1.len()) as u64),
+            );
+            self.write_file(note.as_bytes());
+            self.write_file(tail.0);
+            self.write_file(tail.1);
+        }
         self.flush();
         SinkOutput {
             stdout: self.stdout.finish(),
@@ -314,6 +343,98 @@ impl OutputSink {
         if let Log::Open(log) = std::mem::replace(&mut self.log, Log::Failed) {
             // Dropping a BufWriter retries the failed write; `into_parts` discards it instead.
             let _ = log.into_parts();
+        }
+    }
+}
+
+/// A log's cap: the start goes to the file as it comes, up to `head`; past it the last
+/// `tail` bytes are kept in a ring, written at the end after a note of what was cut.
+#[derive(Debug)]
+struct LogCap {
+    head_left: u64,
+    tail: Ring,
+    /// Bytes past the head, all told.
+    beyond: u64,
+}
+
+impl LogCap {
+    fn new(limit: u64) -> Self {
+        let tail = LOG_TAIL.min(limit / 2);
+        Self {
+            head_left: limit - tail,
+            tail: Ring::new(tail as usize),
+            beyond: 0,
+        }
+    }
+
+    /// What of `bytes` goes to the file now; the rest is kept (or dropped) for the end.
+    fn take<'b>(&mut self, bytes: &'b [u8]) -> &'b [u8] {
+        let now = (self.head_left.min(bytes.len() as u64)) as usize;
+        self.head_left -= now as u64;
+        let later = &bytes[now..];
+        if !later.is_empty() {
+            self.beyond += later.len() as u64;
+            self.tail.push(later);
+        }
+        &bytes[..now]
+    }
+
+    /// How many bytes were cut and the end kept, if the cap was reached.
+    fn finish(&self) -> Option<(u64, Pieces<'_>)> {
+        if self.beyond == 0 {
+            return None;
+        }
+        let tail = self.tail.contents();
+        let kept = (tail.0.len() + tail.1.len()) as u64;
+        Some((self.beyond - kept, tail))
+    }
+}
+
+/// Bytes in two pieces, oldest first.
+type Pieces<'a> = (&'a [u8], &'a [u8]);
+
+/// The last `cap` bytes pushed.
+#[derive(Debug)]
+struct Ring {
+    buf: Vec<u8>,
+    cap: usize,
+    /// Where the next byte goes once `buf` is full (and where the oldest one is).
+    pos: usize,
+}
+
+impl Ring {
+    fn new(cap: usize) -> Self {
+        Self {
+            buf: Vec::new(),
+            cap,
+            pos: 0,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        let cap = self.cap;
+        let bytes = &bytes[bytes.len().saturating_sub(cap)..];
+        let room = cap - self.buf.len();
+        let fill = room.min(bytes.len());
+        self.buf.extend_from_slice(&bytes[..fill]);
+        let rest = &bytes[fill..];
+        if rest.is_empty() {
+            return;
+        }
+        // Full: overwrite from the oldest byte on, wrapping.
+        let first = (cap - self.pos).min(rest.len());
+        self.buf[self.pos..self.pos + first].copy_from_slice(&rest[..first]);
+        let second = rest.len() - first;
+        self.buf[..second].copy_from_slice(&rest[first..]);
+        self.pos = (self.pos + rest.len()) % cap;
+    }
+
+    /// Oldest first, in two pieces.
+    fn contents(&self) -> Pieces<'_> {
+        if self.buf.len() < self.cap {
+            (&self.buf, &[])
+        } else {
+            (&self.buf[self.pos..], &self.buf[..self.pos])
         }
     }
 }
@@ -370,6 +491,52 @@ mod tests {
         assert_eq!(mode(&path), 0o600);
         assert_eq!(mode(&dir.path().join("a/b")), 0o700);
         assert_eq!(mode(&dir.path().join("a")), 0o700);
+    }
+
+    #[test]
+    fn a_capped_log_keeps_its_start_and_its_end_and_says_what_was_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("capped.log");
+        let mut sink = OutputSink::with_redactor(path.clone(), (64, 64, 100), None);
+        let mut all = Vec::new();
+        for i in 0..1000 {
+            let line = format!("line {i:04}\n");
+            all.extend_from_slice(line.as_bytes());
+            sink.accept(Stream::Stdout, line.as_bytes());
+        }
+        let out = sink.finish();
+        let log = std::fs::read_to_string(&path).unwrap();
+        // 50 bytes of start, 50 of end, and the note between them.
+        let (start, rest) = log.split_at(50);
+        assert_eq!(start.as_bytes(), &all[..50]);
+        assert!(
+            rest.ends_with(std::str::from_utf8(&all[all.len() - 50..]).unwrap()),
+            "{log}"
+        );
+        let cut = all.len() - 100;
+        assert!(
+            rest.contains(&format!(
+                "[baton: {cut} bytes of this attempt's output were cut here"
+            )),
+            "{log}"
+        );
+        assert_eq!(out.log_bytes, log.len() as u64);
+        // The captures are the captures, whatever the log keeps.
+        assert_eq!(out.stdout.total_bytes, all.len() as u64);
+    }
+
+    #[test]
+    fn the_ring_keeps_the_last_bytes_whatever_the_chunks() {
+        let mut ring = Ring::new(10);
+        let mut all = Vec::new();
+        for (i, len) in [3usize, 4, 25, 1, 9, 10, 11, 2].into_iter().enumerate() {
+            let chunk: Vec<u8> = (0..len).map(|j| b'a' + ((i * 7 + j) % 26) as u8).collect();
+            all.extend_from_slice(&chunk);
+            ring.push(&chunk);
+            let (a, b) = ring.contents();
+            let kept = [a, b].concat();
+            assert_eq!(kept, all[all.len().saturating_sub(10)..], "after chunk {i}");
+        }
     }
 
     #[test]

@@ -41,6 +41,10 @@ pub struct AttemptSpec {
     pub output_limit: usize,
     /// Bytes of stderr kept in memory, all from the end.
     pub stderr_limit: usize,
+    /// Bytes the log file may hold: past it, the log keeps its start as it comes and its end
+    /// (at most [`LOG_TAIL`](crate::LOG_TAIL), in memory meanwhile), with a line between them
+    /// saying how much was cut. The child runs on regardless.
+    pub log_limit: u64,
     /// What every byte the child prints passes through before it is logged, captured or
     /// handed on. `None` turns redaction off (for tests of the machinery itself).
     pub redactor: Option<baton_redact::Redactor>,
@@ -88,6 +92,7 @@ impl AttemptSpec {
             log_path: log_path.into(),
             output_limit: Self::DEFAULT_OUTPUT_LIMIT,
             stderr_limit: Self::DEFAULT_STDERR_LIMIT,
+            log_limit: u64::MAX,
             redactor: None,
             stdin: None,
             idle_timeout: None,

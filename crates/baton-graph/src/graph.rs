@@ -202,6 +202,10 @@ pub struct Task {
     pub cwd: Option<PathBuf>,
     /// Cap in bytes on the predecessors' output handed to this task.
     pub handoff_limit: u64,
+    /// Cap in bytes on one attempt's log file: past it, the start and the end are kept and
+    /// what was cut is said.
+    #[serde(default = "crate::default_log_limit")]
+    pub log_limit: u64,
     /// Acceptance checks run after the task.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verify: Vec<String>,

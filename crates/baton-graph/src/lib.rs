@@ -37,3 +37,13 @@ pub use template::{
     NeedContext, Quote, RunContext, TaskContext, Template, TemplateContext, TemplateError,
 };
 pub use walk::{ENGINES, register_engines};
+
+/// An attempt's log is capped at this by default (`log_limit`): past it, its start and its end
+/// are kept and what was cut is said. Big enough for any build's output worth reading, small
+/// enough that `yes` cannot fill the disk.
+pub const DEFAULT_LOG_LIMIT: u64 = 100 * 1024 * 1024;
+
+/// [`DEFAULT_LOG_LIMIT`], for the stored graphs of runs recorded before `log_limit` existed.
+pub(crate) fn default_log_limit() -> u64 {
+    DEFAULT_LOG_LIMIT
+}

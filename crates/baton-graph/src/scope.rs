@@ -143,6 +143,7 @@ mod tests {
             env: BTreeMap::new(),
             cwd: None,
             handoff_limit: 8192,
+            log_limit: crate::DEFAULT_LOG_LIMIT,
             verify: Vec::new(),
             approval: false,
             workspace: Workspace::None,

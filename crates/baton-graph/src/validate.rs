@@ -20,6 +20,8 @@ use crate::tree::Span;
 const DEFAULT_CONCURRENCY: u32 = 4;
 const DEFAULT_BACKOFF: Duration = Duration::from_secs(1);
 const DEFAULT_HANDOFF_LIMIT: u64 = 8 * 1024;
+/// The smallest log cap: smaller ones are raised to it.
+const MIN_LOG_LIMIT: u64 = 4 * 1024;
 /// Looking for the closest id is a scan of all ids; past this many unknown ones, stop offering.
 const MAX_SUGGESTIONS: usize = 50;
 
@@ -641,6 +643,11 @@ fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) ->
             .handoff_limit
             .or(d.handoff_limit)
             .unwrap_or(DEFAULT_HANDOFF_LIMIT),
+        // A few KiB at least: a start and an end worth reading.
+        log_limit: more
+            .log_limit
+            .or(d.log_limit)
+            .map_or(crate::DEFAULT_LOG_LIMIT, |limit| limit.max(MIN_LOG_LIMIT)),
         verify: more.verify,
         approval: more.approval.unwrap_or(false),
         workspace,

@@ -440,6 +440,7 @@ impl<'a> Launcher<'a> {
             log_path: self.log_path(task, attempt),
             output_limit,
             stderr_limit: STDERR_CAPTURE,
+            log_limit: spec_task.log_limit,
             redactor: Some(self.redactor.clone()),
             inherit_env: false,
             stdin: None,

@@ -21,6 +21,7 @@ fn a_200_mb_output_keeps_baton_small_and_reaches_the_log() {
                 r#"
 [[task]]
 id = "flood"
+log_limit = "1GiB"
 run = "sh {} {FLOOD_BYTES}"
 "#,
                 fixture("flood.sh")
@@ -234,4 +235,46 @@ echo "said ${osc} on stderr" >&2
         piped.contains("said \u{1b}]52;c;SGVsbG8=\u{7} on stdout"),
         "{piped:?}"
     );
+}
+
+#[test]
+fn a_log_past_its_limit_keeps_its_start_and_end_and_the_task_runs_on() {
+    let out = Test::new()
+        .graph(
+            "g.toml",
+            r#"
+[defaults]
+log_limit = "64KiB"
+
+[[task]]
+id = "chatty"
+run = "echo the-start; head -c 20000000 /dev/zero | tr '\\0' y; echo; echo the-end"
+"#,
+        )
+        .args(&["run", "g.toml", "--json"])
+        .run()
+        .status(0);
+    let task = out.json_task("chatty");
+    assert_eq!(task["state"], "succeeded");
+    let log_path = out.store().attempts("chatty")[0].log_path.clone().unwrap();
+    let log = std::fs::read(out.path().join(&log_path)).unwrap();
+    assert!(log.len() < 70 * 1024, "{} bytes", log.len());
+    let text = String::from_utf8_lossy(&log);
+    assert!(text.starts_with("the-start\n"), "{}", &text[..40]);
+    assert!(
+        text.ends_with("\nthe-end\n"),
+        "{}",
+        &text[text.len() - 40..]
+    );
+    assert!(
+        text.contains("bytes of this attempt's output were cut here"),
+        "no note of the cut"
+    );
+    // Stored as one of the run's log bytes, not the 20 MB it printed.
+    let logs = out
+        .then()
+        .args(&["logs", "latest", "chatty"])
+        .run()
+        .status(0);
+    assert!(logs.stdout.len() < 70 * 1024);
 }
