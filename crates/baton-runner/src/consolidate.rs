@@ -93,6 +93,8 @@ impl Consolidation<'_> {
                 with,
                 files,
             } => {
+                // File names are a task's output too: a secret can be one.
+                let files = files.iter().map(|f| self.launcher.redact(f)).collect();
                 events.push(failed(branch, Some((task, with, files)), None));
                 Merge::Conflict
             }

@@ -33,7 +33,16 @@ pub(crate) fn assemble(
         shared,
     } = parts;
     let spec_task = graph.task(task);
-    let workdir = workspaces.prepare(graph, task)?;
+    let workdir = workspaces
+        .prepare(graph, task)
+        .map_err(|outcome| match outcome {
+            // File names are a task's output too: a secret can be one.
+            Outcome::MergeConflict { incoming, files } => Outcome::MergeConflict {
+                incoming,
+                files: files.iter().map(|f| launcher.redact(f)).collect(),
+            },
+            outcome => outcome,
+        })?;
     let launch = launcher
         .prepare(task, attempt, &shared.meter, resume, workdir.as_deref())
         .map_err(|error| error.outcome(launcher.redact(&error.to_string())))?;

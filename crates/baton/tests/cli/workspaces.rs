@@ -938,3 +938,37 @@ run = "echo c > c.txt"
         "c"
     );
 }
+
+#[test]
+fn a_conflict_in_a_file_whose_name_is_a_secret_names_it_redacted() {
+    // The name is made when the task runs: the graph file itself holds no secret.
+    let graph = r#"
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "a"
+run = 'echo a > "ghp_$(printf "A%.0s" $(seq 36)).txt"'
+
+[[task]]
+id = "b"
+run = 'echo b > "ghp_$(printf "A%.0s" $(seq 36)).txt"'
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let merged = out
+        .store()
+        .events_of(|k| matches!(k, EventKind::ResultMerged { .. }));
+    let [EventKind::ResultMerged { conflict_files, .. }] = &merged[..] else {
+        panic!("{merged:?}");
+    };
+    assert_eq!(conflict_files.len(), 1, "{conflict_files:?}");
+    assert!(
+        !conflict_files[0].contains("AAAAAAAAAAAA"),
+        "{conflict_files:?}"
+    );
+    assert!(conflict_files[0].contains("REDACTED"), "{conflict_files:?}");
+    assert!(!out.stdout.contains("AAAAAAAAAAAA"), "{}", out.stdout);
+}
