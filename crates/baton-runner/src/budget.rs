@@ -157,35 +157,89 @@ impl Meter {
         if state.limit.is_unlimited() {
             return true;
         }
-        let average = if state.finished == 0 {
-            Spent::default()
-        } else {
-            Spent {
-                usd: state.spent.usd / f64::from(state.finished),
-                tokens: state.spent.tokens / u64::from(state.finished),
-            }
-        };
-        let mut total = state.spent;
-        for live in state.live.values() {
-            total.usd += live.usd.max(average.usd);
-            total.tokens += live.tokens.max(average.tokens);
-        }
-        total.usd += average.usd;
-        total.tokens += average.tokens;
+        let total = state.spent.plus(state.reserved());
         // Reaching the limit exactly is spending it: only strictly less leaves room.
         let fits_usd = state.limit.usd.is_none_or(|limit| total.usd < limit);
         let fits_tokens = state.limit.tokens.is_none_or(|limit| total.tokens < limit);
         fits_usd && fits_tokens
     }
 
-    /// `$1.23 of $2.00`, for reasons.
+    /// Why the budget stops the run, for its reason: what is spent, what is reserved for the
+    /// running agents and the next one (the average of the finished ones), and the limit —
+    /// apart, since a budget that cannot cover the next agent is not all spent.
     pub(crate) fn describe(&self) -> String {
         let state = self.state();
+        let reserved = state.reserved();
         match (state.limit.usd, state.limit.tokens) {
-            (Some(limit), _) => format!("${:.2} of ${limit:.2} spent", state.spent.usd),
-            (None, Some(limit)) => format!("{} of {limit} tokens spent", state.spent.tokens),
+            (Some(limit), _) if state.spent.usd >= limit => format!(
+                "{} of {} spent",
+                format_usd(state.spent.usd),
+                format_usd(limit)
+            ),
+            (Some(limit), _) => format!(
+                "{} spent and {} reserved for the next agent, of {}",
+                format_usd(state.spent.usd),
+                format_usd(reserved.usd),
+                format_usd(limit)
+            ),
+            (None, Some(limit)) if state.spent.tokens >= limit => {
+                format!("{} of {limit} tokens spent", state.spent.tokens)
+            }
+            (None, Some(limit)) => format!(
+                "{} tokens spent and {} reserved for the next agent, of {limit}",
+                state.spent.tokens, reserved.tokens
+            ),
             (None, None) => String::new(),
         }
+    }
+}
+
+impl State {
+    /// What the running agents are likely to spend beyond what is finished (at least the
+    /// average of the finished attempts, or what they spent already), and the average for one
+    /// more.
+    fn reserved(&self) -> Spent {
+        let average = if self.finished == 0 {
+            Spent::default()
+        } else {
+            Spent {
+                usd: self.spent.usd / f64::from(self.finished),
+                tokens: self.spent.tokens / u64::from(self.finished),
+            }
+        };
+        let mut reserved = average;
+        for live in self.live.values() {
+            reserved.usd += live.usd.max(average.usd);
+            reserved.tokens += live.tokens.max(average.tokens);
+        }
+        reserved
+    }
+}
+
+impl Spent {
+    fn plus(self, other: Spent) -> Spent {
+        Spent {
+            usd: self.usd + other.usd,
+            tokens: self.tokens + other.tokens,
+        }
+    }
+}
+
+/// Dollars with enough digits to tell small amounts apart: `$0.0056`, not `$0.01`.
+pub(crate) fn format_usd(usd: f64) -> String {
+    if usd == 0.0 {
+        "$0".to_owned()
+    } else if usd.abs() < 1.0 {
+        // Up to four significant digits, trailing zeros dropped down to cents.
+        let digits = (4 - (usd.abs().log10().floor() as i32 + 1)).clamp(2, 8) as usize;
+        let mut text = format!("{usd:.digits$}");
+        let cents = text.find('.').map_or(text.len(), |dot| dot + 3);
+        while text.len() > cents && text.ends_with('0') {
+            text.pop();
+        }
+        format!("${text}")
+    } else {
+        format!("${usd:.2}")
     }
 }
 
@@ -194,7 +248,11 @@ pub(crate) fn over(limit: &Budget, spent: Spent) -> Option<String> {
     if let Some(usd) = limit.usd
         && spent.usd >= usd
     {
-        return Some(format!("budget ${usd:.2} reached (${:.4})", spent.usd));
+        return Some(format!(
+            "budget {} reached ({})",
+            format_usd(usd),
+            format_usd(spent.usd)
+        ));
     }
     if let Some(tokens) = limit.tokens
         && spent.tokens >= tokens
@@ -299,5 +357,32 @@ mod tests {
         assert!(!meter.exhausted());
         meter.finish((1, 1), &usage(0.0, 50));
         assert!(meter.exhausted());
+    }
+
+    #[test]
+    fn small_amounts_keep_their_digits() {
+        assert_eq!(format_usd(0.0), "$0");
+        assert_eq!(format_usd(0.0056), "$0.0056");
+        assert_eq!(format_usd(0.001), "$0.001");
+        assert_eq!(format_usd(0.25), "$0.25");
+        assert_eq!(format_usd(0.5), "$0.50");
+        assert_eq!(format_usd(0.1234567), "$0.1235");
+        assert_eq!(format_usd(3.5), "$3.50");
+    }
+
+    #[test]
+    fn a_stop_for_want_of_budget_says_spent_reserved_and_limit_apart() {
+        let meter = Meter::new(Budget {
+            usd: Some(0.008),
+            ..Budget::default()
+        });
+        meter.finish((0, 1), &usage(0.0056, 10));
+        // The next agent is reserved the average: 0.0056 + 0.0056 does not fit in 0.008.
+        assert!(!meter.can_start());
+        assert!(!meter.exhausted(), "not all of it is spent");
+        assert_eq!(
+            meter.describe(),
+            "$0.0056 spent and $0.0056 reserved for the next agent, of $0.008"
+        );
     }
 }

@@ -297,9 +297,11 @@ impl<'a> Dispatcher<'a> {
             let actions = self.sched.handle(input);
             if let Some(cause) = self.sched.stop_cause().filter(|c| Some(*c) != stop_before) {
                 let reason = match cause {
-                    StopCause::BudgetSpent => {
-                        format!("budget spent: {}", self.shared.meter.describe())
-                    }
+                    StopCause::BudgetSpent => format!(
+                        "{}: {}",
+                        crate::takeover::BUDGET_STOP,
+                        self.shared.meter.describe()
+                    ),
                     cause => stop_reason(cause).to_owned(),
                 };
                 self.ledger.push(EventKind::RunStopping { reason });

@@ -11,6 +11,9 @@ use baton_store::{Store, TaskRecord};
 use crate::launch::HeldOutput;
 use crate::stamp::now_ms;
 
+/// How the reason of a run stopped by its budget begins (`StopCause::BudgetSpent`).
+pub(crate) const BUDGET_STOP: &str = "budget spent";
+
 /// How a run is taken over.
 #[derive(Debug, Clone)]
 pub enum Takeover {
@@ -22,8 +25,12 @@ pub enum Takeover {
         budget: Option<BudgetChange>,
     },
     /// Run again the given tasks of a finished run (all that did not succeed when empty), with
-    /// what they need that did not succeed and what they blocked.
-    Retry { tasks: Vec<TaskId> },
+    /// what they need that did not succeed and what they blocked; `budget` changes the run's
+    /// budget first.
+    Retry {
+        tasks: Vec<TaskId>,
+        budget: Option<BudgetChange>,
+    },
 }
 
 /// What a person decided about a run's budget.
@@ -118,6 +125,12 @@ pub(crate) fn plan_takeover(
 ) -> Result<Restored, crate::RunError> {
     let records = store.tasks(run)?;
     let mut restored = Restored::default();
+    // A run its budget stopped goes on when a person gives it more.
+    let budget_stop = effective == RunState::Failed
+        && store
+            .run(run)?
+            .and_then(|r| r.stop_reason)
+            .is_some_and(|reason| reason.starts_with(BUDGET_STOP));
     let again: BTreeSet<u32> = match how {
         Takeover::Resume {
             charge_retries,
@@ -130,6 +143,15 @@ pub(crate) fn plan_takeover(
                 // A person resolved what conflicted (on the tasks' branches): try again.
                 RunState::NeedsHuman => {}
                 RunState::Waiting if budget.is_some() => {}
+                RunState::Failed if budget_stop && budget.is_some() => {}
+                RunState::Failed if budget_stop => {
+                    return Err(TakeoverError::NotApplicable {
+                        run: run.clone(),
+                        state: effective,
+                        hint: "its budget stopped it: give it more with `--raise-budget USD`",
+                    }
+                    .into());
+                }
                 RunState::Waiting => {
                     let spent = store.run_spend(run)?.1.map_or_else(
                         || "nothing spent".to_owned(),
@@ -158,11 +180,18 @@ pub(crate) fn plan_takeover(
                             && matches!(t.status, TaskState::Cancelled | TaskState::Skipped))
                         || (effective == RunState::NeedsHuman
                             && matches!(t.status, TaskState::NeedsHuman | TaskState::Blocked))
+                        // What the budget left undone, stopped or blocked.
+                        || (budget_stop
+                            && (matches!(
+                                t.status,
+                                TaskState::Skipped | TaskState::Cancelled | TaskState::Blocked
+                            ) || (t.status == TaskState::Failed
+                                && t.reason.as_deref().is_some_and(|r| r.contains("over budget")))))
                 })
                 .map(|t| t.idx)
                 .collect()
         }
-        Takeover::Retry { tasks } => {
+        Takeover::Retry { tasks, .. } => {
             if matches!(effective, RunState::Running | RunState::Interrupted) {
                 return Err(TakeoverError::NotApplicable {
                     run: run.clone(),
@@ -185,6 +214,10 @@ pub(crate) fn plan_takeover(
     });
     let (mut budget, changed_before) = current_budget(store, graph, run)?;
     if let Takeover::Resume {
+        budget: Some(change),
+        ..
+    }
+    | Takeover::Retry {
         budget: Some(change),
         ..
     } = how

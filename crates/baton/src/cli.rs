@@ -194,6 +194,9 @@ pub struct RetryArgs {
     pub run: String,
     /// Tasks to run again. Default: every task that did not succeed.
     pub tasks: Vec<String>,
+    /// A new hard budget in dollars for the run, first (a run its budget stopped).
+    #[arg(long, value_name = "USD")]
+    pub raise_budget: Option<f64>,
     #[command(flatten)]
     pub drive: DriveArgs,
 }

@@ -48,17 +48,20 @@ pub fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     drive(Job::New(Box::new(graph)), &args.drive, store_url)
 }
 
+/// `--raise-budget USD`, checked.
+fn raised_budget(usd: Option<f64>) -> Result<Option<BudgetChange>, Failure> {
+    match usd {
+        Some(usd) if usd.is_finite() && usd >= 0.0 => Ok(Some(BudgetChange::RaiseUsd(usd))),
+        Some(usd) => Err(Failure::BadInput(format!(
+            "--raise-budget {usd}: a budget is an amount of dollars, at least 0"
+        ))),
+        None => Ok(None),
+    }
+}
+
 pub fn resume(args: ResumeArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let run = records::resolve(&*records::open(store_url)?, Some(&args.run))?;
-    let budget = match args.raise_budget {
-        Some(usd) if usd.is_finite() && usd >= 0.0 => Some(BudgetChange::RaiseUsd(usd)),
-        Some(usd) => {
-            return Err(Failure::BadInput(format!(
-                "--raise-budget {usd}: a budget is an amount of dollars, at least 0"
-            )));
-        }
-        None => None,
-    };
+    let budget = raised_budget(args.raise_budget)?;
     let how = Takeover::Resume {
         charge_retries: args.charge_retries,
         budget,
@@ -92,8 +95,9 @@ pub fn retry(args: RetryArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         .iter()
         .map(|t| TaskId::new(t.clone()).map_err(|e| Failure::BadInput(format!("`{t}`: {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
+    let budget = raised_budget(args.raise_budget)?;
     drive(
-        Job::Takeover(run.id, Takeover::Retry { tasks }),
+        Job::Takeover(run.id, Takeover::Retry { tasks, budget }),
         &args.drive,
         store_url,
     )

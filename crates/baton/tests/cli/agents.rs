@@ -996,3 +996,70 @@ fn walk_files(dir: &Path) -> Vec<PathBuf> {
     }
     files
 }
+
+#[test]
+fn a_run_its_budget_stopped_goes_on_with_more_budget_and_says_what_did_not_fit() {
+    let model = expensive_model();
+    // Each answer costs about $3: after the first, the next agent's reserve ($3, the average)
+    // does not fit in what is left of $4, though only $3 is spent.
+    let graph = r#"
+[defaults]
+model = "claude-sonnet-4-5"
+
+[run]
+concurrency = 1
+budget = { usd = 4.0 }
+
+[[task]]
+id = "first"
+prompt = "one"
+
+[[task]]
+id = "second"
+needs = ["first"]
+prompt = "two"
+
+[[task]]
+id = "third"
+needs = ["second"]
+prompt = "three"
+"#;
+    let out = with_claude(Test::new(), &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(out.json_task("second")["state"], "skipped");
+    let reason = out.store().run().stop_reason.unwrap();
+    assert!(
+        reason.contains("spent and") && reason.contains("reserved for the next agent, of $4.00"),
+        "{reason}"
+    );
+    // Without more budget it says what to do.
+    let refused = out
+        .then()
+        .args(&["resume", &run])
+        .run()
+        .status(2)
+        .stderr_contains("--raise-budget");
+    let raised = refused
+        .then()
+        .args(&["resume", &run, "--raise-budget", "7", "--json"])
+        .run()
+        .status(1);
+    assert_eq!(raised.json_task("second")["state"], "succeeded");
+    assert_eq!(
+        raised.json_task("third")["state"],
+        "skipped",
+        "$7 covers one more"
+    );
+    // `retry` takes more budget too.
+    let retried = raised
+        .then()
+        .args(&["retry", &run, "--raise-budget", "20", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(retried.json_task("third")["state"], "succeeded");
+    assert_eq!(model.requests().len(), 3);
+}
