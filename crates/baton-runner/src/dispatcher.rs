@@ -99,6 +99,7 @@ impl<'a> Dispatcher<'a> {
         let (progress_tx, progress) = mpsc::unbounded_channel();
         let launcher = Launcher::new(graph, run_id.clone(), dirs.clone(), config);
         let shared = Shared {
+            run: run_id.clone(),
             dirs,
             out_dir: launcher.out_dir(),
             redactor: launcher.redactor().clone(),

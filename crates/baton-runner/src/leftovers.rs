@@ -98,6 +98,33 @@ pub fn kill_leftovers(run: &RunId, unfinished: &Unfinished) -> usize {
     killed + cgroups
 }
 
+/// Kills what is left of attempt `attempt` of `task` once it was stopped (timed out,
+/// cancelled, leaked): its processes that left its process group (`setsid`, a double fork) and
+/// so outlived the group's kill, found by their environment. Returns how many were killed.
+/// A /proc scan, made only on those paths: an attempt that simply exited pays nothing.
+pub(crate) fn kill_attempt(run: &RunId, task: &str, attempt: u32) -> usize {
+    let marker = format!("BATON_RUN_ID={run}");
+    let mut killed = 0;
+    for process in processes_marked(marker.as_bytes()) {
+        if process
+            .attempt
+            .as_ref()
+            .is_none_or(|(t, a)| t != task || *a != attempt)
+        {
+            continue;
+        }
+        if let Some(group) = process.group.and_then(|g| i32::try_from(g).ok()) {
+            let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+        }
+        if let Ok(pid) = i32::try_from(process.pid)
+            && kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok()
+        {
+            killed += 1;
+        }
+    }
+    killed
+}
+
 /// A process marked as a run's.
 struct Marked {
     pid: u32,

@@ -47,6 +47,7 @@ use crate::workspace::TreeWork;
 /// What every unit of a run shares: handles, cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Shared {
+    pub run: baton_model::RunId,
     pub dirs: RunDirs,
     /// Where `$BATON_OUTPUT` files appear (watched).
     pub out_dir: Arc<Mutex<OutDir>>,
@@ -291,6 +292,9 @@ impl Unit {
             Phase::Setup { spec, watcher } => self.set_up(spec, watcher, progress).await,
             Phase::Run(child) => {
                 let (report, watcher) = child.wait_watched(self.shared.stop.clone()).await;
+                if stopped_by_baton(&report) {
+                    self.end_escapees().await;
+                }
                 Phase::Judge { report, watcher }
             }
             Phase::Judge { report, watcher } => {
@@ -591,10 +595,34 @@ impl Unit {
         self.shared.redactor.redact_str(text).into_owned()
     }
 
+    /// Ends what of the attempt left its process group and outlived its kill (a `setsid`
+    /// daemon, a double fork), off the runtime's thread: a scan of /proc.
+    async fn end_escapees(&self) {
+        let (run, id, attempt) = (self.shared.run.clone(), self.id.clone(), self.attempt);
+        let _ = tokio::task::spawn_blocking(move || {
+            crate::leftovers::kill_attempt(&run, id.as_str(), attempt)
+        })
+        .await;
+    }
+
     /// Whether the run is stopping: no new phase starts.
     fn stopping(&self) -> bool {
         *self.shared.stop.borrow() != StopLevel::Run
     }
+}
+
+/// Whether baton ended the attempt's process group itself (its time ran out, it was stopped,
+/// it leaked or lingered): what escaped the group may live on.
+fn stopped_by_baton(report: &AttemptReport) -> bool {
+    report.reaped_after_result
+        || report.stopped_by_watcher
+        || matches!(
+            report.outcome,
+            Outcome::TimedOut
+                | Outcome::Cancelled
+                | Outcome::Leaked { .. }
+                | Outcome::IdleTimeout { .. }
+        )
 }
 
 /// The report of a process that never ran.

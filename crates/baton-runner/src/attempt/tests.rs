@@ -98,6 +98,7 @@ fn parts(fixture: &Fixture) -> Parts<'_> {
     let (stop, stop_rx) = watch::channel(StopLevel::Run);
     let (progress_tx, progress) = mpsc::unbounded_channel();
     let shared = Shared {
+        run: fixture.run.clone(),
         dirs: fixture.dirs.clone(),
         out_dir: launcher.out_dir(),
         redactor: launcher.redactor().clone(),

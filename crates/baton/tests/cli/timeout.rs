@@ -112,3 +112,62 @@ run = "sh {}"
         "stopped after {duration} ms, before timeout + grace"
     );
 }
+
+/// Reads the pid a task wrote into `name`, waiting for it to appear.
+fn pid_in(root: &std::path::Path, name: &str) -> i32 {
+    let path = root.join(name);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&path)
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "no {name}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn gone(pid: i32) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while crate::procs::alive(pid) {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    true
+}
+
+#[test]
+fn what_escaped_a_timed_out_or_leaking_task_s_group_is_ended_with_it() {
+    let graph = r#"
+[defaults]
+contain = "process-group"
+
+[[task]]
+id = "slow"
+timeout = "1s"
+run = '''
+setsid sh -c 'echo $$ > daemon.pid; exec sleep 300' </dev/null >/dev/null 2>&1 &
+( ( setsid sh -c 'echo $$ > double.pid; exec sleep 300' </dev/null >/dev/null 2>&1 & ) & )
+sh -c 'trap "" TERM; echo $$ > stubborn.pid; exec sleep 300' </dev/null >/dev/null 2>&1 &
+sleep 30
+'''
+
+[[task]]
+id = "leaky"
+run = "setsid sh -c 'echo $$ > leak.pid; exec sleep 300' & exit 0"
+"#;
+    let out = Test::new()
+        .graph("g.toml", graph)
+        .args(&["run", "g.toml", "--json", "--kill-grace", "200ms"])
+        .run()
+        .status(1);
+    assert_eq!(out.json_task("slow")["state"], "timed_out");
+    assert_eq!(out.json_task("leaky")["outcome"]["kind"], "leaked");
+    for name in ["daemon.pid", "double.pid", "stubborn.pid", "leak.pid"] {
+        let pid = pid_in(out.path(), name);
+        assert!(gone(pid), "{name}: {pid} outlived its attempt");
+    }
+}
