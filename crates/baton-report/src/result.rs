@@ -127,6 +127,23 @@ pub struct TaskResult {
     /// was recorded by an older baton.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub containment: Option<baton_model::Containment>,
+    /// The `verify` check of the last attempt that failed, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<Box<FailedCheck>>,
+}
+
+/// A check that failed: which, how, the end of what it printed, and where all of it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedCheck {
+    /// Which of the checks (from 1).
+    pub number: u32,
+    pub command: String,
+    pub outcome: Outcome,
+    /// The end of what it printed (stdout and stderr), redacted.
+    #[serde(default)]
+    pub output: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

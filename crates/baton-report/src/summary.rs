@@ -94,6 +94,7 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
             let _ = writeln!(out, "… and {} more", rows.len() - MAX_ROWS);
         }
     }
+    out.push_str(&failed_checks(result));
     if let Some(timeline) = &result.timeline
         && !timeline.running.is_empty()
     {
@@ -121,8 +122,11 @@ fn detail(task: &crate::TaskResult) -> String {
     {
         parts.push(outcome.to_string());
     }
-    // What the task last said: on failure its stderr is usually the explanation.
-    let said = if task.state.is_failure() {
+    // What the task last said: on failure its stderr is usually the explanation; when a
+    // check failed, what the check said.
+    let said = if let Some(check) = &task.check {
+        last_line(&check.output)
+    } else if task.state.is_failure() {
         task.stderr
             .as_deref()
             .and_then(last_line)
@@ -167,6 +171,60 @@ fn detail(task: &crate::TaskResult) -> String {
         parts.push(format!("{} of output", format_size(task.output_bytes)));
     }
     crate::terminal_safe(&parts.join(" · ")).into_owned()
+}
+
+/// Tasks whose check failed, each shown in full below the table at most.
+const CHECKS_SHOWN: usize = 5;
+/// Lines of a failed check's output shown below the table.
+const CHECK_TAIL_LINES: usize = 10;
+
+/// Below the table, per task whose check failed: which check, the end of what it printed, and
+/// the command that shows all of it.
+fn failed_checks(result: &RunResult) -> String {
+    let mut out = String::new();
+    let failed: Vec<_> = result
+        .tasks
+        .iter()
+        .filter_map(|t| t.check.as_deref().map(|c| (t, c)))
+        .collect();
+    for (task, check) in failed.iter().take(CHECKS_SHOWN) {
+        let _ = writeln!(
+            out,
+            "\n{}: check {} `{}` failed: {}",
+            task.id,
+            check.number,
+            crate::terminal_safe(&check.command),
+            check.outcome
+        );
+        let lines: Vec<&str> = check.output.trim_end().lines().collect();
+        if lines.is_empty() {
+            let _ = writeln!(out, "  (it printed nothing)");
+        } else {
+            let from = lines.len().saturating_sub(CHECK_TAIL_LINES);
+            if from > 0 {
+                let _ = writeln!(out, "  │ …");
+            }
+            for line in &lines[from..] {
+                let _ = writeln!(out, "  │ {}", crate::terminal_safe(line));
+            }
+        }
+        let _ = writeln!(
+            out,
+            "  all of it: `baton logs {} {} --phase check`",
+            result.run.id, task.id
+        );
+    }
+    if failed.len() > CHECKS_SHOWN {
+        let _ = writeln!(
+            out,
+            "\n… and {} more tasks whose check failed",
+            failed.len() - CHECKS_SHOWN
+        );
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
 }
 
 /// The last non-empty line of an output, shortened for a table cell.

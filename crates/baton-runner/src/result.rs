@@ -1,7 +1,7 @@
 use baton_model::{Containment, Outcome, RunId};
 use baton_report::{
-    RESULT_SCHEMA_VERSION, RunResult, RunSection, RunSpend, Spend, TaskAgent, TaskResult, Totals,
-    timeline,
+    FailedCheck, RESULT_SCHEMA_VERSION, RunResult, RunSection, RunSpend, Spend, TaskAgent,
+    TaskResult, Totals, timeline,
 };
 use baton_store::{Store, StoreError};
 
@@ -107,6 +107,48 @@ pub fn build_result(store: &dyn Store, run: &RunId) -> Result<RunResult, StoreEr
             });
         }
     }
+    // Per task, the check that failed in its last attempt's last round of checks.
+    let mut checks: std::collections::HashMap<baton_model::TaskId, FailedCheck> =
+        std::collections::HashMap::new();
+    for event in store.events_of_kind(run, "checked")? {
+        if let baton_model::EventKind::Checked {
+            task: Some(task),
+            attempt: Some(attempt),
+            checks: results,
+            ..
+        } = event.kind
+        {
+            let Some((number, _, log, _)) = last.get(&task) else {
+                continue;
+            };
+            if *number != attempt {
+                continue;
+            }
+            // A later round's checks replace an earlier round's.
+            checks.remove(&task);
+            if let Some((i, failed)) = results.into_iter().enumerate().find(|(_, c)| !c.passed()) {
+                let n = i + 1;
+                let log = log.as_deref().and_then(|log| {
+                    let dir = std::path::Path::new(log).parent()?;
+                    Some(
+                        dir.join(format!("{task}.{attempt}.check-{n}.log"))
+                            .display()
+                            .to_string(),
+                    )
+                });
+                checks.insert(
+                    task,
+                    FailedCheck {
+                        number: n as u32,
+                        command: failed.command,
+                        outcome: failed.outcome,
+                        output: failed.output,
+                        log,
+                    },
+                );
+            }
+        }
+    }
     let tasks: Vec<TaskResult> = records
         .into_iter()
         .map(|t| {
@@ -114,6 +156,12 @@ pub fn build_result(store: &dyn Store, run: &RunId) -> Result<RunResult, StoreEr
                 .remove(&t.task)
                 .map(|(_, outcome, log, containment)| (outcome, log, containment))
                 .unwrap_or_default();
+            // A check's failure is the task's only while its outcome says so (a task that a
+            // later round fixed has none).
+            let check = checks
+                .remove(&t.task)
+                .filter(|_| matches!(outcome, Some(Outcome::VerifyFailed { .. })))
+                .map(Box::new);
             TaskResult {
                 id: t.task.to_string(),
                 state: t.status,
@@ -132,6 +180,7 @@ pub fn build_result(store: &dyn Store, run: &RunId) -> Result<RunResult, StoreEr
                 agent: agents.remove(&t.task).map(|(_, agent)| Box::new(agent)),
                 workspace: workspaces.remove(t.task.as_str()).map(Box::new),
                 containment,
+                check,
             }
         })
         .collect();

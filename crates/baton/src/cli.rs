@@ -241,6 +241,24 @@ pub struct LogsArgs {
     /// Keep printing as the log grows, until the attempt ends.
     #[arg(short, long)]
     pub follow: bool,
+    /// Only this phase of the attempt. Default: all of them, in the order they ran (the
+    /// worktree's `setup` commands, the task, its fix rounds, its `verify` checks), each
+    /// after a `── phase ──` line but the task's own output when it comes first.
+    #[arg(long, value_enum, value_name = "PHASE")]
+    pub phase: Option<LogPhase>,
+}
+
+/// A phase of an attempt, each with a log of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogPhase {
+    /// The worktree's `setup` commands.
+    Setup,
+    /// The task itself.
+    Task,
+    /// Its `verify` checks (the last round's).
+    Check,
+    /// Its fix rounds.
+    Fix,
 }
 
 #[derive(Debug, Args)]

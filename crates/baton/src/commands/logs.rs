@@ -1,10 +1,11 @@
 use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use baton_model::TaskId;
 
 use super::records;
-use crate::cli::LogsArgs;
+use crate::cli::{LogPhase, LogsArgs};
 use crate::exit::{self, Failure};
 use crate::out;
 
@@ -43,7 +44,7 @@ pub fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     }
 
     let mut out = out::Stdout::new("the task's log");
-    let mut offset = 0u64;
+    let mut shown = Shown::default();
     loop {
         let Some(current) = attempt.as_ref() else {
             // --follow on a task that has not started: wait for its first attempt.
@@ -59,15 +60,28 @@ pub fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         let ended = current.ended_at_ms.is_some();
         // The path is recorded when the attempt ends; while it runs, it is where the layout
         // puts it.
-        let path = current
+        let main = current
             .log_path
-            .clone()
-            .unwrap_or_else(|| dirs.log(&task, current.attempt).display().to_string());
-        offset = copy_from(&path, offset, &mut out)?;
+            .as_ref()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| dirs.log(&task, current.attempt));
+        let dir = main
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or(dirs.logs.clone());
+        let phases: Vec<PhaseLog> = phase_logs(&dir, &task, current.attempt)?
+            .into_iter()
+            .filter(|log| args.phase.is_none_or(|p| p == log.phase))
+            .collect();
+        shown.print(&phases, &mut out)?;
         if !args.follow || ended {
             if ended && args.follow {
                 // The attempt ended after the last read: print what it wrote in between.
-                copy_from(&path, offset, &mut out)?;
+                let phases: Vec<PhaseLog> = phase_logs(&dir, &task, current.attempt)?
+                    .into_iter()
+                    .filter(|log| args.phase.is_none_or(|p| p == log.phase))
+                    .collect();
+                shown.print(&phases, &mut out)?;
             }
             return Ok(exit::SUCCESS);
         }
@@ -76,24 +90,170 @@ pub fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     }
 }
 
-/// Copies the file from `offset` to `out` and returns the new offset. A file that does not exist
-/// yet is an attempt that has printed nothing (log files are created on the first byte). On a
-/// terminal, what a task printed is shown, never played: no escape sequence of the task's
-/// reaches the user's terminal.
-fn copy_from(path: &str, offset: u64, out: &mut out::Stdout) -> Result<u64, Failure> {
-    let mut file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(offset),
+/// One phase's log file of an attempt.
+#[derive(Debug)]
+struct PhaseLog {
+    path: PathBuf,
+    phase: LogPhase,
+    /// Which setup command, check or fix round (from 1); 0 for the task's own log.
+    n: u32,
+}
+
+impl PhaseLog {
+    fn title(&self) -> String {
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match self.phase {
+            LogPhase::Task => format!("── the task · {name} ──"),
+            LogPhase::Setup => format!("── setup {} · {name} ──", self.n),
+            LogPhase::Check => format!("── check {} · {name} ──", self.n),
+            LogPhase::Fix => format!("── fix round {} · {name} ──", self.n),
+        }
+    }
+}
+
+/// The log files of attempt `attempt` of `task` in `dir`, in the order they were last written:
+/// the phases of an attempt run one after another (setup, the task, then checks and fix rounds
+/// in turn; each round's checks rewrite the last round's logs). A phase that printed nothing
+/// has no file (log files are created on the first byte).
+fn phase_logs(dir: &Path, task: &TaskId, attempt: u32) -> Result<Vec<PhaseLog>, Failure> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => {
             return Err(Failure::Internal(
-                anyhow::Error::new(e).context(format!("cannot read {path}")),
+                anyhow::Error::new(e).context(format!("cannot read {}", dir.display())),
             ));
         }
     };
-    file.seek(SeekFrom::Start(offset))
-        .map_err(anyhow::Error::from)?;
+    let prefix = format!("{task}.{attempt}.");
+    let mut logs = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+            continue;
+        };
+        let Some((phase, n)) = phase_of(rest) else {
+            continue;
+        };
+        let modified = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .unwrap_or(std::time::SystemTime::UNIX_EPOCH);
+        logs.push((
+            modified,
+            PhaseLog {
+                path: entry.path(),
+                phase,
+                n,
+            },
+        ));
+    }
+    let rank = |phase: LogPhase| match phase {
+        LogPhase::Setup => 0,
+        LogPhase::Task => 1,
+        LogPhase::Fix => 2,
+        LogPhase::Check => 3,
+    };
+    logs.sort_by_key(|(modified, log)| (*modified, rank(log.phase), log.n));
+    Ok(logs.into_iter().map(|(_, log)| log).collect())
+}
+
+/// The phase a log file's name names after `TASK.ATTEMPT.`: `log`, or `KIND-N.log`.
+fn phase_of(rest: &str) -> Option<(LogPhase, u32)> {
+    if rest == "log" {
+        return Some((LogPhase::Task, 0));
+    }
+    let (kind, n) = rest.strip_suffix(".log")?.split_once('-')?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let phase = match kind {
+        "setup" => LogPhase::Setup,
+        "check" => LogPhase::Check,
+        "fix" => LogPhase::Fix,
+        _ => return None,
+    };
+    Some((phase, n.parse().ok()?))
+}
+
+/// What has been printed of each log, so that `--follow` prints only what is new.
+#[derive(Default)]
+struct Shown {
+    offsets: Vec<(PathBuf, u64)>,
+    /// Whether anything was printed, and whether it ended a line.
+    printed: bool,
+    at_line_start: bool,
+}
+
+impl Shown {
+    /// Prints what is new in `logs`, each log after a line naming its phase (but the task's
+    /// own log when it is the first thing printed: `baton logs` of a task without setup or
+    /// checks prints its output alone, as it was).
+    fn print(&mut self, logs: &[PhaseLog], out: &mut out::Stdout) -> Result<(), Failure> {
+        for log in logs {
+            let path = log.path.display().to_string();
+            let known = self.offset(&log.path);
+            let Some((anew, new)) = read_from(&path, known)? else {
+                continue;
+            };
+            let read = match known {
+                Some(_) => anew.then_some(0),
+                None => Some(0),
+            };
+            self.offsets.retain(|(p, _)| *p != log.path);
+            self.offsets.push((
+                log.path.clone(),
+                read.or(known).unwrap_or(0) + new.len() as u64,
+            ));
+            let rewritten = read.is_some();
+            if rewritten && (self.printed || log.phase != LogPhase::Task) {
+                if self.printed && !self.at_line_start {
+                    out.text("\n")?;
+                }
+                out.line(&log.title())?;
+                self.printed = true;
+                self.at_line_start = true;
+            }
+            if !new.is_empty() {
+                out.task_output(&new)?;
+                self.printed = true;
+                self.at_line_start = new.ends_with(b"\n");
+            }
+        }
+        Ok(())
+    }
+
+    fn offset(&self, path: &Path) -> Option<u64> {
+        self.offsets
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, offset)| *offset)
+    }
+}
+
+/// What `path` holds past `offset` (from the start when `offset` is `None`, the file not
+/// read before), and whether it is read from the start: a log shorter than what was read of
+/// it was written anew (a check of a later round). `None` when the file does not exist.
+fn read_from(path: &str, offset: Option<u64>) -> Result<Option<(bool, Vec<u8>)>, Failure> {
+    let cannot = |e: std::io::Error| {
+        Failure::Internal(anyhow::Error::new(e).context(format!("cannot read {path}")))
+    };
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(cannot(e)),
+    };
+    let len = file.metadata().map_err(cannot)?.len();
+    let (anew, from) = match offset {
+        Some(offset) if offset <= len => (false, offset),
+        _ => (true, 0),
+    };
+    file.seek(SeekFrom::Start(from)).map_err(cannot)?;
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(anyhow::Error::from)?;
-    out.task_output(&bytes)?;
-    Ok(offset + bytes.len() as u64)
+    file.read_to_end(&mut bytes).map_err(cannot)?;
+    Ok(Some((anew, bytes)))
 }

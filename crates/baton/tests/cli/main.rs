@@ -9,6 +9,7 @@ mod doctor;
 mod procs;
 mod test;
 
+mod checks;
 mod confine;
 mod examples;
 mod flags;
