@@ -41,6 +41,39 @@ pub struct RunResult {
     /// attempt ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spend: Option<RunSpend>,
+    /// The run's merged result (worktree runs), once it was merged or failed to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<MergedResult>,
+    /// What to type next, one shell command a line, when the run needs a person.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub next: Vec<String>,
+}
+
+/// The branches of the tasks that succeeded, merged into the run's result branch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergedResult {
+    pub branch: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The branch that did not merge, when one did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conflict: Option<ResultConflict>,
+    /// Why the merge could not be made, other than a conflict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A task whose branch did not merge into the result: the tasks merged before it that it
+/// collides with, the files, and the task's worktree, where it can be resolved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultConflict {
+    pub task: String,
+    #[serde(default)]
+    pub with: Vec<String>,
+    #[serde(default)]
+    pub files: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

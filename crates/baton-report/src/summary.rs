@@ -95,6 +95,7 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
         }
     }
     out.push_str(&failed_checks(result));
+    out.push_str(&merge_trouble(result));
     if let Some(timeline) = &result.timeline
         && !timeline.running.is_empty()
     {
@@ -227,6 +228,77 @@ fn failed_checks(result: &RunResult) -> String {
     out
 }
 
+/// Below the table, when merging needs a person: what did not merge, with what, in which
+/// files, and the commands that resolve it ([`RunResult::next`]).
+fn merge_trouble(result: &RunResult) -> String {
+    let mut out = String::new();
+    let merged = result.result.as_ref();
+    if let Some(conflict) = merged.and_then(|m| m.conflict.as_ref()) {
+        let with = conflict
+            .with
+            .iter()
+            .map(|t| format!("`{t}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let files = conflict.files.join(", ");
+        let _ = writeln!(
+            out,
+            "\nthe result did not merge: `{}` conflicts with {} in {}",
+            conflict.task,
+            if with.is_empty() {
+                "the tasks merged before it".into()
+            } else {
+                with
+            },
+            files
+        );
+        let _ = writeln!(
+            out,
+            "resolve it on `{}`'s branch, in its worktree, then resume the run:",
+            conflict.task
+        );
+        let merges = result
+            .next
+            .iter()
+            .take_while(|c| c.contains(" merge "))
+            .count();
+        for (i, command) in result.next.iter().enumerate() {
+            if i == merges {
+                let _ = writeln!(out, "  # there: edit {files} to keep what both changed");
+            }
+            let _ = writeln!(out, "  {command}");
+        }
+    } else if let Some(error) = merged.and_then(|m| m.error.as_ref()) {
+        let _ = writeln!(out, "\nthe result could not be merged: {error}");
+    } else if let Some((task, incoming, files)) =
+        result.tasks.iter().find_map(|t| match &t.outcome {
+            Some(baton_model::Outcome::MergeConflict { incoming, files })
+                if t.state == TaskState::NeedsHuman =>
+            {
+                Some((&t.id, incoming, files.join(", ")))
+            }
+            _ => None,
+        })
+    {
+        let _ = writeln!(
+            out,
+            "\n`{task}` needs a person: its dependencies' changes conflict: merging `{incoming}` conflicts in {files}"
+        );
+        let _ = writeln!(
+            out,
+            "resolve it on `{incoming}`'s branch, in its worktree (`git worktree list`): merge the \
+             branches of `{task}`'s other dependencies into it, fix {files}, commit; then"
+        );
+        for command in &result.next {
+            let _ = writeln!(out, "  {command}");
+        }
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
 /// The last non-empty line of an output, shortened for a table cell.
 fn last_line(text: &str) -> Option<String> {
     let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
@@ -253,6 +325,14 @@ pub fn verdict(result: &RunResult) -> String {
         if n > 0 {
             counts.push(format!("{n} {label}"));
         }
+    }
+    let needs_human = result
+        .tasks
+        .iter()
+        .filter(|t| t.state == TaskState::NeedsHuman)
+        .count();
+    if needs_human > 0 {
+        counts.push(format!("{needs_human} need a person"));
     }
     counts.push(format!("{} attempts", t.attempts));
     let waiting = [

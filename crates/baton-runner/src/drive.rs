@@ -269,7 +269,7 @@ async fn drive_run(
         });
     }
     drop(owned);
-    let result = build_result(store, &run_id)?;
+    let result = build_result(store, &run_id, &config.state_dir)?;
     reporter.run_finished(&result);
     Ok(result)
 }

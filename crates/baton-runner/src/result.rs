@@ -1,6 +1,6 @@
 use baton_model::{Containment, Outcome, RunId};
 use baton_report::{
-    FailedCheck, RESULT_SCHEMA_VERSION, RunResult, RunSection, RunSpend, Spend, TaskAgent,
+    FailedCheck, MergedResult, RESULT_SCHEMA_VERSION, ResultConflict, RunResult, RunSection, RunSpend, Spend, TaskAgent,
     TaskResult, Totals, timeline,
 };
 use baton_store::{Store, StoreError};
@@ -9,7 +9,14 @@ use baton_store::{Store, StoreError};
 type LastAttempt = (u32, Option<Outcome>, Option<String>, Option<Containment>);
 
 /// The run result document, read back from the store: what is printed is what was recorded.
-pub fn build_result(store: &dyn Store, run: &RunId) -> Result<RunResult, StoreError> {
+///
+/// `state_dir` is the project's `.baton/`, where the run's worktrees are: a run that needs a
+/// person is told which one to resolve, and how.
+pub fn build_result(
+    store: &dyn Store,
+    run: &RunId,
+    state_dir: &std::path::Path,
+) -> Result<RunResult, StoreError> {
     let record = store
         .run(run)?
         .ok_or_else(|| StoreError::UnknownRun(run.clone()))?;
@@ -184,6 +191,8 @@ pub fn build_result(store: &dyn Store, run: &RunId) -> Result<RunResult, StoreEr
             }
         })
         .collect();
+    let merged = merged_result(store, run, state_dir)?;
+    let next = next_steps(run, merged.as_ref(), &tasks);
     Ok(RunResult {
         schema: RESULT_SCHEMA_VERSION,
         run: RunSection {
@@ -200,5 +209,85 @@ pub fn build_result(store: &dyn Store, run: &RunId) -> Result<RunResult, StoreEr
         timeline: Some(timeline(&intervals, run_ms)),
         spend,
         tasks,
+        result: merged,
+        next,
     })
+}
+
+/// The run's last merge of its result, as recorded.
+fn merged_result(
+    store: &dyn Store,
+    run: &RunId,
+    state_dir: &std::path::Path,
+) -> Result<Option<MergedResult>, StoreError> {
+    let last = store
+        .events_of_kind(run, "result-merged")?
+        .into_iter()
+        .rev()
+        .find_map(|event| match event.kind {
+            baton_model::EventKind::ResultMerged {
+                branch,
+                commit,
+                conflict_task,
+                conflict_with,
+                conflict_files,
+                error,
+                ..
+            } => Some(MergedResult {
+                branch,
+                commit,
+                conflict: conflict_task.map(|task| ResultConflict {
+                    worktree: Some(
+                        state_dir
+                            .join("worktrees")
+                            .join(run.as_str())
+                            .join(&task)
+                            .display()
+                            .to_string(),
+                    ),
+                    task,
+                    with: conflict_with,
+                    files: conflict_files,
+                }),
+                error,
+            }),
+            _ => None,
+        });
+    Ok(last)
+}
+
+/// What to type next when a merge needs a person: on the branch of the task that did not
+/// merge (in its worktree, kept for this), merge the branches it collides with, resolve the
+/// files, commit, and resume the run, which merges again (and runs again the tasks whose
+/// dependencies conflicted).
+fn next_steps(run: &RunId, merged: Option<&MergedResult>, tasks: &[TaskResult]) -> Vec<String> {
+    let mut next = Vec::new();
+    let conflict = merged.and_then(|m| m.conflict.as_ref());
+    if let Some(conflict) = conflict {
+        let dir = shell_word(conflict.worktree.as_deref().unwrap_or("."));
+        for with in &conflict.with {
+            next.push(format!("git -C {dir} merge baton/{run}/{with}"));
+        }
+        next.push(format!("git -C {dir} commit -a --no-edit"));
+    }
+    let needs_human = tasks
+        .iter()
+        .any(|t| t.state == baton_model::TaskState::NeedsHuman);
+    if conflict.is_some() || needs_human {
+        next.push(format!("baton resume {run}"));
+    }
+    next
+}
+
+/// `word` as one shell word: as it is when nothing in it is special to a shell, else quoted.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._+-=:@%,".contains(&b));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }

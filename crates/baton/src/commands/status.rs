@@ -7,9 +7,9 @@ use crate::exit::{self, Failure};
 use crate::out;
 
 pub fn status(args: StatusArgs, store_url: Option<&str>) -> Result<i32, Failure> {
-    let store = records::open(store_url)?;
+    let (project, store) = records::open_with_project(store_url)?;
     let run = records::resolve(&*store, args.run.as_deref())?;
-    let mut result = baton_runner::build_result(&*store, &run.id)?;
+    let mut result = baton_runner::build_result(&*store, &run.id, &project.state_dir)?;
     result.run.state = records::effective_state(&run);
     if args.json {
         out::json("the run's status", &result)?;

@@ -11,6 +11,7 @@ mod test;
 
 mod checks;
 mod confine;
+mod conflicts;
 mod examples;
 mod flags;
 mod handoff;
