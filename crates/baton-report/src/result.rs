@@ -61,6 +61,19 @@ pub struct MergedResult {
     /// Why the merge could not be made, other than a conflict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The run's `verify` check that failed on the merged result, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<ResultCheck>,
+}
+
+/// A run's check that failed on its merged result, and the task bisection blamed: the one
+/// whose merge made it fail (`None` when the base fails it already, or it could not be told).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultCheck {
+    #[serde(flatten)]
+    pub check: FailedCheck,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blamed: Option<String>,
 }
 
 /// A task whose branch did not merge into the result: the tasks merged before it that it

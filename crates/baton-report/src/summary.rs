@@ -197,18 +197,7 @@ fn failed_checks(result: &RunResult) -> String {
             crate::terminal_safe(&check.command),
             check.outcome
         );
-        let lines: Vec<&str> = check.output.trim_end().lines().collect();
-        if lines.is_empty() {
-            let _ = writeln!(out, "  (it printed nothing)");
-        } else {
-            let from = lines.len().saturating_sub(CHECK_TAIL_LINES);
-            if from > 0 {
-                let _ = writeln!(out, "  │ …");
-            }
-            for line in &lines[from..] {
-                let _ = writeln!(out, "  │ {}", crate::terminal_safe(line));
-            }
-        }
+        check_tail(&mut out, &check.output);
         let _ = writeln!(
             out,
             "  all of it: `baton logs {} {} --phase check`",
@@ -226,6 +215,22 @@ fn failed_checks(result: &RunResult) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The last lines of what a check printed, indented under its line.
+fn check_tail(out: &mut String, output: &str) {
+    let lines: Vec<&str> = output.trim_end().lines().collect();
+    if lines.is_empty() {
+        let _ = writeln!(out, "  (it printed nothing)");
+        return;
+    }
+    let from = lines.len().saturating_sub(CHECK_TAIL_LINES);
+    if from > 0 {
+        let _ = writeln!(out, "  │ …");
+    }
+    for line in &lines[from..] {
+        let _ = writeln!(out, "  │ {}", crate::terminal_safe(line));
+    }
 }
 
 /// Below the table, when merging needs a person: what did not merge, with what, in which
@@ -267,6 +272,36 @@ fn merge_trouble(result: &RunResult) -> String {
                 let _ = writeln!(out, "  # there: edit {files} to keep what both changed");
             }
             let _ = writeln!(out, "  {command}");
+        }
+    } else if let Some(failed) = merged.and_then(|m| m.check.as_ref()) {
+        let check = &failed.check;
+        let _ = writeln!(
+            out,
+            "\nthe run's check {} on the merged result failed: `{}`: {}",
+            check.number,
+            crate::terminal_safe(&check.command),
+            check.outcome
+        );
+        check_tail(&mut out, &check.output);
+        if let Some(log) = &check.log {
+            let _ = writeln!(out, "  all of it: {log}");
+        }
+        match &failed.blamed {
+            Some(blamed) => {
+                let _ = writeln!(
+                    out,
+                    "it first fails after merging `{blamed}` (bisected): see what it changed with"
+                );
+                for command in &result.next {
+                    let _ = writeln!(out, "  {command}");
+                }
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "no task's merge was found to make it fail: it may fail on the run's base already"
+                );
+            }
         }
     } else if let Some(error) = merged.and_then(|m| m.error.as_ref()) {
         let _ = writeln!(out, "\nthe result could not be merged: {error}");

@@ -1,7 +1,7 @@
 use baton_model::{Containment, Outcome, RunId};
 use baton_report::{
-    FailedCheck, MergedResult, RESULT_SCHEMA_VERSION, ResultConflict, RunResult, RunSection, RunSpend, Spend, TaskAgent,
-    TaskResult, Totals, timeline,
+    FailedCheck, MergedResult, RESULT_SCHEMA_VERSION, ResultCheck, ResultConflict, RunResult,
+    RunSection, RunSpend, Spend, TaskAgent, TaskResult, Totals, timeline,
 };
 use baton_store::{Store, StoreError};
 
@@ -220,40 +220,71 @@ fn merged_result(
     run: &RunId,
     state_dir: &std::path::Path,
 ) -> Result<Option<MergedResult>, StoreError> {
-    let last = store
-        .events_of_kind(run, "result-merged")?
-        .into_iter()
-        .rev()
-        .find_map(|event| match event.kind {
-            baton_model::EventKind::ResultMerged {
-                branch,
-                commit,
-                conflict_task,
-                conflict_with,
-                conflict_files,
-                error,
-                ..
-            } => Some(MergedResult {
-                branch,
-                commit,
-                conflict: conflict_task.map(|task| ResultConflict {
-                    worktree: Some(
-                        state_dir
-                            .join("worktrees")
-                            .join(run.as_str())
-                            .join(&task)
-                            .display()
-                            .to_string(),
-                    ),
-                    task,
-                    with: conflict_with,
-                    files: conflict_files,
-                }),
-                error,
-            }),
-            _ => None,
-        });
-    Ok(last)
+    let Some(merge) = store.events_of_kind(run, "result-merged")?.pop() else {
+        return Ok(None);
+    };
+    let at = merge.seq;
+    let baton_model::EventKind::ResultMerged {
+        branch,
+        commit,
+        conflict_task,
+        conflict_with,
+        conflict_files,
+        error,
+        ..
+    } = merge.kind
+    else {
+        return Ok(None);
+    };
+    let mut last = MergedResult {
+        branch,
+        commit,
+        conflict: conflict_task.map(|task| ResultConflict {
+            worktree: Some(
+                state_dir
+                    .join("worktrees")
+                    .join(run.as_str())
+                    .join(&task)
+                    .display()
+                    .to_string(),
+            ),
+            task,
+            with: conflict_with,
+            files: conflict_files,
+        }),
+        error,
+        check: None,
+    };
+    // The run's checks on that merge (the run's own `checked` events: no task).
+    let dirs = crate::RunDirs::new(state_dir, run);
+    for event in store.events_of_kind(run, "checked")? {
+        if event.seq < at {
+            continue;
+        }
+        if let baton_model::EventKind::Checked {
+            task: None,
+            checks,
+            blamed,
+            ..
+        } = event.kind
+        {
+            last.check = checks
+                .into_iter()
+                .enumerate()
+                .find(|(_, c)| !c.passed())
+                .map(|(i, failed)| ResultCheck {
+                    check: FailedCheck {
+                        number: i as u32 + 1,
+                        log: Some(dirs.run_check_log("verify", i + 1).display().to_string()),
+                        command: failed.command,
+                        outcome: failed.outcome,
+                        output: failed.output,
+                    },
+                    blamed,
+                });
+        }
+    }
+    Ok(Some(last))
 }
 
 /// What to type next when a merge needs a person: on the branch of the task that did not
@@ -269,6 +300,12 @@ fn next_steps(run: &RunId, merged: Option<&MergedResult>, tasks: &[TaskResult]) 
             next.push(format!("git -C {dir} merge baton/{run}/{with}"));
         }
         next.push(format!("git -C {dir} commit -a --no-edit"));
+    }
+    if let Some(check) = merged.and_then(|m| m.check.as_ref()) {
+        // What the blamed task changed is where the failure is.
+        if let Some(blamed) = &check.blamed {
+            next.push(format!("baton diff {run} {}", shell_word(blamed)));
+        }
     }
     let needs_human = tasks
         .iter()

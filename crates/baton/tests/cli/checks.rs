@@ -118,3 +118,55 @@ fn status_and_the_summary_show_the_check_that_failed_with_its_tail() {
     // A check that a fix round made pass is no failure.
     assert!(task("fixer").get("check").is_none(), "{}", task("fixer"));
 }
+
+#[test]
+fn a_failing_run_check_is_shown_with_its_tail_and_the_task_bisection_blamed() {
+    let graph = r#"
+[run]
+verify = ["grep -q 'line one' shared.txt || { echo 'shared.txt lost its first line' >&2; exit 1; }"]
+
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "fine"
+run = "echo a > a.txt"
+
+[[task]]
+id = "breaks-shared"
+run = "echo broken > shared.txt"
+
+[[task]]
+id = "also-fine"
+needs = ["fine"]
+run = "echo b > b.txt"
+"#;
+    let out = crate::workspaces::repo_with(graph)
+        .args(&["run", "graph.toml"])
+        .run()
+        .status(1);
+    let run = out.store().run().id.to_string();
+    let block = |text: &str| crate::conflicts::block_from(&out, text, "the run's check");
+    let summary = block(&out.stdout);
+    insta::assert_snapshot!(summary);
+    let status = baton_in(out.path(), &["status"]).stdout;
+    assert_eq!(block(&status), summary, "{status}");
+
+    let json = out.then().args(&["status", "--json"]).run().status(0);
+    let doc = json.json();
+    let check = &doc["result"]["check"];
+    assert_eq!(check["number"], 1, "{doc}");
+    assert_eq!(check["blamed"], "breaks-shared", "{doc}");
+    assert_eq!(check["outcome"]["code"], 1, "{doc}");
+    assert_eq!(check["output"], "shared.txt lost its first line\n", "{doc}");
+    let log = check["log"].as_str().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(log).unwrap(),
+        "shared.txt lost its first line\n"
+    );
+    assert_eq!(
+        doc["next"],
+        serde_json::json!([format!("baton diff {run} breaks-shared")]),
+        "{doc}"
+    );
+}

@@ -19,9 +19,9 @@ id = "right"
 run = "echo right > shared.txt"
 "#;
 
-/// What the summary and `status` print about the merge, the run id made `RUN` and the
-/// repository `ROOT`.
-fn merge_block(out: &Output, text: &str) -> String {
+/// What the summary and `status` print below the table from the line starting with
+/// `first` up to the timeline, the run id made `RUN` and the repository `ROOT`.
+pub(crate) fn block_from(out: &Output, text: &str, first: &str) -> String {
     let run = out.store().run().id.to_string();
     let root = out.path().canonicalize().unwrap();
     let text = text
@@ -29,11 +29,15 @@ fn merge_block(out: &Output, text: &str) -> String {
         .replace(&out.path().display().to_string(), "ROOT")
         .replace(&run, "RUN");
     let start = text
-        .find("\nthe result did not merge")
-        .expect("the merge block")
+        .find(&format!("\n{first}"))
+        .unwrap_or_else(|| panic!("no `{first}` in\n{text}"))
         + 1;
     let end = text.find("concurrency ").expect("the timeline");
     text[start..end].to_owned()
+}
+
+fn merge_block(out: &Output, text: &str) -> String {
+    block_from(out, text, "the result did not merge")
 }
 
 #[test]
