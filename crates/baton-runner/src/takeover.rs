@@ -61,6 +61,9 @@ pub enum TakeoverError {
     },
     #[error("run {run} has no task `{task}`")]
     UnknownTask { run: RunId, task: TaskId },
+    /// `baton retry` of a run whose tasks all succeeded: nothing is recorded.
+    #[error("nothing to retry: every task of run {0} succeeded")]
+    NothingToRetry(RunId),
     #[error(
         "run {run} is waiting at its soft budget ({spent}); approve it with `baton approve {run}`, \
          or raise its budget with `baton resume {run} --raise-budget USD`"
@@ -354,6 +357,9 @@ fn retry_selection(
                 })?;
             seeds.push(index);
         }
+    }
+    if seeds.is_empty() {
+        return Err(TakeoverError::NothingToRetry(run.clone()).into());
     }
     let mut chosen: BTreeSet<u32> = seeds.iter().copied().collect();
     // Upward: what a chosen task needs and did not get.

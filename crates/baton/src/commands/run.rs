@@ -151,6 +151,11 @@ fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Fai
     })?;
     let result = match outcome {
         Ok(result) => result,
+        // Asked to do nothing, it does nothing: not an error, and nothing is recorded.
+        Err(RunError::Takeover(err @ baton_runner::TakeoverError::NothingToRetry(_))) => {
+            out::line("the answer", &err.to_string())?;
+            return Ok(exit::SUCCESS);
+        }
         Err(RunError::Takeover(err)) => return Err(Failure::BadInput(err.to_string())),
         Err(RunError::Workspace(err)) => return Err(Failure::BadInput(err)),
         Err(RunError::Store(StoreError::RunHeld { run, pid, host, .. })) => {

@@ -163,3 +163,33 @@ run = "echo {{ needs.finds.output }}"
         .status(0)
         .stdout_contains("cannot start:");
 }
+
+#[test]
+fn a_retry_of_a_run_that_succeeded_says_there_is_nothing_to_retry_and_records_nothing() {
+    let out = Test::new()
+        .graph("g.toml", "[[task]]\nid = \"fine\"\nrun = \"true\"\n")
+        .args(&["run", "g.toml"])
+        .run()
+        .status(0);
+    let before = out.store().run();
+    let events = out.store().events().len();
+    let run = before.id.to_string();
+    let again = out
+        .then()
+        .args(&["retry", &run])
+        .run()
+        .status(0)
+        .stdout_contains(&format!(
+            "nothing to retry: every task of run {run} succeeded"
+        ));
+    let after = again.store().run();
+    assert_eq!(
+        after.ended_at_ms, before.ended_at_ms,
+        "the run's times were rewritten"
+    );
+    assert_eq!(
+        again.store().events().len(),
+        events,
+        "something was recorded"
+    );
+}
