@@ -23,14 +23,20 @@ pub fn render(result: &RunResult) -> String {
 
 /// The summary `baton status` prints: [`render`]'s, with a column saying what held each
 /// task's last attempt's processes (`cgroup`, `process group`; `-` when none ran).
-pub fn render_status(result: &RunResult) -> String {
-    crate::terminal_safe(&render_table(result, Columns { containment: true })).into_owned()
+/// With `all`, every task is listed, however many.
+pub fn render_status(result: &RunResult, all: bool) -> String {
+    let columns = Columns {
+        containment: true,
+        all,
+    };
+    crate::terminal_safe(&render_table(result, columns)).into_owned()
 }
 
-/// The optional columns of the table.
+/// The optional columns of the table, and whether every row is listed.
 #[derive(Debug, Clone, Copy, Default)]
 struct Columns {
     containment: bool,
+    all: bool,
 }
 
 /// What held an attempt's processes, for the table: `-` when no process ran.
@@ -47,8 +53,12 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
     let rows: Vec<_> = result
         .tasks
         .iter()
-        .filter(|t| result.tasks.len() <= LIST_ALL_UP_TO || t.state != TaskState::Succeeded)
+        .filter(|t| {
+            columns.all || result.tasks.len() <= LIST_ALL_UP_TO || t.state != TaskState::Succeeded
+        })
         .collect();
+    let hidden = result.tasks.len() - rows.len();
+    let shown = if columns.all { rows.len() } else { MAX_ROWS };
     if !rows.is_empty() {
         let id_width = rows
             .iter()
@@ -73,7 +83,7 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
             "TIME",
             held("CONTAINMENT")
         );
-        for task in rows.iter().take(MAX_ROWS) {
+        for task in rows.iter().take(shown) {
             let time = task
                 .duration_ms
                 .map(|ms| format_duration(Duration::from_millis(ms)))
@@ -90,9 +100,25 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
                 detail
             );
         }
-        if rows.len() > MAX_ROWS {
-            let _ = writeln!(out, "… and {} more", rows.len() - MAX_ROWS);
+        if rows.len() > shown {
+            let _ = writeln!(out, "… and {} more", rows.len() - shown);
         }
+    }
+    if hidden > 0 || rows.len() > shown {
+        let mut line = String::new();
+        if hidden > 0 {
+            line = format!(
+                "{hidden} succeeded task{} not listed",
+                if hidden == 1 { "" } else { "s" }
+            );
+        }
+        let _ = writeln!(
+            out,
+            "{}{}`baton status {} --all` lists every task",
+            line,
+            if line.is_empty() { "" } else { "; " },
+            result.run.id
+        );
     }
     out.push_str(&failed_checks(result));
     out.push_str(&merge_trouble(result));
@@ -426,7 +452,7 @@ mod tests {
 
     #[test]
     fn status_says_what_held_each_task_and_the_run_summary_does_not() {
-        let status = render_status(&result());
+        let status = render_status(&result(), false);
         let table: Vec<&str> = status.lines().take(4).collect();
         assert_eq!(
             table,

@@ -28,7 +28,8 @@ pub enum Command {
     Graph(GraphArgs),
     /// List recorded runs, newest first.
     Runs(RunsArgs),
-    /// Show every task of a run: state, attempts, time, why it failed or is blocked.
+    /// Show a run's tasks: state, attempts, time, why it failed or is blocked. Above 50 tasks,
+    /// those that succeeded are counted, not listed (`--all` lists every task).
     Status(StatusArgs),
     /// Print what an attempt of a task printed (the latest attempt unless `--attempt`).
     Logs(LogsArgs),
@@ -227,6 +228,9 @@ pub struct StatusArgs {
     /// Print the run result as JSON (the document `baton run --json` prints).
     #[arg(long)]
     pub json: bool,
+    /// List every task, also above 50 tasks (where those that succeeded are only counted).
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Debug, Args)]

@@ -37,7 +37,7 @@ pub fn status(args: StatusArgs, store_url: Option<&str>) -> Result<i32, Failure>
             driver.pid, driver.host
         ));
     }
-    text.push_str(&summary::render_status(&result));
+    text.push_str(&summary::render_status(&result, args.all));
     out::text("the run's status", &text)?;
     Ok(exit::SUCCESS)
 }

@@ -225,3 +225,35 @@ fn a_killed_run_shows_as_interrupted() {
     let stdout = baton_in(out.path(), &["status"]).stdout;
     assert!(stdout.contains("interrupted"), "{stdout}");
 }
+
+#[test]
+fn status_of_a_big_run_says_how_many_tasks_it_does_not_list_and_all_lists_them() {
+    let mut graph = String::from("[[task]]\nid = \"broken\"\nrun = \"exit 1\"\n");
+    for i in 0..60 {
+        graph.push_str(&format!("[[task]]\nid = \"t{i}\"\nrun = \"true\"\n"));
+    }
+    let out = Test::new()
+        .graph("g.toml", &graph)
+        .args(&["run", "g.toml"])
+        .run()
+        .status(1);
+    let run = out.store().run().id.to_string();
+    let hint =
+        format!("60 succeeded tasks not listed; `baton status {run} --all` lists every task");
+    // The summary at the end of the run, and `status`, list the failure and count the rest.
+    let out = out.stdout_contains(&hint);
+    let root = out.path().to_path_buf();
+    let status = baton_in(&root, &["status"]).stdout;
+    let rows = |text: &str| {
+        text.lines()
+            .filter(|l| l.starts_with('t') && l.contains(" succeeded "))
+            .count()
+    };
+    assert_eq!(rows(&status), 0, "{status}");
+    assert!(status.contains("\nbroken "), "{status}");
+    assert!(status.contains(&hint), "{status}");
+    let all = baton_in(&root, &["status", "--all"]).stdout;
+    assert_eq!(rows(&all), 60, "{all}");
+    assert!(all.contains("\nbroken "), "{all}");
+    assert!(!all.contains("not listed"), "{all}");
+}
