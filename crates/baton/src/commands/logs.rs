@@ -257,3 +257,22 @@ fn read_from(path: &str, offset: Option<u64>) -> Result<Option<(bool, Vec<u8>)>,
     file.read_to_end(&mut bytes).map_err(cannot)?;
     Ok(Some((anew, bytes)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{LogPhase, phase_of};
+
+    #[test]
+    fn a_log_name_says_its_phase_and_nothing_else_passes_for_one() {
+        assert_eq!(phase_of("log"), Some((LogPhase::Task, 0)));
+        assert_eq!(phase_of("setup-2.log"), Some((LogPhase::Setup, 2)));
+        assert_eq!(phase_of("check-1.log"), Some((LogPhase::Check, 1)));
+        assert_eq!(phase_of("fix-10.log"), Some((LogPhase::Fix, 10)));
+        // Another task's logs: `a.1` attempt 2 seen from task `a` attempt 1.
+        assert_eq!(phase_of("2.log"), None);
+        assert_eq!(phase_of("2.check-1.log"), None);
+        assert_eq!(phase_of("check-.log"), None);
+        assert_eq!(phase_of("check-1x.log"), None);
+        assert_eq!(phase_of("verify-1.log"), None);
+    }
+}
