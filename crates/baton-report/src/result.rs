@@ -98,7 +98,12 @@ pub struct RunSection {
     pub started_at_ms: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at_ms: Option<i64>,
+    /// Time spent driving the run: its start to its end, less the gaps between a finish (or
+    /// a crash) and a later `resume` or `retry`.
     pub duration_ms: u64,
+    /// Its first start to its end, gaps included.
+    #[serde(default)]
+    pub span_ms: u64,
     pub concurrency: u32,
 }
 

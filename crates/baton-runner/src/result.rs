@@ -28,6 +28,9 @@ pub fn build_result(
         .unwrap_or_else(crate::stamp::now_ms)
         .saturating_sub(started)
         .max(0) as u64;
+    // The run's driven stretches: from each start or takeover to its end — the run's finish,
+    // or (when its driver died) the last thing its attempts did before the next takeover.
+    let mut driven = Driven::read(store, run)?;
 
     // Per task, the last attempt's outcome and log, read one attempt at a time (a 100,000-task
     // run's attempts held at once would double its memory).
@@ -38,6 +41,10 @@ pub fn build_result(
     let mut agents: std::collections::HashMap<baton_model::TaskId, (u32, TaskAgent)> =
         std::collections::HashMap::new();
     store.each_attempt(run, &mut |attempt| {
+        driven.saw(attempt.started_at_ms);
+        if let Some(end) = attempt.ended_at_ms {
+            driven.saw(end);
+        }
         if let Some(usage) = &attempt.agent {
             spend.get_or_insert_with(RunSpend::default).add(usage);
             let (number, agent) = agents.entry(attempt.task.clone()).or_insert_with(|| {
@@ -202,7 +209,8 @@ pub fn build_result(
             graph: record.graph_path.clone(),
             started_at_ms: started,
             ended_at_ms: ended,
-            duration_ms: run_ms,
+            duration_ms: driven.total(ended),
+            span_ms: run_ms,
             concurrency: record.concurrency,
         },
         totals: Totals::from_tasks(&tasks),
@@ -326,5 +334,67 @@ fn shell_word(word: &str) -> String {
         word.to_owned()
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The stretches of time a run was driven: a `baton retry` an hour later does not make the run
+/// an hour long.
+struct Driven {
+    /// When each stretch began (the run's start, each takeover), in order.
+    opened: Vec<i64>,
+    /// When the run finished, each time it did.
+    finished: Vec<i64>,
+    /// Per stretch, the latest moment one of its attempts started or ended.
+    last_seen: Vec<i64>,
+}
+
+impl Driven {
+    fn read(store: &dyn Store, run: &RunId) -> Result<Self, StoreError> {
+        let at = |kind| -> Result<Vec<i64>, StoreError> {
+            Ok(store
+                .events_of_kind(run, kind)?
+                .iter()
+                .map(|e| e.at_ms)
+                .collect())
+        };
+        let mut opened = at("run-started")?;
+        opened.extend(at("run-resumed")?);
+        opened.sort_unstable();
+        let finished = at("run-finished")?;
+        Ok(Self {
+            last_seen: opened.clone(),
+            opened,
+            finished,
+        })
+    }
+
+    /// An attempt did something at `at`.
+    fn saw(&mut self, at: i64) {
+        let i = self.opened.partition_point(|&open| open <= at);
+        if let Some(last) = i.checked_sub(1).and_then(|i| self.last_seen.get_mut(i)) {
+            *last = (*last).max(at);
+        }
+    }
+
+    /// Milliseconds driven in all; the last stretch of a run still going ends now.
+    fn total(&self, ended: Option<i64>) -> u64 {
+        let mut total = 0i64;
+        for (i, &open) in self.opened.iter().enumerate() {
+            let next = self.opened.get(i + 1).copied();
+            let finish = self
+                .finished
+                .iter()
+                .copied()
+                .find(|&f| f >= open && next.is_none_or(|n| f < n));
+            let end = match (finish, next, ended) {
+                (Some(finish), _, _) => finish,
+                // Its driver died: it ended with the last thing its attempts did.
+                (None, Some(_), _) => self.last_seen[i],
+                (None, None, Some(ended)) => ended,
+                (None, None, None) => crate::stamp::now_ms(),
+            };
+            total += end.saturating_sub(open).max(0);
+        }
+        total as u64
     }
 }

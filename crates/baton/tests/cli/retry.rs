@@ -193,3 +193,20 @@ fn a_retry_of_a_run_that_succeeded_says_there_is_nothing_to_retry_and_records_no
         "something was recorded"
     );
 }
+
+#[test]
+fn a_retry_later_counts_the_time_spent_running_not_the_gap_before_it() {
+    let out = Test::new()
+        .graph("g.toml", "[[task]]\nid = \"fails\"\nrun = \"exit 1\"\n")
+        .args(&["run", "g.toml", "--json"])
+        .run()
+        .status(1);
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let retried = out.then().args(&["retry", &run, "--json"]).run().status(1);
+    let section = &retried.json()["run"];
+    let running = section["duration_ms"].as_u64().unwrap();
+    let span = section["span_ms"].as_u64().unwrap();
+    assert!(span >= 1500, "{section}");
+    assert!(running < 1000, "the gap was counted: {section}");
+}
