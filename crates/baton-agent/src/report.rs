@@ -91,6 +91,11 @@ pub struct AgentReport {
     /// The first malformed line's start, for the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_malformed: Option<String>,
+    /// The agent was retrying its model API when its stream last spoke (Claude Code's
+    /// `api_retry` lines), with the error it was retrying: an attempt whose time ran out then
+    /// was cut short by the API, not by the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_retrying: Option<String>,
 }
 
 impl AgentReport {

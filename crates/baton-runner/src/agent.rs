@@ -289,6 +289,24 @@ pub(crate) fn judge(
         };
     }
     let outcome = match &exec.outcome {
+        // Time ran out while the agent was retrying its model API: the API's failure, not the
+        // task's (retried, with backoff).
+        Outcome::TimedOut | Outcome::IdleTimeout { .. } if agent.api_retrying.is_some() => {
+            Outcome::AgentFailed {
+                class: FailureClass::Infrastructure,
+                reason: "api_unreachable".to_owned(),
+                message: format!(
+                    "the model API was not answering when the attempt {} (the agent was retrying \
+                     it: {})",
+                    match exec.outcome {
+                        Outcome::TimedOut => "timed out",
+                        _ => "went quiet",
+                    },
+                    agent.api_retrying.as_deref().unwrap_or_default()
+                ),
+                retry_after_ms: None,
+            }
+        }
         // baton's own verdicts stand: the agent had no say in them.
         Outcome::TimedOut
         | Outcome::Cancelled

@@ -20,15 +20,31 @@ pub(super) fn line(
         report.session_id = Some(session.to_owned());
     }
     match ty {
-        "system" => {
-            if str_at(value, "subtype") == Some("init")
-                && let Some(model) = str_at(value, "model")
-            {
-                report.model = Some(model.to_owned());
+        "system" => match str_at(value, "subtype") {
+            Some("init") => {
+                if let Some(model) = str_at(value, "model") {
+                    report.model = Some(model.to_owned());
+                }
             }
+            // The CLI is retrying its API: unreachable, overloaded, failing.
+            Some("api_retry") => {
+                let error = str_at(value, "error").unwrap_or("an error");
+                let said = match (u64_at(value, "error_status"), u64_at(value, "attempt")) {
+                    (0, 0) => error.to_owned(),
+                    (0, attempt) => format!("{error}, retry {attempt}"),
+                    (status, 0) => format!("{error} ({status})"),
+                    (status, attempt) => format!("{error} ({status}), retry {attempt}"),
+                };
+                report.api_retrying = Some(short(&said, 200));
+            }
+            _ => {}
+        },
+        "assistant" => {
+            report.api_retrying = None;
+            assistant(report, state, value.get("message")?)
         }
-        "assistant" => assistant(report, state, value.get("message")?),
         "result" => {
+            report.api_retrying = None;
             result(report, value);
             return Some(LineSignal::Finished);
         }
@@ -146,6 +162,23 @@ mod tests {
         let mut parser = StreamParser::new(EngineKind::Claude, "claude", PriceTable::builtin());
         let signals = lines.iter().map(|l| parser.line(l.as_bytes())).collect();
         (parser.finish(), signals)
+    }
+
+    #[test]
+    fn an_agent_retrying_its_api_says_so_until_the_api_answers() {
+        let retry = r#"{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"retry_delay_ms":1200,"error_status":529,"error":"overloaded"}"#;
+        let (report, _) = parse(&[
+            r#"{"type":"system","subtype":"init","session_id":"s-1","model":"m"}"#,
+            retry,
+        ]);
+        assert_eq!(
+            report.api_retrying.as_deref(),
+            Some("overloaded (529), retry 2")
+        );
+        let answered =
+            r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"ok"}]}}"#;
+        let (report, _) = parse(&[retry, answered]);
+        assert_eq!(report.api_retrying, None, "the API answered after all");
     }
 
     #[test]

@@ -1063,3 +1063,38 @@ prompt = "three"
     assert_eq!(retried.json_task("third")["state"], "succeeded");
     assert_eq!(model.requests().len(), 3);
 }
+
+#[test]
+fn an_agent_whose_api_cannot_be_reached_is_the_machinery_s_failure_and_is_retried() {
+    // A model server that went away: the port refuses connections, and Claude Code retries it
+    // (`api_retry` lines) until the attempt's time runs out.
+    let gone = {
+        let model = MockModel::start(Script::new()).unwrap();
+        model.url()
+    };
+    let model = MockModel::start(Script::new()).unwrap();
+    let graph = r#"
+[[task]]
+id = "unlucky"
+prompt = "anything"
+timeout = "4s"
+retries = 1
+backoff = "10ms"
+"#;
+    let out = with_claude(Test::new(), &model)
+        .env("ANTHROPIC_BASE_URL", &gone)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let task = out.json_task("unlucky");
+    assert_eq!(
+        task["attempts"], 2,
+        "retried as the machinery's failure: {task:#}"
+    );
+    assert_eq!(task["outcome"]["kind"], "agent-failed", "{task:#}");
+    assert_eq!(task["outcome"]["class"], "infrastructure", "{task:#}");
+    assert_eq!(task["outcome"]["reason"], "api_unreachable", "{task:#}");
+    let message = task["outcome"]["message"].as_str().unwrap();
+    assert!(message.contains("model API was not answering"), "{message}");
+}
