@@ -52,24 +52,39 @@ fn read_only(path: &Path) -> Option<String> {
         })
 }
 
+/// The store, read-only, or `None` when its file does not exist yet (nothing was recorded
+/// here): for `baton runs`, to which that is an empty list rather than an error.
+pub fn open_if_recorded(store_url: Option<&str>) -> Result<Option<Box<dyn Store>>, Failure> {
+    let project = Project::discover()?;
+    let path = project.store_path(store_url).map_err(Failure::BadInput)?;
+    if !path.exists() {
+        return Ok(None);
+    }
+    open_at(project, &path).map(|(_, store)| Some(store))
+}
+
 /// The project and its store, read-only.
 pub fn open_with_project(store_url: Option<&str>) -> Result<(Project, Box<dyn Store>), Failure> {
     let project = Project::discover()?;
     let path = project.store_path(store_url).map_err(Failure::BadInput)?;
+    open_at(project, &path)
+}
+
+fn open_at(project: Project, path: &Path) -> Result<(Project, Box<dyn Store>), Failure> {
     if !path.exists() {
         return Err(Failure::BadInput(format!(
             "no runs are recorded here ({} does not exist); `baton run FILE` records one",
             path.display()
         )));
     }
-    if std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
         return Err(Failure::BadInput(format!(
             "{} is empty (0 bytes), not a baton store yet: no runs are recorded in it; \
              `baton run FILE` records one there, or delete the file",
             path.display()
         )));
     }
-    let store = SqliteStore::open_readonly(&path).map_err(|e| match e {
+    let store = SqliteStore::open_readonly(path).map_err(|e| match e {
         StoreError::SchemaTooOld { found: 0, .. } => Failure::BadInput(format!(
             "{} is an SQLite database without baton's tables (schema version 0), not a baton \
              store: no runs are recorded in it; name baton's store with `--store sqlite:PATH`, \

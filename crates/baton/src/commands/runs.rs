@@ -37,9 +37,12 @@ struct RunList {
 }
 
 pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
-    let store = records::open(store_url)?;
-    let lines: Vec<RunLine> = store
-        .runs(args.limit)?
+    // No store file yet is no runs yet: an empty list, as for a store whose runs were pruned.
+    let summaries = match records::open_if_recorded(store_url)? {
+        Some(store) => store.runs(args.limit)?,
+        None => Vec::new(),
+    };
+    let lines: Vec<RunLine> = summaries
         .into_iter()
         .map(|s| RunLine {
             id: s.run.id.to_string(),

@@ -142,9 +142,28 @@ fn logs_print_each_attempt() {
 }
 
 #[test]
-fn no_store_is_a_clear_error() {
-    let out = Test::new().args(&["runs"]).run().status(2);
-    out.stderr_contains("no runs are recorded here");
+fn no_store_is_no_runs_for_runs_and_a_clear_error_for_a_run() {
+    // Nothing recorded here yet, not even the store file: `runs` lists nothing, and succeeds.
+    let out = Test::new().args(&["runs", "--json"]).run().status(0);
+    assert!(!out.state_dir_exists());
+    assert_eq!(out.stdout, "{\n  \"schema\": 1,\n  \"runs\": []\n}\n");
+    assert_eq!(out.stderr, "");
+    let out = out.then().args(&["runs"]).run().status(0);
+    assert_eq!(out.stdout, "no runs recorded yet\n");
+    // So does a named store that does not exist; it is not created by reading it.
+    let out = out
+        .then()
+        .args(&["runs", "--json", "--store", "sqlite:records/none.db"])
+        .run()
+        .status(0);
+    assert_eq!(out.json()["runs"], serde_json::json!([]));
+    assert!(!out.path().join("records").exists());
+    // A command about one run has none to show.
+    out.then()
+        .args(&["status"])
+        .run()
+        .status(2)
+        .stderr_contains("no runs are recorded here");
 }
 
 #[test]
