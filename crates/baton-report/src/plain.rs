@@ -13,6 +13,8 @@ pub struct PlainReporter<W: Write> {
     counts: StateCounts,
     clock: TaskClock,
     list_successes: bool,
+    /// The run's id once it started, for the commands a line tells people to type.
+    run_id: String,
 }
 
 impl<W: Write> PlainReporter<W> {
@@ -22,6 +24,7 @@ impl<W: Write> PlainReporter<W> {
             counts: StateCounts::default(),
             clock: TaskClock::default(),
             list_successes: true,
+            run_id: String::new(),
         }
     }
 }
@@ -31,6 +34,7 @@ impl<W: Write> Reporter for PlainReporter<W> {
         self.counts = StateCounts::new(info.tasks);
         self.counts.earlier = info.earlier;
         self.list_successes = info.tasks <= 200;
+        self.run_id = info.run_id.to_string();
         let _ = writeln!(
             self.out,
             "baton: run {} of `{}`: {} tasks, concurrency {}",
@@ -63,7 +67,8 @@ impl<W: Write> Reporter for PlainReporter<W> {
                 ),
                 EventKind::RunStopping { reason } => format!("baton: stopping: {reason}"),
                 EventKind::TaskWaiting { task } => format!(
-                    "baton: {task} waits for approval: `baton approve RUN {task}` or `baton reject RUN {task}`"
+                    "baton: {task} waits for approval: `baton approve {run} {task}` or `baton reject {run} {task}`",
+                    run = self.run_id
                 ),
                 _ => continue,
             };

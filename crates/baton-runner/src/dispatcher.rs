@@ -684,7 +684,8 @@ impl<'a> Dispatcher<'a> {
         self.paused = true;
         self.ledger.push(EventKind::RunStopping {
             reason: format!(
-                "{what}; the run waits for `baton approve` or `baton resume --raise-budget`"
+                "{what}; the run waits for `baton approve {run}` or `baton resume {run} --raise-budget USD`",
+                run = self.run_id
             ),
         });
         true

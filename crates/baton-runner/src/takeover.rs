@@ -57,7 +57,7 @@ pub enum TakeoverError {
     NotApplicable {
         run: RunId,
         state: RunState,
-        hint: &'static str,
+        hint: String,
     },
     #[error("run {run} has no task `{task}`")]
     UnknownTask { run: RunId, task: TaskId },
@@ -151,7 +151,9 @@ pub(crate) fn plan_takeover(
                     return Err(TakeoverError::NotApplicable {
                         run: run.clone(),
                         state: effective,
-                        hint: "its budget stopped it: give it more with `--raise-budget USD`",
+                        hint: format!(
+                            "its budget stopped it: give it more with `baton resume {run} --raise-budget USD`"
+                        ),
                     }
                     .into());
                 }
@@ -170,7 +172,9 @@ pub(crate) fn plan_takeover(
                     return Err(TakeoverError::NotApplicable {
                         run: run.clone(),
                         state,
-                        hint: "only an interrupted, cancelled, waiting or needs_human run can be resumed; `baton retry` runs a finished run's failures again",
+                        hint: format!(
+                            "only an interrupted, cancelled, waiting or needs_human run can be resumed; `baton retry {run}` runs a finished run's failures again"
+                        ),
                     }
                     .into());
                 }
@@ -199,7 +203,7 @@ pub(crate) fn plan_takeover(
                 return Err(TakeoverError::NotApplicable {
                     run: run.clone(),
                     state: effective,
-                    hint: "it has not finished; `baton resume` continues it",
+                    hint: format!("it has not finished; `baton resume {run}` continues it"),
                 }
                 .into());
             }

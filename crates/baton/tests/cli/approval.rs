@@ -69,6 +69,21 @@ fn an_approved_task_starts_while_other_branches_went_on() {
 }
 
 #[test]
+fn the_line_that_says_a_task_waits_names_the_run() {
+    let mut running = Test::new()
+        .graph("graph.toml", GRAPH)
+        .args(&["run", "graph.toml"])
+        .spawn();
+    let run = running.await_that("gate waiting", RUN_LIMIT, waiting);
+    let approved = baton_in(running.path(), &["approve", &run, "gate"]);
+    assert_eq!(approved.code, Some(0), "{}", approved.stderr);
+    // The commands it gives can be typed as they are: the run's id, not a placeholder.
+    running.wait(RUN_LIMIT).status(0).stderr_contains(&format!(
+        "baton: gate waits for approval: `baton approve {run} gate` or `baton reject {run} gate`\n"
+    ));
+}
+
+#[test]
 fn a_rejected_task_fails_with_the_reason_and_blocks_what_needs_it() {
     let mut running = Test::new()
         .graph("graph.toml", GRAPH)

@@ -276,9 +276,12 @@ run = "echo fine"
     assert_eq!(attempts.len(), 2);
     assert_eq!(attempts[0].outcome, Some(Outcome::Exited { code: 1 }));
 
-    // Resume refuses a finished run and says what to do instead.
+    // Resume refuses a finished run and says what to do instead, with the run's id.
+    let run = store.run().id.to_string();
     let out = out.then().args(&["resume", "latest"]).run().status(2);
-    out.stderr_contains("baton retry");
+    out.stderr_contains(&format!(
+        "`baton retry {run}` runs a finished run's failures again"
+    ));
 }
 
 #[test]
