@@ -20,17 +20,37 @@ pub struct Project {
 impl Project {
     pub fn discover() -> anyhow::Result<Self> {
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        Ok(Self::discover_from(&cwd))
+    }
+
+    /// The project a graph file belongs to: the repository that holds it (or its directory,
+    /// outside a repository), wherever baton was started. Its tasks run there and its run is
+    /// recorded there, as `just` runs recipes in the justfile's directory.
+    pub fn of_graph(file: &Path) -> anyhow::Result<Self> {
+        let dir = match file.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let dir = dir
+            .canonicalize()
+            .with_context(|| format!("cannot find the directory of {}", file.display()))?;
+        Ok(Self::discover_from(&dir))
+    }
+
+    /// The project that holds `start`: the nearest repository above it, else `start` itself.
+    fn discover_from(start: &Path) -> Self {
+        let cwd = start;
         for dir in cwd.ancestors() {
             let dot_git = dir.join(".git");
             if dot_git.is_dir() {
-                return Ok(Self::at(dir, Some(dot_git)));
+                return Self::at(dir, Some(dot_git));
             }
             if dot_git.is_file() {
                 // A linked worktree or submodule: `.git` names the real git directory.
-                return Ok(Self::at(dir, common_git_dir(&dot_git)));
+                return Self::at(dir, common_git_dir(&dot_git));
             }
         }
-        Ok(Self::at(&cwd, None))
+        Self::at(cwd, None)
     }
 
     fn at(root: &Path, git_dir: Option<PathBuf>) -> Self {

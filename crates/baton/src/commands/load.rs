@@ -11,7 +11,7 @@ use crate::out;
 /// that reads a graph file (`run`, `plan`, `graph`) refuses alike: the file's own problems, and
 /// scopes that lead outside the repository through a symbolic link.
 pub fn load_graph(path: &Path) -> Result<Graph, Failure> {
-    let project = crate::project::Project::discover()?;
+    let project = crate::project::Project::of_graph(path)?;
     let config = baton_runner::AgentConfig::load(&project.root)
         .map_err(|e| Failure::BadInput(e.to_string()))?;
     baton_graph::register_engines(config.engines().map(|e| e.name.as_str()));

@@ -110,7 +110,11 @@ fn kill_grace(args: &DriveArgs) -> Result<Duration, Failure> {
 /// Drives a run to its end in this process, prints the result and maps it to an exit code.
 fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let kill_grace = kill_grace(args)?;
-    let project = Project::discover()?;
+    // A new run belongs to its graph file's project; a run taken over to the one it is in.
+    let project = match &job {
+        Job::New(graph) => Project::of_graph(graph.source())?,
+        Job::Takeover(..) => Project::discover()?,
+    };
     let store_path = project.store_path(store_url).map_err(Failure::BadInput)?;
     let agents = AgentConfig::load(&project.root).map_err(|e| Failure::BadInput(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()

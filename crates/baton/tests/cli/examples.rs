@@ -258,3 +258,41 @@ fn state_goes_to_the_repository_root_from_a_subdirectory() {
         out.path().canonicalize().unwrap()
     );
 }
+
+#[test]
+fn tasks_run_and_are_recorded_in_the_graph_file_s_project_wherever_baton_starts() {
+    let test = Test::new().graph(
+        "sub/deeper/here.toml",
+        "[[task]]\nid = \"where\"\nrun = \"pwd\"\n",
+    );
+    let root = test.path().canonicalize().unwrap();
+    let root_text = root.display().to_string();
+    // From a subdirectory of the repository.
+    let inside = test
+        .current_dir("sub")
+        .args(&["run", "deeper/here.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(inside.json_task("where")["output"], root_text.as_str());
+    assert!(
+        !root.join("sub/.baton").exists(),
+        "recorded where baton started"
+    );
+    // From outside it, naming the file by its path.
+    let outside = inside
+        .then()
+        .current_dir("..")
+        .args(&["run", "repo/sub/deeper/here.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(outside.json_task("where")["output"], root_text.as_str());
+    assert!(
+        !root.parent().unwrap().join(".baton").exists(),
+        "recorded where baton started"
+    );
+    assert_eq!(
+        outside.store().runs().len(),
+        2,
+        "both runs are the repository's"
+    );
+}
