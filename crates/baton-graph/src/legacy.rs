@@ -342,7 +342,7 @@ pub(crate) fn sanitize(raw: &str) -> String {
     let mut id: String = raw
         .chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+            if baton_model::is_id_letter(c) || matches!(c, '_' | '-' | '.') {
                 c
             } else {
                 '-'
@@ -352,8 +352,13 @@ pub(crate) fn sanitize(raw: &str) -> String {
     while id.contains("..") {
         id = id.replace("..", ".");
     }
-    let id = id.trim_start_matches(|c: char| !c.is_ascii_alphanumeric());
-    let mut id: String = id.chars().take(100).collect();
+    let id = id.trim_start_matches(|c: char| !baton_model::is_id_letter(c));
+    // At most 100 bytes, cut at a character.
+    let mut id: String = id
+        .char_indices()
+        .take_while(|(at, c)| at + c.len_utf8() <= 100)
+        .map(|(_, c)| c)
+        .collect();
     loop {
         if id.ends_with('.') {
             id.pop();
@@ -381,12 +386,16 @@ mod tests {
             ("x.lock", "x-lock"),
             ("end.", "end"),
             ("§", "task"),
-            ("über", "ber"),
+            ("über", "über"),
+            ("日本語 タスク", "日本語-タスク"),
+            ("«quoted»", "quoted-"),
         ] {
             let id = sanitize(raw);
             assert_eq!(id, want, "{raw}");
             assert!(TaskId::new(&id).is_ok(), "{id}");
         }
         assert!(TaskId::new(sanitize(&"x".repeat(300))).is_ok());
+        // Cut at 100 bytes, at a character: 33 three-byte ones.
+        assert_eq!(sanitize(&"日".repeat(50)), "日".repeat(33));
     }
 }

@@ -232,8 +232,10 @@ fn is_ident(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// A byte of a task id in `needs.ID`: ids take letters of any script, so any byte of a
+/// non-ASCII character too (an id ends at ASCII punctuation or space: a character boundary).
 fn is_id_byte(b: u8) -> bool {
-    is_ident(b) || b == b'-' || b == b'.'
+    is_ident(b) || b == b'-' || b == b'.' || !b.is_ascii()
 }
 
 /// Applies the rewrites and checks the `needs` references. Returns the new source, the edits

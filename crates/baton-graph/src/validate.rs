@@ -98,9 +98,15 @@ fn check_ids<'s>(spec: &'s Spec, diags: &mut Vec<Diagnostic>) -> HashMap<&'s str
         };
         if let Err(e) = TaskId::new(id.value.as_str()) {
             diags.push(
-                Diagnostic::at(id.span.clone(), format!("invalid task id `{}`: {e}", id.value))
-                    .label("invalid id")
-                    .help("ids become file names and git branch names: use letters, digits, `_`, `-` and single dots"),
+                Diagnostic::at(
+                    id.span.clone(),
+                    format!("invalid task id `{}`: {e}", id.value),
+                )
+                .label("invalid id")
+                .help(format!(
+                    "ids become file names and git branch names: {}",
+                    baton_model::TASK_ID_RULE
+                )),
             );
         }
         match index.entry(id.value.as_str()) {
@@ -446,14 +452,18 @@ fn referenced_task<'i>(
         return None;
     }
     let rest = text.get(offset..)?;
-    let len = rest
-        .bytes()
-        .take_while(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-        .count();
+    let len = rest.bytes().take_while(|&b| is_id_byte(b)).count();
     (1..=len)
         .rev()
         .filter(|&k| k == len || rest.as_bytes()[k] == b'.')
         .find_map(|k| index.get_key_value(&rest[..k]).map(|(id, _)| *id))
+}
+
+/// A byte that can be part of a task id: ASCII letters, digits, `_`, `-`, `.`, or any byte of
+/// a non-ASCII character (ids take letters of any script; an id ends at ASCII punctuation or
+/// space, so it is cut at a character boundary).
+fn is_id_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.') || !b.is_ascii()
 }
 
 /// The file span of byte `offset` of a string value. Exact when the value appears verbatim in
@@ -465,7 +475,7 @@ fn span_in_string(source: &str, text: &At<String>, offset: usize) -> Span {
             let start = text.span.start + k + offset;
             let len = text.value.as_bytes()[offset..]
                 .iter()
-                .take_while(|&&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+                .take_while(|&&b| is_id_byte(b))
                 .count()
                 .max(1);
             start..(start + len).min(text.span.end)

@@ -461,8 +461,8 @@ run = "no id"
     g.toml:5:15: error: `concurrency` must be a whole number from 1 to 4294967295, not 0
     g.toml:6:14: error: unknown on failure `explode`
       help: use one of: block, continue, stop
-    g.toml:9:6: error: invalid task id `bad id`: id contains ` `; use letters, digits, `_`, `-` and single dots
-      help: ids become file names and git branch names: use letters, digits, `_`, `-` and single dots
+    g.toml:9:6: error: invalid task id `bad id`: id contains ` `; use letters and digits of any script, `_`, `-` and single dots
+      help: ids become file names and git branch names: letters and digits of any script, `_`, `-` and single dots; starting with a letter or digit, not ending in `.` or `.lock`, at most 100 bytes (UTF-8)
     g.toml:11:10: error: task `bad id` has both `run` and `prompt`
       help: a task runs a shell command (`run`) or prompts an agent (`prompt`), not both; split it into two tasks
     g.toml:14:6: error: task `a` has neither `run` nor `prompt`

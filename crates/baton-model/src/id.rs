@@ -2,19 +2,28 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// Longest task id accepted. Ids become file names and git branch components.
+/// Longest task id accepted, in bytes of UTF-8 (100 ASCII characters, 33 of most CJK ones).
+/// Ids become file names (with a suffix like `.12.check-3.log`, under the usual 255-byte limit
+/// on a name) and git branch components.
 const MAX_TASK_ID_LEN: usize = 100;
+
+/// The rule, as errors and the README state it.
+pub const TASK_ID_RULE: &str = "letters and digits of any script, `_`, `-` and single dots; \
+    starting with a letter or digit, not ending in `.` or `.lock`, at most 100 bytes (UTF-8)";
 
 /// Why a string is not a valid identifier.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdError {
     #[error("id is empty")]
     Empty,
-    #[error("id is longer than {MAX_TASK_ID_LEN} characters")]
-    TooLong,
-    #[error("id must start with a letter or digit")]
-    BadStart,
-    #[error("id contains `{0}`; use letters, digits, `_`, `-` and single dots")]
+    #[error("id is {0} bytes long (UTF-8); at most {MAX_TASK_ID_LEN} are allowed")]
+    TooLong(usize),
+    #[error("id starts with `{0}`; it must start with a letter or digit (of any script)")]
+    BadStart(char),
+    #[error(
+        "id contains `{}`; use letters and digits of any script, `_`, `-` and single dots",
+        .0.escape_debug()
+    )]
     BadChar(char),
     #[error("id contains `..` or ends with `.` or `.lock`")]
     BadDots,
@@ -72,8 +81,12 @@ id_type!(
     /// The id of a task inside one graph.
     ///
     /// Validated on construction because it becomes part of file paths (logs, worktrees) and git
-    /// branch names (`baton/RUN/TASK`): only ASCII letters, digits, `_`, `-` and non-consecutive
-    /// dots, starting with a letter or digit, never ending in `.` or `.lock`.
+    /// branch names (`baton/RUN/TASK`): only letters and digits (Unicode alphabetic and numeric
+    /// characters, any script), `_`, `-` and non-consecutive dots, starting with a letter or
+    /// digit, never ending in `.` or `.lock`, at most 100 bytes. Everything else git refuses in a
+    /// branch name (space, `~^:?*[\`, control characters, `@{`) or a file name cannot hold
+    /// (`/`, NUL) is none of these; nor are invisible format characters (bidi controls,
+    /// zero-width joiners) or combining marks on their own.
     TaskId
 );
 
@@ -82,18 +95,25 @@ id_type!(
     RunId
 );
 
+/// A letter or digit of any script: alphabetic or numeric in Unicode (`é`, `日`, `٣`). Never
+/// ASCII punctuation, space, a control or format character: nothing git refuses in a branch
+/// name, nothing a file name cannot hold.
+pub fn is_id_letter(c: char) -> bool {
+    c.is_alphanumeric()
+}
+
 /// The rules both kinds of id follow.
 fn validate(s: &str) -> Result<(), IdError> {
     let first = s.chars().next().ok_or(IdError::Empty)?;
     if s.len() > MAX_TASK_ID_LEN {
-        return Err(IdError::TooLong);
+        return Err(IdError::TooLong(s.len()));
     }
-    if !first.is_ascii_alphanumeric() {
-        return Err(IdError::BadStart);
+    if !first.is_alphanumeric() {
+        return Err(IdError::BadStart(first));
     }
     if let Some(c) = s
         .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+        .find(|&c| !(is_id_letter(c) || matches!(c, '_' | '-' | '.')))
     {
         return Err(IdError::BadChar(c));
     }
@@ -109,7 +129,17 @@ mod tests {
 
     #[test]
     fn accepts_ordinary_ids() {
-        for ok in ["a", "build-api", "db_schema", "v1.2", "X9"] {
+        for ok in [
+            "a",
+            "build-api",
+            "db_schema",
+            "v1.2",
+            "X9",
+            "日本語-タスク",
+            "café.v2",
+            "Ωmega_٣",
+            "é",
+        ] {
             assert!(TaskId::new(ok).is_ok(), "{ok}");
         }
     }
@@ -117,14 +147,44 @@ mod tests {
     #[test]
     fn rejects_ids_that_could_escape_a_path_or_break_a_branch() {
         assert_eq!(TaskId::new(""), Err(IdError::Empty));
-        assert_eq!(TaskId::new(".."), Err(IdError::BadStart));
-        assert_eq!(TaskId::new("-rf"), Err(IdError::BadStart));
+        assert_eq!(TaskId::new(".."), Err(IdError::BadStart('.')));
+        assert_eq!(TaskId::new("-rf"), Err(IdError::BadStart('-')));
+        assert_eq!(TaskId::new("_a"), Err(IdError::BadStart('_')));
         assert_eq!(TaskId::new("a/b"), Err(IdError::BadChar('/')));
         assert_eq!(TaskId::new("a b"), Err(IdError::BadChar(' ')));
         assert_eq!(TaskId::new("a..b"), Err(IdError::BadDots));
         assert_eq!(TaskId::new("x.lock"), Err(IdError::BadDots));
-        assert_eq!(TaskId::new("é"), Err(IdError::BadStart));
-        assert_eq!(TaskId::new("a".repeat(101)), Err(IdError::TooLong));
+        assert_eq!(TaskId::new("a".repeat(101)), Err(IdError::TooLong(101)));
+        // 34 three-byte characters are 102 bytes.
+        assert_eq!(TaskId::new("日".repeat(34)), Err(IdError::TooLong(102)));
+        assert!(TaskId::new("日".repeat(33)).is_ok());
+        // What git refuses in a branch name, and what is not a letter though it is not ASCII.
+        for (id, bad) in [
+            ("a~1", '~'),
+            ("a^", '^'),
+            ("a:b", ':'),
+            ("a?", '?'),
+            ("a*", '*'),
+            ("a[b", '['),
+            ("a\\b", '\\'),
+            ("a@{1}", '@'),
+            ("a\u{7f}", '\u{7f}'),
+            ("a\tb", '\t'),
+            ("a\0b", '\0'),
+            ("a\u{a0}b", '\u{a0}'),
+            ("a\u{200d}b", '\u{200d}'),
+            ("a\u{202e}b", '\u{202e}'),
+            ("e\u{301}", '\u{301}'),
+            ("a。b", '。'),
+            ("a／b", '／'),
+        ] {
+            assert_eq!(TaskId::new(id), Err(IdError::BadChar(bad)), "{id:?}");
+        }
+        assert_eq!(TaskId::new("\u{301}e"), Err(IdError::BadStart('\u{301}')));
+        assert_eq!(
+            IdError::BadChar('\u{202e}').to_string(),
+            "id contains `\\u{202e}`; use letters and digits of any script, `_`, `-` and single dots"
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ mod view;
 pub use containment::Containment;
 pub use event::{EVENT_SCHEMA_VERSION, Event, EventKind};
 pub use evidence::{ChangeKind, CheckResult, Evidence, FileChange};
-pub use id::{IdError, RunId, TaskId};
+pub use id::{IdError, RunId, TASK_ID_RULE, TaskId, is_id_letter};
 pub use literal::{
     LiteralError, civil_from_days, cut_marker, format_duration, format_size, format_utc,
     parse_duration, parse_size,

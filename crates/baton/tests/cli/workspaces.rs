@@ -972,3 +972,47 @@ run = 'echo b > "ghp_$(printf "A%.0s" $(seq 36)).txt"'
     assert!(conflict_files[0].contains("REDACTED"), "{conflict_files:?}");
     assert!(!out.stdout.contains("AAAAAAAAAAAA"), "{}", out.stdout);
 }
+
+#[test]
+fn task_ids_in_any_script_name_their_branches_logs_and_handoffs() {
+    let graph = r#"
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "日本語-タスク"
+run = "echo 書いた > 日本.txt; echo こんにちは"
+
+[[task]]
+id = "café.v2"
+needs = ["日本語-タスク"]
+run = "cat 日本.txt; echo 'got {{ needs.日本語-タスク.output }}'"
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let run = run_id(&out);
+    let root = out.path();
+    assert_eq!(out.json_task("café.v2")["output"], "書いた\ngot こんにちは");
+    // The branch git took is the task's id, as it is.
+    assert_eq!(
+        git(
+            root,
+            &["show", &format!("baton/{run}/日本語-タスク:日本.txt")]
+        ),
+        "書いた"
+    );
+    let branches = git(root, &["branch", "--list", &format!("baton/{run}/*")]);
+    assert!(
+        branches.contains(&format!("baton/{run}/café.v2")),
+        "{branches}"
+    );
+    // And so is its log's file name, which `baton logs` reads.
+    let logs = out
+        .then()
+        .args(&["logs", "latest", "日本語-タスク"])
+        .run()
+        .status(0);
+    assert_eq!(logs.stdout, "こんにちは\n");
+}
