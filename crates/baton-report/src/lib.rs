@@ -23,5 +23,5 @@ pub use result::{
     RunSection, TaskAgent, TaskResult, TaskWorkspace, Totals,
 };
 pub use spend::{ModelSpend, RunSpend, Spend, budget_text, format_tokens, format_usd};
-pub use terminal::terminal_safe;
+pub use terminal::{display_width, pad, terminal_safe};
 pub use timeline::{Timeline, timeline};

@@ -62,7 +62,7 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
     if !rows.is_empty() {
         let id_width = rows
             .iter()
-            .map(|t| t.id.chars().count())
+            .map(|t| crate::display_width(&t.id))
             .max()
             .unwrap_or(4)
             .clamp(4, 40);
@@ -76,8 +76,8 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<id_width$}  {:<11}  {:>8}  {:>7}  {}DETAIL",
-            "TASK",
+            "{}  {:<11}  {:>8}  {:>7}  {}DETAIL",
+            crate::pad("TASK", id_width),
             "STATE",
             "ATTEMPTS",
             "TIME",
@@ -91,8 +91,8 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
             let detail = detail(task);
             let _ = writeln!(
                 out,
-                "{:<id_width$}  {:<11}  {:>8}  {:>7}  {}{}",
-                task.id,
+                "{}  {:<11}  {:>8}  {:>7}  {}{}",
+                crate::pad(&task.id, id_width),
                 task.state.as_str(),
                 task.attempts,
                 time,

@@ -29,9 +29,33 @@ pub fn terminal_safe(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// How many terminal columns `text` takes: CJK and other wide characters take two, combining
+/// marks none. For lining up columns of task ids and run names, which take letters of any script.
+pub fn display_width(text: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(text)
+}
+
+/// `text` and the spaces that make it `width` columns wide (as it is, when it is wider).
+pub fn pad(text: &str, width: usize) -> String {
+    let mut out = text.to_owned();
+    out.extend(std::iter::repeat_n(
+        ' ',
+        width.saturating_sub(display_width(text)),
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pads_to_terminal_columns() {
+        assert_eq!(display_width("日本語-タスク"), 13);
+        assert_eq!(pad("日本語", 8), "日本語  ");
+        assert_eq!(pad("café", 6), "café  ");
+        assert_eq!(pad("build-api", 4), "build-api");
+    }
 
     #[test]
     fn plain_text_is_borrowed() {

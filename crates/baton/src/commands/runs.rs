@@ -88,16 +88,16 @@ pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     }
     let name_width = lines
         .iter()
-        .map(|l| l.name.chars().count())
+        .map(|l| baton_report::display_width(&l.name))
         .max()
         .unwrap_or(4)
         .clamp(4, 30);
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "{:<20}  {:<name_width$}  {:<23}  {:<20}  {:>8}  {:>5}  {:>5}  {:>6}  {:>7}  {:>6}  {:>4}",
+        "{:<20}  {}  {:<23}  {:<20}  {:>8}  {:>5}  {:>5}  {:>6}  {:>7}  {:>6}  {:>4}",
         "RUN",
-        "NAME",
+        baton_report::pad("NAME", name_width),
         "STATE",
         "STARTED",
         "DURATION",
@@ -115,9 +115,9 @@ pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         );
         let _ = writeln!(
             text,
-            "{:<20}  {:<name_width$}  {:<23}  {:<20}  {:>8}  {:>5}  {:>5}  {:>6}  {:>7}  {:>6}  {:>4}",
+            "{:<20}  {}  {:<23}  {:<20}  {:>8}  {:>5}  {:>5}  {:>6}  {:>7}  {:>6}  {:>4}",
             l.id,
-            l.name,
+            baton_report::pad(&l.name, name_width),
             l.state.as_str(),
             format_utc(l.started_at_ms),
             duration,

@@ -276,3 +276,50 @@ fn status_of_a_big_run_says_how_many_tasks_it_does_not_list_and_all_lists_them()
     assert!(all.contains("\nbroken "), "{all}");
     assert!(!all.contains("not listed"), "{all}");
 }
+
+#[test]
+fn tables_line_up_ids_and_names_in_any_script() {
+    let out = Test::new()
+        .graph(
+            "g.toml",
+            "name = \"日本\"\n\n[[task]]\nid = \"日本語-タスク\"\nrun = \"true\"\n\n[[task]]\nid = \"a\"\nrun = \"true\"\n",
+        )
+        .args(&["run", "g.toml", "--quiet"])
+        .run()
+        .status(0);
+    // A CJK character takes two columns on a terminal: the next column starts at the same one
+    // on every line.
+    let column_of = |line: &str, word: &str| {
+        let at = line
+            .find(word)
+            .unwrap_or_else(|| panic!("{word} in {line:?}"));
+        line[..at]
+            .chars()
+            .map(|c| if c.is_ascii() { 1 } else { 2 })
+            .sum::<usize>()
+    };
+    let status = out.then().args(&["status"]).run().status(0);
+    let lines: Vec<&str> = status.stdout.lines().collect();
+    let header = lines.iter().position(|l| l.starts_with("TASK")).unwrap();
+    let state = column_of(lines[header], "STATE");
+    assert_eq!(
+        column_of(lines[header + 1], "succeeded"),
+        state,
+        "{}",
+        status.stdout
+    );
+    assert_eq!(
+        column_of(lines[header + 2], "succeeded"),
+        state,
+        "{}",
+        status.stdout
+    );
+    let runs = status.then().args(&["runs"]).run().status(0);
+    let lines: Vec<&str> = runs.stdout.lines().collect();
+    assert_eq!(
+        column_of(lines[1], "succeeded"),
+        column_of(lines[0], "STATE"),
+        "{}",
+        runs.stdout
+    );
+}
