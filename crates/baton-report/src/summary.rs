@@ -88,7 +88,7 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
                 .duration_ms
                 .map(|ms| format_duration(Duration::from_millis(ms)))
                 .unwrap_or_else(|| "-".into());
-            let detail = detail(task);
+            let detail = detail(task, result.run.id.as_str());
             let _ = writeln!(
                 out,
                 "{}  {:<11}  {:>8}  {:>7}  {}{}",
@@ -140,10 +140,16 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
     out
 }
 
-fn detail(task: &crate::TaskResult) -> String {
+fn detail(task: &crate::TaskResult, run: &str) -> String {
     let mut parts = Vec::new();
     if let Some(reason) = &task.reason {
         parts.push(reason.clone());
+    } else if task.state == TaskState::Waiting {
+        // A task id is a shell word as it is: letters, digits, `_`, `-`, `.`, never a leading `-`.
+        parts.push(format!(
+            "waits for approval: `baton approve {run} {id}` or `baton reject {run} {id}`",
+            id = task.id
+        ));
     } else if task.state != TaskState::Succeeded
         && let Some(outcome) = &task.outcome
     {

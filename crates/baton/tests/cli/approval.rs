@@ -51,6 +51,19 @@ fn an_approved_task_starts_while_other_branches_went_on() {
     });
     let side = baton_in(running.path(), &["status", &run]);
     assert!(side.stdout.contains("waiting"), "{}", side.stdout);
+    // Its row says what to type, with the run's id.
+    let row = side
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("gate "))
+        .unwrap();
+    assert!(
+        row.ends_with(&format!(
+            "waits for approval: `baton approve {run} gate` or `baton reject {run} gate`"
+        )),
+        "{}",
+        side.stdout
+    );
     let approved = baton_in(running.path(), &["approve", &run, "gate"]);
     assert_eq!(approved.code, Some(0), "{}", approved.stderr);
     assert!(
