@@ -121,7 +121,19 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
         );
     }
     out.push_str(&failed_checks(result));
-    out.push_str(&merge_trouble(result));
+    let trouble = merge_trouble(result);
+    if trouble.is_empty() && !result.next.is_empty() {
+        // Any other run that did not succeed: what to type next.
+        if !out.ends_with("\n\n") {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "next:");
+        for command in &result.next {
+            let _ = writeln!(out, "  {command}");
+        }
+        out.push('\n');
+    }
+    out.push_str(&trouble);
     if let Some(timeline) = &result.timeline
         && !timeline.running.is_empty()
     {

@@ -199,7 +199,7 @@ pub fn build_result(
         })
         .collect();
     let merged = merged_result(store, run, state_dir)?;
-    let next = next_steps(run, merged.as_ref(), &tasks);
+    let next = next_steps(run, merged.as_ref(), &tasks, &record);
     Ok(RunResult {
         schema: RESULT_SCHEMA_VERSION,
         run: RunSection {
@@ -299,7 +299,12 @@ fn merged_result(
 /// merge (in its worktree, kept for this), merge the branches it collides with, resolve the
 /// files, commit, and resume the run, which merges again (and runs again the tasks whose
 /// dependencies conflicted).
-fn next_steps(run: &RunId, merged: Option<&MergedResult>, tasks: &[TaskResult]) -> Vec<String> {
+fn next_steps(
+    run: &RunId,
+    merged: Option<&MergedResult>,
+    tasks: &[TaskResult],
+    record: &baton_store::RunRecord,
+) -> Vec<String> {
     let mut next = Vec::new();
     let conflict = merged.and_then(|m| m.conflict.as_ref());
     if let Some(conflict) = conflict {
@@ -320,6 +325,62 @@ fn next_steps(run: &RunId, merged: Option<&MergedResult>, tasks: &[TaskResult]) 
         .any(|t| t.state == baton_model::TaskState::NeedsHuman);
     if conflict.is_some() || needs_human {
         next.push(format!("baton resume {run}"));
+    }
+    if merged.is_some_and(|m| m.conflict.is_some() || m.check.is_some()) || needs_human {
+        return next;
+    }
+    next.extend(what_else(run, tasks, record));
+    next
+}
+
+/// What to type next for a run that did not succeed, merging aside: approve what waits, give
+/// a stopped budget more, look at what failed and run it again, finish what was cut short.
+fn what_else(run: &RunId, tasks: &[TaskResult], record: &baton_store::RunRecord) -> Vec<String> {
+    use baton_model::{RunState, TaskState};
+    let mut next = Vec::new();
+    let state = record.status;
+    let budget_stop = record
+        .stop_reason
+        .as_deref()
+        .is_some_and(|r| r.starts_with(crate::takeover::BUDGET_STOP));
+    match state {
+        RunState::Waiting => {
+            let waiting: Vec<&TaskResult> = tasks
+                .iter()
+                .filter(|t| t.state == TaskState::Waiting)
+                .collect();
+            for task in &waiting {
+                let id = shell_word(&task.id);
+                next.push(format!("baton approve {run} {id}"));
+                next.push(format!("baton reject {run} {id} --reason '…'"));
+            }
+            if waiting.is_empty() {
+                // Paused at its soft budget.
+                next.push(format!("baton approve {run}"));
+                next.push(format!("baton resume {run} --raise-budget USD"));
+            }
+        }
+        RunState::Failed if budget_stop => {
+            next.push(format!("baton resume {run} --raise-budget USD"));
+        }
+        RunState::Failed | RunState::Blocked => {
+            let failed = tasks
+                .iter()
+                .filter(|t| matches!(t.state, TaskState::Failed | TaskState::TimedOut));
+            for task in failed.take(3) {
+                next.push(format!("baton logs {run} {}", shell_word(&task.id)));
+            }
+            next.push(format!("baton retry {run}"));
+        }
+        RunState::Interrupted | RunState::Cancelled => {
+            next.push(format!("baton resume {run}"));
+        }
+        // A run still going (or one whose driver died: the record cannot tell) has nothing
+        // to type yet; one that succeeded, nothing at all.
+        RunState::Running
+        | RunState::Succeeded
+        | RunState::SucceededWithWarnings
+        | RunState::NeedsHuman => {}
     }
     next
 }

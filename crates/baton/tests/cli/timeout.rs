@@ -6,7 +6,7 @@ use std::time::Duration;
 use baton_model::Outcome;
 
 use crate::procs;
-use crate::test::{Test, fixture};
+use crate::test::{Test, baton_in, fixture};
 
 fn grandchild_pid(out: &crate::test::Output) -> i32 {
     String::from_utf8(out.read("gc.pid"))
@@ -170,4 +170,36 @@ run = "setsid sh -c 'echo $$ > leak.pid; exec sleep 300' & exit 0"
         let pid = pid_in(out.path(), name);
         assert!(gone(pid), "{name}: {pid} outlived its attempt");
     }
+}
+
+/// What the summary and `status` say below the table, the run id made `RUN`: from the first
+/// line after the table's rows to the timeline.
+fn next_block(text: &str, run: &str) -> String {
+    let text = text.replace(run, "RUN");
+    let start = text.find("\nnext:").expect("what to type next") + 1;
+    let end = text[start..]
+        .find("\n\n")
+        .map_or(text.len(), |end| start + end);
+    text[start..end].to_owned()
+}
+
+#[test]
+fn a_timed_out_run_says_what_to_type_next() {
+    let out = Test::new()
+        .graph(
+            "g.toml",
+            "[[task]]\nid = \"slow\"\ntimeout = \"200ms\"\nrun = \"sleep 5\"\n",
+        )
+        .args(&["run", "g.toml", "--kill-grace", "100ms"])
+        .run()
+        .status(1);
+    let run = out.store().run().id.to_string();
+    let summary = next_block(&out.stdout, &run);
+    let status = next_block(&baton_in(out.path(), &["status"]).stdout, &run);
+    assert_eq!(summary, status);
+    insta::assert_snapshot!(summary, @r"
+    next:
+      baton logs RUN slow
+      baton retry RUN
+    ");
 }
