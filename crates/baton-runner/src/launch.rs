@@ -4,35 +4,34 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::handoff_files::{HandoffFile, HandoffFiles};
-use baton_agent::{AgentOptions, Engine, EngineKind, PromptInput, StreamParser};
-use baton_exec::handoff::{read_structured_output_from, share_budget, truncate_utf8};
-use baton_exec::{AttemptReport, AttemptSpec, LineWatcher, Program};
+use baton_agent::{AgentOptions, EngineKind};
+use baton_exec::handoff::{share_budget, truncate_utf8};
+use baton_exec::{AttemptSpec, Program};
 use baton_graph::template::{
     NeedContext, Quote, RunContext, TaskContext, Template, TemplateContext,
 };
-use baton_graph::{Action, Budget, Graph};
+use baton_graph::{Action, Graph};
 use baton_model::{RunId, TaskState};
 use baton_redact::{Redactor, RedactorConfig, secret_env_values};
 
 use crate::RunConfig;
-use crate::agent::AgentWatch;
 use crate::budget::Meter;
+pub(crate) use crate::collect::collect_output;
 use crate::config::AgentConfig;
 use crate::launch_error::LaunchError;
 use crate::layout::RunDirs;
 use crate::out_dir::OutDir;
+use crate::round::shape;
+pub(crate) use crate::round::{Continue, Launch, PreparedAgent, Recipe};
 
 /// Stdout kept in memory per attempt, at least: what is stored as the task's output.
 const MIN_OUTPUT_CAPTURE: usize = 64 * 1024;
 /// Tail of stderr kept per attempt.
 const STDERR_CAPTURE: usize = 16 * 1024;
-/// Largest `$BATON_OUTPUT` file read back.
-const STRUCTURED_OUTPUT_LIMIT: u64 = 1024 * 1024;
-
 /// A finished task's result, held for its dependents until the last of them has started.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct HeldOutput {
@@ -50,176 +49,6 @@ struct Prepared {
     passed: Arc<[(OsString, OsString)]>,
     /// For an agent task: its engine, and how its prompt reaches it.
     agent: Option<Arc<PreparedAgent>>,
-}
-
-/// An agent task's engine and prompt, worked out once: every attempt and fix round builds its
-/// command line from it.
-pub(crate) struct PreparedAgent {
-    engine: Engine,
-    prompt: PromptInput,
-    env: Vec<(String, String)>,
-    idle_timeout: Option<Duration>,
-    /// What a later attempt that continues the agent's session needs to build its own
-    /// command line.
-    options: AgentOptions,
-    preamble: Option<String>,
-    prompt_file: PathBuf,
-    /// The task's prompt, rendered: a fix that cannot continue a session starts from it.
-    prompt_text: String,
-    /// What its stream is priced with, and the model it is assumed to run until it says.
-    prices: baton_agent::PriceTable,
-    model: Option<String>,
-    /// The task's own hard budget.
-    task_limit: Budget,
-}
-
-/// An attempt ready to start: its spec, the watcher of its output (an agent's), and, for a
-/// task with `verify` checks, how its checks and fix rounds are started.
-pub(crate) struct Launch {
-    pub spec: AttemptSpec,
-    pub watcher: Option<Box<dyn LineWatcher>>,
-    pub recipe: Option<Recipe>,
-    /// A confined attempt's `$BATON_OUTPUT`, in a directory of its own (`None`: in `out/`).
-    pub own_output: Option<PathBuf>,
-}
-
-/// What a task's checks and fix rounds are started from: the attempt's spec before anything
-/// particular to one round was added, and the agent's engine and prompt. A value: the attempt
-/// unit owns it.
-pub(crate) struct Recipe {
-    base: AttemptSpec,
-    agent: Option<Arc<PreparedAgent>>,
-    fix_feedback: PathBuf,
-    meter: Meter,
-    key: (u32, u32),
-}
-
-impl Recipe {
-    /// The spec the task's checks run with: where and with what the attempt ran.
-    pub(crate) fn check_spec(&self) -> &AttemptSpec {
-        &self.base
-    }
-
-    /// The spec (and watcher) of a fix round told `fix`, logging to `log_path`.
-    pub(crate) fn fix_round(
-        &self,
-        fix: &Continue,
-        log_path: PathBuf,
-    ) -> Result<(AttemptSpec, Option<Box<dyn LineWatcher>>), LaunchError> {
-        let mut spec = self.base.clone();
-        spec.log_path = log_path;
-        let watcher = shape(
-            &mut spec,
-            self.agent.as_deref(),
-            Some(fix),
-            &self.fix_feedback,
-            &self.meter,
-            self.key,
-        )?;
-        Ok((spec, watcher))
-    }
-}
-
-/// Gives `spec` what one round of an attempt adds to the task's own: for an agent, its
-/// command line and prompt (continuing a session, or starting afresh with a fix after the
-/// prompt) and the watcher of its stream; for a shell task's fix round, the feedback file.
-fn shape(
-    spec: &mut AttemptSpec,
-    agent: Option<&PreparedAgent>,
-    resume: Option<&Continue>,
-    fix_feedback: &std::path::Path,
-    meter: &Meter,
-    key: (u32, u32),
-) -> Result<Option<Box<dyn LineWatcher>>, LaunchError> {
-    let Some(agent) = agent else {
-        if let Some(Continue {
-            message,
-            fix: Some(round),
-            ..
-        }) = resume
-        {
-            // A shell task's fix: the same command, told what failed.
-            write_private(fix_feedback, message.as_bytes()).map_err(|source| {
-                LaunchError::File {
-                    what: "fix feedback file",
-                    path: fix_feedback.to_path_buf(),
-                    source,
-                }
-            })?;
-            spec.env
-                .push(("BATON_FIX_FEEDBACK".into(), fix_feedback.into()));
-            spec.env
-                .push(("BATON_FIX_ATTEMPT".into(), round.to_string().into()));
-        }
-        return Ok(None);
-    };
-    let session = resume
-        .and_then(|r| r.session.as_deref())
-        .filter(|_| agent.engine.kind.can_resume());
-    let told = match (resume, session) {
-        // The agent's session holds the task and what it did so far: it is told what
-        // happened and to go on, rather than given the task again from scratch.
-        (Some(resume), Some(_)) => Some(resume.message.clone()),
-        // A fix without a session: the task again, with what failed after it.
-        (Some(resume), None) if resume.fix.is_some() => {
-            Some(format!("{}\n\n{}", agent.prompt_text, resume.message))
-        }
-        _ => None,
-    };
-    let resumed;
-    let prompt = match told {
-        Some(told) => {
-            let invocation = agent.engine.invocation(
-                &told,
-                agent.preamble.as_deref(),
-                &agent.options,
-                session,
-                &agent.prompt_file,
-            );
-            spec.program = Program::Exec {
-                program: invocation.program,
-                args: invocation.args,
-            };
-            resumed = invocation.prompt;
-            &resumed
-        }
-        None => &agent.prompt,
-    };
-    match prompt {
-        PromptInput::Stdin(bytes) => spec.stdin = Some(bytes.clone()),
-        PromptInput::File { path, contents } => {
-            write_private(path, contents).map_err(|source| LaunchError::File {
-                what: "prompt file",
-                path: path.clone(),
-                source,
-            })?
-        }
-        PromptInput::None => {}
-    }
-    let mut parser = StreamParser::new(
-        agent.engine.stream_kind(),
-        &agent.engine.name,
-        agent.prices.clone(),
-    );
-    if let Some(model) = &agent.model {
-        parser.assume_model(model);
-    }
-    let watch = AgentWatch::new(parser, meter, key, agent.task_limit.clone());
-    Ok(Some(Box::new(watch)))
-}
-
-/// A session a new attempt continues: the earlier attempt's, cut short by the machinery.
-#[derive(Debug, Clone)]
-pub(crate) struct Continue {
-    /// The agent session to continue, where the engine can.
-    pub session: Option<String>,
-    /// What the task is told: sent into the continued session, or (for a fix) after the
-    /// task's own prompt when it starts afresh.
-    pub message: String,
-    /// A fix round after failed checks (1 for the first): also for engines that cannot
-    /// continue a session, and for shell tasks (as `$BATON_FIX_FEEDBACK`). `None`: an attempt
-    /// the machinery cut short, continued only where the session can be.
-    pub fix: Option<u32>,
 }
 
 /// What every task gets of baton's environment: what programs need to find themselves, their
@@ -387,7 +216,7 @@ impl<'a> Launcher<'a> {
         let spec_task = self.graph.task(task);
         // A file of that name is a leftover (an earlier driver's attempt of the same number,
         // which a takeover runs again): it must not pass for this attempt's output.
-        lock(&self.out_dir).clear(&self.dirs, &spec_task.id, attempt);
+        OutDir::lock(&self.out_dir).clear(&self.dirs, &spec_task.id, attempt);
         let mut env: Vec<(OsString, OsString)> =
             Vec::with_capacity(prepared.passed.len() + spec_task.env.len() + 5);
         env.extend(prepared.passed.iter().cloned());
@@ -819,19 +648,6 @@ fn preamble(task: &baton_graph::Task) -> Option<String> {
     (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
-/// Writes a file readable only by the user.
-fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(bytes)
-}
-
 /// The variable names (or `PREFIX_*`) listed in baton's environment variable `var`, separated
 /// by commas or spaces: `BATON_PASS_ENV`, `BATON_SECRET_ENV`.
 fn names_in(var: &str) -> impl Iterator<Item = String> {
@@ -879,51 +695,4 @@ fn redactor_for(
     Redactor::new(RedactorConfig {
         secret_values: values,
     })
-}
-
-/// The `out/` watch, locked. A panic while it was held leaves names seen: still usable.
-fn lock(out_dir: &Mutex<OutDir>) -> MutexGuard<'_, OutDir> {
-    out_dir
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Reads what an attempt produced: its stdout and, if it wrote one, its `$BATON_OUTPUT`
-/// file (redacted after it is decoded). A problem with that file is returned as a note for
-/// the attempt's record.
-pub(crate) fn collect_output(
-    out_dir: &Mutex<OutDir>,
-    dirs: &RunDirs,
-    redactor: &Redactor,
-    (id, attempt, own): (&baton_model::TaskId, u32, Option<&std::path::Path>),
-    report: &AttemptReport,
-) -> (HeldOutput, Option<String>) {
-    let opened = match own {
-        Some(own) => std::fs::File::open(own),
-        None => lock(out_dir).open_output(dirs, id, attempt),
-    };
-    let (json, note) = match opened {
-        // Most tasks write none.
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => (None, None),
-        opened => {
-            let path = own.map_or_else(|| dirs.structured_output(id, attempt), Into::into);
-            let read =
-                read_structured_output_from(opened, &path, STRUCTURED_OUTPUT_LIMIT, Some(redactor));
-            // Its content now lives in the store (or its problem in the attempt's record). An
-            // empty one goes too: the attempt's fix round may write the same file again.
-            let _ = std::fs::remove_file(&path);
-            match read {
-                Ok(json) => (json, None),
-                Err(err) => (None, Some(format!("baton: ignored $BATON_OUTPUT: {err}"))),
-            }
-        }
-    };
-    (
-        HeldOutput {
-            text: report.stdout.text.clone(),
-            json,
-            files_changed: Vec::new(),
-        },
-        note,
-    )
 }

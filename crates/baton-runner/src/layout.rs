@@ -206,7 +206,8 @@ const LOG_BYTES_FILE: &str = "log-bytes";
 const GIT_DRIVERS_FILE: &str = "git-drivers";
 
 /// Writes `path` whole, private like everything else under `.baton/`.
-fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+/// Writes a file readable only by the user.
+pub(crate) fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()

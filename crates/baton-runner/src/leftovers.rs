@@ -74,17 +74,7 @@ pub fn kill_leftovers(run: &RunId, unfinished: &Unfinished) -> usize {
             None => false,
         })
         .collect();
-    let mut killed = 0;
-    for process in &found {
-        if let Some(group) = process.group.and_then(|g| i32::try_from(g).ok()) {
-            let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
-        }
-        if let Ok(pid) = i32::try_from(process.pid)
-            && kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok()
-        {
-            killed += 1;
-        }
-    }
+    let killed = found.iter().filter(|process| process.end()).count();
     // A recorded group whose members cleared their environment is still the run's if one of
     // them was found above; otherwise it is left alone (its number may have been reused).
     for &group in &unfinished.groups {
@@ -104,25 +94,15 @@ pub fn kill_leftovers(run: &RunId, unfinished: &Unfinished) -> usize {
 /// A /proc scan, made only on those paths: an attempt that simply exited pays nothing.
 pub(crate) fn kill_attempt(run: &RunId, task: &str, attempt: u32) -> usize {
     let marker = format!("BATON_RUN_ID={run}");
-    let mut killed = 0;
-    for process in processes_marked(marker.as_bytes()) {
-        if process
-            .attempt
-            .as_ref()
-            .is_none_or(|(t, a)| t != task || *a != attempt)
-        {
-            continue;
-        }
-        if let Some(group) = process.group.and_then(|g| i32::try_from(g).ok()) {
-            let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
-        }
-        if let Ok(pid) = i32::try_from(process.pid)
-            && kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok()
-        {
-            killed += 1;
-        }
-    }
-    killed
+    processes_marked(marker.as_bytes())
+        .iter()
+        .filter(|p| {
+            p.attempt
+                .as_ref()
+                .is_some_and(|(t, a)| t == task && *a == attempt)
+        })
+        .filter(|p| p.end())
+        .count()
 }
 
 /// A process marked as a run's.
@@ -131,6 +111,16 @@ struct Marked {
     group: Option<u32>,
     /// Its `BATON_TASK_ID` and `BATON_ATTEMPT`.
     attempt: Option<(String, u32)>,
+}
+
+impl Marked {
+    /// Kills it with its process group; whether it was still there to kill.
+    fn end(&self) -> bool {
+        if let Some(group) = self.group.and_then(|g| i32::try_from(g).ok()) {
+            let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+        }
+        i32::try_from(self.pid).is_ok_and(|pid| kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok())
+    }
 }
 
 /// Every live process (not a zombie) whose environment holds `marker`, with its process group

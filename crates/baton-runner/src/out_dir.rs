@@ -40,6 +40,14 @@ struct Watch {
 }
 
 impl OutDir {
+    /// The watch shared by the attempt units, locked. A panic while it was held leaves names
+    /// seen: still usable.
+    pub(crate) fn lock(shared: &std::sync::Mutex<OutDir>) -> std::sync::MutexGuard<'_, OutDir> {
+        shared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Watches `dirs.out`, or, where it cannot be watched, opens it.
     pub(crate) fn open(dirs: &RunDirs) -> Self {
         match Watch::start(dirs) {

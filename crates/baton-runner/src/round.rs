@@ -1,0 +1,184 @@
+//! One round of an attempt — its first process, or a fix round — as far as it differs from the
+//! task's own spec: an agent's command line and prompt (continuing a session, or starting
+//! afresh with a fix after the prompt), the watcher of its stream, a shell task's fix feedback.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_agent::{AgentOptions, Engine, PromptInput, StreamParser};
+use baton_exec::{AttemptSpec, LineWatcher, Program};
+use baton_graph::Budget;
+
+use crate::agent::AgentWatch;
+use crate::budget::Meter;
+use crate::launch_error::LaunchError;
+
+/// An agent task's engine and prompt, worked out once: every attempt and fix round builds its
+/// command line from it.
+pub(crate) struct PreparedAgent {
+    pub(crate) engine: Engine,
+    pub(crate) prompt: PromptInput,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) idle_timeout: Option<Duration>,
+    /// What a later attempt that continues the agent's session needs to build its own
+    /// command line.
+    pub(crate) options: AgentOptions,
+    pub(crate) preamble: Option<String>,
+    pub(crate) prompt_file: PathBuf,
+    /// The task's prompt, rendered: a fix that cannot continue a session starts from it.
+    pub(crate) prompt_text: String,
+    /// What its stream is priced with, and the model it is assumed to run until it says.
+    pub(crate) prices: baton_agent::PriceTable,
+    pub(crate) model: Option<String>,
+    /// The task's own hard budget.
+    pub(crate) task_limit: Budget,
+}
+
+/// An attempt ready to start: its spec, the watcher of its output (an agent's), and, for a
+/// task with `verify` checks, how its checks and fix rounds are started.
+pub(crate) struct Launch {
+    pub spec: AttemptSpec,
+    pub watcher: Option<Box<dyn LineWatcher>>,
+    pub recipe: Option<Recipe>,
+    /// A confined attempt's `$BATON_OUTPUT`, in a directory of its own (`None`: in `out/`).
+    pub own_output: Option<PathBuf>,
+}
+
+/// What a task's checks and fix rounds are started from: the attempt's spec before anything
+/// particular to one round was added, and the agent's engine and prompt. A value: the attempt
+/// unit owns it.
+pub(crate) struct Recipe {
+    pub(crate) base: AttemptSpec,
+    pub(crate) agent: Option<Arc<PreparedAgent>>,
+    pub(crate) fix_feedback: PathBuf,
+    pub(crate) meter: Meter,
+    pub(crate) key: (u32, u32),
+}
+
+impl Recipe {
+    /// The spec the task's checks run with: where and with what the attempt ran.
+    pub(crate) fn check_spec(&self) -> &AttemptSpec {
+        &self.base
+    }
+
+    /// The spec (and watcher) of a fix round told `fix`, logging to `log_path`.
+    pub(crate) fn fix_round(
+        &self,
+        fix: &Continue,
+        log_path: PathBuf,
+    ) -> Result<(AttemptSpec, Option<Box<dyn LineWatcher>>), LaunchError> {
+        let mut spec = self.base.clone();
+        spec.log_path = log_path;
+        let watcher = shape(
+            &mut spec,
+            self.agent.as_deref(),
+            Some(fix),
+            &self.fix_feedback,
+            &self.meter,
+            self.key,
+        )?;
+        Ok((spec, watcher))
+    }
+}
+
+/// Gives `spec` what one round of an attempt adds to the task's own: for an agent, its
+/// command line and prompt (continuing a session, or starting afresh with a fix after the
+/// prompt) and the watcher of its stream; for a shell task's fix round, the feedback file.
+pub(crate) fn shape(
+    spec: &mut AttemptSpec,
+    agent: Option<&PreparedAgent>,
+    resume: Option<&Continue>,
+    fix_feedback: &std::path::Path,
+    meter: &Meter,
+    key: (u32, u32),
+) -> Result<Option<Box<dyn LineWatcher>>, LaunchError> {
+    let Some(agent) = agent else {
+        if let Some(Continue {
+            message,
+            fix: Some(round),
+            ..
+        }) = resume
+        {
+            // A shell task's fix: the same command, told what failed.
+            crate::layout::write_private(fix_feedback, message.as_bytes()).map_err(|source| {
+                LaunchError::File {
+                    what: "fix feedback file",
+                    path: fix_feedback.to_path_buf(),
+                    source,
+                }
+            })?;
+            spec.env
+                .push(("BATON_FIX_FEEDBACK".into(), fix_feedback.into()));
+            spec.env
+                .push(("BATON_FIX_ATTEMPT".into(), round.to_string().into()));
+        }
+        return Ok(None);
+    };
+    let session = resume
+        .and_then(|r| r.session.as_deref())
+        .filter(|_| agent.engine.kind.can_resume());
+    let told = match (resume, session) {
+        // The agent's session holds the task and what it did so far: it is told what
+        // happened and to go on, rather than given the task again from scratch.
+        (Some(resume), Some(_)) => Some(resume.message.clone()),
+        // A fix without a session: the task again, with what failed after it.
+        (Some(resume), None) if resume.fix.is_some() => {
+            Some(format!("{}\n\n{}", agent.prompt_text, resume.message))
+        }
+        _ => None,
+    };
+    let resumed;
+    let prompt = match told {
+        Some(told) => {
+            let invocation = agent.engine.invocation(
+                &told,
+                agent.preamble.as_deref(),
+                &agent.options,
+                session,
+                &agent.prompt_file,
+            );
+            spec.program = Program::Exec {
+                program: invocation.program,
+                args: invocation.args,
+            };
+            resumed = invocation.prompt;
+            &resumed
+        }
+        None => &agent.prompt,
+    };
+    match prompt {
+        PromptInput::Stdin(bytes) => spec.stdin = Some(bytes.clone()),
+        PromptInput::File { path, contents } => crate::layout::write_private(path, contents)
+            .map_err(|source| LaunchError::File {
+                what: "prompt file",
+                path: path.clone(),
+                source,
+            })?,
+        PromptInput::None => {}
+    }
+    let mut parser = StreamParser::new(
+        agent.engine.stream_kind(),
+        &agent.engine.name,
+        agent.prices.clone(),
+    );
+    if let Some(model) = &agent.model {
+        parser.assume_model(model);
+    }
+    let watch = AgentWatch::new(parser, meter, key, agent.task_limit.clone());
+    Ok(Some(Box::new(watch)))
+}
+
+/// A session a new attempt continues: the earlier attempt's, cut short by the machinery.
+#[derive(Debug, Clone)]
+pub(crate) struct Continue {
+    /// The agent session to continue, where the engine can.
+    pub session: Option<String>,
+    /// What the task is told: sent into the continued session, or (for a fix) after the
+    /// task's own prompt when it starts afresh.
+    pub message: String,
+    /// A fix round after failed checks (1 for the first): also for engines that cannot
+    /// continue a session, and for shell tasks (as `$BATON_FIX_FEEDBACK`). `None`: an attempt
+    /// the machinery cut short, continued only where the session can be.
+    pub fix: Option<u32>,
+}
