@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The benchmarks of docs/PERFORMANCE.md. Not a test: it prints numbers.
 
-usage: benches/bench.py [--runs N] [--quick] [--baseline PATH] [--only true]
+usage: benches/bench.py [--runs N] [--quick] [--baseline PATH] [--baseline-env K=V] [--only true]
 
 Needs `ninja` (Debian: ninja-build) for the side-by-side comparison; installs it with apt-get
 when missing and allowed (root). Builds baton in release mode first.
@@ -9,7 +9,10 @@ when missing and allowed (root). Builds baton in release mode first.
 1. 10,000-task random DAG of `true` at concurrency 2: baton (durable store on) vs `ninja -j2`
    on the same graph, median wall time of N runs, and baton's peak RSS. With `--baseline PATH`
    (another build of baton, say the commit before a change), that binary runs too, interleaved
-   with the others run by run, so that both builds and ninja see the same machine.
+   with the others run by run, so that both builds and ninja see the same machine. With
+   `--baseline-env K=V` (repeatable) the baseline runs with those variables set; without
+   `--baseline`, the baseline is this build: `--baseline-env BATON_NO_CGROUP=1` measures what
+   containing every task costs.
 2. 100,000-task graph of no-op tasks through the whole of `baton run` (load, validate, store,
    schedule), and the scheduler alone (crates/baton-scheduler/examples/schedule_only.rs).
 3. Uneven durations: a random DAG of `sleep`s; baton's makespan against the lower bound
@@ -63,26 +66,53 @@ def fresh_dir(base, name):
     return d
 
 
-def bench_true(base, n, runs, baseline=None):
+def timed_env(cmd, cwd, env):
+    if not env:
+        return timed(cmd, cwd)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return timed(cmd, cwd)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def bench_true(base, n, runs, baseline=None, baseline_env=None):
     d = fresh_dir(base, f"true-{n}")
     sh([sys.executable, GEN, "random", str(n), d])
     have_ninja = ensure_ninja()
     baton_times, ninja_times, baseline_times, rss = [], [], [], []
-    for _ in range(runs):
+    def run_baton():
         shutil.rmtree(os.path.join(d, ".baton"), ignore_errors=True)
         wall, peak = timed([BATON, "run", "graph.toml", "-j", "2", "--quiet"], d)
         baton_times.append(wall)
         rss.append(peak)
-        if baseline:
-            shutil.rmtree(os.path.join(d, ".baton"), ignore_errors=True)
-            wall, _ = timed([baseline, "run", "graph.toml", "-j", "2", "--quiet"], d)
-            baseline_times.append(wall)
-        if have_ninja:
-            for f in (".ninja_log", ".ninja_deps"):
-                if os.path.exists(os.path.join(d, f)):
-                    os.remove(os.path.join(d, f))
-            wall, _ = timed(["ninja", "-j2"], d)
-            ninja_times.append(wall)
+
+    def run_baseline():
+        shutil.rmtree(os.path.join(d, ".baton"), ignore_errors=True)
+        wall, _ = timed_env([baseline, "run", "graph.toml", "-j", "2", "--quiet"], d,
+                            baseline_env)
+        baseline_times.append(wall)
+
+    def run_ninja():
+        for f in (".ninja_log", ".ninja_deps"):
+            if os.path.exists(os.path.join(d, f)):
+                os.remove(os.path.join(d, f))
+        wall, _ = timed(["ninja", "-j2"], d)
+        ninja_times.append(wall)
+
+    contenders = [run_baton] + ([run_baseline] if baseline else []) + (
+        [run_ninja] if have_ninja else [])
+    for i in range(runs):
+        # The order turns from run to run: what 10,000 processes leave for the kernel to
+        # clean up lands on whichever runs next, and must not always land on the same one.
+        k = i % len(contenders)
+        for run in contenders[k:] + contenders[:k]:
+            run()
     b = statistics.median(baton_times)
     row = {"tasks": n, "baton_s": round(b, 2), "baton_peak_rss_mb": round(max(rss) / 1024, 1)}
     if ninja_times:
@@ -151,15 +181,20 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="smaller graphs, one run")
     ap.add_argument("--baseline", help="another baton binary, run interleaved in benchmark 1")
+    ap.add_argument("--baseline-env", action="append", default=[], metavar="K=V",
+                    help="set for the baseline's runs (the baseline is this build if no --baseline)")
     ap.add_argument("--only", choices=["true"], help="run benchmark 1 alone")
     a = ap.parse_args()
+    baseline_env = dict(kv.split("=", 1) for kv in a.baseline_env)
+    if baseline_env and not a.baseline:
+        a.baseline = BATON
     sh(["cargo", "build", "--release", "-q", "-p", "baton"], cwd=ROOT, quiet=False)
     base = tempfile.mkdtemp(prefix="baton-bench-")
     n_true, n_noop, n_uneven = (2000, 20000, 60) if a.quick else (10000, 100000, 200)
     runs = 1 if a.quick else a.runs
     results = {
         "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()[0]},
-        "true": bench_true(base, n_true, runs, a.baseline),
+        "true": bench_true(base, n_true, runs, a.baseline, baseline_env),
     }
     if not a.only:
         results["noop"] = bench_noop(base, n_noop)

@@ -85,6 +85,7 @@ fn baton_attempts(attempts: usize, logs: &std::path::Path) -> Duration {
         let (_stop, stop_rx) = watch::channel(StopLevel::Run);
         let started = Instant::now();
         let mut running = JoinSet::<AttemptReport>::new();
+        let pool = baton_exec::CgroupPool::new("overhead");
         for index in 0..attempts {
             if running.len() == CONCURRENCY {
                 let report = running
@@ -101,7 +102,7 @@ fn baton_attempts(attempts: usize, logs: &std::path::Path) -> Duration {
             );
             spec.timeout = Some(Duration::from_secs(60));
             // A cgroup per attempt where available; `BATON_NO_CGROUP=1` measures without.
-            spec.cgroup = Some("overhead".into());
+            spec.cgroup = Some(pool.clone());
             running.spawn(Attempt::spawn(spec).wait(stop_rx.clone()));
         }
         while let Some(report) = running.join_next().await {

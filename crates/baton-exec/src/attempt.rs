@@ -17,7 +17,7 @@ use crate::process_group::ProcessGroup;
 use crate::report::AttemptReport;
 use crate::sandbox::WriteSandbox;
 use crate::sink::OutputSink;
-use crate::spawn::{Spawned, Stdin};
+use crate::spawn::{Placement, Spawned, Stdin};
 use crate::spec::{AttemptSpec, Program, StopLevel};
 use crate::supervise::{Ended, Limits, Supervisor};
 use crate::watch::LineWatcher;
@@ -70,7 +70,7 @@ impl Attempt {
             }
         };
         let ruleset_fd = ruleset.as_ref().map(AsRawFd::as_raw_fd);
-        let mut cgroup = spec.cgroup.as_deref().and_then(CgroupScope::create);
+        let mut cgroup = spec.cgroup.as_ref().and_then(crate::CgroupPool::acquire);
         let mut spawned = spawn_child(&spec, ruleset_fd, cgroup.as_ref());
         if spawned.is_err() && cgroup.is_some() {
             // Perhaps joining the cgroup failed although the probe said it would work (a
@@ -206,16 +206,17 @@ fn dev_null() -> Option<&'static OwnedFd> {
         .as_ref()
 }
 
-/// Spawns the attempt's child, which first joins `cgroup` and then restricts itself to
-/// `ruleset`, if given, between fork and exec. Without either, and with a program named by a
-/// path, baton's own clone (see [`crate::spawn`]) unless [`crate::SPAWN_ENV`] asks for std's
-/// `Command`; otherwise std's `Command`.
+/// Spawns the attempt's child in `cgroup`, restricted to `ruleset`, if given. With a program
+/// named by a path, baton's own clone (see [`crate::spawn`]): the child is born in the
+/// cgroup. Otherwise, or where the kernel cannot do that, or where [`crate::SPAWN_ENV`] asks
+/// for it, std's `Command`, whose child joins the cgroup and restricts itself between fork
+/// and exec.
 fn spawn_child(
     spec: &AttemptSpec,
     ruleset: Option<RawFd>,
     cgroup: Option<&CgroupScope>,
 ) -> io::Result<Spawned> {
-    if ruleset.is_none() && cgroup.is_none() && !crate::spawn::spawns_with_std() {
+    if !crate::spawn::spawns_with_std() {
         let stdin = match (&spec.stdin, dev_null()) {
             (Some(_), _) => Some(Stdin::Piped),
             (None, Some(null)) => Some(Stdin::From(null)),
@@ -224,7 +225,15 @@ fn spawn_child(
         };
         if let (Some(stdin), Some(line)) = (stdin, crate::spawn::command_line(spec)) {
             let (argv, envp) = line?;
-            return crate::spawn::spawn(argv, envp, &spec.cwd, stdin);
+            let placement = Placement {
+                cgroup: cgroup.map(CgroupScope::dir_fd),
+                ruleset,
+            };
+            match crate::spawn::spawn(argv, envp, &spec.cwd, stdin, placement) {
+                // Nothing was started: std's child joins the cgroup instead.
+                Err(error) if error.kind() == io::ErrorKind::Unsupported && cgroup.is_some() => {}
+                spawned => return spawned,
+            }
         }
     }
     let mut command = command(spec);

@@ -3,8 +3,17 @@
 //! A process group holds what an attempt starts only until a descendant calls `setsid` (a
 //! daemonizing server, `nohup`-style wrappers, some test runners); a cgroup holds everything
 //! forked inside it, whatever it does to its session, and `cgroup.kill` ends it whole. The
-//! child joins its cgroup between fork and exec, so nothing it starts is ever outside. No
-//! controller is enabled or needed: the cgroup only names the processes.
+//! child is born in its cgroup (`clone3` with `CLONE_INTO_CGROUP`, Linux 5.7), or joins it
+//! between fork and exec, so nothing it starts is ever outside. No controller is enabled or
+//! needed: the cgroup only names the processes.
+//!
+//! Cost is what decides whether every task can have one (docs/PERFORMANCE.md): moving a
+//! process into a cgroup takes a lock that every fork on the machine waits for, and a cgroup
+//! made and removed per attempt is a kernfs directory of twenty-odd files and a new css_set
+//! each time. So children are born in their cgroup instead of moved, and a run's cgroups are
+//! pooled ([`CgroupPool`]): beneath one parent per run, `baton-RUN-PID-N`, one cgroup per
+//! attempt running at once, handed to the next attempt once it is empty. Ending an attempt
+//! then costs one read of its `cgroup.events`.
 //!
 //! The attempt's cgroup is made beneath baton's own (the `0::` line of `/proc/self/cgroup`,
 //! under the `cgroup2` mount of `/proc/self/mountinfo`): that works in hybrid mode (the v2
@@ -18,8 +27,8 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
@@ -62,6 +71,16 @@ fn hierarchy() -> Option<&'static Hierarchy> {
 /// it is writable, and [`NO_CGROUP_ENV`] is not set. Found out once per process.
 pub fn cgroups_available() -> bool {
     hierarchy().is_some()
+}
+
+/// Whether a cgroup costs an attempt next to nothing here: cgroups are available, and its
+/// child can be born in one (baton's own clone, Linux 5.7 or later) instead of being moved
+/// into it. Where it does, every task is contained by default; where it does not, only
+/// agent tasks and those that ask.
+pub fn cgroups_are_cheap() -> bool {
+    cgroups_available()
+        && !crate::spawn::spawns_with_std()
+        && crate::clone_exec::clones_into_cgroups()
 }
 
 /// Stops using cgroups in this process after a child failed to join one.
@@ -169,25 +188,51 @@ fn probe(dir: &Path) -> Option<bool> {
     usable.then_some(has_kill)
 }
 
-/// One attempt's cgroup: made before the spawn, joined by the child before exec, killed whole
-/// and removed when the attempt ends. Dropping it kills what is left and removes it, so no
-/// process outlives its attempt even if the supervision is dropped half way.
-#[derive(Debug)]
-pub(crate) struct CgroupScope {
-    dir: PathBuf,
-    /// `cgroup.procs` of the cgroup, open for writing: the child writes `0` to it to join.
-    procs: OwnedFd,
-    has_kill: bool,
-    removed: bool,
+/// The cgroups of one run's attempts in this process (see the module's comment): cheap to
+/// make (nothing is made until an attempt asks for a cgroup), shared by cloning, and removed
+/// with the last clone, killing whatever is still in them.
+#[derive(Clone)]
+pub struct CgroupPool(Arc<Pool>);
+
+struct Pool {
+    label: String,
+    state: Mutex<PoolState>,
 }
 
-impl CgroupScope {
-    /// A new cgroup named `baton-LABEL-PID-N`, or `None` where cgroups cannot be used (or this
-    /// one could not be made: the attempt then runs in its process group only).
-    pub(crate) fn create(label: &str) -> Option<CgroupScope> {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        let hierarchy = hierarchy()?;
-        let label: String = label
+#[derive(Default)]
+struct PoolState {
+    /// `baton-LABEL-PID-N`, once made; `Err(())` once making it failed (the pool then gives
+    /// out nothing).
+    parent: Option<Result<PathBuf, ()>>,
+    /// Empty cgroups, for the next attempts.
+    free: Vec<Slot>,
+    /// Names the next new cgroup beneath the parent.
+    next: u64,
+}
+
+/// One cgroup beneath a pool's parent, with the files an attempt uses open.
+#[derive(Debug)]
+struct Slot {
+    dir: PathBuf,
+    /// The directory itself: what `CLONE_INTO_CGROUP` takes.
+    dir_fd: OwnedFd,
+    /// `cgroup.procs`, for writing: a child that cannot be born in it writes `0` to join.
+    procs: OwnedFd,
+    /// `cgroup.events`: `populated 0` once every process in it is gone.
+    events: OwnedFd,
+}
+
+impl std::fmt::Debug for CgroupPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("CgroupPool").field(&self.0.label).finish()
+    }
+}
+
+impl CgroupPool {
+    /// A pool for the attempts of `label` (the run id: whoever takes over after a crash finds
+    /// `baton-LABEL-*` and kills it). Touches nothing until an attempt asks.
+    pub fn new(label: &str) -> CgroupPool {
+        let label = label
             .chars()
             .map(|c| {
                 if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
@@ -197,43 +242,163 @@ impl CgroupScope {
                 }
             })
             .collect();
-        let name = format!(
-            "{PREFIX}{label}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let dir = hierarchy.dir.join(name);
-        fs::create_dir(&dir).ok()?;
-        let procs = match open_write(&dir.join("cgroup.procs")) {
-            Ok(fd) => fd,
-            Err(_) => {
-                let _ = fs::remove_dir(&dir);
-                return None;
-            }
-        };
-        Some(CgroupScope {
-            dir,
-            procs,
-            has_kill: hierarchy.has_kill,
-            removed: false,
-        })
+        CgroupPool(Arc::new(Pool {
+            label,
+            state: Mutex::new(PoolState::default()),
+        }))
     }
 
-    /// The descriptor the child passes to [`join`] between fork and exec.
+    /// An empty cgroup for one attempt, or `None` where cgroups cannot be used (or one could
+    /// not be made: the attempt then runs in its process group only).
+    pub(crate) fn acquire(&self) -> Option<CgroupScope> {
+        let hierarchy = hierarchy()?;
+        let mut state = self.0.lock();
+        let slot = match state.free.pop() {
+            Some(slot) => slot,
+            None => {
+                let parent = match &state.parent {
+                    Some(Ok(parent)) => parent.clone(),
+                    Some(Err(())) => return None,
+                    None => {
+                        static SWEPT: std::sync::Once = std::sync::Once::new();
+                        SWEPT.call_once(|| sweep_empty_leftovers(&hierarchy.dir));
+                        static NEXT: AtomicU64 = AtomicU64::new(1);
+                        let parent = hierarchy.dir.join(format!(
+                            "{PREFIX}{}-{}-{}",
+                            self.0.label,
+                            std::process::id(),
+                            NEXT.fetch_add(1, Ordering::Relaxed)
+                        ));
+                        let made = fs::create_dir(&parent).map(|()| parent).map_err(drop);
+                        if let Ok(parent) = &made {
+                            no_pressure_accounting(parent);
+                        }
+                        state.parent = Some(made.clone());
+                        made.ok()?
+                    }
+                };
+                state.next += 1;
+                Slot::create(parent.join(format!("a{}", state.next)))?
+            }
+        };
+        drop(state);
+        Some(CgroupScope {
+            slot: Some(slot),
+            pool: self.clone(),
+            has_kill: hierarchy.has_kill,
+            killed: AtomicBool::new(false),
+        })
+    }
+}
+
+impl Pool {
+    fn lock(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for Pool {
+    /// The last attempt is over: every cgroup of the pool is empty and free. Removes them and
+    /// the parent (a cgroup still being emptied by its own thread takes the parent with it).
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        for slot in state.free.drain(..) {
+            let _ = fs::remove_dir(&slot.dir);
+        }
+        if let Some(Ok(parent)) = state.parent.take()
+            && fs::remove_dir(&parent).is_err()
+        {
+            let _ = std::thread::Builder::new()
+                .name("baton-cgroup-rm".into())
+                .spawn(move || remove_when_empty(&parent, EMPTY_WAIT * 8));
+        }
+    }
+}
+
+impl Slot {
+    fn create(dir: PathBuf) -> Option<Slot> {
+        fs::create_dir(&dir).ok()?;
+        no_pressure_accounting(&dir);
+        let opened = (|| {
+            Ok::<_, io::Error>(Slot {
+                dir_fd: open(&dir, libc::O_RDONLY | libc::O_DIRECTORY)?,
+                procs: open(&dir.join("cgroup.procs"), libc::O_WRONLY)?,
+                events: open(&dir.join("cgroup.events"), libc::O_RDONLY)?,
+                dir: dir.clone(),
+            })
+        })();
+        if opened.is_err() {
+            let _ = fs::remove_dir(&dir);
+        }
+        opened.ok()
+    }
+
+    /// Whether a process is still in the cgroup; `None` if that cannot be read (the cgroup
+    /// was removed under baton: it is not reused).
+    fn populated(&self) -> Option<bool> {
+        let mut buf = [0u8; 128];
+        // SAFETY: reads into a live local buffer of the length given. A kernfs file read at
+        // offset 0 is generated afresh.
+        let n = unsafe {
+            libc::pread(
+                self.events.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                0,
+            )
+        };
+        let text = std::str::from_utf8(buf.get(..usize::try_from(n).ok()?)?).ok()?;
+        let value = text
+            .lines()
+            .find_map(|line| line.strip_prefix("populated "))?;
+        Some(value.trim() != "0")
+    }
+}
+
+/// One attempt's cgroup, from its pool: empty when the attempt starts, killed whole when it
+/// ends, and given back once empty again. Dropping it kills what is left, so no process
+/// outlives its attempt even if the supervision is dropped half way.
+#[derive(Debug)]
+pub(crate) struct CgroupScope {
+    /// `None` once given back.
+    slot: Option<Slot>,
+    pool: CgroupPool,
+    has_kill: bool,
+    /// [`CgroupScope::kill`] was called: the cgroup is removed, never reused. A child born
+    /// in a cgroup that was ever killed through `cgroup.kill` is killed at birth (seen on
+    /// Linux 6.18: the kill count is compared with the parent's cgroup's, not the new one's).
+    killed: std::sync::atomic::AtomicBool,
+}
+
+impl CgroupScope {
+    /// The cgroup's directory, open, for `CLONE_INTO_CGROUP`.
+    pub(crate) fn dir_fd(&self) -> RawFd {
+        self.slot().dir_fd.as_raw_fd()
+    }
+
+    /// The descriptor a child passes to [`join`] between fork and exec, where it cannot be
+    /// born in the cgroup.
     pub(crate) fn procs_fd(&self) -> RawFd {
-        self.procs.as_raw_fd()
+        self.slot().procs.as_raw_fd()
+    }
+
+    fn slot(&self) -> &Slot {
+        self.slot
+            .as_ref()
+            .expect("a scope holds its slot until it ends")
     }
 
     /// SIGKILLs every process in the cgroup, including those that left the process group.
     pub(crate) fn kill(&self) {
-        kill_members(&self.dir, self.has_kill);
+        self.killed.store(true, Ordering::Relaxed);
+        kill_members(&self.slot().dir, self.has_kill);
     }
 
-    /// Kills what is left and removes the cgroup, waiting (briefly, without blocking the
+    /// Kills what is left and gives the cgroup back, waiting (briefly, without blocking the
     /// runtime) for killed processes to go. In the usual case the cgroup is already empty and
-    /// this is one `rmdir`.
+    /// this is one read.
     pub(crate) async fn finish(mut self) {
-        if self.try_remove() {
+        if self.give_back_if_empty() {
             return;
         }
         self.kill();
@@ -241,43 +406,110 @@ impl CgroupScope {
         let mut pause = Duration::from_millis(1);
         while tokio::time::Instant::now() < give_up {
             tokio::time::sleep(pause).await;
-            if self.try_remove() {
+            if self.give_back_if_empty() {
                 return;
             }
             pause = (pause * 2).min(Duration::from_millis(50));
         }
-        // Dropped here: one more kill and removal, then a thread keeps trying.
+        // Dropped here: one more kill, then a thread removes it once it is empty.
     }
 
-    /// Removes the cgroup if it is empty; `true` once it is gone.
-    fn try_remove(&mut self) -> bool {
-        if !self.removed {
-            match fs::remove_dir(&self.dir) {
-                Ok(()) => self.removed = true,
-                Err(error) if error.kind() == io::ErrorKind::NotFound => self.removed = true,
-                Err(_) => {}
-            }
+    /// Gives the cgroup back to its pool (or removes it, if it was killed) if nothing is left
+    /// in it; `true` if it did.
+    fn give_back_if_empty(&mut self) -> bool {
+        let Some(slot) = &self.slot else {
+            return true;
+        };
+        if slot.populated() != Some(false) {
+            return false;
         }
-        self.removed
+        let slot = self.slot.take().expect("just looked");
+        if self.killed.load(Ordering::Relaxed) {
+            let _ = fs::remove_dir(&slot.dir);
+        } else {
+            self.pool.0.lock().free.push(slot);
+        }
+        true
     }
 }
 
 impl Drop for CgroupScope {
     fn drop(&mut self) {
-        if self.try_remove() {
+        if self.give_back_if_empty() {
             return;
         }
         self.kill();
-        if self.try_remove() {
+        if self.give_back_if_empty() {
             return;
         }
-        // Killed processes take a moment to leave; the directory is removed once they have.
-        // Only reached when supervision was dropped half way or a process would not die.
-        let dir = std::mem::take(&mut self.dir);
+        // Killed processes take a moment to leave; the cgroup is removed (not reused) once
+        // they have. Only reached when supervision was dropped half way or a process would not
+        // die. The thread holds the pool, whose parent goes after it.
+        let Some(Slot { dir, .. }) = self.slot.take() else {
+            return;
+        };
+        let pool = self.pool.clone();
         let _ = std::thread::Builder::new()
             .name("baton-cgroup-rm".into())
-            .spawn(move || remove_when_empty(&dir, EMPTY_WAIT * 4));
+            .spawn(move || {
+                remove_when_empty(&dir, EMPTY_WAIT * 4);
+                drop(pool);
+            });
     }
+}
+
+/// Removes the pools that dead baton processes left empty beneath `dir` (a driver that was
+/// SIGKILLed cannot remove its own): `baton-RUN-PID-N` whose PID is no live process and in
+/// which no process is left. A pool with processes in it is a crashed run's leftovers, for
+/// its takeover to kill ([`kill_leftover_cgroups`]); a live PID (even a reused one) is left
+/// alone.
+fn sweep_empty_leftovers(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        let Some(pid) = pool_owner(name) else {
+            continue;
+        };
+        let alive = pid == std::process::id()
+            || kill(Pid::from_raw(i32::try_from(pid).unwrap_or(0)), None).is_ok();
+        let path = entry.path();
+        let populated = fs::read_to_string(path.join("cgroup.events"))
+            .map_or(true, |events| !events.contains("populated 0"));
+        if alive || populated {
+            continue;
+        }
+        let mut inner = Vec::new();
+        descendants(&path, 0, &mut inner);
+        inner.sort_by_key(|c| std::cmp::Reverse(c.components().count()));
+        for cgroup in inner.iter().chain(std::iter::once(&path)) {
+            let _ = fs::remove_dir(cgroup);
+        }
+    }
+}
+
+/// The PID in a pool's name, `baton-LABEL-PID-N`; `None` for any other name.
+fn pool_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(PREFIX)?;
+    let mut parts = rest.rsplitn(3, '-');
+    let n = parts.next()?;
+    let pid = parts.next()?;
+    let label = parts.next()?;
+    if label.is_empty() || n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Turns off pressure-stall accounting for the cgroup at `dir` (Linux 6.1+; elsewhere the
+/// file is missing and nothing changes): every sleep and wakeup of a process in a cgroup
+/// updates the stall times of each ancestor that keeps them, and nobody reads an attempt's.
+fn no_pressure_accounting(dir: &Path) {
+    let _ = fs::write(dir.join("cgroup.pressure"), b"0");
 }
 
 /// SIGKILLs every process in the cgroup at `dir` and in the cgroups beneath it.
@@ -314,11 +546,11 @@ fn remove_when_empty(dir: &Path, within: Duration) {
     }
 }
 
-fn open_write(path: &Path) -> io::Result<OwnedFd> {
+fn open(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
     let name = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path holds a NUL byte"))?;
     // SAFETY: a valid NUL-terminated path; the result is checked.
-    let fd = unsafe { libc::open(name.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    let fd = unsafe { libc::open(name.as_ptr(), flags | libc::O_CLOEXEC) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -413,6 +645,19 @@ fn find_named(dir: &Path, prefix: &str, depth: usize, found: &mut Vec<PathBuf>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pool_s_name_gives_its_owner() {
+        assert_eq!(
+            pool_owner("baton-20261201-110317-5ded-29193-1"),
+            Some(29193)
+        );
+        assert_eq!(pool_owner("baton-x-7-12"), Some(7));
+        assert_eq!(pool_owner("baton-probe-7"), None);
+        assert_eq!(pool_owner("baton--7-1"), None);
+        assert_eq!(pool_owner("user.slice"), None);
+        assert_eq!(pool_owner("baton-x-7-1a"), None);
+    }
 
     #[test]
     fn finds_the_v2_path() {

@@ -36,6 +36,12 @@ pub(crate) struct Command {
     pub(crate) cwd: CString,
     /// Duplicated onto 0, 1 and 2, in that order.
     pub(crate) fds: [RawFd; 3],
+    /// A cgroup v2 directory, open: the child is born in it (`CLONE_INTO_CGROUP`), so
+    /// nothing it starts is ever outside, and no process is moved (a move takes a lock every
+    /// fork on the machine waits for: what made cgroups cost 4× on small tasks).
+    pub(crate) cgroup: Option<RawFd>,
+    /// A Landlock ruleset the child restricts itself to before its exec.
+    pub(crate) ruleset: Option<RawFd>,
 }
 
 /// A started child's part of baton's memory: what it reads until its exec. Dropped before the
@@ -137,6 +143,43 @@ pub(crate) struct Started {
 /// falls back to SIGCHLD, as for any other child.
 static NO_CLONE_PIDFD: AtomicBool = AtomicBool::new(false);
 
+/// Set once `clone3` was refused (Linux older than 5.3, or a seccomp policy written before
+/// it, as Docker's once was): children are cloned with `clone`, and none is born in a cgroup.
+static NO_CLONE3: AtomicBool = AtomicBool::new(false);
+
+/// Set once `CLONE_INTO_CGROUP` was refused (Linux 5.3 to 5.6).
+static NO_CLONE_INTO_CGROUP: AtomicBool = AtomicBool::new(false);
+
+/// Whether a child can be born in a cgroup here, as far as this process knows: Linux 5.7 or
+/// later, and no clone of this process was refused it.
+pub(crate) fn clones_into_cgroups() -> bool {
+    static KERNEL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    !NO_CLONE3.load(Ordering::Relaxed)
+        && !NO_CLONE_INTO_CGROUP.load(Ordering::Relaxed)
+        && *KERNEL.get_or_init(|| kernel_at_least(5, 7))
+}
+
+fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let Ok(release) = nix::sys::utsname::uname() else {
+        return false;
+    };
+    let release = release.release().to_string_lossy().into_owned();
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|part| part.parse::<u32>().unwrap_or(0));
+    let found = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    found >= (major, minor)
+}
+
+/// What [`start`] returns when the command asked for a cgroup and this kernel cannot start a
+/// child in one: the caller moves the child instead, or does without.
+pub(crate) fn cannot_clone_into_cgroup() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "this kernel cannot start a child in a cgroup (clone3 with CLONE_INTO_CGROUP)",
+    )
+}
+
 /// Starts `command` in a new child, the leader of a new process group, without waiting for
 /// its exec. An error here is baton's (no child exists); what fails in the child is reported
 /// by its [`Launch`].
@@ -163,7 +206,32 @@ pub(crate) fn start(command: Command) -> io::Result<(Started, Launch)> {
         running: AtomicI32::new(1),
         stack: Box::new_uninit_slice(STACK_WORDS),
     });
+    let into_cgroup = inner.command.cgroup.is_some();
+    if into_cgroup && !clones_into_cgroups() {
+        return Err(cannot_clone_into_cgroup());
+    }
     loop {
+        if !NO_CLONE3.load(Ordering::Relaxed) {
+            match clone3(&mut inner) {
+                Err(error) if error.raw_os_error() == Some(libc::ENOSYS) => {
+                    NO_CLONE3.store(true, Ordering::Relaxed);
+                    if into_cgroup {
+                        return Err(cannot_clone_into_cgroup());
+                    }
+                }
+                // An unknown flag, or a `clone_args` longer than the kernel knows: 5.3 to 5.6.
+                Err(error)
+                    if into_cgroup
+                        && matches!(error.raw_os_error(), Some(libc::EINVAL | libc::E2BIG)) =>
+                {
+                    NO_CLONE_INTO_CGROUP.store(true, Ordering::Relaxed);
+                    return Err(cannot_clone_into_cgroup());
+                }
+                Err(error) => return Err(error),
+                Ok(started) => return Ok((started, Launch(Some(inner)))),
+            }
+            continue;
+        }
         let with_pidfd = !NO_CLONE_PIDFD.load(Ordering::Relaxed);
         match clone(&mut inner, with_pidfd) {
             Err(error) if with_pidfd && error.raw_os_error() == Some(libc::EINVAL) => {
@@ -175,6 +243,86 @@ pub(crate) fn start(command: Command) -> io::Result<(Started, Launch)> {
     }
 }
 
+/// `struct clone_args` up to `cgroup` (`CLONE_ARGS_SIZE_VER2`, Linux 5.7).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// `CLONE_INTO_CGROUP`, which the libc crate does not name on every target.
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// [`clone`] with `clone3`: the same child, born in the command's cgroup if it names one.
+fn clone3(inner: &mut Inner) -> io::Result<Started> {
+    let mut pidfd: c_int = -1;
+    let stack = inner.stack.as_mut_ptr_range();
+    let mut args = CloneArgs {
+        flags: (libc::CLONE_VM | libc::CLONE_CHILD_CLEARTID | libc::CLONE_PIDFD) as u64,
+        pidfd: ptr::from_mut(&mut pidfd) as u64,
+        child_tid: inner.running.as_ptr() as u64,
+        exit_signal: libc::SIGCHLD as u64,
+        stack: stack.start as u64,
+        stack_size: (stack.end as usize - stack.start as usize) as u64,
+        ..CloneArgs::default()
+    };
+    if let Some(cgroup) = inner.command.cgroup {
+        args.flags |= CLONE_INTO_CGROUP;
+        args.cgroup = u64::try_from(cgroup).expect("an open descriptor is not negative");
+    }
+    let arg = ptr::from_mut(inner).cast::<c_void>();
+    let old = block_all_signals();
+    // SAFETY: as for `clone` below: the child runs `child` on `inner.stack` and reads `inner`,
+    // which stay alive and unchanged until it has exec'd or exited; `args` and `pidfd` are
+    // live locals the kernel reads and writes during the call.
+    let ret = unsafe { raw::clone3(&mut args, child, arg) };
+    restore_signals(&old);
+    if ret < 0 {
+        return Err(io::Error::from_raw_os_error(
+            i32::try_from(-ret).unwrap_or(libc::EINVAL),
+        ));
+    }
+    let pid = i32::try_from(ret).expect("a pid fits in an i32");
+    // SAFETY: see `clone`.
+    unsafe { libc::setpgid(pid, pid) };
+    // SAFETY: CLONE_PIDFD stored a new descriptor that nothing else owns.
+    let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd) });
+    Ok(Started {
+        pid: u32::try_from(pid).expect("a cloned child's pid is positive"),
+        pidfd,
+    })
+}
+
+/// Every signal blocked in this thread while it clones, and so in the child (which inherits
+/// the mask) until it has reset the handlers: a handler of baton's must never run in the
+/// child, whose memory is baton's. Returns the mask to restore.
+fn block_all_signals() -> libc::sigset_t {
+    let mut all = empty_set();
+    let mut old = empty_set();
+    // SAFETY: sigfillset and pthread_sigmask write only to the sets given, live locals of the
+    // right type (`all` is filled before pthread_sigmask reads it).
+    unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    }
+    old
+}
+
+fn restore_signals(old: &libc::sigset_t) {
+    // SAFETY: reads only `old`, a mask pthread_sigmask saved, and writes nothing.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, ptr::null_mut()) };
+}
+
 fn clone(inner: &mut Inner, with_pidfd: bool) -> io::Result<Started> {
     let mut flags = libc::CLONE_VM | libc::CLONE_CHILD_CLEARTID | libc::SIGCHLD;
     if with_pidfd {
@@ -184,17 +332,7 @@ fn clone(inner: &mut Inner, with_pidfd: bool) -> io::Result<Started> {
     let arg = ptr::from_mut(inner).cast::<c_void>();
     let running = inner.running.as_ptr();
     let mut pidfd: c_int = -1;
-    // Every signal blocked in this thread while it clones, and so in the child (which inherits
-    // the mask) until it has reset the handlers: a handler of baton's must never run in the
-    // child, whose memory is baton's.
-    let mut all = empty_set();
-    let mut old = empty_set();
-    // SAFETY: sigfillset and pthread_sigmask write only to the sets given, live locals of the
-    // right type (`all` is filled before pthread_sigmask reads it).
-    unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-    }
+    let old = block_all_signals();
     // SAFETY: the child runs `child` on `inner.stack` and reads `inner`, which stay alive and
     // unchanged until it has exec'd or exited (the `Launch` keeps them, see its `Drop`);
     // `pidfd` is where CLONE_PIDFD writes; the kernel clears `running` when the child is done
@@ -211,8 +349,7 @@ fn clone(inner: &mut Inner, with_pidfd: bool) -> io::Result<Started> {
         )
     };
     let clone_error = io::Error::last_os_error();
-    // SAFETY: reads only `old`, the mask pthread_sigmask saved above, and writes nothing.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, ptr::null_mut()) };
+    restore_signals(&old);
     if pid < 0 {
         return Err(clone_error);
     }
@@ -271,6 +408,26 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
             0,
         ),
     );
+    if let Some(ruleset) = inner.command.ruleset {
+        // What `sandbox::restrict_self` does, raw: `no_new_privs` (Landlock's condition for
+        // an unprivileged process, and no setuid program sheds the restriction), then the
+        // ruleset. The fifth argument of prctl must be 0 too.
+        check(
+            inner,
+            raw::syscall5(
+                libc::SYS_prctl,
+                libc::PR_SET_NO_NEW_PRIVS as usize,
+                1,
+                0,
+                0,
+                0,
+            ),
+        );
+        check(
+            inner,
+            raw::syscall4(libc::SYS_landlock_restrict_self, ruleset as usize, 0, 0, 0),
+        );
+    }
     raw::syscall4(
         libc::SYS_rt_sigprocmask,
         libc::SIG_SETMASK as usize,
@@ -306,8 +463,27 @@ fn fail(inner: &Inner, ret: isize) -> ! {
 
 /// Syscalls that return `-errno` instead of setting `errno`.
 mod raw {
-    #[cfg(target_arch = "x86_64")]
+    use std::ffi::{c_int, c_void};
+
+    use super::CloneArgs;
+
+    /// The function a `clone3` child runs on its new stack; it never returns (it execs or
+    /// exits), but if it did, the child would exit with its value.
+    pub(super) type ChildMain = extern "C" fn(*mut c_void) -> c_int;
+
     pub(super) fn syscall4(n: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize) -> isize {
+        syscall5(n, a1, a2, a3, a4, 0)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    pub(super) fn syscall5(
+        n: libc::c_long,
+        a1: usize,
+        a2: usize,
+        a3: usize,
+        a4: usize,
+        a5: usize,
+    ) -> isize {
         let ret: isize;
         // SAFETY: the syscalls made through this take only the pointers given, which point to
         // memory alive for the call; the kernel clobbers rcx and r11 and nothing else.
@@ -319,6 +495,46 @@ mod raw {
                 in("rsi") a2,
                 in("rdx") a3,
                 in("r10") a4,
+                in("r8") a5,
+                lateout("rcx") _,
+                lateout("r11") _,
+                options(nostack),
+            );
+        }
+        ret
+    }
+
+    /// `clone3(args)`; in the child, on the stack `args` gives it, `main(arg)` and then
+    /// `exit` with what it returned. glibc has no `clone3` wrapper to call: the child must not
+    /// return into a function whose stack frame is the parent's, so the call is made here.
+    ///
+    /// # Safety
+    /// `args` describes a child sharing this memory (`CLONE_VM`) with a stack of its own that
+    /// stays alive, with what `main` reads through `arg`, until the child has exec'd or exited.
+    #[cfg(target_arch = "x86_64")]
+    pub(super) unsafe fn clone3(args: &mut CloneArgs, main: ChildMain, arg: *mut c_void) -> isize {
+        let ret: isize;
+        // SAFETY: the caller's promise. The parent comes out of the syscall with every
+        // register but rax, rcx and r11 as it went in; the child starts on its own (16-byte
+        // aligned) stack with the same registers and rax = 0, and never leaves the block.
+        unsafe {
+            std::arch::asm!(
+                "syscall",
+                "test rax, rax",
+                "jnz 2f",
+                "mov rdi, r13",
+                "call r12",
+                "mov edi, eax",
+                "mov eax, {exit}",
+                "syscall",
+                "ud2",
+                "2:",
+                exit = const libc::SYS_exit,
+                inlateout("rax") libc::SYS_clone3 as isize => ret,
+                in("rdi") std::ptr::from_mut(args),
+                in("rsi") size_of::<CloneArgs>(),
+                in("r12") main,
+                in("r13") arg,
                 lateout("rcx") _,
                 lateout("r11") _,
                 options(nostack),
@@ -328,7 +544,14 @@ mod raw {
     }
 
     #[cfg(target_arch = "aarch64")]
-    pub(super) fn syscall4(n: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize) -> isize {
+    pub(super) fn syscall5(
+        n: libc::c_long,
+        a1: usize,
+        a2: usize,
+        a3: usize,
+        a4: usize,
+        a5: usize,
+    ) -> isize {
         let ret: isize;
         // SAFETY: as above; the kernel preserves every register but x0.
         unsafe {
@@ -339,6 +562,38 @@ mod raw {
                 in("x1") a2,
                 in("x2") a3,
                 in("x3") a4,
+                in("x4") a5,
+                options(nostack),
+            );
+        }
+        ret
+    }
+
+    /// As on x86_64 (x19 is LLVM's, so `main` and `arg` travel in x20 and x21).
+    ///
+    /// # Safety
+    /// As on x86_64.
+    #[cfg(target_arch = "aarch64")]
+    pub(super) unsafe fn clone3(args: &mut CloneArgs, main: ChildMain, arg: *mut c_void) -> isize {
+        let ret: isize;
+        // SAFETY: as on x86_64; the kernel preserves every register but x0, and the child's
+        // clobbering of x8 and x30 happens only on its own path, which never leaves the block.
+        unsafe {
+            std::arch::asm!(
+                "svc 0",
+                "cbnz x0, 2f",
+                "mov x0, x21",
+                "blr x20",
+                "mov x8, #{exit}",
+                "svc 0",
+                "brk #1",
+                "2:",
+                exit = const libc::SYS_exit,
+                in("x8") libc::SYS_clone3,
+                inlateout("x0") std::ptr::from_mut(args) as isize => ret,
+                in("x1") size_of::<CloneArgs>(),
+                in("x20") main,
+                in("x21") arg,
                 options(nostack),
             );
         }

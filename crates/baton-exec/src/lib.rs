@@ -40,7 +40,9 @@ mod watch;
 
 pub use attempt::Attempt;
 pub use capture::Captured;
-pub use cgroup::{NO_CGROUP_ENV, cgroups_available, kill_leftover_cgroups};
+pub use cgroup::{
+    CgroupPool, NO_CGROUP_ENV, cgroups_are_cheap, cgroups_available, kill_leftover_cgroups,
+};
 pub use clone_exec::refresh_handled_signals;
 pub use report::AttemptReport;
 pub use sandbox::{NO_LANDLOCK_ENV, WriteSandbox, landlock_abi, landlock_support};

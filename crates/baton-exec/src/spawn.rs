@@ -1,6 +1,7 @@
-//! Starting an attempt's child without std's `Command`, for the attempts that need nothing
-//! done between fork and exec (neither a write sandbox nor a cgroup to join): most of them,
-//! and all the short ones, whose cost is mostly this.
+//! Starting an attempt's child without std's `Command`, for every attempt whose program is a
+//! path (all shell tasks, and agents whose CLI was found): most of them, and all the short
+//! ones, whose cost is mostly this. The child is born in its cgroup and restricts itself to
+//! its write sandbox on the way to its exec ([`crate::clone_exec`]).
 //!
 //! std's `Command` gets there too, but on the way it copies baton's whole environment into a
 //! map, applies the attempt's changes, and builds a C string for every variable and argument,
@@ -189,14 +190,24 @@ fn environment(spec: &AttemptSpec) -> io::Result<CStrings> {
     Ok(envp)
 }
 
+/// Where a child starts, besides its working directory: born in a cgroup, restricted by a
+/// Landlock ruleset (both open descriptors, held by the caller until the spawn returns).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Placement {
+    pub(crate) cgroup: Option<RawFd>,
+    pub(crate) ruleset: Option<RawFd>,
+}
+
 /// Spawns `argv` with `envp` in `cwd`, as the leader of a new process group, with stdout and
 /// stderr on new pipes. Returns without waiting for the child's exec: what fails in the child
-/// is reported by its [`Launch`].
+/// is reported by its [`Launch`]. Fails with [`io::ErrorKind::Unsupported`], having started
+/// nothing, if the child is to be born in a cgroup and this kernel cannot do that.
 pub(crate) fn spawn(
     argv: CStrings,
     envp: CStrings,
     cwd: &Path,
     stdin: Stdin<'_>,
+    placement: Placement,
 ) -> io::Result<Spawned> {
     let cwd = std::ffi::CString::new(cwd.as_os_str().as_bytes()).map_err(|_| {
         io::Error::new(
@@ -227,6 +238,8 @@ pub(crate) fn spawn(
         envp,
         cwd,
         fds: [stdin_fd, out_write.as_raw_fd(), err_write.as_raw_fd()],
+        cgroup: placement.cgroup,
+        ruleset: placement.ruleset,
     })?;
     // The child's ends: the child has copies of its own (its descriptor table was copied at
     // the clone). Closing ours is what lets the pipes reach EOF when the child's side is done.

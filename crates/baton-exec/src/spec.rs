@@ -60,13 +60,13 @@ pub struct AttemptSpec {
     /// Confines the child's writes (and its descendants') to these places; `None`: it may
     /// write wherever its user may. A sandbox that cannot be set up fails the spawn.
     pub sandbox: Option<crate::WriteSandbox>,
-    /// `Some(label)`: the attempt runs in a cgroup of its own, named `baton-LABEL-PID-N`,
+    /// `Some(pool)`: the attempt runs in a cgroup of its own from `pool` (made for the run,
+    /// named after its id, so that whoever takes over after a crash finds what is left),
     /// where cgroup v2 is available and writable (see [`cgroups_available`](crate::cgroups_available)),
-    /// so that even a descendant that called `setsid` is killed when it ends; the label (the
-    /// run id) lets whoever takes over after a crash find what is left. `None`, or no usable
-    /// cgroup: its process group only. [`AttemptReport::containment`](crate::AttemptReport)
+    /// so that even a descendant that called `setsid` is killed when it ends. `None`, or no
+    /// usable cgroup: its process group only. [`AttemptReport::containment`](crate::AttemptReport)
     /// says which.
-    pub cgroup: Option<String>,
+    pub cgroup: Option<crate::CgroupPool>,
 }
 
 impl AttemptSpec {

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 mod common;
 
-use baton_exec::{Attempt, AttemptReport, AttemptSpec, Program, StopLevel, cgroups_available};
+use baton_exec::{
+    Attempt, AttemptReport, AttemptSpec, CgroupPool, Program, StopLevel, cgroups_available,
+};
 use baton_model::{Containment, Outcome};
 use common::{gone, gone_soon};
 use nix::sys::signal::{Signal, kill};
@@ -57,7 +59,7 @@ async fn a_setsid_grandchild_dies_with_an_attempt_in_a_cgroup() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("grandchild.pid");
     let mut spec = setsid_fixture(dir.path(), &pidfile);
-    spec.cgroup = Some("test-run".into());
+    spec.cgroup = Some(CgroupPool::new("test-run"));
     let report = run(spec).await;
     assert_eq!(report.outcome, Outcome::Exited { code: 0 }, "{report:?}");
     let grandchild = read_pid(&pidfile);
@@ -80,14 +82,21 @@ async fn a_setsid_grandchild_dies_with_an_attempt_in_a_cgroup() {
         .find_map(|line| line.strip_prefix("0::"))
         .expect("the fixture prints its cgroup")
         .to_owned();
-    let name = path.rsplit('/').next().unwrap();
+    // The run's parent, then the attempt's own.
+    let parent = path.rsplit('/').nth(1).unwrap();
     assert!(
-        name.starts_with(&format!("baton-test-run-{}-", std::process::id())),
+        parent.starts_with(&format!("baton-test-run-{}-", std::process::id())),
         "{path}"
     );
+    // The pool went with the attempt, the last to hold it: nothing is left.
     assert!(
         !cgroup_dir(&path).exists(),
         "the attempt's cgroup {path} was not removed"
+    );
+    let parent = cgroup_dir(&path).parent().unwrap().to_owned();
+    assert!(
+        !parent.exists(),
+        "the run's cgroup {parent:?} was not removed"
     );
 }
 
@@ -122,7 +131,7 @@ async fn a_timeout_kills_the_whole_cgroup() {
         pidfile.display()
     );
     let mut spec = AttemptSpec::new(Program::Shell(script), dir.path(), dir.path().join("log"));
-    spec.cgroup = Some("test-run".into());
+    spec.cgroup = Some(CgroupPool::new("test-run"));
     spec.timeout = Some(Duration::from_millis(300));
     spec.kill_grace = Duration::from_millis(100);
     let report = run(spec).await;
@@ -132,4 +141,83 @@ async fn a_timeout_kills_the_whole_cgroup() {
         gone_soon(read_pid(&pidfile)),
         "the setsid grandchild survived the timeout"
     );
+}
+
+/// The cgroup (v2 path) a shell attempt ran in, from what it printed.
+fn printed_cgroup(report: &AttemptReport) -> String {
+    report
+        .stdout
+        .text
+        .lines()
+        .find_map(|line| line.strip_prefix("0::"))
+        .unwrap_or_else(|| panic!("no cgroup printed: {report:?}"))
+        .to_owned()
+}
+
+/// A run's cgroups are reused: the next attempt gets the cgroup the last one left, alone in it,
+/// and two attempts at once get two. One that had to be killed (a daemon was left in it) is
+/// not reused: its daemon is killed, not inherited. Dropping the pool removes them all.
+#[tokio::test]
+async fn a_pool_reuses_emptied_cgroups_and_removes_them_at_the_end() {
+    if !cgroups_available() {
+        eprintln!("note: no writable cgroup v2; skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pool = CgroupPool::new("pool-test");
+    let pidfile = dir.path().join("daemon.pid");
+    let shell = |script: String| {
+        let mut spec = AttemptSpec::new(Program::Shell(script), dir.path(), dir.path().join("log"));
+        spec.cgroup = Some(pool.clone());
+        spec
+    };
+    let clean = run(shell("cat /proc/self/cgroup".into())).await;
+    assert_eq!(clean.containment, Some(Containment::Cgroup));
+    let reused = printed_cgroup(&clean);
+    // This one leaves a daemon that left its group and closed the pipes.
+    let first = run(shell(format!(
+        "setsid sh -c 'echo $$ > {0}; exec sleep 1000000' </dev/null >/dev/null 2>&1 & \
+         while [ ! -s {0} ]; do sleep 0.01; done; cat /proc/self/cgroup",
+        pidfile.display()
+    )))
+    .await;
+    assert_eq!(first.containment, Some(Containment::Cgroup));
+    let daemon = read_pid(&pidfile);
+    assert!(gone_soon(daemon), "the daemon outlived its attempt");
+    let first_cgroup = printed_cgroup(&first);
+    assert_eq!(first_cgroup, reused, "an emptied cgroup is reused");
+    assert!(
+        !cgroup_dir(&first_cgroup).exists(),
+        "a killed cgroup is removed"
+    );
+    // The next is given a new cgroup, and is alone in it.
+    let second = run(shell("cat /proc/self/cgroup".into())).await;
+    assert!(second.outcome.is_success(), "{second:?}");
+    let second_cgroup = printed_cgroup(&second);
+    assert_ne!(second_cgroup, first_cgroup);
+    let again = run(shell(format!(
+        "cat /proc/self/cgroup; cat {}/cgroup.procs",
+        cgroup_dir(&second_cgroup).display()
+    )))
+    .await;
+    assert_eq!(printed_cgroup(&again), second_cgroup);
+    let members: Vec<&str> = again
+        .stdout
+        .text
+        .lines()
+        .filter(|line| line.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    // The shell and its `cat`: nothing of an earlier attempt's.
+    assert_eq!(members.len(), 2, "{members:?}");
+    assert!(!members.contains(&daemon.to_string().as_str()));
+    // Two at once: two cgroups.
+    let (a, b) = tokio::join!(
+        run(shell("cat /proc/self/cgroup; sleep 0.2".into())),
+        run(shell("cat /proc/self/cgroup; sleep 0.2".into()))
+    );
+    assert_ne!(printed_cgroup(&a), printed_cgroup(&b));
+    let parent = cgroup_dir(&first_cgroup).parent().unwrap().to_owned();
+    assert!(parent.is_dir());
+    drop(pool);
+    assert!(!parent.exists(), "the pool's cgroups were left: {parent:?}");
 }

@@ -242,7 +242,8 @@ pub struct Task {
     /// a worktree, else not confined.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confine: Option<Confine>,
-    /// What holds the task's processes; `None`: a cgroup for an agent task, the process
+    /// What holds the task's processes; `None`: a cgroup wherever a child can be born in one
+    /// (Linux 5.7+ with cgroup v2 writable), else a cgroup for an agent task and the process
     /// group for any other.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contain: Option<Contain>,
@@ -278,8 +279,9 @@ impl Confine {
 #[serde(rename_all = "kebab-case")]
 pub enum Contain {
     /// A cgroup of its own where cgroup v2 is writable (else the process group): even a
-    /// descendant that called `setsid` is killed at the end. Costs a fork and a cgroup
-    /// migration per attempt (see docs/PERFORMANCE.md).
+    /// descendant that called `setsid` is killed at the end. Next to free where the child is
+    /// born in it; a fork and a cgroup migration per attempt where it must be moved (see
+    /// docs/PERFORMANCE.md).
     Cgroup,
     /// The process group only: the cheapest spawn.
     ProcessGroup,

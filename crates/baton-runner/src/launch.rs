@@ -107,6 +107,8 @@ pub(crate) struct Launcher<'a> {
     base_passed: Arc<[(OsString, OsString)]>,
     /// How agent engines are run, and what models cost.
     agents: AgentConfig,
+    /// The cgroups of the run's attempts, reused from attempt to attempt.
+    cgroups: baton_exec::CgroupPool,
 }
 
 impl<'a> Launcher<'a> {
@@ -125,6 +127,7 @@ impl<'a> Launcher<'a> {
             .collect();
         Self {
             graph,
+            cgroups: baton_exec::CgroupPool::new(run_id.as_str()),
             run_id,
             root: config.root.clone(),
             kill_grace: config.kill_grace,
@@ -276,7 +279,7 @@ impl<'a> Launcher<'a> {
             idle_timeout: None,
             finish_grace: AttemptSpec::DEFAULT_FINISH_GRACE,
             sandbox: None,
-            cgroup: self.cgroup_label(task),
+            cgroup: self.cgroups_for(task),
         };
         if let Some(agent) = &agent {
             for (key, value) in &agent.env {
@@ -353,17 +356,18 @@ impl<'a> Launcher<'a> {
         Ok(Some(own))
     }
 
-    /// The cgroup label of `task`'s attempts (the run id, so that a takeover finds what a
-    /// dead driver left), or `None` for its process group only. An agent runs for minutes and
-    /// starts servers and tools of its own: a cgroup is cheap beside it and holds what
-    /// daemonizes. A shell task gets one only when it asks: the fork and the cgroup migration
-    /// would double the spawn cost of small tasks (docs/PERFORMANCE.md).
-    fn cgroup_label(&self, task: u32) -> Option<String> {
+    /// The cgroups for `task`'s attempts (named after the run, so that a takeover finds what
+    /// a dead driver left), or `None` for its process group only. Every task is contained
+    /// where its child can be born in its cgroup, which costs next to nothing
+    /// (docs/PERFORMANCE.md); where a child has to be moved into one, which would double the
+    /// spawn cost of small tasks, only agents are (an agent runs for minutes and starts
+    /// servers and tools of its own) and the tasks that ask.
+    fn cgroups_for(&self, task: u32) -> Option<baton_exec::CgroupPool> {
         let wanted = match self.graph.task(task).contain {
             Some(contain) => contain == baton_graph::Contain::Cgroup,
-            None => self.is_agent(task),
+            None => self.is_agent(task) || baton_exec::cgroups_are_cheap(),
         };
-        wanted.then(|| self.run_id.to_string())
+        wanted.then(|| self.cgroups.clone())
     }
 
     /// Whether `task` is given to an agent engine.

@@ -113,6 +113,11 @@ contain = "cgroup"
 [[task]]
 id = "plain"
 run = "true"
+
+[[task]]
+id = "grouped"
+run = "true"
+contain = "process-group"
 "#
     );
     let out = Test::new()
@@ -126,7 +131,14 @@ run = "true"
         .parse()
         .unwrap();
     let status = out.then().args(&["status", "--json"]).run().status(0);
-    assert_eq!(status.json_task("plain")["containment"], "process_group");
+    assert_eq!(status.json_task("grouped")["containment"], "process_group");
+    // Every task is contained where a child can be born in its cgroup (#14 item 3).
+    let by_default = if baton_exec::cgroups_are_cheap() {
+        "cgroup"
+    } else {
+        "process_group"
+    };
+    assert_eq!(status.json_task("plain")["containment"], by_default);
     let daemon = status.json_task("daemon");
     // The table says the same, in words.
     let table = status.then().args(&["status"]).run().status(0).stdout;
@@ -136,7 +148,7 @@ run = "true"
             .to_owned()
     };
     assert!(table.contains("CONTAINMENT"), "{table}");
-    assert!(row("plain ").contains(" process group "), "{table}");
+    assert!(row("grouped ").contains(" process group "), "{table}");
     if baton_exec::cgroups_available() {
         assert_eq!(daemon["containment"], "cgroup");
         assert!(row("daemon ").contains(" cgroup "), "{table}");
@@ -213,6 +225,12 @@ fn attempt_cgroup(pid: i32) -> std::path::PathBuf {
         path.contains("/baton-"),
         "not in an attempt's cgroup: {path}"
     );
+    cgroup_dir(path)
+}
+
+/// The directory of cgroup v2 `path` (as `/proc/PID/cgroup` prints it) under the `cgroup2`
+/// mount of the hierarchy's root.
+pub fn cgroup_dir(path: &str) -> std::path::PathBuf {
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     let mount = mountinfo
         .lines()

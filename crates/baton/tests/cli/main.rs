@@ -12,6 +12,7 @@ mod test;
 mod checks;
 mod confine;
 mod conflicts;
+mod containment;
 mod examples;
 mod flags;
 mod handoff;
