@@ -1098,3 +1098,66 @@ backoff = "10ms"
     let message = task["outcome"]["message"].as_str().unwrap();
     assert!(message.contains("model API was not answering"), "{message}");
 }
+
+/// What an agent's tool calls start ends with the agent's attempt (#14 item 3): a daemon in a
+/// session of its own, a double fork into one and a TERM-ignoring child, started by Claude
+/// Code's Bash tool, outlive the tool call but not the attempt.
+#[test]
+fn what_an_agent_s_tools_left_running_ends_with_its_attempt() {
+    if !baton_exec::cgroups_available() {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "agent containment test: skipped: cgroup v2 is not writable here"
+        );
+        return;
+    }
+    let test = Test::new();
+    let root = test.path().canonicalize().unwrap();
+    let pid = |name: &str| root.join(name).to_str().unwrap().to_owned();
+    let (daemon, double, stubborn) = (pid("daemon.pid"), pid("double.pid"), pid("stubborn.pid"));
+    let command = format!(
+        "setsid sh -c 'echo $$ > {daemon}; exec sleep 300' </dev/null >/dev/null 2>&1 &\n\
+         ( ( setsid sh -c 'echo $$ > {double}; exec sleep 300' </dev/null >/dev/null 2>&1 & ) & )\n\
+         sh -c 'trap \"\" TERM; echo $$ > {stubborn}; exec sleep 300' </dev/null >/dev/null 2>&1 &\n\
+         while [ ! -s {daemon} ] || [ ! -s {double} ] || [ ! -s {stubborn} ]; do sleep 0.01; done"
+    );
+    let script = Script::new()
+        .rule(Rule::text("Daemons: started").when_last_contains("toolu_mock"))
+        .rule(
+            Rule::tool_use(
+                "Bash",
+                serde_json::json!({"command": command, "description": "start daemons"}),
+            )
+            .when_contains("TASK-DAEMONS"),
+        );
+    let model = MockModel::start(script).unwrap();
+    // Not confined: the pid files are written outside its worktree.
+    let graph = r#"
+[[task]]
+id = "work"
+engine = "claude"
+timeout = "2m"
+confine = "none"
+prompt = "TASK-DAEMONS: start some servers"
+allowed_tools = ["Bash"]
+"#;
+    let test = with_claude(test, &model).graph("graph.toml", graph);
+    crate::workspaces::git(&root, &["add", "-A"]);
+    crate::workspaces::git(&root, &["commit", "-qm", "start"]);
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+    let work = out.json_task("work");
+    assert_eq!(work["output"], "Daemons: started", "{work}");
+    assert_eq!(work["containment"], "cgroup");
+    for path in [&daemon, &double, &stubborn] {
+        let pid: i32 = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            crate::procs::gone_within(pid, std::time::Duration::from_secs(5)),
+            "{path}: {pid} outlived the agent's attempt"
+        );
+    }
+}
