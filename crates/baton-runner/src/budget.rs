@@ -26,6 +26,10 @@ pub(crate) struct Spent {
     pub tokens: u64,
 }
 
+/// How the description of an [`Exceeded::Run`] begins, in an `over-budget` outcome's `limit`:
+/// what tells a run stopped by its own budget from a task stopped by its.
+pub(crate) const RUN_LIMIT_PREFIX: &str = "run ";
+
 /// Which limit an attempt went past.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Exceeded {
@@ -115,7 +119,7 @@ impl Meter {
             usd: state.spent.usd + live.usd,
             tokens: state.spent.tokens + live.tokens,
         };
-        over(&state.limit, total).map(|what| Exceeded::Run(format!("run {what}")))
+        over(&state.limit, total).map(|what| Exceeded::Run(format!("{RUN_LIMIT_PREFIX}{what}")))
     }
 
     /// An attempt ended: its final spend replaces its live one (the larger of the two: an

@@ -64,7 +64,7 @@ pub fn check_confinement(graph: &baton_graph::Graph) -> Result<Option<String>, V
 }
 pub use layout::RunDirs;
 pub use leftovers::{Unfinished, kill_leftovers};
-pub use result::build_result;
+pub use result::{build_observed_result, build_result};
 pub use run_id::new_run_id;
 pub use takeover::{BudgetChange, Takeover, TakeoverError, cancel_abandoned};
 pub use workspace::run_repo;

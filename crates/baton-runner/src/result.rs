@@ -17,9 +17,24 @@ pub fn build_result(
     run: &RunId,
     state_dir: &std::path::Path,
 ) -> Result<RunResult, StoreError> {
-    let record = store
+    build_observed_result(store, run, state_dir, None)
+}
+
+/// [`build_result`] for a run whose state was observed to be `state` rather than what its
+/// record says (a run recorded as running whose driver is dead is interrupted): the result,
+/// and what to type next, are of that state.
+pub fn build_observed_result(
+    store: &dyn Store,
+    run: &RunId,
+    state_dir: &std::path::Path,
+    state: Option<baton_model::RunState>,
+) -> Result<RunResult, StoreError> {
+    let mut record = store
         .run(run)?
         .ok_or_else(|| StoreError::UnknownRun(run.clone()))?;
+    if let Some(state) = state {
+        record.status = state;
+    }
     let mut records = store.tasks(run)?;
     records.sort_by_key(|t| t.idx);
     let started = record.started_at_ms;
@@ -363,6 +378,10 @@ fn what_else(run: &RunId, tasks: &[TaskResult], record: &baton_store::RunRecord)
         RunState::Failed if budget_stop => {
             next.push(format!("baton resume {run} --raise-budget USD"));
         }
+        // An agent the run's budget stopped: the same tasks again need more of it.
+        RunState::Failed | RunState::Blocked if tasks.iter().any(stopped_by_run_budget) => {
+            next.push(format!("baton retry {run} --raise-budget USD"));
+        }
         RunState::Failed | RunState::Blocked => {
             let failed = tasks
                 .iter()
@@ -375,14 +394,26 @@ fn what_else(run: &RunId, tasks: &[TaskResult], record: &baton_store::RunRecord)
         RunState::Interrupted | RunState::Cancelled => {
             next.push(format!("baton resume {run}"));
         }
-        // A run still going (or one whose driver died: the record cannot tell) has nothing
-        // to type yet; one that succeeded, nothing at all.
-        RunState::Running
-        | RunState::Succeeded
-        | RunState::SucceededWithWarnings
-        | RunState::NeedsHuman => {}
+        // A run still going has nothing to type yet unless a task waits for a person (a run
+        // whose driver died is observed as interrupted, above); one that succeeded, nothing.
+        RunState::Running => {
+            for task in tasks.iter().filter(|t| t.state == TaskState::Waiting) {
+                let id = shell_word(&task.id);
+                next.push(format!("baton approve {run} {id}"));
+                next.push(format!("baton reject {run} {id} --reason '…'"));
+            }
+        }
+        RunState::Succeeded | RunState::SucceededWithWarnings | RunState::NeedsHuman => {}
     }
     next
+}
+
+/// Whether `task` failed because the run's budget ran out under it (not its own budget).
+fn stopped_by_run_budget(task: &TaskResult) -> bool {
+    matches!(
+        &task.outcome,
+        Some(Outcome::OverBudget { limit, .. }) if limit.starts_with(crate::budget::RUN_LIMIT_PREFIX)
+    )
 }
 
 /// `word` as one shell word: as it is when nothing in it is special to a shell, else quoted.

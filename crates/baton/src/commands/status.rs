@@ -9,8 +9,11 @@ use crate::out;
 pub fn status(args: StatusArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let (project, store) = records::open_with_project(store_url)?;
     let run = records::resolve(&*store, args.run.as_deref())?;
-    let mut result = baton_runner::build_result(&*store, &run.id, &project.state_dir)?;
-    result.run.state = records::effective_state(&run);
+    // As observed: a run recorded as running whose driver is gone is interrupted, and what
+    // to type next is for that.
+    let state = records::effective_state(&run);
+    let result =
+        baton_runner::build_observed_result(&*store, &run.id, &project.state_dir, Some(state))?;
     if args.json {
         out::json("the run's status", &result)?;
         return Ok(exit::SUCCESS);

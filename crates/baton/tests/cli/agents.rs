@@ -25,7 +25,7 @@ pub fn agent_bin(name: &str) -> PathBuf {
 
 /// A test whose `claude` engine is the pinned CLI, talking to `model`, with a home of its own
 /// (Claude Code keeps sessions there).
-fn with_claude(test: Test, model: &MockModel) -> Test {
+pub(crate) fn with_claude(test: Test, model: &MockModel) -> Test {
     let home = test.path().parent().unwrap().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let config = format!(
@@ -411,7 +411,7 @@ run = "printf 'got: %s' {{ needs.notes.output }}"
 }
 
 /// A model whose every answer costs about $3 with claude-sonnet-4-5 (a million input tokens).
-fn expensive_model() -> MockModel {
+pub(crate) fn expensive_model() -> MockModel {
     MockModel::start(Script::new().rule(Rule::reply(Reply::Text {
         text: "done, expensively".into(),
         input_tokens: 1_000_000,

@@ -132,11 +132,14 @@ fn a_conflict_between_dependencies_counts_the_task_that_needs_a_person() {
         .run()
         .status(1);
     let summary = merge_block(&out, &out.stdout);
-    out.stdout_contains("3 tasks, 2 ok, 1 need a person, 3 attempts");
+    let out = out.stdout_contains("3 tasks, 2 ok, 1 need a person, 3 attempts");
     assert!(
         summary
             .starts_with("the result did not merge: `right` conflicts with `left` in shared.txt\n"),
         "{summary}"
     );
     assert!(summary.ends_with("  baton resume RUN\n\n"), "{summary}");
+    insta::assert_snapshot!(summary);
+    let status = baton_in(out.path(), &["status"]).stdout;
+    assert_eq!(merge_block(&out, &status), summary, "{status}");
 }

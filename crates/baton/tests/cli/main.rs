@@ -34,4 +34,5 @@ mod store_access;
 mod terminal;
 mod timeout;
 mod validation;
+mod why;
 mod workspaces;
