@@ -169,9 +169,10 @@ fn may_run_drivers(args: &[&str]) -> bool {
         }
     };
     let read_only = match command {
-        Some("rev-parse" | "rev-list" | "for-each-ref" | "symbolic-ref" | "branch" | "config") => {
-            true
-        }
+        Some(
+            "rev-parse" | "rev-list" | "for-each-ref" | "symbolic-ref" | "branch" | "config"
+            | "commit-tree" | "update-ref",
+        ) => true,
         Some("worktree") => matches!(args.next(), Some(&("list" | "prune"))),
         _ => false,
     };
@@ -380,6 +381,8 @@ mod tests {
             &["worktree", "list"],
             &["worktree", "prune"],
             &["-c", "core.quotePath=false", "for-each-ref"],
+            &["commit-tree", "t", "-p", "p"],
+            &["update-ref", "refs/heads/x", "c"],
         ] {
             assert!(!may_run_drivers(args), "{args:?}");
         }
@@ -387,6 +390,7 @@ mod tests {
             &["add", "--all"][..],
             &["commit"],
             &["merge", "x"],
+            &["merge-tree", "--write-tree", "a", "b"],
             &["worktree", "add", "p"],
             &["worktree", "remove", "p"],
             &["-c", "core.quotePath=false", "diff"],

@@ -2,8 +2,14 @@
 
 use std::path::{Path, PathBuf};
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::evidence::Evidence;
 use crate::git::{Drivers, Git, GitError, failed};
+
+/// Set once git refused `merge-tree --write-tree` (older than 2.38): results are merged in a
+/// scratch worktree from then on.
+static NO_MERGE_TREE: AtomicBool = AtomicBool::new(false);
 
 /// A git repository baton runs in.
 #[derive(Debug, Clone)]
@@ -206,14 +212,19 @@ impl Repo {
         crate::evidence::parse(&name_status, &numstat)
     }
 
-    /// Merges `commits` in order onto `base` as branch `branch` (created or reset), in a
-    /// scratch worktree at `path` that is removed afterwards. Stops at the first conflict.
+    /// Merges `commits` in order onto `base` as branch `branch` (created or reset). Stops at
+    /// the first conflict.
     ///
     /// Each `(label, commit)` becomes one merge commit `baton: merge task LABEL` (never a
-    /// fast-forward), so the branch's first-parent history lists the tasks merged, one commit
-    /// each. On a conflict the merge is aborted and the branch stays at the last merge that
-    /// succeeded (at `base` if the first one conflicts); the conflict names the label. A
-    /// scratch worktree left at `path` by an earlier, interrupted call is removed first.
+    /// fast-forward, even of a commit already merged), so the branch's first-parent history
+    /// lists the tasks merged, one commit each. On a conflict the branch stays at the last
+    /// merge that succeeded (at `base` if the first one conflicts); the conflict names the
+    /// label.
+    ///
+    /// Nothing is checked out: each merge is `git merge-tree --write-tree` (git 2.38+) and
+    /// `git commit-tree`, and the branch is set once at the end. With an older git, the merges
+    /// are made in a scratch worktree at `path`, removed afterwards. A scratch worktree left at
+    /// `path` by an interrupted call is removed first either way.
     pub fn merge_into_branch(
         &self,
         path: &Path,
@@ -226,18 +237,133 @@ impl Repo {
             .iter()
             .map(|(label, rev)| Ok((label.as_str(), self.resolve(rev)?)))
             .collect::<Result<Vec<_>, GitError>>()?;
-        let path_arg = path_arg(path)?;
-        if self.find_worktree(path)?.is_some() {
+        if path.exists() && self.find_worktree(path)?.is_some() {
             self.remove_worktree(path)?;
         }
+        if !NO_MERGE_TREE.load(Ordering::Relaxed) {
+            match self.merge_without_checkout(branch, &base, &commits) {
+                Err(GitError::Failed { status, stderr, .. })
+                    if status.contains("129") && stderr.contains("write-tree") =>
+                {
+                    // git older than 2.38: no `merge-tree --write-tree`.
+                    NO_MERGE_TREE.store(true, Ordering::Relaxed);
+                }
+                done => return done,
+            }
+        }
+        self.merge_in_worktree(path, branch, &base, &commits)
+    }
+
+    /// [`Repo::merge_into_branch`] with `merge-tree` and `commit-tree`.
+    fn merge_without_checkout(
+        &self,
+        branch: &str,
+        base: &str,
+        commits: &[(&str, String)],
+    ) -> Result<MergeOutcome, GitError> {
+        let mut current = base.to_owned();
+        let mut conflict = None;
+        for (label, commit) in commits {
+            let args = [
+                "merge-tree",
+                "--write-tree",
+                "-z",
+                "--name-only",
+                "--no-messages",
+                current.as_str(),
+                commit.as_str(),
+            ];
+            let output = self.git.run(&self.root, &args)?;
+            let text = String::from_utf8_lossy(&output.stdout);
+            let mut fields = text.split('\0');
+            let tree = fields.next().unwrap_or_default();
+            match output.status.code() {
+                Some(0) => {}
+                Some(1) if !tree.is_empty() => {
+                    let mut files: Vec<String> = fields
+                        .filter(|f| !f.is_empty())
+                        .map(str::to_owned)
+                        .collect();
+                    files.sort();
+                    files.dedup();
+                    conflict = Some(Conflict {
+                        incoming: (*label).to_owned(),
+                        files,
+                    });
+                    break;
+                }
+                _ => return Err(failed(&args, &output)),
+            }
+            let message = format!("baton: merge task {label}");
+            current = self
+                .git
+                .output(
+                    &self.root,
+                    &[
+                        "commit-tree",
+                        tree,
+                        "-p",
+                        current.as_str(),
+                        "-p",
+                        commit.as_str(),
+                        "-m",
+                        &message,
+                    ],
+                )?
+                .trim()
+                .to_owned();
+        }
+        let reference = format!("refs/heads/{branch}");
+        self.git.output(
+            &self.root,
+            &[
+                "update-ref",
+                "-m",
+                "baton: merge the run's tasks",
+                &reference,
+                &current,
+            ],
+        )?;
+        Ok(match conflict {
+            Some(conflict) => MergeOutcome::Conflict(conflict),
+            None => MergeOutcome::Merged(current),
+        })
+    }
+
+    /// [`Repo::merge_into_branch`] as it is done with a git older than 2.38, in a scratch
+    /// worktree at `path`: for the tests that hold both ways to the same result.
+    #[doc(hidden)]
+    pub fn merge_into_branch_checked_out(
+        &self,
+        path: &Path,
+        branch: &str,
+        base: &str,
+        commits: &[(String, String)],
+    ) -> Result<MergeOutcome, GitError> {
+        let base = self.resolve(base)?;
+        let commits = commits
+            .iter()
+            .map(|(label, rev)| Ok((label.as_str(), self.resolve(rev)?)))
+            .collect::<Result<Vec<_>, GitError>>()?;
+        self.merge_in_worktree(path, branch, &base, &commits)
+    }
+
+    /// [`Repo::merge_into_branch`] in a scratch worktree, for git older than 2.38.
+    fn merge_in_worktree(
+        &self,
+        path: &Path,
+        branch: &str,
+        base: &str,
+        commits: &[(&str, String)],
+    ) -> Result<MergeOutcome, GitError> {
+        let path_arg = path_arg(path)?;
         create_parent(path)?;
         self.git.output(
             &self.root,
-            &["worktree", "add", "--quiet", "-B", branch, &path_arg, &base],
+            &["worktree", "add", "--quiet", "-B", branch, &path_arg, base],
         )?;
-
         let merged = (|| {
-            for (label, commit) in &commits {
+            for (label, commit) in commits {
                 let message = format!("baton: merge task {label}");
                 if let Some(files) = self.merge(path, commit, &message, FastForward::Never)? {
                     return Ok(MergeOutcome::Conflict(Conflict {

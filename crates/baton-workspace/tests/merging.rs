@@ -276,3 +276,63 @@ fn apply_aborts_a_conflict() {
         "one\nTWO by the user\nthree\n"
     );
 }
+
+/// With git 2.38+ the result is merged without a checkout; with an older git, in a scratch
+/// worktree. Both make the same history: the same trees, one merge commit per task named
+/// after it, the same conflict.
+#[test]
+fn merging_without_a_checkout_makes_what_a_checkout_makes() {
+    let fx = Fixture::new();
+    let a = fx.task_from_base("a", &[("a.txt", Some("a\n"))]);
+    let b = fx.task_from_base("b", &[("shared.txt", Some("one\nTWO by b\nthree\n"))]);
+    let c = fx.task_from_base("c", &[("shared.txt", Some("one\nTWO by c\nthree\n"))]);
+    let tasks: Vec<(String, String)> = vec![
+        ("a".into(), a.clone()),
+        ("b".into(), b.clone()),
+        ("c".into(), c),
+    ];
+    let summary = |branch: &str| {
+        let head = fx.repo.branch_commit(branch).unwrap().unwrap();
+        git(
+            fx.root(),
+            &["log", "--first-parent", "--format=%T %s|%an", &head],
+        )
+    };
+    let fast = fx
+        .repo
+        .merge_into_branch(&fx.wt("m1"), "baton/r/fast", &fx.base, &tasks)
+        .unwrap();
+    let slow = fx
+        .repo
+        .merge_into_branch_checked_out(&fx.wt("m2"), "baton/r/slow", &fx.base, &tasks)
+        .unwrap();
+    assert_eq!(fast, slow);
+    assert!(
+        matches!(fast, MergeOutcome::Conflict(ref c) if c.incoming == "c"),
+        "{fast:?}"
+    );
+    assert_eq!(summary("baton/r/fast"), summary("baton/r/slow"));
+    assert!(!fx.wt("m1").exists() && !fx.wt("m2").exists());
+    assert_eq!(fx.worktree_count(), 1);
+
+    // Where they differ, on purpose: a commit the branch already has (a task that changed
+    // nothing after its dependency) still gets its merge commit without a checkout, so that
+    // the history is one step per task, which bisection walks; `git merge` makes none.
+    let again = vec![
+        ("a".into(), a.clone()),
+        ("b".into(), b),
+        ("a-again".into(), a),
+    ];
+    fx.repo
+        .merge_into_branch(&fx.wt("m3"), "baton/r/again", &fx.base, &again)
+        .unwrap();
+    let steps = summary("baton/r/again");
+    assert_eq!(steps.lines().count(), 4, "base and three merges:\n{steps}");
+    assert!(
+        steps.starts_with(&format!(
+            "{} baton: merge task a-again|baton",
+            steps.lines().nth(1).unwrap().split(' ').next().unwrap()
+        )),
+        "{steps}"
+    );
+}
