@@ -215,6 +215,10 @@ pub struct Task {
     /// Where attempts run; `[defaults]` or the task set it, else it follows from the action.
     #[serde(default = "default_workspace")]
     pub workspace: Workspace,
+    /// `workspace` was set (on the task or in `[defaults]`), not followed from the action: a
+    /// worktree asked for that cannot be made is an error, a default one a note.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub workspace_asked: bool,
     /// Variables of baton's environment the task also gets, beyond the few every task gets
     /// (`PATH`, `HOME`, locale, …): names, or prefixes ending in `*`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -147,6 +147,7 @@ mod tests {
             verify: Vec::new(),
             approval: false,
             workspace: Workspace::None,
+            workspace_asked: false,
             pass_env: Vec::new(),
             secret_env: Vec::new(),
             scope_policy: Default::default(),

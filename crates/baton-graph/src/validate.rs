@@ -634,6 +634,7 @@ fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) ->
         ActionKind::Noop => Action::Noop,
     };
     let more = t.more.map_or_else(TaskMore::default, |more| *more);
+    let workspace_asked = more.workspace.or(d.workspace).is_some();
     let workspace = more.workspace.or(d.workspace).unwrap_or(match action {
         Action::Agent { .. } => Workspace::Worktree,
         Action::Shell { .. } => Workspace::Shared,
@@ -661,6 +662,7 @@ fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) ->
         verify: more.verify,
         approval: more.approval.unwrap_or(false),
         workspace,
+        workspace_asked,
         // The task's names add to the defaults'.
         pass_env: d.pass_env.iter().cloned().chain(more.pass_env).collect(),
         secret_env: d

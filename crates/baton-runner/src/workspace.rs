@@ -141,6 +141,53 @@ pub fn run_repo(root: &Path, state_dir: &Path, run: &RunId) -> Result<Repo, GitE
     Ok(repo)
 }
 
+/// Whether the worktrees `graph`'s tasks want can be made in the project at `root` (a git
+/// repository with a commit to branch from), checked before a run starts. Where they cannot,
+/// a task that asked for one (`workspace = "worktree"`) is a problem to refuse the run for,
+/// and agent tasks that have one by default are told of in a note: they work in the
+/// directory itself, and (the write sandbox needing a worktree) unconfined.
+pub fn check_worktrees(graph: &Graph, root: &Path) -> Result<Option<String>, Vec<String>> {
+    let wanting: Vec<&baton_graph::Task> = graph
+        .tasks()
+        .iter()
+        .filter(|t| t.workspace == Workspace::Worktree)
+        .collect();
+    if wanting.is_empty() {
+        return Ok(None);
+    }
+    let why = match Repo::discover(root) {
+        Err(_) => format!("`{}` is not inside a git repository", root.display()),
+        Ok(repo) if repo.resolve("HEAD").is_err() && graph.run_settings().base.is_none() => {
+            format!(
+                "the git repository at `{}` has no commit yet to branch from",
+                repo.root.display()
+            )
+        }
+        Ok(_) => return Ok(None),
+    };
+    let asked: Vec<String> = wanting
+        .iter()
+        .filter(|t| t.workspace_asked)
+        .map(|t| {
+            format!(
+                "task `{}` asks for `workspace = \"worktree\"`, but {why}: commit what is \
+                 there first (`git init`, `git add -A`, `git commit -m start`), or drop its \
+                 `workspace`",
+                t.id
+            )
+        })
+        .collect();
+    if !asked.is_empty() {
+        return Err(asked);
+    }
+    let names: Vec<String> = wanting.iter().map(|t| format!("`{}`", t.id)).collect();
+    Ok(Some(format!(
+        "{why}: agent tasks {} work in it directly, not each in a worktree of its own, and \
+         without the write sandbox (commit what is there, and they get both)",
+        names.join(", ")
+    )))
+}
+
 /// [`run_repo`] at the start of a run (or a takeover): the first start, before any task ran,
 /// keeps the drivers it trusts.
 fn start_repo(root: &Path, state_dir: &Path, run: &RunId) -> Result<Repo, GitError> {
@@ -246,7 +293,15 @@ impl Workspaces {
         let path = self.dir.join(id.as_str());
         let branch = format!("baton/{}/{}", self.run, id);
         // A takeover finds the worktree an earlier driver made: what an interrupted attempt
-        // left in it is saved on the branch first, then the task goes on from there.
+        // left in it is saved on the branch first, then the task goes on from there. One on
+        // another branch (a pooled worktree a crash left half taken) is not the task's: it
+        // goes, and the task gets a fresh one.
+        if path.join(".git").exists()
+            && repo.worktree_branch(&path).ok().flatten().as_deref() != Some(branch.as_str())
+        {
+            let _ = repo.remove_worktree(&path);
+            let _ = std::fs::remove_dir_all(&path);
+        }
         if path.join(".git").exists() {
             let _ = repo.commit_all(
                 &path,
@@ -281,7 +336,11 @@ impl Workspaces {
             _ => TaskStart::Merge(starts.iter().map(|(_, c)| c.clone()).collect()),
         };
         let spawn_error = |error: String| Outcome::SpawnFailed { error };
-        match repo.add_worktree(&path, &branch, &start) {
+        let made = match self.reuse_pooled(repo, &path, &branch, &start) {
+            Some(made) => made,
+            None => repo.add_worktree(&path, &branch, &start),
+        };
+        match made {
             Ok(MergeOutcome::Merged(commit)) => {
                 self.trees[task as usize] = Some(TaskTree {
                     path: path.clone(),
@@ -307,6 +366,32 @@ impl Workspaces {
                 path.display()
             ))),
         }
+    }
+
+    /// A worktree from the pool made `path` for a task starting at `start`, if the pool has
+    /// one that can be used (see [`Repo::reuse_worktree`]); `None` to make a fresh one.
+    fn reuse_pooled(
+        &self,
+        repo: &Repo,
+        path: &Path,
+        branch: &str,
+        start: &TaskStart,
+    ) -> Option<Result<MergeOutcome, GitError>> {
+        for pooled in pooled_worktrees(&self.pool_dir()) {
+            match repo.reuse_worktree(&pooled, path, branch, start) {
+                Ok(Some(made)) => return Some(Ok(made)),
+                Ok(None) => continue,
+                Err(error) => return Some(Err(error)),
+            }
+        }
+        None
+    }
+
+    /// Where finished runs' worktrees wait for the next tasks: `.baton/worktrees/.pool`.
+    fn pool_dir(&self) -> PathBuf {
+        self.dir
+            .parent()
+            .map_or_else(|| self.dir.join(".pool"), |dir| dir.join(".pool"))
     }
 
     /// Whether `task`'s worktree still needs its `setup` run.
@@ -462,11 +547,46 @@ impl Workspaces {
         }
         paths.sort();
         paths.dedup();
+        let pool = self.pool_dir();
+        let mut room = pool_size().saturating_sub(pooled_worktrees(&pool).len());
         for path in paths {
+            // A task's worktree (not the scratch ones, `.verify`) is kept for the next tasks,
+            // while the pool has room; its work is on its branch.
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or(".");
+            if room > 0 && !name.starts_with('.') && path.join(".git").is_file() {
+                let pooled = pool.join(format!("{}-{name}", self.run));
+                if repo.pool_worktree(&path, &pooled, &self.base).is_ok() {
+                    room -= 1;
+                    continue;
+                }
+            }
             let _ = repo.remove_worktree(&path);
         }
         let _ = std::fs::remove_dir(&self.dir);
     }
+}
+
+/// How many finished worktrees are kept for later tasks: `BATON_WORKTREE_POOL`, 8 when
+/// unset; 0 keeps none (every task's worktree is made fresh and removed at the run's end).
+fn pool_size() -> usize {
+    std::env::var("BATON_WORKTREE_POOL")
+        .ok()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(8)
+}
+
+/// The worktrees in the pool directory `pool`, oldest name first.
+fn pooled_worktrees(pool: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(pool) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join(".git").is_file())
+        .collect();
+    found.sort();
+    found
 }
 
 /// The end of a run's consolidation.

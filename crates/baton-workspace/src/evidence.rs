@@ -38,6 +38,42 @@ pub fn scope_violations(evidence: &Evidence, scope: &[String]) -> Vec<String> {
 /// Lines added and removed, as numstat gives them: `None` for a binary file.
 type Lines = (Option<u64>, Option<u64>);
 
+/// Builds the evidence from one `git diff --raw --numstat -M -z` of two commits: its raw
+/// records (`:MODES OIDS STATUS`, then one path, or two for a rename or copy), then its
+/// numstat records.
+pub(crate) fn parse_raw_numstat(text: &str) -> Result<Evidence, GitError> {
+    let mut name_status = String::new();
+    let mut fields = text.split('\0');
+    let mut numstat_start = text.len();
+    let mut offset = 0;
+    while let Some(field) = fields.next() {
+        let Some(raw) = field.strip_prefix(':') else {
+            if !field.is_empty() {
+                numstat_start = offset;
+                break;
+            }
+            offset += field.len() + 1;
+            continue;
+        };
+        offset += field.len() + 1;
+        let status = raw.rsplit(' ').next().unwrap_or_default();
+        name_status.push_str(status);
+        name_status.push('\0');
+        let paths = if matches!(status.as_bytes().first(), Some(b'R' | b'C')) {
+            2
+        } else {
+            1
+        };
+        for _ in 0..paths {
+            let path = fields.next().unwrap_or_default();
+            offset += path.len() + 1;
+            name_status.push_str(path);
+            name_status.push('\0');
+        }
+    }
+    parse(&name_status, text.get(numstat_start..).unwrap_or_default())
+}
+
 /// Builds the evidence from `git diff --name-status -M -z` and `git diff --numstat -M -z`
 /// of the same two commits.
 pub(crate) fn parse(name_status: &str, numstat: &str) -> Result<Evidence, GitError> {

@@ -179,10 +179,15 @@ fn may_run_drivers(args: &[&str]) -> bool {
     !read_only
 }
 
+/// Driver settings pinned on a command line: `(key, value)`.
+type Pins = Vec<(String, String)>;
+
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Git {
     /// The driver settings later commands are held to; `None` before they are read.
     trusted: Option<Arc<Drivers>>,
+    /// The pins of one directory, read once for a run of commands there ([`Git::settled`]).
+    settled: Option<(std::path::PathBuf, Arc<Pins>)>,
 }
 
 impl Git {
@@ -206,6 +211,20 @@ impl Git {
         self.trusted.as_deref()
     }
 
+    /// This `Git` with the driver pins of `dir` read now, once, for the commands run there
+    /// next: for a few commands in a row on a worktree whose attempt's processes are gone, so
+    /// that nothing but baton changes its config in between (the module's notes).
+    pub(crate) fn settled(&self, dir: &Path) -> Result<Git, GitError> {
+        let Some(trusted) = &self.trusted else {
+            return Ok(self.clone());
+        };
+        let pins = trusted.pins(&Drivers::read(self, dir)?);
+        Ok(Git {
+            trusted: self.trusted.clone(),
+            settled: Some((dir.to_owned(), Arc::new(pins))),
+        })
+    }
+
     /// `git ARGS` in `dir`, hardened, with every driver setting that changed since they were
     /// trusted pinned back.
     pub(crate) fn command(&self, dir: &Path, args: &[&str]) -> Result<Command, GitError> {
@@ -213,7 +232,10 @@ impl Git {
         if let Some(trusted) = &self.trusted
             && may_run_drivers(args)
         {
-            let pins = trusted.pins(&Drivers::read(self, dir)?);
+            let pins = match &self.settled {
+                Some((settled, pins)) if settled == dir => pins.as_ref().clone(),
+                _ => trusted.pins(&Drivers::read(self, dir)?),
+            };
             command.env("GIT_CONFIG_COUNT", pins.len().to_string());
             for (n, (key, value)) in pins.iter().enumerate() {
                 command.env(format!("GIT_CONFIG_KEY_{n}"), key);
@@ -391,6 +413,8 @@ mod tests {
             &["commit"],
             &["merge", "x"],
             &["merge-tree", "--write-tree", "a", "b"],
+            // It refreshes the index: a file whose stat is racy is hashed again, cleaned.
+            &["write-tree"],
             &["worktree", "add", "p"],
             &["worktree", "remove", "p"],
             &["-c", "core.quotePath=false", "diff"],

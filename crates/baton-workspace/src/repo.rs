@@ -17,6 +17,8 @@ pub struct Repo {
     /// The main worktree's root.
     pub root: PathBuf,
     git: Git,
+    /// `--git-common-dir`, once asked.
+    common_dir: std::sync::OnceLock<String>,
 }
 
 /// How a task's worktree starts.
@@ -56,7 +58,11 @@ impl Repo {
         let mut git = Git::new();
         let root = PathBuf::from(git.output(dir, &["rev-parse", "--show-toplevel"])?.trim());
         git.trust_drivers_of(&root)?;
-        Ok(Repo { root, git })
+        Ok(Repo {
+            root,
+            git,
+            common_dir: std::sync::OnceLock::new(),
+        })
     }
 
     /// The driver settings this repository's commands are held to.
@@ -94,6 +100,16 @@ impl Repo {
         Err(failed(&args, &output))
     }
 
+    /// `rev` as a commit id: a full object id as it is (baton's own, from git: the command
+    /// it is given to fails on one that names nothing), anything else resolved.
+    fn commit_id(&self, rev: &str) -> Result<String, GitError> {
+        if is_object_id(rev) {
+            Ok(rev.to_owned())
+        } else {
+            self.resolve(rev)
+        }
+    }
+
     /// Creates the worktree `path` on a new branch `branch` starting as `start` says. A
     /// merge that conflicts leaves no worktree and no branch behind.
     ///
@@ -117,39 +133,34 @@ impl Repo {
             }
             TaskStart::Merge(commits) => commits,
         };
-        // Every rev is checked before anything is created, so a typo leaves nothing behind.
+        // Every rev is checked before anything is created, so a typo leaves nothing behind
+        // (a full commit id is the caller's, from git: `worktree add` and `merge` check it).
         // Merging by commit id, not by name: `HEAD` would mean the new worktree's own.
         let commits = revs
             .iter()
-            .map(|rev| Ok((rev.as_str(), self.resolve(rev)?)))
+            .map(|rev| Ok((rev.as_str(), self.commit_id(rev)?)))
             .collect::<Result<Vec<_>, GitError>>()?;
-        if self.branch_commit(branch)?.is_some() {
-            return Err(GitError::Other(format!(
-                "branch `{branch}` already exists; delete it (`git branch -D {branch}`) or \
-                 start the task on another branch"
-            )));
-        }
         let path_arg = path_arg(path)?;
         create_parent(path)?;
         let (_, first) = &commits[0];
-        self.git.output(
-            &self.root,
-            &["worktree", "add", "--quiet", "-b", branch, &path_arg, first],
-        )?;
-
-        let merged = (|| {
-            for (rev, commit) in &commits[1..] {
-                let message = format!("baton: merge {rev}");
-                if let Some(files) = self.merge(path, commit, &message, FastForward::Allow)? {
-                    return Ok(MergeOutcome::Conflict(Conflict {
-                        incoming: (*rev).to_owned(),
-                        files,
-                    }));
-                }
+        let args = ["worktree", "add", "--quiet", "-b", branch, &path_arg, first];
+        let added = self.git.run(&self.root, &args)?;
+        if !added.status.success() {
+            // Asked only now, when it failed: one process less for every task that starts.
+            if self.branch_commit(branch)?.is_some() {
+                return Err(GitError::Other(format!(
+                    "branch `{branch}` already exists; delete it (`git branch -D {branch}`) or \
+                     start the task on another branch"
+                )));
             }
-            Ok(MergeOutcome::Merged(self.head(path)?))
-        })();
-        match merged {
+            return Err(failed(&args, &added));
+        }
+        if commits.len() == 1 {
+            // Checked out as it is: nothing to merge, and its head is the commit.
+            return Ok(MergeOutcome::Merged(first.clone()));
+        }
+
+        match self.merge_dependencies(path, &commits[1..]) {
             Ok(MergeOutcome::Merged(commit)) => Ok(MergeOutcome::Merged(commit)),
             Ok(conflict) => {
                 self.discard_task(path, branch)?;
@@ -164,52 +175,182 @@ impl Repo {
         }
     }
 
+    /// The branch checked out in the worktree at `path`; `None` for a detached `HEAD` or a
+    /// directory that is no worktree.
+    pub fn worktree_branch(&self, path: &Path) -> Result<Option<String>, GitError> {
+        let output = self.git.run(path, &["symbolic-ref", "--quiet", "HEAD"])?;
+        Ok(output.status.success().then(|| {
+            String::from_utf8_lossy(&output.stdout)
+                .trim()
+                .trim_start_matches("refs/heads/")
+                .to_owned()
+        }))
+    }
+
+    /// Merges the rest of a task's dependencies (`(rev, commit)`, in order) into its new
+    /// worktree at `path`, fast-forwarding where one already contains it; each merge that is
+    /// not a fast-forward is `baton: merge REV`.
+    fn merge_dependencies(
+        &self,
+        path: &Path,
+        rest: &[(&str, String)],
+    ) -> Result<MergeOutcome, GitError> {
+        for (rev, commit) in rest {
+            let message = format!("baton: merge {rev}");
+            if let Some(files) = self.merge(path, commit, &message, FastForward::Allow)? {
+                return Ok(MergeOutcome::Conflict(Conflict {
+                    incoming: (*rev).to_owned(),
+                    files,
+                }));
+            }
+        }
+        Ok(MergeOutcome::Merged(self.head(path)?))
+    }
+
+    /// Sets aside the worktree at `path` (a task's, its work committed on its branch) for a
+    /// later task: emptied of the task's work (`rest` checked out detached, a commit of the
+    /// user's history such as the run's base, and everything untracked or ignored removed),
+    /// so that it holds nothing the repository's history does not, and no branch; then moved
+    /// to `pooled`. [`Repo::reuse_worktree`] makes it a task's again.
+    pub fn pool_worktree(&self, path: &Path, pooled: &Path, rest: &str) -> Result<(), GitError> {
+        self.check_worktree_root(path)?;
+        let rest = self.commit_id(rest)?;
+        let git = self.git.settled(path)?;
+        git.output(path, &["checkout", "--quiet", "--force", "--detach", &rest])?;
+        git.output(path, &["clean", "-ffdxq"])?;
+        create_parent(pooled)?;
+        let (from, to) = (path_arg(path)?, path_arg(pooled)?);
+        self.git
+            .output(&self.root, &["worktree", "move", &from, &to])?;
+        Ok(())
+    }
+
+    /// Makes the pooled worktree at `pooled` the worktree `path` of a new task, as
+    /// [`Repo::add_worktree`] would have made it, but rewriting only the files that differ
+    /// from what it held: taken by a rename (of two runs reaching for it, one gets it), its
+    /// links repaired, everything git does not track removed (untracked and ignored files,
+    /// nested repositories), its per-worktree state (`config.worktree`, a merge or rebase in
+    /// progress, its reflog) removed, and `start` checked out on the new branch `branch`.
+    ///
+    /// `Ok(None)` if the pooled worktree was taken by someone else first or cannot be used:
+    /// what could be taken of it is removed, and the caller makes a fresh one.
+    pub fn reuse_worktree(
+        &self,
+        pooled: &Path,
+        path: &Path,
+        branch: &str,
+        start: &TaskStart,
+    ) -> Result<Option<MergeOutcome>, GitError> {
+        let commits = match start {
+            TaskStart::Commit(commit) => vec![("", self.commit_id(commit)?)],
+            TaskStart::Merge(commits) if commits.is_empty() => return Ok(None),
+            TaskStart::Merge(commits) => commits
+                .iter()
+                .map(|rev| Ok((rev.as_str(), self.commit_id(rev)?)))
+                .collect::<Result<Vec<_>, GitError>>()?,
+        };
+        create_parent(path)?;
+        if path.exists() || std::fs::rename(pooled, path).is_err() {
+            return Ok(None);
+        }
+        let made = (|| {
+            let path_arg = path_arg(path)?;
+            self.git
+                .output(&self.root, &["worktree", "repair", &path_arg])?;
+            self.check_worktree_root(path)?;
+            clear_worktree_state(path)?;
+            let git = self.git.settled(path)?;
+            git.output(path, &["clean", "-ffdxq"])?;
+            let (_, first) = &commits[0];
+            let args = ["checkout", "--quiet", "--force", "-b", branch, first];
+            let switched = git.run(path, &args)?;
+            if !switched.status.success() {
+                if self.branch_commit(branch)?.is_some() {
+                    return Err(GitError::Other(format!(
+                        "branch `{branch}` already exists; delete it (`git branch -D {branch}`) \
+                         or start the task on another branch"
+                    )));
+                }
+                return Err(failed(&args, &switched));
+            }
+            // What `worktree add` leaves beside: `ORIG_HEAD` (its checkout is a `reset
+            // --hard`) and an empty `refs/` for the worktree's own refs.
+            let admin = admin_dir(path)?;
+            let _ = std::fs::write(admin.join("ORIG_HEAD"), format!("{first}\n"));
+            let _ = std::fs::create_dir_all(admin.join("refs"));
+            if commits.len() == 1 {
+                return Ok(MergeOutcome::Merged(first.clone()));
+            }
+            self.merge_dependencies(path, &commits[1..])
+        })();
+        match made {
+            Ok(MergeOutcome::Merged(commit)) => Ok(Some(MergeOutcome::Merged(commit))),
+            Ok(conflict) => {
+                self.discard_task(path, branch)?;
+                Ok(Some(conflict))
+            }
+            Err(GitError::Other(message)) if message.contains("already exists") => {
+                let _ = self.remove_worktree(path);
+                Err(GitError::Other(message))
+            }
+            Err(_) => {
+                // Unusable (half pooled by a crash, repaired wrongly, …): gone, and a fresh
+                // one is made instead.
+                let _ = self.remove_worktree(path);
+                let _ = std::fs::remove_dir_all(path);
+                Ok(None)
+            }
+        }
+    }
+
     /// Commits everything changed in `worktree` (new, modified, deleted files; what git
     /// ignores stays out) with `message`, as baton. `None` when nothing changed.
     ///
     /// Refuses a directory that is not the root of one of this repository's worktrees: should
     /// an agent have removed the worktree's `.git` file, git would find the enclosing
     /// repository instead and `git add -A` would sweep the user's own working tree.
+    ///
+    /// With plumbing, after `git add --all`: `write-tree`, compared with `HEAD`'s tree, then
+    /// `commit-tree` and `update-ref` (no hooks, no status walk of the tree, one config read
+    /// for `add` and `write-tree`), six git processes where `commit` took nine.
     pub fn commit_all(&self, worktree: &Path, message: &str) -> Result<Option<String>, GitError> {
-        self.check_worktree_root(worktree)?;
-        self.git.output(worktree, &["add", "--all"])?;
-        let args = ["diff", "--cached", "--quiet", "--no-ext-diff"];
-        let staged = self.git.run(worktree, &args)?;
-        match staged.status.code() {
-            Some(0) => return Ok(None),
-            Some(1) => {}
-            _ => return Err(failed(&args, &staged)),
+        let (head, head_tree) = self.check_worktree_root(worktree)?;
+        // `add` and `write-tree` (which refreshes the index, and may clean a file again)
+        // both run filters: one read of the config for the two.
+        let git = self.git.settled(worktree)?;
+        git.output(worktree, &["add", "--all"])?;
+        let tree = git.output(worktree, &["write-tree"])?.trim().to_owned();
+        if tree == head_tree {
+            return Ok(None);
         }
-        // `whitespace`, not the default `strip`: an agent's message may hold lines starting
-        // with `#` (Markdown headings), which `strip` would drop as comments.
-        self.git.output_with_input(
+        let commit = self
+            .git
+            .output_with_input(
+                worktree,
+                &["commit-tree", &tree, "-p", &head, "-F", "-"],
+                &cleanup_whitespace(message),
+            )?
+            .trim()
+            .to_owned();
+        // `HEAD` is the task's branch: the branch moves, from where it was only.
+        self.git.output(
             worktree,
-            &[
-                "commit",
-                "--quiet",
-                "--no-verify",
-                "--allow-empty-message",
-                "--cleanup=whitespace",
-                "--file=-",
-            ],
-            message,
+            &["update-ref", "-m", "baton: commit", "HEAD", &commit, &head],
         )?;
-        Ok(Some(self.head(worktree)?))
+        Ok(Some(commit))
     }
 
     /// What changed between `from` and `to` (commits).
     pub fn evidence(&self, from: &str, to: &str) -> Result<Evidence, GitError> {
-        let from = self.resolve(from)?;
-        let to = self.resolve(to)?;
-        let name_status = self.git.output(
+        let from = self.commit_id(from)?;
+        let to = self.commit_id(to)?;
+        // One diff for both: the raw records give each file's change, the numstat ones its
+        // lines.
+        let text = self.git.output(
             &self.root,
-            &["diff", "--name-status", "-M", "-z", &from, &to, "--"],
+            &["diff", "--raw", "--numstat", "-M", "-z", &from, &to, "--"],
         )?;
-        let numstat = self.git.output(
-            &self.root,
-            &["diff", "--numstat", "-M", "-z", &from, &to, "--"],
-        )?;
-        crate::evidence::parse(&name_status, &numstat)
+        crate::evidence::parse_raw_numstat(&text)
     }
 
     /// Merges `commits` in order onto `base` as branch `branch` (created or reset). Stops at
@@ -232,10 +373,10 @@ impl Repo {
         base: &str,
         commits: &[(String, String)],
     ) -> Result<MergeOutcome, GitError> {
-        let base = self.resolve(base)?;
+        let base = self.commit_id(base)?;
         let commits = commits
             .iter()
-            .map(|(label, rev)| Ok((label.as_str(), self.resolve(rev)?)))
+            .map(|(label, rev)| Ok((label.as_str(), self.commit_id(rev)?)))
             .collect::<Result<Vec<_>, GitError>>()?;
         if path.exists() && self.find_worktree(path)?.is_some() {
             self.remove_worktree(path)?;
@@ -385,6 +526,17 @@ impl Repo {
     /// Forcefully: it is baton's, and what an agent left in it uncommitted is not kept. A path
     /// that is no worktree (any more) is fine, so that clean-up can be repeated after a crash.
     pub fn remove_worktree(&self, path: &Path) -> Result<(), GitError> {
+        // A linked worktree (a `.git` file, never the main one's directory) is removed
+        // without listing them all first, and its removal takes its administrative files
+        // with it: one git process, not four.
+        if path.join(".git").is_file() && !same_path(path, &self.root) {
+            let path_arg = path_arg(path)?;
+            let args = ["worktree", "remove", "--force", "--force", &path_arg];
+            if self.git.run(&self.root, &args)?.status.success() {
+                return Ok(());
+            }
+            // Not one of this repository's, or half gone: as below.
+        }
         if let Some(worktree) = self.find_worktree(path)? {
             if worktree.main {
                 return Err(GitError::Other(format!(
@@ -523,6 +675,72 @@ impl Repo {
         )
     }
 
+    /// The uncommitted changes of the main worktree that merging `commit` would meet, each
+    /// with how it is changed: every staged change (a merge would commit it along), and the
+    /// modified and untracked files the merge would write (or that sit where it writes a
+    /// directory, or beneath a file it writes). Others stay as they are through the merge.
+    pub fn changes_in_the_way(
+        &self,
+        commit: &str,
+    ) -> Result<Vec<(String, &'static str)>, GitError> {
+        let split = |text: &str| -> Vec<String> {
+            text.split('\0')
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        let touched = split(&self.git.output(
+            &self.root,
+            &[
+                "diff",
+                "--name-only",
+                "-z",
+                "--no-renames",
+                "--merge-base",
+                "HEAD",
+                commit,
+                "--",
+            ],
+        )?);
+        let meets = |path: &str| {
+            touched.iter().any(|t| {
+                t == path
+                    || t.strip_prefix(path).is_some_and(|r| r.starts_with('/'))
+                    || path
+                        .strip_prefix(t.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+            })
+        };
+        // Explicit, as `status.showUntrackedFiles=no` in the repository's config would hide
+        // new files.
+        let status = self.git.output(
+            &self.root,
+            &[
+                "status",
+                "--porcelain",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+            ],
+        )?;
+        let mut found = Vec::new();
+        for entry in status.split('\0').filter(|e| e.len() > 3) {
+            let (state, path) = entry.split_at(3);
+            let (index, tree) = (state.as_bytes()[0], state.as_bytes()[1]);
+            let how = match (index, tree) {
+                (b'?', _) => "untracked",
+                (b'!', _) => continue,
+                (b' ', _) => "modified",
+                _ => "staged",
+            };
+            if how == "staged" || meets(path) {
+                found.push((path.to_owned(), how));
+            }
+        }
+        found.sort();
+        Ok(found)
+    }
+
     /// Whether the main worktree has uncommitted changes (untracked files included).
     pub fn is_dirty(&self) -> Result<bool, GitError> {
         // Explicit, as `status.showUntrackedFiles=no` in the repository's config would hide
@@ -541,10 +759,21 @@ impl Repo {
     /// aborted, leaving the branch and the tree as they were.
     pub fn apply(&self, commit: &str, message: &str) -> Result<MergeOutcome, GitError> {
         let id = self.resolve(commit)?;
-        if self.is_dirty()? {
-            return Err(GitError::Other(
-                "the working tree has uncommitted changes; commit or stash them first".into(),
-            ));
+        let in_the_way = self.changes_in_the_way(&id)?;
+        if !in_the_way.is_empty() {
+            const SHOWN: usize = 10;
+            let mut named: Vec<String> = in_the_way
+                .iter()
+                .take(SHOWN)
+                .map(|(path, how)| format!("{path} ({how})"))
+                .collect();
+            if in_the_way.len() > SHOWN {
+                named.push(format!("and {} more", in_the_way.len() - SHOWN));
+            }
+            return Err(GitError::Other(format!(
+                "uncommitted changes are in the way of the merge: {}; commit or stash them first",
+                named.join(", ")
+            )));
         }
         let args = ["symbolic-ref", "--quiet", "HEAD"];
         let head = self.git.run(&self.root, &args)?;
@@ -655,7 +884,10 @@ impl Repo {
         Ok(())
     }
 
-    fn check_worktree_root(&self, worktree: &Path) -> Result<(), GitError> {
+    /// Checks that `worktree` is the root of one of this repository's worktrees (see
+    /// [`Repo::commit_all`]), and returns its `HEAD` commit and that commit's tree, asked in
+    /// the same command.
+    fn check_worktree_root(&self, worktree: &Path) -> Result<(String, String), GitError> {
         let not_ours = || {
             GitError::Other(format!(
                 "`{}` is not the root of a worktree of the repository at `{}` (was its `.git` \
@@ -669,19 +901,39 @@ impl Repo {
             "--path-format=absolute",
             "--show-toplevel",
             "--git-common-dir",
+            "HEAD",
+            "HEAD^{tree}",
         ];
         let theirs = self.git.output(worktree, &args).map_err(|_| not_ours())?;
-        let ours = self.git.output(&self.root, &args)?;
         let mut theirs = theirs.lines();
         let top = theirs.next().unwrap_or_default();
         let common = theirs.next().unwrap_or_default();
-        let our_common = ours.lines().nth(1).unwrap_or_default();
+        let head = theirs.next().unwrap_or_default().to_owned();
+        let tree = theirs.next().unwrap_or_default().to_owned();
         if !same_path(Path::new(top), worktree)
-            || !same_path(Path::new(common), Path::new(our_common))
+            || !same_path(Path::new(common), Path::new(self.common_dir()?))
+            || head.is_empty()
+            || tree.is_empty()
         {
             return Err(not_ours());
         }
-        Ok(())
+        Ok((head, tree))
+    }
+
+    /// The repository's common git directory, absolute; asked once.
+    fn common_dir(&self) -> Result<&str, GitError> {
+        if let Some(dir) = self.common_dir.get() {
+            return Ok(dir);
+        }
+        let dir = self
+            .git
+            .output(
+                &self.root,
+                &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+            )?
+            .trim()
+            .to_owned();
+        Ok(self.common_dir.get_or_init(|| dir))
     }
 
     /// The registered worktree at `path`, if any.
@@ -737,6 +989,67 @@ struct Worktree {
     main: bool,
 }
 
+/// A linked worktree's administrative directory, as its `.git` file names it.
+fn admin_dir(worktree: &Path) -> Result<PathBuf, GitError> {
+    let link = std::fs::read_to_string(worktree.join(".git"))
+        .map_err(|e| GitError::Other(format!("cannot read `{}/.git`: {e}", worktree.display())))?;
+    link.strip_prefix("gitdir: ")
+        .map(|dir| PathBuf::from(dir.trim()))
+        .ok_or_else(|| GitError::Other(format!("`{}/.git` is no link", worktree.display())))
+}
+
+/// Removes what a worktree's administrative directory holds beyond what `git worktree add`
+/// makes (`HEAD`, `commondir`, `gitdir`, `index`): its own config, a merge, rebase,
+/// cherry-pick or bisection left in progress, its reflog, sparse-checkout patterns.
+fn clear_worktree_state(worktree: &Path) -> Result<(), GitError> {
+    let admin = admin_dir(worktree)?;
+    let entries = std::fs::read_dir(&admin)
+        .map_err(|e| GitError::Other(format!("cannot read `{}`: {e}", admin.display())))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if matches!(
+            name.to_str(),
+            Some("HEAD" | "commondir" | "gitdir" | "index")
+        ) {
+            continue;
+        }
+        let path = entry.path();
+        let removed = if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        removed.map_err(|e| GitError::Other(format!("cannot remove `{}`: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// Whether `rev` is a full object id (SHA-1 or SHA-256), not a name to resolve.
+fn is_object_id(rev: &str) -> bool {
+    matches!(rev.len(), 40 | 64) && rev.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// A commit message as `git commit --cleanup=whitespace` leaves it: trailing whitespace off
+/// every line, runs of blank lines made one, none at the start or end. Not `strip`: an
+/// agent's message may hold lines starting with `#` (Markdown headings), which it would drop.
+fn cleanup_whitespace(message: &str) -> String {
+    let mut out = String::with_capacity(message.len() + 1);
+    let mut blank_run = false;
+    for line in message.lines().map(str::trim_end) {
+        if line.is_empty() {
+            blank_run = !out.is_empty();
+            continue;
+        }
+        if blank_run {
+            out.push('\n');
+            blank_run = false;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 /// `path` as an absolute, UTF-8 argument: git runs in the repository's root, where a relative
 /// path would mean something else than it does to the caller.
 fn path_arg(path: &Path) -> Result<String, GitError> {
@@ -772,4 +1085,28 @@ fn same_path(a: &Path, b: &Path) -> bool {
             .unwrap_or_else(|_| p.to_owned())
     };
     normal(a) == normal(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_is_cleaned_as_cleanup_whitespace_does() {
+        assert_eq!(
+            cleanup_whitespace("\n\n# Title  \n\n\n\nbody\t\nmore\n\n"),
+            "# Title\n\nbody\nmore\n"
+        );
+        assert_eq!(cleanup_whitespace(""), "");
+        assert_eq!(cleanup_whitespace(" \n\t\n"), "");
+    }
+
+    #[test]
+    fn only_full_ids_skip_resolving() {
+        assert!(is_object_id(&"a".repeat(40)));
+        assert!(is_object_id(&"0".repeat(64)));
+        assert!(!is_object_id("HEAD"));
+        assert!(!is_object_id(&"a".repeat(39)));
+        assert!(!is_object_id(&"g".repeat(40)));
+    }
 }

@@ -241,13 +241,27 @@ fn apply_makes_a_merge_commit_when_the_branch_moved_on() {
 fn apply_refuses_a_dirty_tree_and_a_detached_head() {
     let fx = Fixture::new();
     let a = fx.task_from_base("a", &[("a.txt", Some("a\n"))]);
-    write(fx.root(), "untracked.txt", "x\n");
+    // An untracked file where the merge writes one, an edit of a file it changes, anything
+    // staged: named, and refused.
+    write(fx.root(), "a.txt", "mine\n");
+    write(fx.root(), "elsewhere.txt", "x\n");
+    write(fx.root(), "staged.txt", "x\n");
+    git(fx.root(), &["add", "staged.txt"]);
     let error = fx.repo.apply(&a, "m").unwrap_err().to_string();
     assert_eq!(
         error,
-        "the working tree has uncommitted changes; commit or stash them first"
+        "uncommitted changes are in the way of the merge: a.txt (untracked), staged.txt \
+         (staged); commit or stash them first"
     );
-    std::fs::remove_file(fx.root().join("untracked.txt")).unwrap();
+    git(fx.root(), &["rm", "--quiet", "--cached", "staged.txt"]);
+    std::fs::remove_file(fx.root().join("staged.txt")).unwrap();
+    std::fs::remove_file(fx.root().join("a.txt")).unwrap();
+    // One the merge does not touch stays, and does not stop it.
+    let applied = merged(fx.repo.apply(&a, "m").unwrap());
+    assert_eq!(git(fx.root(), &["rev-parse", "main"]), applied);
+    assert_eq!(read(fx.root(), "elsewhere.txt"), "x\n");
+    git(fx.root(), &["reset", "--quiet", "--hard", &fx.base]);
+    std::fs::remove_file(fx.root().join("elsewhere.txt")).unwrap();
 
     git(fx.root(), &["switch", "--quiet", "--detach", "main"]);
     let error = fx.repo.apply(&a, "m").unwrap_err().to_string();

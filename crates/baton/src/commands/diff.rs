@@ -90,14 +90,8 @@ pub fn apply(args: ApplyArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let run = records::resolve(&*store, Some(&args.run))?;
     let repo = repo_of(&project, &run.id)?;
     let (_, commit) = result_of(&*store, &run.id)?;
-    if repo
-        .is_dirty()
-        .context("cannot read the working tree's status")?
-    {
-        return Err(Failure::BadInput(
-            "the working tree has uncommitted changes; commit or stash them first".into(),
-        ));
-    }
+    // Uncommitted changes the merge would meet refuse it, named (`Repo::apply`); others stay
+    // as they are.
     let message = format!("baton: apply run {} ({})", run.id, run.name);
     match repo.apply(&commit, &message) {
         Ok(baton_workspace::MergeOutcome::Merged(head)) => {

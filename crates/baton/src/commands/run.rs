@@ -125,6 +125,7 @@ fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Fai
     if let Job::New(graph) = &job {
         check_engines(graph, &agents, &runtime)?;
         check_confinement(graph)?;
+        check_worktrees(graph, &project.root)?;
     }
     project.prepare_state_dir()?;
     let store = records::open_for_writing(&store_path)?;
@@ -259,6 +260,19 @@ fn check_confinement(graph: &Graph) -> Result<(), Failure> {
             &problems,
             "set `confine = \"workspace\"` to run them unconfined",
         ),
+    }
+}
+
+/// A worktree a task asked for that cannot be made (no repository, no commit) refuses the
+/// run; agent tasks that would have one by default go on without, saying so on stderr.
+fn check_worktrees(graph: &Graph, root: &std::path::Path) -> Result<(), Failure> {
+    match baton_runner::check_worktrees(graph, root) {
+        Ok(None) => Ok(()),
+        Ok(Some(note)) => {
+            out::err(&format!("baton: note: {note}"));
+            Ok(())
+        }
+        Err(problems) => refuse_if_any(graph, &problems, "nothing was run"),
     }
 }
 

@@ -1161,3 +1161,23 @@ allowed_tools = ["Bash"]
         );
     }
 }
+
+/// An agent task outside a git repository works in the directory itself; the run says so, and
+/// that it runs without the write sandbox (#16 item 5).
+#[test]
+fn an_agent_outside_a_repository_is_said_to_work_in_place() {
+    let model = MockModel::start(Script::new().rule(Rule::text("done in place"))).unwrap();
+    let test = Test::new();
+    std::fs::remove_dir_all(test.path().join(".git")).unwrap();
+    let out = with_claude(test, &model)
+        .graph(
+            "graph.toml",
+            "[[task]]\nid = \"work\"\nprompt = \"do it\"\n",
+        )
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0)
+        .stderr_contains("is not inside a git repository: agent tasks `work` work in it directly")
+        .stderr_contains("without the write sandbox");
+    assert_eq!(out.json_task("work")["output"], "done in place");
+}

@@ -12,7 +12,7 @@ use crate::agents::{expensive_model, with_claude};
 use crate::test::{Output, RUN_LIMIT, Store, Test, baton_in};
 
 /// `text` with what changes from run to run masked: the run id made `RUN`, the start's date
-/// `DATE`, the digits of every duration `#` (so columns stay aligned), the concurrency bars
+/// `DATE`, every duration `TIME`, the concurrency bars
 /// and the mock model's port.
 fn normalized(text: &str, run: &str) -> String {
     let text = text.replace(run, "RUN");
@@ -48,10 +48,10 @@ fn mask_port(line: &str) -> String {
     }
 }
 
-/// Every `473ms`, `1.0s`, `1m24s` made `###ms`, `#.#s`, `#m##s`.
+/// Every duration (`473ms`, `1.0s`, `1m24s`) made `TIME`, with one space before it.
 fn mask_durations(line: &str) -> String {
     let bytes = line.as_bytes();
-    let mut out = bytes.to_vec();
+    let mut spans = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
         let starts = bytes[i].is_ascii_digit() && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric());
@@ -93,24 +93,38 @@ fn mask_durations(line: &str) -> String {
         }
         match end {
             Some(end) => {
-                for b in &mut out[i..end] {
-                    if b.is_ascii_digit() {
-                        *b = b'#';
-                    }
-                }
+                spans.push((i, end));
                 i = end;
             }
             None => i += 1,
         }
     }
-    String::from_utf8(out).expect("only ASCII digits were replaced")
+    // Each duration becomes `TIME`, and the spaces that right-align it in a column one: a
+    // task that took 1.2s under load and one that took 473ms read the same.
+    let mut out = String::with_capacity(line.len());
+    let mut at = 0;
+    for (start, end) in spans {
+        let kept = line[at..start].trim_end_matches(' ');
+        out.push_str(kept);
+        if kept.len() < start - at {
+            out.push(' ');
+        }
+        out.push_str("TIME");
+        at = end;
+    }
+    out.push_str(&line[at..]);
+    out
 }
 
 #[test]
 fn durations_and_ports_are_masked() {
     assert_eq!(
         mask_durations("first 473ms in 1.0s, 1m24s; 2 tasks, v1.2, 5m"),
-        "first ###ms in #.#s, #m##s; 2 tasks, v1.2, #m"
+        "first TIME in TIME, TIME; 2 tasks, v1.2, TIME"
+    );
+    assert_eq!(
+        mask_durations("a      1.2s  b"),
+        mask_durations("a     473ms  b")
     );
     assert_eq!(
         mask_port("gateway (127.0.0.1:34139)."),

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use baton_model::{EventKind, Outcome};
 
-use crate::test::{Output, RUN_LIMIT, Test};
+use crate::test::{Output, RUN_LIMIT, Store, Test};
 
 pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -381,7 +381,7 @@ run = "echo 'line two' >> shared.txt"
         .args(&["apply", &run])
         .run()
         .status(2)
-        .stderr_contains("uncommitted changes");
+        .stderr_contains("uncommitted changes are in the way of the merge: shared.txt (modified)");
     assert_eq!(
         std::fs::read_to_string(refused.path().join("shared.txt")).unwrap(),
         "my own edit\n"
@@ -930,8 +930,15 @@ run = "echo c > c.txt"
         std::fs::read_dir(root.join(".baton/worktrees").join(&run))
             .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
     );
+    // Only the pool's, detached and clean, for the next run's tasks.
     let listed = git(root, &["worktree", "list", "--porcelain"]);
-    assert!(!listed.contains(".baton/worktrees"), "{listed}");
+    for record in listed
+        .split("\n\n")
+        .filter(|r| r.contains(".baton/worktrees"))
+    {
+        assert!(record.contains(".baton/worktrees/.pool/"), "{listed}");
+        assert!(record.contains("\ndetached"), "{listed}");
+    }
     // The work stays on the branches.
     assert_eq!(
         git(root, &["show", &format!("baton/{run}/result:c.txt")]),
@@ -1015,4 +1022,110 @@ run = "cat 日本.txt; echo 'got {{ needs.日本語-タスク.output }}'"
         .run()
         .status(0);
     assert_eq!(logs.stdout, "こんにちは\n");
+}
+
+/// The names in the worktree pool, `.baton/worktrees/.pool`.
+fn pooled(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root.join(".baton/worktrees/.pool"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A finished run's worktrees wait in a pool, and the next run's tasks take them instead of
+/// checking out every file again (#16 goal 2): clean, with nothing of the task before (its
+/// files, what git ignores), and `setup` run again. `BATON_WORKTREE_POOL=0` keeps none.
+#[test]
+fn the_next_run_reuses_a_finished_run_s_worktrees_clean() {
+    let first = r#"
+[[task]]
+id = "t"
+workspace = "worktree"
+run = "echo one > out.txt; echo noise > build.log"
+"#;
+    let out = repo_with(first)
+        .file(".gitignore", "*.log\n.baton/\n")
+        .file(
+            "second.toml",
+            r#"
+[[task]]
+id = "u"
+workspace = "worktree"
+setup = ["echo set up > setup.log"]
+run = "ls -A | grep -v '^.git$' | sort | tr '\n' ' '"
+"#,
+        );
+    git(out.path(), &["add", "-A"]);
+    git(
+        out.path(),
+        &["commit", "-qm", "ignore logs, a second graph"],
+    );
+    let out = out.args(&["run", "graph.toml", "--json"]).run().status(0);
+    let first_run = run_id(&out);
+    assert_eq!(pooled(out.path()), [format!("{first_run}-t")]);
+    let root = out.path().to_owned();
+    // The pooled worktree waits detached at the run's base, with nothing of the task's.
+    let waiting = root.join(format!(".baton/worktrees/.pool/{first_run}-t"));
+    assert!(!waiting.join("out.txt").exists() && !waiting.join("build.log").exists());
+
+    let second = out
+        .then()
+        .args(&["run", "second.toml", "--json"])
+        .run()
+        .status(0);
+    let second_run = run_id(&second);
+    // It was taken (not left beside a new one), and given back at the end.
+    assert_eq!(pooled(&root), [format!("{second_run}-u")]);
+    assert_eq!(
+        second.json_task("u")["output"],
+        ".gitignore graph.toml second.toml setup.log shared.txt "
+    );
+    // The first task's work is on its branch all the same.
+    assert_eq!(
+        git(&root, &["show", &format!("baton/{first_run}/t:out.txt")]),
+        "one"
+    );
+
+    let none = second
+        .then()
+        .env("BATON_WORKTREE_POOL", "0")
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    // Taken from the pool, and not given back.
+    assert_eq!(pooled(none.path()), Vec::<String>::new());
+}
+
+/// `workspace = "worktree"` where no worktree can be made (#16 item 5) is refused before
+/// anything runs, naming the task and what to do: outside a git repository, and in one with no
+/// commit yet.
+#[test]
+fn a_worktree_asked_for_where_none_can_be_made_is_refused_up_front() {
+    let graph = "[[task]]\nid = \"edit\"\nworkspace = \"worktree\"\nrun = \"touch made\"\n";
+    // A repository without a commit.
+    let out = Test::new()
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml"])
+        .run()
+        .status(2)
+        .stderr_contains(
+            "task `edit` asks for `workspace = \"worktree\"`, but the git repository at",
+        )
+        .stderr_contains("has no commit yet to branch from")
+        .stderr_contains("git commit -m start");
+    assert!(!out.path().join("made").exists(), "the task ran");
+    assert!(Store::try_open(out.path()).is_none_or(|s| s.try_run().is_none()));
+    // No repository at all.
+    let test = Test::new().graph("graph.toml", graph);
+    std::fs::remove_dir_all(test.path().join(".git")).unwrap();
+    let out = test
+        .args(&["run", "graph.toml"])
+        .run()
+        .status(2)
+        .stderr_contains("is not inside a git repository");
+    assert!(!out.path().join("made").exists(), "the task ran");
 }
