@@ -115,6 +115,21 @@ impl RunDirs {
         write_private(&self.run.join(GIT_DRIVERS_FILE), text.as_bytes())
     }
 
+    /// Keeps the commit `task`'s worktree started from, so that a takeover measures its
+    /// evidence from there, not from its last checkpoint. Best effort: the takeover then
+    /// measures from the branch as it finds it.
+    pub(crate) fn keep_worktree_start(&self, task: &TaskId, commit: &str) {
+        let dir = self.run.join(WORKTREE_STARTS_DIR);
+        let _ = std::fs::create_dir_all(&dir)
+            .and_then(|()| write_private(&dir.join(task.as_str()), commit.as_bytes()));
+    }
+
+    /// The commit `task`'s worktree started from, if it was kept.
+    pub(crate) fn worktree_start(&self, task: &TaskId) -> Option<String> {
+        let text = std::fs::read_to_string(self.run.join(WORKTREE_STARTS_DIR).join(task.as_str()));
+        text.ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty())
+    }
+
     pub fn log(&self, task: &TaskId, attempt: u32) -> PathBuf {
         self.logs.join(format!("{task}.{attempt}.log"))
     }
@@ -207,6 +222,9 @@ const GIT_DRIVERS_FILE: &str = "git-drivers";
 
 /// Writes `path` whole, private like everything else under `.baton/`.
 /// Writes a file readable only by the user.
+/// Where [`RunDirs::keep_worktree_start`] keeps each task's start, a file per task.
+const WORKTREE_STARTS_DIR: &str = "worktree-starts";
+
 pub(crate) fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;

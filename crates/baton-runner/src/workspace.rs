@@ -39,6 +39,8 @@ pub(crate) struct Workspaces {
     fresh: Vec<bool>,
     /// Per task, the paths its branch changed: who else touched a file in conflict.
     changed: Vec<Vec<String>>,
+    /// The run's directories: where each worktree's start is kept for a takeover.
+    run_dirs: RunDirs,
 }
 
 /// What an attempt commits to: a task's worktree and what its changes are held to. A value,
@@ -218,6 +220,7 @@ impl Workspaces {
             results: Vec::new(),
             fresh: Vec::new(),
             changed: Vec::new(),
+            run_dirs: RunDirs::new(state_dir, run),
         };
         if !graph
             .tasks()
@@ -261,6 +264,7 @@ impl Workspaces {
             results: vec![None; graph.len()],
             fresh: vec![false; graph.len()],
             changed: vec![Vec::new(); graph.len()],
+            run_dirs: RunDirs::new(state_dir, run),
         })
     }
 
@@ -310,10 +314,12 @@ impl Workspaces {
                     self.run
                 ),
             );
-            let start = repo
-                .branch_commit(&branch)
-                .ok()
-                .flatten()
+            // Its evidence is what all its attempts changed: measured from where it started
+            // (kept when its worktree was made), not from the checkpoint.
+            let start = self
+                .run_dirs
+                .worktree_start(id)
+                .or_else(|| repo.branch_commit(&branch).ok().flatten())
                 .unwrap_or_else(|| self.base.clone());
             self.trees[task as usize] = Some(TaskTree {
                 path: path.clone(),
@@ -342,6 +348,7 @@ impl Workspaces {
         };
         match made {
             Ok(MergeOutcome::Merged(commit)) => {
+                self.run_dirs.keep_worktree_start(id, &commit);
                 self.trees[task as usize] = Some(TaskTree {
                     path: path.clone(),
                     branch,

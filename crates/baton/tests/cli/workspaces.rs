@@ -503,6 +503,21 @@ fi
         git(root, &["show", &format!("{result}:done.txt")]),
         "all done"
     );
+    // What the task changed is all its attempts' work, from where it started (#16 item 9):
+    // its evidence and `baton diff` name both files, not only the attempt after the crash.
+    let files: Vec<String> = resumed.json_task("slow")["workspace"]["evidence"]["files"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", resumed.json_task("slow")))
+        .iter()
+        .map(|f| f["path"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(files, ["done.txt", "half.txt"]);
+    let diff = resumed.then().args(&["diff", &run, "slow"]).run().status(0);
+    assert!(
+        diff.stdout.contains("+half done") && diff.stdout.contains("+all done"),
+        "{}",
+        diff.stdout
+    );
 }
 
 #[test]
