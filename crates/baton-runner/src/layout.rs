@@ -127,7 +127,9 @@ impl RunDirs {
     /// The commit `task`'s worktree started from, if it was kept.
     pub(crate) fn worktree_start(&self, task: &TaskId) -> Option<String> {
         let text = std::fs::read_to_string(self.run.join(WORKTREE_STARTS_DIR).join(task.as_str()));
-        text.ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty())
+        text.ok()
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
     }
 
     pub fn log(&self, task: &TaskId, attempt: u32) -> PathBuf {

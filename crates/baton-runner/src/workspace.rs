@@ -157,14 +157,17 @@ pub fn check_worktrees(graph: &Graph, root: &Path) -> Result<Option<String>, Vec
     if wanting.is_empty() {
         return Ok(None);
     }
+    let base = graph.run_settings().base.as_deref();
     let why = match Repo::discover(root) {
         Err(_) => format!("`{}` is not inside a git repository", root.display()),
-        Ok(repo) if repo.resolve("HEAD").is_err() && graph.run_settings().base.is_none() => {
+        Ok(repo) if repo.resolve("HEAD").is_err() && base.is_none_or(|b| b == WORKING_TREE) => {
             format!(
                 "the git repository at `{}` has no commit yet to branch from",
                 repo.root.display()
             )
         }
+        // Worktrees start from `HEAD`: say what of the user's checkout they will not have.
+        Ok(repo) if base.is_none() => return Ok(left_out_note(&repo)),
         Ok(_) => return Ok(None),
     };
     let asked: Vec<String> = wanting
@@ -188,6 +191,29 @@ pub fn check_worktrees(graph: &Graph, root: &Path) -> Result<Option<String>, Vec
          without the write sandbox (commit what is there, and they get both)",
         names.join(", ")
     )))
+}
+
+/// `[run] base = "working-tree"`: the run starts from a commit of the working tree as it is.
+const WORKING_TREE: &str = "working-tree";
+
+/// A note naming the uncommitted changes of the user's checkout, which worktrees starting
+/// from `HEAD` will not have; `None` when there are none (or they cannot be read).
+fn left_out_note(repo: &Repo) -> Option<String> {
+    const SHOWN: usize = 5;
+    let left = repo.uncommitted().ok().filter(|l| !l.is_empty())?;
+    let mut named: Vec<String> = left
+        .iter()
+        .take(SHOWN)
+        .map(|(path, how)| format!("{path} ({how})"))
+        .collect();
+    if left.len() > SHOWN {
+        named.push(format!("and {} more", left.len() - SHOWN));
+    }
+    Some(format!(
+        "worktrees start from HEAD, without your uncommitted changes: {}; commit them, or set \
+         `base = \"working-tree\"` under [run] to start from the working tree as it is",
+        named.join(", ")
+    ))
 }
 
 /// [`run_repo`] at the start of a run (or a takeover): the first start, before any task ran,
@@ -245,6 +271,9 @@ impl Workspaces {
             return Ok(none(run));
         };
         let base = match graph.run_settings().base.as_deref() {
+            Some(WORKING_TREE) => repo
+                .snapshot_working_tree()
+                .map_err(|e| format!("cannot take the working tree as the run's base: {e}"))?,
             Some(base_ref) => repo.resolve(base_ref).map_err(|e| {
                 format!("cannot find the run's base `{base_ref}` in the repository: {e}")
             })?,

@@ -307,6 +307,25 @@ impl Git {
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
 
+    /// [`Git::output`] with `GIT_INDEX_FILE` set to `index`: a command on an index of its own,
+    /// which the user's is not touched by.
+    pub(crate) fn output_with_index(
+        &self,
+        dir: &Path,
+        args: &[&str],
+        index: &Path,
+    ) -> Result<String, GitError> {
+        let output = self
+            .command(dir, args)?
+            .env("GIT_INDEX_FILE", index)
+            .output()
+            .map_err(GitError::Spawn)?;
+        if !output.status.success() {
+            return Err(failed(args, &output));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
     /// Runs `git ARGS` in `dir` and returns what happened, whatever the exit status: for the
     /// commands whose exit status is an answer (`diff --quiet`, `rev-parse --verify --quiet`,
     /// a `merge` that conflicts).

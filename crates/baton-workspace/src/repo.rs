@@ -675,6 +675,69 @@ impl Repo {
         )
     }
 
+    /// A commit of the main worktree as it is now — `HEAD` plus every uncommitted change,
+    /// untracked files included, what git ignores left out — made on an index of its own (the
+    /// user's index, branch and files are not touched), with `HEAD` as its parent. `HEAD`
+    /// itself when nothing is uncommitted. For `base = "working-tree"`: what people mean when
+    /// they ask agents to work on what they are looking at.
+    pub fn snapshot_working_tree(&self) -> Result<String, GitError> {
+        let head = self.resolve("HEAD")?;
+        let index = Path::new(self.common_dir()?)
+            .join(format!("baton-snapshot-index-{}", std::process::id()));
+        let made = (|| {
+            let git = self.git.settled(&self.root)?;
+            git.output_with_index(&self.root, &["read-tree", &head], &index)?;
+            git.output_with_index(&self.root, &["add", "--all"], &index)?;
+            let tree = git
+                .output_with_index(&self.root, &["write-tree"], &index)?
+                .trim()
+                .to_owned();
+            let head_tree = self.resolve_tree(&head)?;
+            if tree == head_tree {
+                return Ok(head.clone());
+            }
+            Ok(self
+                .git
+                .output(
+                    &self.root,
+                    &[
+                        "commit-tree",
+                        &tree,
+                        "-p",
+                        &head,
+                        "-m",
+                        "baton: the working tree at the run's start",
+                    ],
+                )?
+                .trim()
+                .to_owned())
+        })();
+        let _ = std::fs::remove_file(&index);
+        made
+    }
+
+    /// The tree of `commit`.
+    fn resolve_tree(&self, commit: &str) -> Result<String, GitError> {
+        let spec = format!("{commit}^{{tree}}");
+        Ok(self
+            .git
+            .output(&self.root, &["rev-parse", "--verify", &spec])?
+            .trim()
+            .to_owned())
+    }
+
+    /// What the main worktree holds that a worktree starting from `HEAD` will not: modified
+    /// and untracked files (not what git ignores), sorted.
+    pub fn uncommitted(&self) -> Result<Vec<(String, &'static str)>, GitError> {
+        let mut found: Vec<(String, &'static str)> = self
+            .status()?
+            .into_iter()
+            .map(|(path, how)| (path, if how == "staged" { "modified" } else { how }))
+            .collect();
+        found.sort();
+        Ok(found)
+    }
+
     /// The uncommitted changes of the main worktree that merging `commit` would meet, each
     /// with how it is changed: every staged change (a merge would commit it along), and the
     /// modified and untracked files the merge would write (or that sit where it writes a
@@ -711,6 +774,18 @@ impl Repo {
                         .is_some_and(|r| r.starts_with('/'))
             })
         };
+        let mut found: Vec<(String, &'static str)> = self
+            .status()?
+            .into_iter()
+            .filter(|(path, how)| *how == "staged" || meets(path))
+            .collect();
+        found.sort();
+        Ok(found)
+    }
+
+    /// The main worktree's uncommitted files, each `staged`, `modified` or `untracked` (what
+    /// git ignores left out), in git's order.
+    fn status(&self) -> Result<Vec<(String, &'static str)>, GitError> {
         // Explicit, as `status.showUntrackedFiles=no` in the repository's config would hide
         // new files.
         let status = self.git.output(
@@ -723,22 +798,20 @@ impl Repo {
                 "--no-renames",
             ],
         )?;
-        let mut found = Vec::new();
-        for entry in status.split('\0').filter(|e| e.len() > 3) {
-            let (state, path) = entry.split_at(3);
-            let (index, tree) = (state.as_bytes()[0], state.as_bytes()[1]);
-            let how = match (index, tree) {
-                (b'?', _) => "untracked",
-                (b'!', _) => continue,
-                (b' ', _) => "modified",
-                _ => "staged",
-            };
-            if how == "staged" || meets(path) {
-                found.push((path.to_owned(), how));
-            }
-        }
-        found.sort();
-        Ok(found)
+        Ok(status
+            .split('\0')
+            .filter(|e| e.len() > 3)
+            .filter_map(|entry| {
+                let (state, path) = entry.split_at(3);
+                let how = match state.as_bytes()[0] {
+                    b'?' => "untracked",
+                    b'!' => return None,
+                    b' ' => "modified",
+                    _ => "staged",
+                };
+                Some((path.to_owned(), how))
+            })
+            .collect())
     }
 
     /// Whether the main worktree has uncommitted changes (untracked files included).

@@ -1144,3 +1144,57 @@ fn a_worktree_asked_for_where_none_can_be_made_is_refused_up_front() {
         .stderr_contains("is not inside a git repository");
     assert!(!out.path().join("made").exists(), "the task ran");
 }
+
+/// Worktrees start from `HEAD`: the run names what of your checkout they will not have, and
+/// `base = "working-tree"` starts them from the working tree as it is — uncommitted edits and
+/// untracked files included, ignored ones not — without touching your index, branch or files
+/// (#16 item 6).
+#[test]
+fn the_run_says_what_worktrees_lack_and_can_start_from_the_working_tree() {
+    let task = r#"
+[[task]]
+id = "look"
+workspace = "worktree"
+run = "cat build.sh shared.txt && { test ! -e secret.log || echo ignored-came-along; }"
+"#;
+    let test = repo_with(task).file(".gitignore", "*.log\n");
+    git(test.path(), &["add", ".gitignore"]);
+    git(test.path(), &["commit", "-qm", "ignore logs"]);
+    let test = test
+        .file("build.sh", "echo building\n")
+        .file("shared.txt", "my own edit\n")
+        .file("secret.log", "ignored\n")
+        .file(
+            "snap.toml",
+            format!("[run]\nbase = \"working-tree\"\n{task}"),
+        );
+    let status_before = git(test.path(), &["status", "--porcelain"]);
+    let head_before = git(test.path(), &["rev-parse", "HEAD"]);
+    let out = test
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1)
+        .stderr_contains(
+            "worktrees start from HEAD, without your uncommitted changes: build.sh (untracked), \
+             shared.txt (modified), snap.toml (untracked); commit them, or set `base = \
+             \"working-tree\"`",
+        );
+    assert_eq!(out.json_task("look")["state"], "failed");
+    let snap = out
+        .then()
+        .args(&["run", "snap.toml", "--json"])
+        .run()
+        .status(0);
+    assert!(
+        !snap.stderr.contains("worktrees start from HEAD"),
+        "{}",
+        snap.stderr
+    );
+    assert_eq!(
+        snap.json_task("look")["output"],
+        "echo building\nmy own edit"
+    );
+    // Yours is as it was.
+    assert_eq!(git(snap.path(), &["rev-parse", "HEAD"]), head_before);
+    assert_eq!(git(snap.path(), &["status", "--porcelain"]), status_before);
+}
