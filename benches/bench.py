@@ -7,7 +7,8 @@ Needs `ninja` (Debian: ninja-build) for the side-by-side comparison; installs it
 when missing and allowed (root). Builds baton in release mode first.
 
 1. 10,000-task random DAG of `true` at concurrency 2: baton (durable store on) vs `ninja -j2`
-   on the same graph, median wall time of N runs, and baton's peak RSS. With `--baseline PATH`
+   and `make -j2` on the same graph (ninja runs every command through `sh -c`; make, like
+   baton, runs a simple command directly), median wall time of N runs, and baton's peak RSS. With `--baseline PATH`
    (another build of baton, say the commit before a change), that binary runs too, interleaved
    with the others run by run, so that both builds and ninja see the same machine. With
    `--baseline-env K=V` (repeatable) the baseline runs with those variables set; without
@@ -85,7 +86,7 @@ def bench_true(base, n, runs, baseline=None, baseline_env=None):
     d = fresh_dir(base, f"true-{n}")
     sh([sys.executable, GEN, "random", str(n), d])
     have_ninja = ensure_ninja()
-    baton_times, ninja_times, baseline_times, rss = [], [], [], []
+    baton_times, ninja_times, baseline_times, make_times, rss = [], [], [], [], []
     def run_baton():
         shutil.rmtree(os.path.join(d, ".baton"), ignore_errors=True)
         wall, peak = timed([BATON, "run", "graph.toml", "-j", "2", "--quiet"], d)
@@ -105,8 +106,12 @@ def bench_true(base, n, runs, baseline=None, baseline_env=None):
         wall, _ = timed(["ninja", "-j2"], d)
         ninja_times.append(wall)
 
+    def run_make():
+        wall, _ = timed(["make", "-j2", "-s"], d)
+        make_times.append(wall)
+
     contenders = [run_baton] + ([run_baseline] if baseline else []) + (
-        [run_ninja] if have_ninja else [])
+        [run_ninja] if have_ninja else []) + ([run_make] if shutil.which("make") else [])
     for i in range(runs):
         # The order turns from run to run: what 10,000 processes leave for the kernel to
         # clean up lands on whichever runs next, and must not always land on the same one.
@@ -118,6 +123,9 @@ def bench_true(base, n, runs, baseline=None, baseline_env=None):
     if ninja_times:
         nj = statistics.median(ninja_times)
         row.update({"ninja_s": round(nj, 2), "ratio": round(b / nj, 2)})
+    if make_times:
+        mk = statistics.median(make_times)
+        row.update({"make_s": round(mk, 2), "vs_make": round(b / mk, 2)})
     if baseline_times:
         bl = statistics.median(baseline_times)
         row.update({"baseline_s": round(bl, 2), "vs_baseline": round(b / bl, 3)})

@@ -2,7 +2,7 @@
 """Writes the benchmark graphs of docs/PERFORMANCE.md: the same random DAG as a baton graph file
 and as a build.ninja, so both tools run exactly the same commands in the same order constraints.
 
-usage: gen_graph.py random N OUT_DIR [--seed S] [--engine shell|noop]   -> graph.toml, build.ninja
+usage: gen_graph.py random N OUT_DIR [--seed S] [--engine shell|noop]   -> graph.toml, build.ninja, Makefile
        gen_graph.py uneven N OUT_DIR [--seed S]                         -> graph.toml (sleeps), durations.json
 """
 import argparse
@@ -45,6 +45,17 @@ def write_ninja(path, deps, commands):
         f.write("default " + " ".join(f"t{i}" for i in range(len(deps))) + "\n")
 
 
+def write_make(path, deps, commands):
+    """The same graph for make: one phony target per task. GNU make runs a recipe line with
+    nothing for a shell in it directly, without `sh -c` (baton does the same)."""
+    with open(path, "w") as f:
+        names = " ".join(f"t{i}" for i in range(len(deps)))
+        f.write(f".PHONY: all {names}\nall: {names}\n")
+        for i, d in enumerate(deps):
+            inputs = " ".join(f"t{j}" for j in d)
+            f.write(f"t{i}: {inputs}\n\t@{commands[i]}\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("kind", choices=["random", "uneven"])
@@ -60,6 +71,7 @@ def main():
         commands = ["true"] * a.n
         write_toml(os.path.join(a.out, "graph.toml"), f"random-{a.n}", deps, commands, a.engine)
         write_ninja(os.path.join(a.out, "build.ninja"), deps, commands)
+        write_make(os.path.join(a.out, "Makefile"), deps, commands)
     else:
         # Durations from 0.05 s to 1.0 s, skewed short, like real task mixes.
         durations = [round(0.05 + rng.random() ** 3 * 0.95, 2) for _ in range(a.n)]

@@ -282,9 +282,22 @@ fn command(spec: &AttemptSpec) -> Command {
     let mut command = match &spec.program {
         // An absolute path: no PATH search, and the same shell whatever PATH the task sets.
         Program::Shell(script) => {
-            let mut command = Command::new("/bin/sh");
-            command.arg("-c").arg(script);
-            command
+            match crate::direct::direct(
+                script,
+                crate::spawn::child_path(spec).as_deref(),
+                &spec.cwd,
+            ) {
+                Some((program, args)) => {
+                    let mut command = Command::new(program);
+                    command.args(args);
+                    command
+                }
+                None => {
+                    let mut command = Command::new("/bin/sh");
+                    command.arg("-c").arg(script);
+                    command
+                }
+            }
         }
         Program::Exec { program, args } => {
             let mut command = Command::new(program);

@@ -27,6 +27,7 @@ mod capture;
 mod cgroup;
 mod child;
 mod clone_exec;
+mod direct;
 pub mod handoff;
 mod process_group;
 mod report;

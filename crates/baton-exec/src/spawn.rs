@@ -142,8 +142,18 @@ pub(crate) fn command_line(spec: &AttemptSpec) -> Option<io::Result<(CStrings, C
         Ok(argv)
     };
     let argv = match &spec.program {
-        // An absolute path: no PATH search, and the same shell whatever PATH the task sets.
-        Program::Shell(script) => argv(&[b"/bin/sh", b"-c", script.as_bytes()]),
+        Program::Shell(script) => {
+            match crate::direct::direct(script, child_path(spec).as_deref(), &spec.cwd) {
+                Some((program, args)) => {
+                    let all: Vec<&[u8]> = std::iter::once(program.as_os_str().as_bytes())
+                        .chain(args.iter().map(|a| a.as_bytes()))
+                        .collect();
+                    argv(&all)
+                }
+                // An absolute path: no PATH search, and the same shell whatever PATH the task sets.
+                None => argv(&[b"/bin/sh", b"-c", script.as_bytes()]),
+            }
+        }
         Program::Exec { program, args } => {
             let program = program.as_os_str().as_bytes();
             if !program.contains(&b'/') {
@@ -156,6 +166,17 @@ pub(crate) fn command_line(spec: &AttemptSpec) -> Option<io::Result<(CStrings, C
         }
     };
     Some(argv.and_then(|argv| Ok((argv, environment(spec)?))))
+}
+
+/// The `PATH` the child gets: the last one `spec.env` sets, else baton's own if it inherits
+/// baton's environment.
+pub(crate) fn child_path(spec: &AttemptSpec) -> Option<std::ffi::OsString> {
+    spec.env
+        .iter()
+        .rev()
+        .find(|(key, _)| key == "PATH")
+        .map(|(_, value)| value.clone())
+        .or_else(|| spec.inherit_env.then(|| std::env::var_os("PATH")).flatten())
 }
 
 /// The child's environment: `spec.env` on baton's own (when `inherit_env`), later entries
