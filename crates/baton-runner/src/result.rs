@@ -214,7 +214,8 @@ pub fn build_observed_result(
         })
         .collect();
     let merged = merged_result(store, run, state_dir)?;
-    let next = next_steps(run, merged.as_ref(), &tasks, &record);
+    let worktrees = state_dir.join("worktrees").join(run.as_str());
+    let next = next_steps(run, merged.as_ref(), &tasks, &record, &worktrees);
     Ok(RunResult {
         schema: RESULT_SCHEMA_VERSION,
         run: RunSection {
@@ -319,6 +320,7 @@ fn next_steps(
     merged: Option<&MergedResult>,
     tasks: &[TaskResult],
     record: &baton_store::RunRecord,
+    worktrees: &std::path::Path,
 ) -> Vec<String> {
     let mut next = Vec::new();
     let conflict = merged.and_then(|m| m.conflict.as_ref());
@@ -334,6 +336,25 @@ fn next_steps(
         if let Some(blamed) = &check.blamed {
             next.push(format!("baton diff {run} {}", shell_word(blamed)));
         }
+    }
+    // A task whose dependencies conflicted has their merge in progress in its worktree.
+    for task in tasks
+        .iter()
+        .filter(|t| t.state == baton_model::TaskState::NeedsHuman)
+    {
+        let Some(Outcome::MergeConflict { files, .. }) = &task.outcome else {
+            continue;
+        };
+        let dir = worktrees.join(&task.id);
+        if !dir.join(".git").exists() {
+            continue;
+        }
+        let dir = shell_word(&dir.display().to_string());
+        next.push(format!(
+            "# in {dir}: edit {} to keep what both changed",
+            files.join(", ")
+        ));
+        next.push(format!("git -C {dir} commit -a --no-edit"));
     }
     let needs_human = tasks
         .iter()

@@ -336,6 +336,32 @@ impl Workspaces {
             let _ = std::fs::remove_dir_all(&path);
         }
         if path.join(".git").exists() {
+            // A merge of its dependencies left for a person: resolved and committed by them,
+            // concluded here once every file is resolved, or still the task's outcome.
+            match repo.merge_in_progress(&path) {
+                Ok(Some(merge)) if !merge.unmerged.is_empty() => {
+                    let incoming = graph
+                        .task(task)
+                        .needs
+                        .iter()
+                        .find(|&&n| self.results[n as usize].as_deref() == Some(&merge.incoming))
+                        .map_or(merge.incoming.clone(), |&n| graph.task(n).id.to_string());
+                    return Err(Outcome::MergeConflict {
+                        incoming,
+                        files: merge.unmerged,
+                    });
+                }
+                Ok(Some(_)) => {
+                    repo.conclude_merge(&path)
+                        .map_err(|e| Outcome::SpawnFailed {
+                            error: format!(
+                                "cannot commit the merge resolved in {}: {e}",
+                                path.display()
+                            ),
+                        })?;
+                }
+                Ok(None) | Err(_) => {}
+            }
             let _ = repo.commit_all(
                 &path,
                 &format!(
@@ -373,7 +399,8 @@ impl Workspaces {
         let spawn_error = |error: String| Outcome::SpawnFailed { error };
         let made = match self.reuse_pooled(repo, &path, &branch, &start) {
             Some(made) => made,
-            None => repo.add_worktree(&path, &branch, &start),
+            // A conflict among its dependencies stays in the worktree, for a person.
+            None => repo.add_task_worktree(&path, &branch, &start),
         };
         match made {
             Ok(MergeOutcome::Merged(commit)) => {

@@ -11,4 +11,4 @@ mod repo;
 
 pub use evidence::{ChangeKind, Evidence, FileChange, scope_violations};
 pub use git::{Drivers, GitError};
-pub use repo::{Conflict, MergeOutcome, Repo, TaskStart};
+pub use repo::{Conflict, MergeInProgress, MergeOutcome, Repo, TaskStart};

@@ -123,6 +123,29 @@ impl Repo {
         branch: &str,
         start: &TaskStart,
     ) -> Result<MergeOutcome, GitError> {
+        self.add_worktree_with(path, branch, start, OnConflict::Discard)
+    }
+
+    /// [`Repo::add_worktree`] for a task, where a merge of its dependencies that conflicts
+    /// is left in the worktree, in progress, for a person to resolve there (`git -C PATH
+    /// commit -a --no-edit` once the files are edited); [`Repo::merge_in_progress`] then says
+    /// how far they are.
+    pub fn add_task_worktree(
+        &self,
+        path: &Path,
+        branch: &str,
+        start: &TaskStart,
+    ) -> Result<MergeOutcome, GitError> {
+        self.add_worktree_with(path, branch, start, OnConflict::Keep)
+    }
+
+    fn add_worktree_with(
+        &self,
+        path: &Path,
+        branch: &str,
+        start: &TaskStart,
+        on_conflict: OnConflict,
+    ) -> Result<MergeOutcome, GitError> {
         let revs: &[String] = match start {
             TaskStart::Commit(commit) => std::slice::from_ref(commit),
             TaskStart::Merge(commits) if commits.is_empty() => {
@@ -160,8 +183,9 @@ impl Repo {
             return Ok(MergeOutcome::Merged(first.clone()));
         }
 
-        match self.merge_dependencies(path, &commits[1..]) {
+        match self.merge_dependencies(path, &commits[1..], on_conflict) {
             Ok(MergeOutcome::Merged(commit)) => Ok(MergeOutcome::Merged(commit)),
+            Ok(conflict) if on_conflict == OnConflict::Keep => Ok(conflict),
             Ok(conflict) => {
                 self.discard_task(path, branch)?;
                 Ok(conflict)
@@ -194,10 +218,13 @@ impl Repo {
         &self,
         path: &Path,
         rest: &[(&str, String)],
+        on_conflict: OnConflict,
     ) -> Result<MergeOutcome, GitError> {
         for (rev, commit) in rest {
             let message = format!("baton: merge {rev}");
-            if let Some(files) = self.merge(path, commit, &message, FastForward::Allow)? {
+            let merged =
+                self.merge_keeping(path, commit, &message, FastForward::Allow, on_conflict);
+            if let Some(files) = merged? {
                 return Ok(MergeOutcome::Conflict(Conflict {
                     incoming: (*rev).to_owned(),
                     files,
@@ -205,6 +232,34 @@ impl Repo {
             }
         }
         Ok(MergeOutcome::Merged(self.head(path)?))
+    }
+
+    /// The merge in progress in the worktree at `path`, if one is.
+    pub fn merge_in_progress(&self, path: &Path) -> Result<Option<MergeInProgress>, GitError> {
+        let Ok(admin) = admin_dir(path) else {
+            return Ok(None);
+        };
+        let Ok(incoming) = std::fs::read_to_string(admin.join("MERGE_HEAD")) else {
+            return Ok(None);
+        };
+        Ok(Some(MergeInProgress {
+            incoming: incoming
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_owned(),
+            unmerged: self.unmerged_files(path)?,
+        }))
+    }
+
+    /// Commits the merge in progress in the worktree at `path`, its conflicts resolved (what a
+    /// person edited is taken as it is), with git's own message for it. Returns the commit.
+    pub fn conclude_merge(&self, path: &Path) -> Result<String, GitError> {
+        let git = self.git.settled(path)?;
+        git.output(path, &["add", "--all"])?;
+        git.output(path, &["commit", "--quiet", "--no-edit", "--no-verify"])?;
+        self.head(path)
     }
 
     /// Sets aside the worktree at `path` (a task's, its work committed on its branch) for a
@@ -281,14 +336,12 @@ impl Repo {
             if commits.len() == 1 {
                 return Ok(MergeOutcome::Merged(first.clone()));
             }
-            self.merge_dependencies(path, &commits[1..])
+            self.merge_dependencies(path, &commits[1..], OnConflict::Keep)
         })();
         match made {
-            Ok(MergeOutcome::Merged(commit)) => Ok(Some(MergeOutcome::Merged(commit))),
-            Ok(conflict) => {
-                self.discard_task(path, branch)?;
-                Ok(Some(conflict))
-            }
+            // A conflict stays in progress in it, as in a worktree made by
+            // [`Repo::add_task_worktree`].
+            Ok(made) => Ok(Some(made)),
             Err(GitError::Other(message)) if message.contains("already exists") => {
                 let _ = self.remove_worktree(path);
                 Err(GitError::Other(message))
@@ -877,6 +930,18 @@ impl Repo {
         message: &str,
         fast_forward: FastForward,
     ) -> Result<Option<Vec<String>>, GitError> {
+        self.merge_keeping(worktree, commit, message, fast_forward, OnConflict::Discard)
+    }
+
+    /// [`Repo::merge`], leaving a conflict in progress under [`OnConflict::Keep`].
+    fn merge_keeping(
+        &self,
+        worktree: &Path,
+        commit: &str,
+        message: &str,
+        fast_forward: FastForward,
+        on_conflict: OnConflict,
+    ) -> Result<Option<Vec<String>>, GitError> {
         // The `--ff` flavour is explicit because `merge.ff` in the repository's config
         // would otherwise decide.
         let ff = match fast_forward {
@@ -907,7 +972,7 @@ impl Repo {
             )?
             .status
             .success();
-        if merging {
+        if merging && (on_conflict == OnConflict::Discard || files.is_empty()) {
             self.git.output(worktree, &["merge", "--abort"])?;
         }
         if files.is_empty() {
@@ -1046,6 +1111,24 @@ impl Repo {
         worktrees.extend(current);
         Ok(worktrees)
     }
+}
+
+/// What a merge that conflicts leaves: nothing (aborted, and a new worktree removed), or
+/// the merge in progress, for a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnConflict {
+    Discard,
+    Keep,
+}
+
+/// A merge left in progress in a task's worktree ([`Repo::add_task_worktree`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeInProgress {
+    /// The commit being merged in (`MERGE_HEAD`).
+    pub incoming: String,
+    /// The files still in conflict; empty once a person resolved them all (then
+    /// [`Repo::conclude_merge`] commits the merge).
+    pub unmerged: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy)]

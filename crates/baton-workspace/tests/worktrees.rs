@@ -389,3 +389,49 @@ fn the_main_worktree_is_untouched() {
     assert_eq!(read(fx.root(), "README.md"), "user's edit\n");
     assert!(!fx.root().join("a.txt").exists());
 }
+
+/// A task's dependencies that conflict leave their merge in its worktree, in progress: a
+/// person resolves it there, and once every file is resolved the merge is concluded with both
+/// dependencies as parents.
+#[test]
+fn a_conflict_among_dependencies_waits_in_the_task_s_worktree() {
+    let fx = Fixture::new();
+    let a = fx.task_from_base("a", &[("shared.txt", Some("one\nby a\nthree\n"))]);
+    let b = fx.task_from_base("b", &[("shared.txt", Some("one\nby b\nthree\n"))]);
+    let path = fx.wt("both");
+    let outcome = fx
+        .repo
+        .add_task_worktree(
+            &path,
+            "task/both",
+            &TaskStart::Merge(vec![a.clone(), b.clone()]),
+        )
+        .unwrap();
+    assert!(matches!(outcome, MergeOutcome::Conflict(_)), "{outcome:?}");
+    let waiting = fx
+        .repo
+        .merge_in_progress(&path)
+        .unwrap()
+        .expect("in progress");
+    assert_eq!(waiting.incoming, b);
+    assert_eq!(waiting.unmerged, ["shared.txt"]);
+    // Edited but not marked resolved: still in conflict, as git sees it.
+    write(&path, "shared.txt", "one\nby a and b\nthree\n");
+    assert_eq!(
+        fx.repo.merge_in_progress(&path).unwrap().unwrap().unmerged,
+        ["shared.txt"]
+    );
+    git(&path, &["add", "shared.txt"]);
+    assert!(
+        fx.repo
+            .merge_in_progress(&path)
+            .unwrap()
+            .unwrap()
+            .unmerged
+            .is_empty()
+    );
+    let merge = fx.repo.conclude_merge(&path).unwrap();
+    assert_eq!(parents(fx.root(), &merge), vec![a, b]);
+    assert_eq!(fx.repo.merge_in_progress(&path).unwrap(), None);
+    assert_eq!(read(&path, "shared.txt"), "one\nby a and b\nthree\n");
+}

@@ -304,6 +304,53 @@ run = "cat shared.txt"
     assert_eq!(both["outcome"]["kind"], "merge-conflict", "{both}");
     assert_eq!(both["outcome"]["files"][0], "shared.txt", "{both}");
     assert_eq!(out.json()["run"]["state"], "needs_human");
+
+    // The conflicted merge waits in the task's worktree, and `next` says how to finish it
+    // (#16 item 8): edit, commit, resume.
+    let run = run_id(&out);
+    let worktree = out.path().join(format!(".baton/worktrees/{run}/both"));
+    let conflicted = std::fs::read_to_string(worktree.join("shared.txt")).unwrap();
+    assert!(conflicted.contains("<<<<<<<"), "{conflicted}");
+    let status = out.then().args(&["status", "--json"]).run().status(0);
+    let next: Vec<String> = status.json()["next"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect();
+    let dir = worktree.canonicalize().unwrap_or(worktree.clone());
+    let commit = next
+        .iter()
+        .find(|c| c.ends_with("commit -a --no-edit") && c.contains("/both"))
+        .unwrap_or_else(|| panic!("{next:?}"));
+    assert!(
+        next.iter().any(|c| c.contains("edit shared.txt")),
+        "{next:?}"
+    );
+    assert_eq!(next.last().unwrap(), &format!("baton resume {run}"));
+    // A resume before it is resolved finds it as it was.
+    let early = status.then().args(&["resume", &run, "--json"]).run();
+    assert_eq!(early.json_task("both")["state"], "needs_human");
+    std::fs::write(dir.join("shared.txt"), "left and right\n").unwrap();
+    let ran = Command::new("sh")
+        .args(["-c", commit])
+        .env("GIT_AUTHOR_NAME", "user")
+        .env("GIT_AUTHOR_EMAIL", "user@example.com")
+        .env("GIT_COMMITTER_NAME", "user")
+        .env("GIT_COMMITTER_EMAIL", "user@example.com")
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    // Resumed, the task goes on from the resolution. (The result's own merge of `left` and
+    // `right` is the next thing to resolve, on `right`'s branch.)
+    let resumed = early.then().args(&["resume", &run, "--json"]).run();
+    let both = resumed.json_task("both");
+    assert_eq!(both["state"], "succeeded", "{both}");
+    assert_eq!(both["output"], "left and right", "{both}");
 }
 
 #[test]
