@@ -67,4 +67,4 @@ pub use leftovers::{Unfinished, kill_leftovers};
 pub use result::{build_observed_result, build_result};
 pub use run_id::new_run_id;
 pub use takeover::{BudgetChange, Takeover, TakeoverError, cancel_abandoned};
-pub use workspace::{check_worktrees, run_repo};
+pub use workspace::{check_worktrees, empty_worktree_pool, run_repo};

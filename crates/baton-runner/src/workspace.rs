@@ -629,6 +629,24 @@ impl Workspaces {
     }
 }
 
+/// Removes the worktrees kept for later tasks in the pool of the project whose state
+/// directory is `state_dir` (inside the repository at `root`); with `dry_run`, only counts
+/// them. Returns how many. An explicit `baton prune` empties it: the pool is a cache, and the
+/// next run fills it again.
+pub fn empty_worktree_pool(root: &Path, state_dir: &Path, dry_run: bool) -> usize {
+    let pooled = pooled_worktrees(&state_dir.join("worktrees").join(".pool"));
+    if dry_run || pooled.is_empty() {
+        return pooled.len();
+    }
+    let Ok(repo) = Repo::discover(root) else {
+        return 0;
+    };
+    pooled
+        .iter()
+        .filter(|path| repo.remove_worktree(path).is_ok() || std::fs::remove_dir_all(path).is_ok())
+        .count()
+}
+
 /// How many finished worktrees are kept for later tasks: `BATON_WORKTREE_POOL`, 8 when
 /// unset; 0 keeps none (every task's worktree is made fresh and removed at the run's end).
 fn pool_size() -> usize {

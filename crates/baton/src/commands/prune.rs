@@ -62,6 +62,8 @@ struct PruneReport<'a> {
     skipped_running: &'a [String],
     /// Directories of runs the store has no record of (a prune killed half way), removed.
     strays: &'a [String],
+    /// Worktrees that waited for the next runs' tasks (`.baton/worktrees/.pool`), removed.
+    pooled_worktrees: usize,
 }
 
 pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
@@ -99,6 +101,7 @@ pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         skipped,
         strays,
     } = apply(store, &project.state_dir, &policy, args.dry_run)?;
+    let pooled = baton_runner::empty_worktree_pool(&project.root, &project.state_dir, args.dry_run);
     if args.json {
         let report = PruneReport {
             schema: 1,
@@ -106,6 +109,7 @@ pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             removed: &removed,
             skipped_running: &skipped,
             strays: &strays,
+            pooled_worktrees: pooled,
         };
         out::json("what was pruned", &report)?;
         return Ok(exit::SUCCESS);
@@ -131,6 +135,11 @@ pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     for id in &strays {
         text.push_str(&format!(
             "{verb} the files of run {id}, which has no record\n"
+        ));
+    }
+    if pooled > 0 {
+        text.push_str(&format!(
+            "{verb} {pooled} worktrees kept for the next runs' tasks (.baton/worktrees/.pool)\n"
         ));
     }
     let total: u64 = removed.iter().map(|r| r.log_bytes).sum();

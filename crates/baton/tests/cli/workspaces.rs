@@ -1160,6 +1160,24 @@ run = "ls -A | grep -v '^.git$' | sort | tr '\n' ' '"
         .status(0);
     // Taken from the pool, and not given back.
     assert_eq!(pooled(none.path()), Vec::<String>::new());
+
+    // An explicit prune empties the pool (a cache: the next run fills it again).
+    let again = none
+        .then()
+        .env("BATON_WORKTREE_POOL", "8")
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(pooled(again.path()).len(), 1);
+    let pruned = again
+        .then()
+        .args(&["prune", "--keep", "10"])
+        .run()
+        .status(0)
+        .stdout_contains("removed 1 worktrees kept for the next runs' tasks");
+    assert_eq!(pooled(pruned.path()), Vec::<String>::new());
+    let listed = git(pruned.path(), &["worktree", "list", "--porcelain"]);
+    assert!(!listed.contains(".pool"), "{listed}");
 }
 
 /// `workspace = "worktree"` where no worktree can be made (#16 item 5) is refused before
