@@ -10,6 +10,8 @@ order that turns from round to round:
 - `baton`: `baton run` of K shell tasks `echo line >> README.md` with `workspace =
   "worktree"` at `-j 4` (a worktree per task, the change committed, the result merged into
   `baton/RUN/result`, the worktrees removed);
+- `baton first run`: the pool empty at the start (a first run): the run's tasks hand their
+  worktrees on to each other as they finish;
 - `baton pooled`: the same with the worktree pool warm (`.baton/worktrees/.pool` kept from the
   round before: the tasks' worktrees are switched to their base, not checked out again);
   `baton` alone runs with `BATON_WORKTREE_POOL=0`, every worktree fresh;
@@ -168,6 +170,9 @@ def main():
             runs = {
                 "baton": (lambda: timed(cmd, repo, cold), False),
                 "baton pooled": (lambda: timed(cmd, repo), True),
+                # The pool empty at the start, as on a first run: the run's own tasks hand
+                # their worktrees on to each other.
+                "baton first run": (lambda: timed(cmd, repo), False),
                 "by hand": (lambda: timed(["bash", script, repo, str(k)], repo), False),
             }
             times = {name: [] for name in runs}
@@ -193,6 +198,7 @@ def main():
                          "by_hand_s": round(h, 3),
                          "ratio": round(med["baton"] / h, 2),
                          "pooled_ratio": round(med["baton pooled"] / h, 2),
+                         "first_run_ratio": round(med["baton first run"] / h, 2),
                          "git_processes": count_git(repo, k, base),
                          "all": {name: [round(x, 2) for x in t] for name, t in times.items()}})
             print(rows[-1], flush=True)

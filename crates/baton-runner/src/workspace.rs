@@ -494,9 +494,29 @@ impl Workspaces {
 
     /// `task` succeeded with its branch at `head`: its dependents start from there, and it
     /// is merged into the result.
+    ///
+    /// Its worktree is not needed any more (its work is on its branch; a conflict at the
+    /// result's merge makes it again, see [`Workspaces::consolidate`]): it goes to the pool at
+    /// once, for the run's next tasks, while the pool has room.
     pub(crate) fn succeeded(&mut self, task: u32, head: String) {
         if let Some(slot) = self.results.get_mut(task as usize) {
             *slot = Some(head);
+        }
+        let (Some(repo), Some(Some(tree))) = (&self.repo, self.trees.get(task as usize)) else {
+            return;
+        };
+        let pool = self.pool_dir();
+        if pooled_worktrees(&pool).len() >= pool_size() {
+            return;
+        }
+        let name = tree
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("task");
+        let pooled = pool.join(format!("{}-{name}", self.run));
+        if repo.pool_worktree(&tree.path, &pooled, &self.base).is_ok() {
+            self.trees[task as usize] = None;
         }
     }
 
@@ -538,6 +558,13 @@ impl Workspaces {
                     order: merges.into_iter().map(|(task, _)| task).collect(),
                 },
                 Ok(MergeOutcome::Conflict(conflict)) => {
+                    // The conflict is resolved in the task's worktree, which went to the pool
+                    // when it succeeded: made again, on its branch.
+                    let path = self.dir.join(&conflict.incoming);
+                    if !path.join(".git").exists() {
+                        let branch = format!("baton/{}/{}", self.run, conflict.incoming);
+                        let _ = repo.add_branch_worktree(&path, &branch);
+                    }
                     // Which tasks' changes it collides with: those merged before it that
                     // changed one of the files.
                     let before: Vec<String> = topological(graph)

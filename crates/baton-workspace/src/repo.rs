@@ -211,6 +211,18 @@ impl Repo {
         }))
     }
 
+    /// The worktree `path` with the existing branch `branch` checked out: a finished task's
+    /// worktree made again, for a person to work in.
+    pub fn add_branch_worktree(&self, path: &Path, branch: &str) -> Result<(), GitError> {
+        let path_arg = path_arg(path)?;
+        create_parent(path)?;
+        self.git.output(
+            &self.root,
+            &["worktree", "add", "--quiet", &path_arg, branch],
+        )?;
+        Ok(())
+    }
+
     /// Merges the rest of a task's dependencies (`(rev, commit)`, in order) into its new
     /// worktree at `path`, fast-forwarding where one already contains it; each merge that is
     /// not a fast-forward is `baton: merge REV`.

@@ -1263,3 +1263,37 @@ run = "cat build.sh shared.txt && { test ! -e secret.log || echo ignored-came-al
     assert_eq!(git(snap.path(), &["rev-parse", "HEAD"]), head_before);
     assert_eq!(git(snap.path(), &["status", "--porcelain"]), status_before);
 }
+
+/// A task that succeeded hands its worktree on at once: the run's next tasks take it from the
+/// pool (four tasks one after another use one worktree), and a conflict at the result's merge
+/// makes the task's worktree again for the person who resolves it (`conflicts.rs`).
+#[test]
+fn tasks_of_one_run_hand_their_worktree_on() {
+    let graph = (1..=4)
+        .map(|i| {
+            format!(
+                "[[task]]\nid = \"t{i}\"\nworkspace = \"worktree\"\nrun = \"echo {i} > f{i}.txt\"\n"
+            )
+        })
+        .collect::<String>();
+    let out = repo_with(&graph)
+        .args(&["run", "graph.toml", "-j", "1", "--json"])
+        .run()
+        .status(0);
+    let run = run_id(&out);
+    assert_eq!(pooled(out.path()).len(), 1, "{:?}", pooled(out.path()));
+    // Each task's work is on its branch, and the result has all four.
+    for i in 1..=4 {
+        assert_eq!(
+            git(
+                out.path(),
+                &["show", &format!("baton/{run}/result:f{i}.txt")]
+            ),
+            i.to_string()
+        );
+        assert_eq!(
+            git(out.path(), &["show", &format!("baton/{run}/t{i}:f{i}.txt")]),
+            i.to_string()
+        );
+    }
+}
