@@ -35,6 +35,7 @@ mod sandbox;
 mod sink;
 mod spawn;
 mod spec;
+mod subreaper;
 mod supervise;
 mod utf8;
 mod watch;
@@ -50,5 +51,6 @@ pub use sandbox::{NO_LANDLOCK_ENV, WriteSandbox, landlock_abi, landlock_support}
 pub use sink::LOG_TAIL;
 pub use spawn::{SPAWN_ENV, spawns_with_std};
 pub use spec::{AttemptSpec, Program, StopLevel};
+pub use subreaper::{become_subreaper, is_subreaper, own_children};
 pub use supervise::EOF_GRACE;
 pub use watch::{LineWatcher, MAX_WATCHED_LINE, WatchSignal};

@@ -236,6 +236,10 @@ async fn drive_run(
     // The run's own handlers (Ctrl-C, SIGTERM, SIGHUP) are installed by now: the children
     // reset them before they exec.
     baton_exec::refresh_handled_signals();
+    // Where no cgroup can hold an attempt, orphans come back to baton to be ended with it.
+    if !baton_exec::cgroups_available() {
+        baton_exec::become_subreaper();
+    }
     let mut dispatcher = Dispatcher::new(
         graph,
         store,

@@ -105,10 +105,43 @@ pub(crate) fn kill_attempt(run: &RunId, task: &str, attempt: u32) -> usize {
         .count()
 }
 
+/// Ends the processes of `task`'s attempt `attempt` that were orphaned and reparented to
+/// baton (a subreaper where no cgroup holds attempts: `baton_exec::become_subreaper`), found
+/// among baton's own children by their environment, and reaps them. A scan of baton's
+/// children only, cheap enough for the end of every attempt. Returns how many.
+pub(crate) fn kill_adopted(run: &RunId, task: &str, attempt: u32) -> usize {
+    adopted(run, task, attempt)
+        .iter()
+        .filter(|p| p.end())
+        .count()
+}
+
+/// Whether any of baton's children is an orphan of `task`'s attempt `attempt` (see
+/// [`kill_adopted`]): asked inline at every attempt's end, so that the kill (and the wait for
+/// the killed) is only sent off the runtime's thread when there is one.
+pub(crate) fn any_adopted(run: &RunId, task: &str, attempt: u32) -> bool {
+    !adopted(run, task, attempt).is_empty()
+}
+
+fn adopted(run: &RunId, task: &str, attempt: u32) -> Vec<Marked> {
+    let marker = format!("BATON_RUN_ID={run}");
+    baton_exec::own_children()
+        .into_iter()
+        .filter_map(|pid| marked(pid, marker.as_bytes()))
+        .filter(|p| {
+            p.attempt
+                .as_ref()
+                .is_some_and(|(t, a)| t == task && *a == attempt)
+        })
+        .collect()
+}
+
 /// A process marked as a run's.
 struct Marked {
     pid: u32,
     group: Option<u32>,
+    /// Its parent: baton itself for an orphan reparented to it, which baton then reaps.
+    parent: Option<u32>,
     /// Its `BATON_TASK_ID` and `BATON_ATTEMPT`.
     attempt: Option<(String, u32)>,
 }
@@ -119,7 +152,17 @@ impl Marked {
         if let Some(group) = self.group.and_then(|g| i32::try_from(g).ok()) {
             let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
         }
-        i32::try_from(self.pid).is_ok_and(|pid| kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok())
+        let Ok(pid) = i32::try_from(self.pid) else {
+            return false;
+        };
+        let killed = kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok();
+        if killed && baton_exec::is_subreaper() && self.parent == Some(std::process::id()) {
+            // Adopted by baton (a subreaper): its zombie is baton's to reap. Only this pid,
+            // and only as a subreaper: a child baton started itself (an attempt's leader) is
+            // waited for where it was started, and has been by the time its attempt ends.
+            let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), None);
+        }
+        killed
     }
 }
 
@@ -130,43 +173,45 @@ fn processes_marked(marker: &[u8]) -> Vec<Marked> {
         return Vec::new();
     };
     let me = std::process::id();
-    let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        let vars: Vec<&[u8]> = environ.split(|&b| b == 0).collect();
-        if !vars.contains(&marker) {
-            continue;
-        }
-        let Some(fields) = crate::driver::stat_fields(pid) else {
-            continue;
-        };
-        if matches!(fields.first().map(String::as_str), Some("Z" | "X")) {
-            continue;
-        }
-        let value = |name: &[u8]| {
-            vars.iter()
-                .find_map(|var| var.strip_prefix(name))
-                .and_then(|v| std::str::from_utf8(v).ok())
-        };
-        let attempt = value(b"BATON_TASK_ID=")
-            .zip(value(b"BATON_ATTEMPT=").and_then(|a| a.parse().ok()))
-            .map(|(task, attempt)| (task.to_owned(), attempt));
-        found.push(Marked {
-            pid,
-            group: fields.get(2).and_then(|g| g.parse().ok()),
-            attempt,
-        });
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+        })
+        .filter(|&pid| pid != me)
+        .filter_map(|pid| marked(pid, marker))
+        .collect()
+}
+
+/// Process `pid` if it is live (not a zombie) and its environment holds `marker`, with its
+/// process group, its parent and the attempt its environment names.
+fn marked(pid: u32, marker: &[u8]) -> Option<Marked> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let vars: Vec<&[u8]> = environ.split(|&b| b == 0).collect();
+    if !vars.contains(&marker) {
+        return None;
     }
-    found
+    let fields = crate::driver::stat_fields(pid)?;
+    if matches!(fields.first().map(String::as_str), Some("Z" | "X")) {
+        return None;
+    }
+    let value = |name: &[u8]| {
+        vars.iter()
+            .find_map(|var| var.strip_prefix(name))
+            .and_then(|v| std::str::from_utf8(v).ok())
+    };
+    let attempt = value(b"BATON_TASK_ID=")
+        .zip(value(b"BATON_ATTEMPT=").and_then(|a| a.parse().ok()))
+        .map(|(task, attempt)| (task.to_owned(), attempt));
+    Some(Marked {
+        pid,
+        group: fields.get(2).and_then(|g| g.parse().ok()),
+        parent: fields.get(1).and_then(|p| p.parse().ok()),
+        attempt,
+    })
 }
 
 #[cfg(test)]

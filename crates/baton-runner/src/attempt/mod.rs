@@ -294,6 +294,12 @@ impl Unit {
                 let (report, watcher) = child.wait_watched(self.shared.stop.clone()).await;
                 if stopped_by_baton(&report) {
                     self.end_escapees().await;
+                } else if baton_exec::is_subreaper()
+                    && report.containment == Some(baton_model::Containment::ProcessGroup)
+                {
+                    // It simply exited, held by its process group only: what it left running
+                    // that left the group was reparented to baton, and ends now.
+                    self.end_adopted().await;
                 }
                 Phase::Judge { report, watcher }
             }
@@ -601,6 +607,20 @@ impl Unit {
         let (run, id, attempt) = (self.shared.run.clone(), self.id.clone(), self.attempt);
         let _ = tokio::task::spawn_blocking(move || {
             crate::leftovers::kill_attempt(&run, id.as_str(), attempt)
+        })
+        .await;
+    }
+
+    /// Ends what of the attempt was orphaned and reparented to baton (a subreaper where no
+    /// cgroup holds attempts): looked for among baton's own children, inline (one small read
+    /// and one per child), and, if there is any, killed and reaped off the runtime's thread.
+    async fn end_adopted(&self) {
+        let (run, id, attempt) = (self.shared.run.clone(), self.id.clone(), self.attempt);
+        if !crate::leftovers::any_adopted(&run, id.as_str(), attempt) {
+            return;
+        }
+        let _ = tokio::task::spawn_blocking(move || {
+            crate::leftovers::kill_adopted(&run, id.as_str(), attempt)
         })
         .await;
     }

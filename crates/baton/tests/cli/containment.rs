@@ -207,3 +207,27 @@ fn empty_cgroups_a_dead_driver_left_are_swept_by_the_next_run() {
     assert!(!crashed.exists(), "{} was left", crashed.display());
     assert!(live_left, "the pool of a live process was removed");
 }
+
+/// Where no cgroup can hold an attempt (`BATON_NO_CGROUP`, as without a writable cgroup v2),
+/// baton is its tasks' subreaper: what a task left running that left its process group comes
+/// back to baton as an orphan and ends when the task exits, and is reaped, not left a zombie.
+#[test]
+fn without_cgroups_orphans_come_back_to_baton_and_end_with_their_attempt() {
+    let graph = format!(
+        "[[task]]\nid = \"daemons\"\nrun = {}\n\n[[task]]\nid = \"piped\"\nrun = {}\n",
+        script(&format!("{ESCAPES}exit 0\n")),
+        script(&format!("{ESCAPES_WITH_PIPES}exit 0\n")),
+    );
+    let out = Test::new()
+        .env("BATON_NO_CGROUP", "1")
+        .graph("g.toml", &graph)
+        .args(&["run", "g.toml", "--json"])
+        .run()
+        .status(1);
+    let daemons = out.json_task("daemons");
+    assert_eq!(daemons["state"], "succeeded", "{daemons}");
+    assert_eq!(daemons["containment"], "process_group");
+    assert_eq!(out.json_task("piped")["outcome"]["kind"], "leaked");
+    assert_all_gone(out.path(), &PIDS, "after a clean exit, without cgroups");
+    assert_all_gone(out.path(), &["piped.pid"], "after a leak, without cgroups");
+}
