@@ -61,28 +61,42 @@ fn script(body: &str) -> String {
     format!("'''{body}'''")
 }
 
-#[test]
-fn what_a_task_left_running_ends_when_it_exits() {
-    if !contained_by_default("what_a_task_left_running_ends_when_it_exits") {
-        return;
-    }
+/// Runs a task that starts the escapes and exits 0, and one that leaves a pipe holder, in
+/// `test`; checks they were held by `containment` and that nothing of them is left.
+fn exits_leave_nothing(test: Test, containment: &str) {
     let graph = format!(
         "[[task]]\nid = \"daemons\"\nrun = {}\n\n[[task]]\nid = \"piped\"\nrun = {}\n",
         script(&format!("{ESCAPES}exit 0\n")),
         script(&format!("{ESCAPES_WITH_PIPES}exit 0\n")),
     );
-    let out = Test::new()
+    let out = test
         .graph("g.toml", &graph)
         .args(&["run", "g.toml", "--json"])
         .run()
         .status(1);
     let daemons = out.json_task("daemons");
     assert_eq!(daemons["state"], "succeeded", "{daemons}");
-    assert_eq!(daemons["containment"], "cgroup");
+    assert_eq!(daemons["containment"], containment);
     // Holding the pipes past the end is still a fault of the task's, said as before.
     assert_eq!(out.json_task("piped")["outcome"]["kind"], "leaked");
-    assert_all_gone(out.path(), &PIDS, "after a clean exit");
-    assert_all_gone(out.path(), &["piped.pid"], "after a leak");
+    assert_all_gone(
+        out.path(),
+        &PIDS,
+        &format!("after a clean exit ({containment})"),
+    );
+    assert_all_gone(
+        out.path(),
+        &["piped.pid"],
+        &format!("after a leak ({containment})"),
+    );
+}
+
+#[test]
+fn what_a_task_left_running_ends_when_it_exits() {
+    if !contained_by_default("what_a_task_left_running_ends_when_it_exits") {
+        return;
+    }
+    exits_leave_nothing(Test::new(), "cgroup");
 }
 
 #[test]
@@ -213,21 +227,5 @@ fn empty_cgroups_a_dead_driver_left_are_swept_by_the_next_run() {
 /// back to baton as an orphan and ends when the task exits, and is reaped, not left a zombie.
 #[test]
 fn without_cgroups_orphans_come_back_to_baton_and_end_with_their_attempt() {
-    let graph = format!(
-        "[[task]]\nid = \"daemons\"\nrun = {}\n\n[[task]]\nid = \"piped\"\nrun = {}\n",
-        script(&format!("{ESCAPES}exit 0\n")),
-        script(&format!("{ESCAPES_WITH_PIPES}exit 0\n")),
-    );
-    let out = Test::new()
-        .env("BATON_NO_CGROUP", "1")
-        .graph("g.toml", &graph)
-        .args(&["run", "g.toml", "--json"])
-        .run()
-        .status(1);
-    let daemons = out.json_task("daemons");
-    assert_eq!(daemons["state"], "succeeded", "{daemons}");
-    assert_eq!(daemons["containment"], "process_group");
-    assert_eq!(out.json_task("piped")["outcome"]["kind"], "leaked");
-    assert_all_gone(out.path(), &PIDS, "after a clean exit, without cgroups");
-    assert_all_gone(out.path(), &["piped.pid"], "after a leak, without cgroups");
+    exits_leave_nothing(Test::new().env("BATON_NO_CGROUP", "1"), "process_group");
 }
