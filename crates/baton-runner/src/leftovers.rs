@@ -105,35 +105,38 @@ pub(crate) fn kill_attempt(run: &RunId, task: &str, attempt: u32) -> usize {
         .count()
 }
 
-/// Ends the processes of `task`'s attempt `attempt` that were orphaned and reparented to
-/// baton (a subreaper where no cgroup holds attempts: `baton_exec::become_subreaper`), found
-/// among baton's own children by their environment, and reaps them. A scan of baton's
-/// children only, cheap enough for the end of every attempt. Returns how many.
-pub(crate) fn kill_adopted(run: &RunId, task: &str, attempt: u32) -> usize {
-    adopted(run, task, attempt)
-        .iter()
-        .filter(|p| p.end())
-        .count()
-}
-
-/// Whether any of baton's children is an orphan of `task`'s attempt `attempt` (see
-/// [`kill_adopted`]): asked inline at every attempt's end, so that the kill (and the wait for
-/// the killed) is only sent off the runtime's thread when there is one.
-pub(crate) fn any_adopted(run: &RunId, task: &str, attempt: u32) -> bool {
-    !adopted(run, task, attempt).is_empty()
-}
-
-fn adopted(run: &RunId, task: &str, attempt: u32) -> Vec<Marked> {
+/// The processes of `task`'s attempt `attempt` that were orphaned and reparented to baton
+/// (a subreaper where no cgroup holds attempts: `baton_exec::become_subreaper`), found among
+/// baton's own children by their environment: one small read, and one per child, cheap
+/// enough for the end of every attempt. [`Adopted::end`] kills and reaps them.
+pub(crate) fn adopted(run: &RunId, task: &str, attempt: u32) -> Adopted {
     let marker = format!("BATON_RUN_ID={run}");
-    baton_exec::own_children()
-        .into_iter()
-        .filter_map(|pid| marked(pid, marker.as_bytes()))
-        .filter(|p| {
-            p.attempt
-                .as_ref()
-                .is_some_and(|(t, a)| t == task && *a == attempt)
-        })
-        .collect()
+    Adopted(
+        baton_exec::own_children()
+            .into_iter()
+            .filter_map(|pid| marked(pid, marker.as_bytes()))
+            .filter(|p| {
+                p.attempt
+                    .as_ref()
+                    .is_some_and(|(t, a)| t == task && *a == attempt)
+            })
+            .collect(),
+    )
+}
+
+/// What [`adopted`] found.
+pub(crate) struct Adopted(Vec<Marked>);
+
+impl Adopted {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Kills each and reaps it (it waits for the killed: call it off the runtime's thread).
+    /// Returns how many were still there to kill.
+    pub(crate) fn end(self) -> usize {
+        self.0.iter().filter(|p| p.end()).count()
+    }
 }
 
 /// A process marked as a run's.

@@ -502,22 +502,23 @@ impl Workspaces {
         if let Some(slot) = self.results.get_mut(task as usize) {
             *slot = Some(head);
         }
-        let (Some(repo), Some(Some(tree))) = (&self.repo, self.trees.get(task as usize)) else {
+        let Some(Some(tree)) = self.trees.get(task as usize) else {
             return;
         };
-        let pool = self.pool_dir();
-        if pooled_worktrees(&pool).len() >= pool_size() {
-            return;
-        }
-        let name = tree
-            .path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("task");
-        let pooled = pool.join(format!("{}-{name}", self.run));
-        if repo.pool_worktree(&tree.path, &pooled, &self.base).is_ok() {
+        let room = pool_size().saturating_sub(pooled_worktrees(&self.pool_dir()).len());
+        if room > 0 && self.pool(&tree.path) {
             self.trees[task as usize] = None;
         }
+    }
+
+    /// Sets the task worktree at `path` aside in the pool as `RUN-TASK`; whether it went.
+    fn pool(&self, path: &Path) -> bool {
+        let Some(repo) = &self.repo else {
+            return false;
+        };
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("task");
+        let pooled = self.pool_dir().join(format!("{}-{name}", self.run));
+        repo.pool_worktree(path, &pooled, &self.base).is_ok()
     }
 
     /// A task that succeeded before a takeover: its branch is its result.
@@ -637,18 +638,15 @@ impl Workspaces {
         }
         paths.sort();
         paths.dedup();
-        let pool = self.pool_dir();
-        let mut room = pool_size().saturating_sub(pooled_worktrees(&pool).len());
+        let mut room = pool_size().saturating_sub(pooled_worktrees(&self.pool_dir()).len());
         for path in paths {
             // A task's worktree (not the scratch ones, `.verify`) is kept for the next tasks,
             // while the pool has room; its work is on its branch.
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or(".");
-            if room > 0 && !name.starts_with('.') && path.join(".git").is_file() {
-                let pooled = pool.join(format!("{}-{name}", self.run));
-                if repo.pool_worktree(&path, &pooled, &self.base).is_ok() {
-                    room -= 1;
-                    continue;
-                }
+            let task_tree = !name.starts_with('.') && path.join(".git").is_file();
+            if room > 0 && task_tree && self.pool(&path) {
+                room -= 1;
+                continue;
             }
             let _ = repo.remove_worktree(&path);
         }

@@ -615,14 +615,11 @@ impl Unit {
     /// cgroup holds attempts): looked for among baton's own children, inline (one small read
     /// and one per child), and, if there is any, killed and reaped off the runtime's thread.
     async fn end_adopted(&self) {
-        let (run, id, attempt) = (self.shared.run.clone(), self.id.clone(), self.attempt);
-        if !crate::leftovers::any_adopted(&run, id.as_str(), attempt) {
+        let adopted = crate::leftovers::adopted(&self.shared.run, self.id.as_str(), self.attempt);
+        if adopted.is_empty() {
             return;
         }
-        let _ = tokio::task::spawn_blocking(move || {
-            crate::leftovers::kill_adopted(&run, id.as_str(), attempt)
-        })
-        .await;
+        let _ = tokio::task::spawn_blocking(move || adopted.end()).await;
     }
 
     /// Whether the run is stopping: no new phase starts.
