@@ -8,6 +8,9 @@ use super::worktree::admin_dir;
 use super::{Conflict, MergeOutcome, Repo, create_parent, path_arg};
 use crate::git::{GitError, failed};
 
+/// `(label, commit id)` of each task merged into a result.
+type Labelled<'a> = Vec<(&'a str, String)>;
+
 /// Set once git refused `merge-tree --write-tree` (older than 2.38): results are merged in a
 /// scratch worktree from then on.
 static NO_MERGE_TREE: AtomicBool = AtomicBool::new(false);
@@ -84,11 +87,7 @@ impl Repo {
         base: &str,
         commits: &[(String, String)],
     ) -> Result<MergeOutcome, GitError> {
-        let base = self.commit_id(base)?;
-        let commits = commits
-            .iter()
-            .map(|(label, rev)| Ok((label.as_str(), self.commit_id(rev)?)))
-            .collect::<Result<Vec<_>, GitError>>()?;
+        let (base, commits) = self.merge_inputs(base, commits)?;
         if path.exists() && self.find_worktree(path)?.is_some() {
             self.remove_worktree(path)?;
         }
@@ -104,6 +103,20 @@ impl Repo {
             }
         }
         self.merge_in_worktree(path, branch, &base, &commits)
+    }
+
+    /// The base and the `(label, commit)`s of a result merge as commit ids, every one checked
+    /// before anything is made.
+    fn merge_inputs<'a>(
+        &self,
+        base: &str,
+        commits: &'a [(String, String)],
+    ) -> Result<(String, Labelled<'a>), GitError> {
+        let commits = commits
+            .iter()
+            .map(|(label, rev)| Ok((label.as_str(), self.commit_id(rev)?)))
+            .collect::<Result<Vec<_>, GitError>>()?;
+        Ok((self.commit_id(base)?, commits))
     }
 
     /// [`Repo::merge_into_branch`] with `merge-tree` and `commit-tree`.
@@ -192,11 +205,7 @@ impl Repo {
         base: &str,
         commits: &[(String, String)],
     ) -> Result<MergeOutcome, GitError> {
-        let base = self.resolve(base)?;
-        let commits = commits
-            .iter()
-            .map(|(label, rev)| Ok((label.as_str(), self.resolve(rev)?)))
-            .collect::<Result<Vec<_>, GitError>>()?;
+        let (base, commits) = self.merge_inputs(base, commits)?;
         self.merge_in_worktree(path, branch, &base, &commits)
     }
 
