@@ -37,6 +37,10 @@ pub struct Graph {
     pub(crate) by_id: Vec<TaskIndex>,
     /// What a conversion from a legacy format mapped to what, for the user to read.
     pub(crate) notes: Vec<String>,
+    /// The file's `[defaults]`, for the tasks planners add while the run goes
+    /// ([`Graph::expansion`]).
+    #[serde(default)]
+    pub(crate) defaults: crate::spec::Defaults,
 }
 
 /// The `[run]` table, with defaults applied.
@@ -53,6 +57,24 @@ pub struct RunSettings {
     /// that states them loads, and so that the scheduler can read them once budgets land.
     #[serde(default)]
     pub budget: Budget,
+    /// Most tasks the run may hold, those its planners add included (`[run] max_tasks`;
+    /// by default the file's tasks and [`crate::DEFAULT_PLANNED_TASKS`] more).
+    #[serde(default = "unlimited")]
+    pub max_tasks: u32,
+}
+
+fn unlimited() -> u32 {
+    u32::MAX
+}
+
+/// What a planner (`expand = true`) may add.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Planning {
+    /// Most tasks one answer may hold.
+    pub max_subtasks: u32,
+    /// How deep planning may go from the first planner: its subtasks are at depth 1, and a
+    /// subtask at depth `max_depth` may not plan.
+    pub max_depth: u32,
 }
 
 /// A `budget` table: hard limits (`usd`, `tokens`) and, for the run's, soft ones that pause
@@ -251,6 +273,15 @@ pub struct Task {
     /// group for any other.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contain: Option<Contain>,
+    /// `Some`: a planner, whose answer is tasks added to the graph.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Planning>,
+    /// The planner that added it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<TaskIndex>,
+    /// Planners above it: 0 for a task of the file.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub depth: u32,
 }
 
 /// Whether a task's processes may write only in its workspace (Landlock on Linux).

@@ -336,7 +336,7 @@ impl Converter<'_> {
 /// The closest valid task id: invalid characters become `-`, and leading punctuation, `..`,
 /// a trailing `.` or `.lock` are removed.
 pub(crate) fn sanitize(raw: &str) -> String {
-    if TaskId::new(raw).is_ok() {
+    if !raw.contains('/') && TaskId::new(raw).is_ok() {
         return raw.to_owned();
     }
     let mut id: String = raw

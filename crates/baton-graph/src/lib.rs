@@ -5,6 +5,7 @@
 mod adjacency;
 mod cycle;
 mod diagnostic;
+mod expand;
 mod from_json;
 mod from_toml;
 mod glob;
@@ -25,9 +26,10 @@ mod validate;
 mod walk;
 
 pub use diagnostic::{Diagnostic, LoadError};
+pub use expand::{describe_limits, plan_text};
 pub use graph::{
-    Action, AgentSettings, Budget, Confine, Contain, Graph, Overrides, RetryOn, RunSettings,
-    ScopePolicy, Task, TaskIndex, Workspace,
+    Action, AgentSettings, Budget, Confine, Contain, Graph, Overrides, Planning, RetryOn,
+    RunSettings, ScopePolicy, Task, TaskIndex, Workspace,
 };
 pub use load::{load, load_str};
 pub use plan::{PLAN_SCHEMA_VERSION, Plan, plan};
@@ -42,6 +44,14 @@ pub use walk::{ENGINES, register_engines};
 /// are kept and what was cut is said. Big enough for any build's output worth reading, small
 /// enough that `yes` cannot fill the disk.
 pub const DEFAULT_LOG_LIMIT: u64 = 100 * 1024 * 1024;
+
+/// Most tasks one planner's answer may hold, unless it says `max_subtasks`.
+pub const DEFAULT_MAX_SUBTASKS: u32 = 8;
+/// How deep planning goes unless the first planner says `max_depth`: its subtasks may plan,
+/// theirs may not.
+pub const DEFAULT_MAX_DEPTH: u32 = 2;
+/// How many tasks a run's planners may add in all, unless `[run] max_tasks` says otherwise.
+pub const DEFAULT_PLANNED_TASKS: u32 = 64;
 
 /// [`DEFAULT_LOG_LIMIT`], for the stored graphs of runs recorded before `log_limit` existed.
 pub(crate) fn default_log_limit() -> u64 {

@@ -156,6 +156,9 @@ mod tests {
             worktree_include: Vec::new(),
             confine: None,
             contain: None,
+            plan: None,
+            parent: None,
+            depth: 0,
         }
     }
 

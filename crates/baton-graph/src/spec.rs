@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use baton_model::OnFailure;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::graph::{AgentSettings, Budget, Confine, Contain, RetryOn, ScopePolicy, Workspace};
 use crate::tree::Span;
@@ -23,6 +24,40 @@ impl<T> At<T> {
     }
 }
 
+/// Stored (with a run's `[defaults]`, for the tasks its planners add) as the value alone: a
+/// span means something only in the file it was read from.
+impl<T: Serialize> Serialize for At<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.value.serialize(s)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for At<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        T::deserialize(d).map(|value| At::new(value, 0..0))
+    }
+}
+
+/// An engine's name, stored as a string and read back as the `&'static str` the walker would
+/// have made of it.
+mod engine_name {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(
+        engine: &Option<At<&'static str>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        engine.as_ref().map(|e| e.value).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<At<&'static str>>, D::Error> {
+        let name: Option<String> = Option::deserialize(d)?;
+        Ok(name.map(|name| At::new(crate::walk::engine_static(&name), 0..0)))
+    }
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Spec {
     pub name: Option<String>,
@@ -36,9 +71,12 @@ pub(crate) struct Spec {
     pub legacy: bool,
 }
 
-#[derive(Debug, Default)]
+/// Kept with the graph (see [`crate::Graph`]): the tasks a planner adds get the run's defaults.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub(crate) struct Defaults {
     /// One of [`crate::walk::ENGINES`].
+    #[serde(with = "engine_name", skip_serializing_if = "Option::is_none")]
     pub engine: Option<At<&'static str>>,
     pub timeout: Option<Duration>,
     pub retries: Option<u32>,
@@ -57,8 +95,23 @@ pub(crate) struct Defaults {
     pub contain: Option<Contain>,
 }
 
+impl Defaults {
+    /// As the graph keeps them: without the file's spans, as they read back from storage.
+    pub fn stored(mut self) -> Self {
+        if let Some(engine) = &mut self.engine {
+            engine.span = 0..0;
+        }
+        for entry in self.worktree_include.iter_mut().flatten() {
+            entry.span = 0..0;
+        }
+        self.agent.first_span = None;
+        self
+    }
+}
+
 /// The agent fields, as written in `[defaults]` or a task.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub(crate) struct AgentSpec {
     pub model: Option<String>,
     pub max_turns: Option<u32>,
@@ -71,6 +124,7 @@ pub(crate) struct AgentSpec {
     pub budget: Option<Budget>,
     /// Where the first of them was written in a task: agent fields on a shell task are a
     /// mistake worth naming.
+    #[serde(skip)]
     pub first_span: Option<Span>,
 }
 
@@ -99,6 +153,7 @@ pub(crate) struct RunSpec {
     pub base: Option<String>,
     pub budget: Budget,
     pub verify: Vec<String>,
+    pub max_tasks: Option<u32>,
 }
 
 #[derive(Debug, Default)]
@@ -138,6 +193,10 @@ pub(crate) struct TaskMore {
     pub worktree_include: Option<Vec<At<String>>>,
     pub confine: Option<Confine>,
     pub contain: Option<Contain>,
+    /// `expand = true`: a planner. The span is the field's, for errors about it.
+    pub expand: Option<At<bool>>,
+    pub max_subtasks: Option<At<u32>>,
+    pub max_depth: Option<At<u32>>,
 }
 
 static NOTHING_MORE: TaskMore = TaskMore {
@@ -172,6 +231,9 @@ static NOTHING_MORE: TaskMore = TaskMore {
     worktree_include: None,
     confine: None,
     contain: None,
+    expand: None,
+    max_subtasks: None,
+    max_depth: None,
 };
 
 impl TaskSpec {

@@ -11,7 +11,7 @@ use baton_model::TaskId;
 use crate::cycle::{cycle_through, cyclic_components};
 use crate::diagnostic::Diagnostic;
 use crate::glob::{GlobError, check_relative, parse_scope};
-use crate::graph::{Action, Graph, RunSettings, Task, TaskIndex, Workspace};
+use crate::graph::{Action, Graph, Planning, RunSettings, Task, TaskIndex, Workspace};
 use crate::spec::{At, Defaults, Spec, TaskMore, TaskSpec};
 use crate::suggest::closest;
 use crate::template::Template;
@@ -46,7 +46,7 @@ pub(crate) fn validate(
     }
 
     let index = check_ids(&spec, &mut diags);
-    let needs = resolve_needs(&spec, &index, &mut diags);
+    let needs = resolve_needs(&spec, &index, 0, &mut diags);
     check_cycles(tasks, &needs, &index, &mut diags);
 
     for entry in spec.defaults.worktree_include.iter().flatten() {
@@ -54,7 +54,20 @@ pub(crate) fn validate(
     }
     let mut actions = Vec::with_capacity(tasks.len());
     for task in tasks {
+        if let Some(id) = task.id.as_ref().filter(|id| id.value.contains('/')) {
+            diags.push(
+                Diagnostic::at(
+                    id.span.clone(),
+                    format!("task id `{}` contains `/`", id.value),
+                )
+                .label("`/` is for planned tasks")
+                .help(
+                    "`/` names the tasks a planner adds under it (`plan/api`); use `-`, `_` or `.`",
+                ),
+            );
+        }
         actions.push(action(&spec, task, &mut diags));
+        check_planning(task, actions.last().copied().flatten(), &mut diags);
         check_paths(task, source, &mut diags);
         check_templates(task, source, &index, &mut diags);
     }
@@ -85,7 +98,10 @@ fn task_span(t: &TaskSpec) -> Span {
 }
 
 /// Checks ids (present, valid, unique) and returns the index of each id's first task.
-fn check_ids<'s>(spec: &'s Spec, diags: &mut Vec<Diagnostic>) -> HashMap<&'s str, TaskIndex> {
+pub(crate) fn check_ids<'s>(
+    spec: &'s Spec,
+    diags: &mut Vec<Diagnostic>,
+) -> HashMap<&'s str, TaskIndex> {
     let mut index: HashMap<&str, TaskIndex> = HashMap::with_capacity(spec.tasks.len());
     for (i, task) in spec.tasks.iter().enumerate() {
         let Some(id) = &task.id else {
@@ -136,9 +152,12 @@ fn check_ids<'s>(spec: &'s Spec, diags: &mut Vec<Diagnostic>) -> HashMap<&'s str
 
 /// For each task, the indices of its needs in the order written, without unknown ids,
 /// self-references or repeats.
-fn resolve_needs(
+/// `index` may hold tasks before the spec's (a running graph's, for a planner's answer): the
+/// spec's `i`th task is then `offset + i` in it.
+pub(crate) fn resolve_needs(
     spec: &Spec,
     index: &HashMap<&str, TaskIndex>,
+    offset: TaskIndex,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<Vec<TaskIndex>> {
     let mut suggestions_left = MAX_SUGGESTIONS;
@@ -146,8 +165,9 @@ fn resolve_needs(
     let mut all = Vec::with_capacity(spec.tasks.len());
     // `needed_by[j] == i`: task i already needs j. Searching `resolved` instead would be
     // quadratic in a task that needs thousands of others.
-    let mut needed_by = vec![TaskIndex::MAX; spec.tasks.len()];
+    let mut needed_by = vec![TaskIndex::MAX; offset as usize + spec.tasks.len()];
     for (i, task) in spec.tasks.iter().enumerate() {
+        let i = offset as usize + i;
         let mut resolved: Vec<TaskIndex> = Vec::with_capacity(task.needs.len());
         for need in &task.needs {
             match index.get(need.value.as_str()) {
@@ -195,7 +215,7 @@ fn resolve_needs(
     all
 }
 
-fn check_cycles(
+pub(crate) fn check_cycles(
     tasks: &[TaskSpec],
     needs: &[Vec<TaskIndex>],
     index: &HashMap<&str, TaskIndex>,
@@ -238,13 +258,13 @@ fn check_cycles(
 
 /// What a task does, made into an [`Action`] by [`assemble`] with the task's own strings.
 #[derive(Clone, Copy)]
-enum ActionKind {
+pub(crate) enum ActionKind {
     Shell,
     Agent { engine: &'static str },
     Noop,
 }
 
-fn action(spec: &Spec, t: &TaskSpec, diags: &mut Vec<Diagnostic>) -> Option<ActionKind> {
+pub(crate) fn action(spec: &Spec, t: &TaskSpec, diags: &mut Vec<Diagnostic>) -> Option<ActionKind> {
     let kind = action_kind(spec, t, diags)?;
     if !matches!(kind, ActionKind::Agent { .. })
         && let Some(span) = &t.more().agent.first_span
@@ -337,7 +357,7 @@ fn action_kind(spec: &Spec, t: &TaskSpec, diags: &mut Vec<Diagnostic>) -> Option
 
 /// Scope entries, `cwd` and `worktree_include` entries: inside the repository, valid globs
 /// (not `cwd`), and written with plain characters ([`crate::path_chars`]).
-fn check_paths(t: &TaskSpec, source: &str, diags: &mut Vec<Diagnostic>) {
+pub(crate) fn check_paths(t: &TaskSpec, source: &str, diags: &mut Vec<Diagnostic>) {
     let more = t.more();
     for entry in &more.scope {
         check_path(
@@ -408,9 +428,20 @@ fn check_templates(
     diags: &mut Vec<Diagnostic>,
 ) {
     let needs: Vec<&str> = t.needs.iter().map(|n| n.value.as_str()).collect();
+    check_templates_with(t, source, index, &needs, diags);
+}
+
+/// [`check_templates`] with the names a template may give the task's needs.
+pub(crate) fn check_templates_with(
+    t: &TaskSpec,
+    source: &str,
+    index: &HashMap<&str, TaskIndex>,
+    needs: &[&str],
+    diags: &mut Vec<Diagnostic>,
+) {
     for (field, text) in [("run", &t.run), ("prompt", &t.prompt)] {
         let Some(text) = text else { continue };
-        let Err(errors) = Template::parse(&text.value, &needs) else {
+        let Err(errors) = Template::parse(&text.value, needs) else {
             continue;
         };
         for e in errors {
@@ -591,6 +622,11 @@ fn assemble(
     }
     tasks.reverse();
 
+    let max_tasks = spec.run.max_tasks.unwrap_or_else(|| {
+        u32::try_from(tasks.len())
+            .unwrap_or(u32::MAX)
+            .saturating_add(crate::DEFAULT_PLANNED_TASKS)
+    });
     let name = spec
         .name
         .filter(|n| !n.trim().is_empty())
@@ -605,18 +641,57 @@ fn assemble(
             base: spec.run.base,
             verify: spec.run.verify,
             budget: spec.run.budget,
+            max_tasks,
         },
         tasks,
         dependents: Default::default(),
         conflicts: Default::default(),
         by_id: Vec::new(),
         notes: spec.notes,
+        defaults: spec.defaults.stored(),
     };
     graph.rebuild_derived();
     graph
 }
 
-fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) -> Task {
+/// `expand` only on agent tasks; `max_subtasks` and `max_depth` only with it.
+pub(crate) fn check_planning(
+    t: &TaskSpec,
+    action: Option<ActionKind>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let more = t.more();
+    let planner = more.expand.as_ref().is_some_and(|e| e.value);
+    if let Some(expand) = more.expand.as_ref().filter(|e| e.value)
+        && matches!(action, Some(ActionKind::Shell | ActionKind::Noop))
+    {
+        diags.push(
+            Diagnostic::at(
+                expand.span.clone(),
+                format!(
+                    "{} is not an agent task; only an agent can plan",
+                    task_name(t)
+                ),
+            )
+            .label("planner")
+            .help("give the task a `prompt` for an agent engine, or remove `expand`"),
+        );
+    }
+    for (field, value) in [
+        ("max_subtasks", &more.max_subtasks),
+        ("max_depth", &more.max_depth),
+    ] {
+        if let Some(value) = value.as_ref().filter(|_| !planner) {
+            diags.push(
+                Diagnostic::at(value.span.clone(), format!("`{field}` is for planners"))
+                    .label("not a planner")
+                    .help("set `expand = true` to make the task a planner, or remove the field"),
+            );
+        }
+    }
+}
+
+pub(crate) fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) -> Task {
     let action = match action {
         ActionKind::Shell => Action::Shell {
             run: t.run.expect("validated").value,
@@ -683,5 +758,13 @@ fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) ->
             .collect(),
         confine: more.confine.or(d.confine),
         contain: more.contain.or(d.contain),
+        plan: more.expand.filter(|e| e.value).map(|_| Planning {
+            max_subtasks: more
+                .max_subtasks
+                .map_or(crate::DEFAULT_MAX_SUBTASKS, |n| n.value),
+            max_depth: more.max_depth.map_or(crate::DEFAULT_MAX_DEPTH, |n| n.value),
+        }),
+        parent: None,
+        depth: 0,
     }
 }

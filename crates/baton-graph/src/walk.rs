@@ -46,7 +46,14 @@ const AGENT_FIELDS: &[&str] = &[
 /// Agent fields a task takes that `[defaults]` does not (a budget is a task's own).
 const AGENT_TASK_FIELDS: &[&str] = &["budget"];
 pub(crate) const DEFAULTS_FIELDS: &[&[&str]] = &[DEFAULTS_OWN_FIELDS, AGENT_FIELDS];
-pub(crate) const RUN_FIELDS: &[&str] = &["concurrency", "on_failure", "base", "budget", "verify"];
+pub(crate) const RUN_FIELDS: &[&str] = &[
+    "concurrency",
+    "on_failure",
+    "base",
+    "budget",
+    "verify",
+    "max_tasks",
+];
 pub(crate) const BUDGET_FIELDS: &[&str] = &["tokens", "usd", "soft_usd", "soft_tokens"];
 /// The fields of a task that are not agent fields.
 const TASK_OWN_FIELDS: &[&str] = &[
@@ -74,6 +81,9 @@ const TASK_OWN_FIELDS: &[&str] = &[
     "worktree_include",
     "confine",
     "contain",
+    "expand",
+    "max_subtasks",
+    "max_depth",
 ];
 pub(crate) const TASK_FIELDS: &[&[&str]] = &[TASK_OWN_FIELDS, AGENT_FIELDS, AGENT_TASK_FIELDS];
 
@@ -100,6 +110,19 @@ pub fn register_engines<S: AsRef<str>>(names: impl IntoIterator<Item = S>) {
             known.push(Box::leak(name.to_owned().into_boxed_str()));
         }
     }
+}
+
+/// `name` as the `&'static str` a walked engine is: a built-in or configured engine's, else
+/// leaked once (a stored graph read back names only engines its run knew).
+pub(crate) fn engine_static(name: &str) -> &'static str {
+    if let Some(&engine) = all_engines().iter().find(|&&engine| engine == name) {
+        return engine;
+    }
+    register_engines([name]);
+    all_engines()
+        .into_iter()
+        .find(|&engine| engine == name)
+        .expect("registered")
 }
 
 /// The built-in engines and the configured ones.
@@ -522,6 +545,7 @@ impl Walker<'_> {
                 "base" => r.base = w.string(e).map(|s| s.value),
                 "budget" => r.budget = w.budget(e),
                 "verify" => r.verify = w.plain_strings(e),
+                "max_tasks" => r.max_tasks = w.count(e, 1),
                 _ => return false,
             }
             true
@@ -665,6 +689,16 @@ impl Walker<'_> {
                 "contain" => t.more_mut().contain = w.choice(e, Contain::NAMES, Contain::parse),
                 "workspace" => {
                     t.more_mut().workspace = w.choice(e, Workspace::NAMES, Workspace::parse)
+                }
+                "expand" => {
+                    t.more_mut().expand = w.boolean(e).map(|b| At::new(b, e.key_span.clone()))
+                }
+                "max_subtasks" => {
+                    t.more_mut().max_subtasks =
+                        w.count(e, 1).map(|n| At::new(n, e.key_span.clone()))
+                }
+                "max_depth" => {
+                    t.more_mut().max_depth = w.count(e, 1).map(|n| At::new(n, e.key_span.clone()))
                 }
                 _ => {
                     let key = e.key.as_str();

@@ -32,7 +32,7 @@ pub enum IdError {
 /// A validated identifier type: both kinds of id become parts of file paths and git branch
 /// names, so both follow the same rules (see [`validate`]).
 macro_rules! id_type {
-    ($(#[$doc:meta])* $name:ident) => {
+    ($(#[$doc:meta])* $name:ident, $validate:ident) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         #[serde(try_from = "String", into = "String")]
@@ -41,7 +41,7 @@ macro_rules! id_type {
         impl $name {
             pub fn new(s: impl Into<String>) -> Result<Self, IdError> {
                 let s = s.into();
-                validate(&s)?;
+                $validate(&s)?;
                 Ok(Self(s))
             }
 
@@ -87,13 +87,52 @@ id_type!(
     /// branch name (space, `~^:?*[\`, control characters, `@{`) or a file name cannot hold
     /// (`/`, NUL) is none of these; nor are invisible format characters (bidi controls,
     /// zero-width joiners) or combining marks on their own.
-    TaskId
+    ///
+    /// The subtasks a planner adds are named under it, `PLANNER/LOCAL` (`plan/api`, and
+    /// `plan/api/db` for a planner among them): each segment follows the rule above, and where
+    /// an id becomes a file or branch name, `/` is written `+` ([`TaskId::file_name`]), which no
+    /// segment can hold, so that `plan`'s files and branch never contain `plan/api`'s.
+    TaskId,
+    validate_task
 );
 
 id_type!(
     /// The id of one run: sortable by start time (`YYYYMMDD-HHMMSS-xxxx`), usable as a file name.
-    RunId
+    RunId,
+    validate
 );
+
+impl TaskId {
+    /// `local`, the id of a subtask as its planner wrote it, under `parent`: `parent/local`.
+    pub fn nested(parent: &TaskId, local: &str) -> Result<Self, IdError> {
+        validate(local)?;
+        Self::new(format!("{parent}/{local}"))
+    }
+
+    /// The planner this id is nested under (`plan` for `plan/api`), if any.
+    pub fn parent(&self) -> Option<&str> {
+        self.0.rsplit_once('/').map(|(parent, _)| parent)
+    }
+
+    /// The id as its planner wrote it: the last segment.
+    pub fn local(&self) -> &str {
+        self.0.rsplit_once('/').map_or(&self.0, |(_, local)| local)
+    }
+
+    /// Whether a planner added it (it has a `/`).
+    pub fn is_nested(&self) -> bool {
+        self.0.contains('/')
+    }
+
+    /// The id as a part of a file or branch name: `/` written `+`.
+    pub fn file_name(&self) -> std::borrow::Cow<'_, str> {
+        if self.is_nested() {
+            std::borrow::Cow::Owned(self.0.replace('/', "+"))
+        } else {
+            std::borrow::Cow::Borrowed(&self.0)
+        }
+    }
+}
 
 /// A letter or digit of any script: alphabetic or numeric in Unicode (`é`, `日`, `٣`). Never
 /// ASCII punctuation, space, a control or format character: nothing git refuses in a branch
@@ -102,7 +141,16 @@ pub fn is_id_letter(c: char) -> bool {
     c.is_alphanumeric()
 }
 
-/// The rules both kinds of id follow.
+/// A task id: segments separated by single `/`, each following [`validate`], at most
+/// [`MAX_TASK_ID_LEN`] bytes in all.
+fn validate_task(s: &str) -> Result<(), IdError> {
+    if s.len() > MAX_TASK_ID_LEN {
+        return Err(IdError::TooLong(s.len()));
+    }
+    s.split('/').try_for_each(validate)
+}
+
+/// The rules both kinds of id follow (a task id, segment by segment).
 fn validate(s: &str) -> Result<(), IdError> {
     let first = s.chars().next().ok_or(IdError::Empty)?;
     if s.len() > MAX_TASK_ID_LEN {
@@ -150,7 +198,13 @@ mod tests {
         assert_eq!(TaskId::new(".."), Err(IdError::BadStart('.')));
         assert_eq!(TaskId::new("-rf"), Err(IdError::BadStart('-')));
         assert_eq!(TaskId::new("_a"), Err(IdError::BadStart('_')));
-        assert_eq!(TaskId::new("a/b"), Err(IdError::BadChar('/')));
+        assert_eq!(TaskId::new("a/"), Err(IdError::Empty));
+        assert_eq!(TaskId::new("/a"), Err(IdError::Empty));
+        assert_eq!(TaskId::new("a//b"), Err(IdError::Empty));
+        assert_eq!(TaskId::new("a/-b"), Err(IdError::BadStart('-')));
+        assert_eq!(TaskId::new("a/b."), Err(IdError::BadDots));
+        assert_eq!(TaskId::new("a/b.lock"), Err(IdError::BadDots));
+        assert_eq!(RunId::new("a/b"), Err(IdError::BadChar('/')));
         assert_eq!(TaskId::new("a b"), Err(IdError::BadChar(' ')));
         assert_eq!(TaskId::new("a..b"), Err(IdError::BadDots));
         assert_eq!(TaskId::new("x.lock"), Err(IdError::BadDots));
@@ -188,8 +242,29 @@ mod tests {
     }
 
     #[test]
+    fn nested_ids_name_their_planner_and_never_share_its_files() {
+        let plan = TaskId::new("plan").unwrap();
+        let api = TaskId::nested(&plan, "api").unwrap();
+        assert_eq!(api.as_str(), "plan/api");
+        assert_eq!(api.parent(), Some("plan"));
+        assert_eq!(api.local(), "api");
+        assert_eq!(api.file_name(), "plan+api");
+        let db = TaskId::nested(&api, "db").unwrap();
+        assert_eq!((db.parent(), db.local()), (Some("plan/api"), "db"));
+        assert_eq!(db.file_name(), "plan+api+db");
+        assert_eq!(plan.file_name(), "plan");
+        assert_eq!(plan.parent(), None);
+        assert_eq!(TaskId::nested(&plan, "a/b"), Err(IdError::BadChar('/')));
+        assert_eq!(
+            TaskId::nested(&plan, &"a".repeat(96)),
+            Err(IdError::TooLong(101))
+        );
+    }
+
+    #[test]
     fn deserializing_validates() {
-        assert!(serde_json::from_str::<TaskId>("\"a/b\"").is_err());
+        assert!(serde_json::from_str::<TaskId>("\"a//b\"").is_err());
+        assert!(serde_json::from_str::<TaskId>("\"a/b\"").is_ok());
         assert_eq!(
             serde_json::from_str::<TaskId>("\"ok\"").unwrap().as_str(),
             "ok"
