@@ -232,6 +232,100 @@ impl Scheduler {
         self.uncharged[i] = if charge { 0 } else { used };
     }
 
+    /// Grows the run to `plan`, which holds every task so far, in the same order, and new ones
+    /// after them (a planner's answer: see `baton_graph::Graph::extended`). Tasks already
+    /// known keep their state; those whose needs grew wait for the new ones too. A new task
+    /// waits for its needs that have not succeeded; one that needs a failure is blocked at once
+    /// (under `on_failure = "block"`), and all are skipped if the run is stopping: the
+    /// returned actions say so. Call it before the input that ends the planner's attempt.
+    pub fn extend(&mut self, plan: &Plan) -> Vec<Action> {
+        let old = self.phase.len();
+        let n = plan.tasks.len();
+        debug_assert!(n >= old, "a plan only grows");
+        let mut out = Vec::new();
+        let dependents = Adjacency::build(
+            n,
+            plan.tasks
+                .iter()
+                .enumerate()
+                .flat_map(|(i, t)| t.needs.iter().map(move |&d| (d, i as u32))),
+        );
+        self.conflicts = Adjacency::build(
+            n,
+            plan.tasks
+                .iter()
+                .enumerate()
+                .flat_map(|(i, t)| t.conflicts.iter().map(move |&c| (i as u32, c))),
+        );
+        // Needs added to known tasks (those that waited for the planner): `remaining` counts
+        // every need not yet ended, whatever the task's own phase, as `release_dependents`
+        // expects.
+        for (i, task) in plan.tasks.iter().enumerate().take(old) {
+            let added = task.needs.iter().filter(|&&d| d as usize >= old).count() as u32;
+            self.remaining[i] += added;
+        }
+        for task in &plan.tasks[old..] {
+            self.retries.push(task.retries);
+            self.backoff.push(task.backoff);
+            self.retry_infrastructure_only
+                .push(task.retry_infrastructure_only);
+            self.needs_approval.push(task.needs_approval);
+            self.approved.push(false);
+            self.phase.push(Phase::Waiting);
+            self.attempts.push(0);
+            self.uncharged.push(0);
+            let unmet = task.needs.iter().filter(|&&d| !self.satisfies(d)).count() as u32;
+            self.remaining.push(unmet);
+            let running = task
+                .conflicts
+                .iter()
+                .filter(|&&c| (c as usize) < old && self.phase[c as usize] == Phase::Running)
+                .count() as u32;
+            self.running_conflicts.push(running);
+        }
+        self.dependents = dependents;
+        let counts: Vec<u32> = plan.tasks.iter().map(|t| t.needs.len() as u32).collect();
+        self.priority = priorities(&counts, &self.dependents);
+        let queued: Vec<u32> = self.ready.drain().map(|(_, Reverse(t))| t).collect();
+        for t in queued {
+            self.ready.push((self.priority[t as usize], Reverse(t)));
+        }
+        for t in old as u32..n as u32 {
+            let i = t as usize;
+            if self.phase[i] != Phase::Waiting {
+                continue; // blocked already, by an earlier new task's failure
+            }
+            if let Some(cause) = self.stop {
+                self.finish(t, TaskState::Skipped, Cause::Stopped(cause), &mut out);
+                continue;
+            }
+            let failed = plan.tasks[i].needs.iter().copied().find(|&d| {
+                matches!(self.phase[d as usize], Phase::Done(state) if state != TaskState::Succeeded)
+            });
+            match failed {
+                Some(d) if self.on_failure == OnFailure::Block => {
+                    self.any_blocked = true;
+                    self.finish(t, TaskState::Blocked, Cause::DependencyFailed(d), &mut out);
+                    self.block_dependents(t, &mut out);
+                }
+                _ if self.remaining[i] == 0 => self.enqueue(t),
+                _ => {}
+            }
+        }
+        self.fill(&mut out);
+        out
+    }
+
+    /// Whether `task`'s end lets its dependents go: it succeeded, or it ended at all and the
+    /// run goes on past failures.
+    fn satisfies(&self, task: u32) -> bool {
+        match self.phase[task as usize] {
+            Phase::Done(TaskState::Succeeded) => true,
+            Phase::Done(_) => self.on_failure == OnFailure::Continue,
+            _ => false,
+        }
+    }
+
     /// Applies one input and returns what follows from it, in order.
     pub fn handle(&mut self, input: Input) -> Vec<Action> {
         let mut out = Vec::new();
