@@ -157,6 +157,16 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// Planner `task`'s answer (from attempt `attempt`) added tasks to the run: `added` are
+    /// their ids, in the order they join the graph, after every task before them; `tasks` are
+    /// those tasks as the graph stores them, which a takeover splices in again
+    /// (`baton_graph::Graph::extended`). Recorded before the planner's `attempt-finished`.
+    GraphExpanded {
+        task: TaskId,
+        attempt: u32,
+        added: Vec<TaskId>,
+        tasks: serde_json::Value,
+    },
 }
 
 impl EventKind {
@@ -170,7 +180,8 @@ impl EventKind {
             | Self::TaskReset { task }
             | Self::WorkspaceCommitted { task, .. }
             | Self::TaskWaiting { task }
-            | Self::TaskDecided { task, .. } => Some(task),
+            | Self::TaskDecided { task, .. }
+            | Self::GraphExpanded { task, .. } => Some(task),
             Self::Checked { task, .. } => task.as_ref(),
             Self::RunStarted { .. }
             | Self::RunStopping { .. }
@@ -199,6 +210,7 @@ impl EventKind {
             Self::AttemptFinished { .. } => "attempt-finished",
             Self::RetryScheduled { .. } => "retry-scheduled",
             Self::TaskFinished { .. } => "task-finished",
+            Self::GraphExpanded { .. } => "graph-expanded",
         }
     }
 }

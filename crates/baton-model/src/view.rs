@@ -122,6 +122,7 @@ impl fmt::Display for Anomaly {
 /// | `task-waiting` | task `waiting` |
 /// | `task-reset` | task `pending`; reason, end and pending retry cleared (the exit code stays) |
 /// | `task-finished` | task status, reason and end; pending retry cleared |
+/// | `graph-expanded` | the tasks added, `pending`, after the others |
 /// | anything else | nothing |
 ///
 /// Every function is total: an event the log should not hold (about a task the run lacks, an
@@ -157,17 +158,22 @@ impl RunView {
             anomalies: Vec::new(),
         };
         for task in tasks {
-            if view.index.contains_key(&task) {
-                view.anomalies.push(Anomaly::DuplicateTask { task });
-                continue;
-            }
-            view.index.insert(task.clone(), view.ids.len());
-            view.ids.push(task);
-            view.tasks.push(TaskView::fresh());
-            view.attempts.push(Vec::new());
-            view.counts[slot(TaskState::Pending)] += 1;
+            view.add_task(task);
         }
         view
+    }
+
+    /// A task joins the run, `pending`, after the others.
+    fn add_task(&mut self, task: TaskId) {
+        if self.index.contains_key(&task) {
+            self.anomalies.push(Anomaly::DuplicateTask { task });
+            return;
+        }
+        self.index.insert(task.clone(), self.ids.len());
+        self.ids.push(task);
+        self.tasks.push(TaskView::fresh());
+        self.attempts.push(Vec::new());
+        self.counts[slot(TaskState::Pending)] += 1;
     }
 
     /// Applies one event, as the table in the type's docs says.
@@ -232,6 +238,11 @@ impl RunView {
                 task.ended_at_ms = Some(at);
                 task.next_attempt = None;
                 task.retry_at_ms = None;
+            }
+            (EventKind::GraphExpanded { added, .. }, Some(_)) => {
+                for task in added {
+                    self.add_task(task.clone());
+                }
             }
             (
                 EventKind::TaskDecided { .. }

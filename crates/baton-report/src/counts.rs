@@ -70,6 +70,7 @@ impl StateCounts {
             EventKind::AttemptFinished { .. } => self.running = self.running.saturating_sub(1),
             EventKind::RetryScheduled { .. } => self.retrying += 1,
             EventKind::TaskFinished { state, .. } => *self.slot(*state) += 1,
+            EventKind::GraphExpanded { added, .. } => self.total += added.len() as u32,
             EventKind::RunStarted { .. }
             | EventKind::RunStopping { .. }
             | EventKind::RunFinished { .. }

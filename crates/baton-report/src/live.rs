@@ -132,6 +132,16 @@ impl Reporter for LiveReporter {
                         crate::spend::budget_text(*usd, *tokens)
                     ));
                 }
+                EventKind::GraphExpanded { task, added, .. } => {
+                    let names: Vec<&str> = added.iter().map(|t| t.local()).collect();
+                    self.println(format!(
+                        "baton: {task} planned {} task{}: {}",
+                        added.len(),
+                        if added.len() == 1 { "" } else { "s" },
+                        names.join(", ")
+                    ));
+                    self.header.set_message(self.counts.to_string());
+                }
                 EventKind::TaskWaiting { task } => {
                     self.println(format!(
                         "baton: {task} waits for approval: `baton approve {run} {task}` or `baton reject {run} {task}`",

@@ -4,7 +4,7 @@
 //! property test (`tests/store/fold.rs`) holds it to the fold for random logs committed in
 //! random turns, so the fold is the definition and the SQL its optimized form.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use baton_model::{
     AttemptView, Event, EventKind, RunHead, RunId, RunView, TaskId, TaskState, TaskView,
@@ -82,7 +82,26 @@ impl SqliteStore {
                 .collect::<Result<_, _>>()?;
 
             let mut problems = Vec::new();
-            let mut view = RunView::new(tasks.iter().map(|task| task.task.clone()));
+            // The fold starts from the tasks the run began with: those its planners added
+            // join it with their `graph-expanded` events.
+            let mut planned: HashSet<TaskId> = HashSet::new();
+            let mut expansions = tx.prepare_cached(
+                "SELECT data_json FROM events WHERE run_id = ?1 AND kind = 'graph-expanded'",
+            )?;
+            let mut rows = expansions.query(params![run.as_str()])?;
+            while let Some(row) = rows.next()? {
+                let data: String = row.get(0)?;
+                if let Ok(EventKind::GraphExpanded { added, .. }) = serde_json::from_str(&data) {
+                    planned.extend(added);
+                }
+            }
+            drop(rows);
+            let mut view = RunView::new(
+                tasks
+                    .iter()
+                    .map(|task| task.task.clone())
+                    .filter(|task| !planned.contains(task)),
+            );
 
             let mut statement = tx.prepare_cached(
                 "SELECT seq, at_ms, kind, task_id, data_json FROM events \

@@ -445,6 +445,22 @@ fn apply_event(
             ])?;
             known_task(changed, run, task)?;
         }
+        EventKind::GraphExpanded { task, added, .. } => {
+            let known = statements
+                .get(Sql::TaskKnown)?
+                .exists(params![id, task.as_str()])?;
+            known_task(usize::from(known), run, task)?;
+            for new in added {
+                let pending = TaskState::Pending.as_str();
+                statements
+                    .get(Sql::TaskAdded)?
+                    .execute(params![id, new.as_str(), pending])?;
+                statements.get(Sql::RunGrown)?.execute(params![id])?;
+                statements
+                    .get(Sql::PendingAdded)?
+                    .execute(params![id, pending])?;
+            }
+        }
         EventKind::TaskFinished {
             task,
             state,

@@ -39,6 +39,9 @@ pub(crate) enum Sql {
     TaskKnown,
     AttemptKnown,
     AttemptRan,
+    TaskAdded,
+    RunGrown,
+    PendingAdded,
     TaskRan,
 }
 
@@ -145,6 +148,16 @@ impl Sql {
                  SELECT ?1, idx, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
                  ?16, ?17, ?18, ?19 FROM tasks \
                  WHERE run_id = ?1 AND task_id = ?2 AND attempts < ?3"
+            }
+            // A planner's task, after the run's others (`task_count` of them, indices from 0).
+            Self::TaskAdded => {
+                "INSERT INTO tasks (run_id, task_id, idx, status) \
+                 SELECT ?1, ?2, task_count, ?3 FROM runs WHERE id = ?1"
+            }
+            Self::RunGrown => "UPDATE runs SET task_count = task_count + 1 WHERE id = ?1",
+            Self::PendingAdded => {
+                "INSERT INTO task_counts (run_id, status, n) VALUES (?1, ?2, 1) \
+                 ON CONFLICT (run_id, status) DO UPDATE SET n = n + 1"
             }
             // `TaskStarted` and then `TaskEndedWithOutput`, composed: the first leaves
             // `attempts` at MAX(attempts, ?3) and `exit_code` NULL, which the second reads; it

@@ -75,6 +75,69 @@ pub fn a_new_run_has_its_tasks_pending_in_graph_order(db: &dyn Database) {
     assert_eq!(store.run(&run_id("r9")).unwrap(), None);
 }
 
+pub fn a_planners_tasks_join_the_run_after_the_others(db: &dyn Database) {
+    let store = db.open();
+    let lease = held(store.as_ref());
+    let run = run_id("r1");
+    let expanded = EventKind::GraphExpanded {
+        task: task("a"),
+        attempt: 1,
+        added: vec![task("a/x"), task("a/y")],
+        tasks: serde_json::json!([{"id": "a/x"}, {"id": "a/y"}]),
+    };
+    store
+        .record(
+            &run,
+            lease,
+            &[
+                started(1_100, "a", 1),
+                event(1_200, expanded.clone()),
+                finished(1_200, "a", 1, Outcome::Exited { code: 0 }),
+                task_finished(1_200, "a", TaskState::Succeeded, None),
+                started(1_300, "a/x", 1),
+            ],
+            &[],
+        )
+        .unwrap();
+    let ids: Vec<String> = store
+        .tasks(&run)
+        .unwrap()
+        .iter()
+        .map(|t| format!("{}:{}", t.task, t.status.as_str()))
+        .collect();
+    assert_eq!(
+        ids,
+        ["a:succeeded", "b:pending", "a/x:running", "a/y:pending"]
+    );
+    let record = store.run(&run).unwrap().unwrap();
+    assert_eq!(record.task_count, 4);
+    let summary = &store.runs(1).unwrap()[0];
+    assert_eq!(
+        (
+            summary.count(TaskState::Pending),
+            summary.count(TaskState::Running)
+        ),
+        (2, 1)
+    );
+    let recorded = store.events_of_kind(&run, "graph-expanded").unwrap();
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].kind, expanded);
+    assert_eq!(store.check_consistency(&run).unwrap(), Vec::<String>::new());
+    // An expansion by a task the run lacks fails the whole turn.
+    let stray = EventKind::GraphExpanded {
+        task: task("zz"),
+        attempt: 1,
+        added: vec![task("zz/q")],
+        tasks: serde_json::json!([]),
+    };
+    assert!(
+        store
+            .record(&run, lease, &[event(1_400, stray)], &[])
+            .is_err()
+    );
+    assert_eq!(store.tasks(&run).unwrap().len(), 4);
+}
+
 pub fn a_turn_is_recorded_whole_and_numbered(db: &dyn Database) {
     let store = db.open();
     let lease = held(store.as_ref());
@@ -518,6 +581,7 @@ macro_rules! conformance {
                 handles_claiming_at_once_get_exactly_one_driver,
                 only_a_run_no_live_driver_holds_is_deleted,
                 readers_see_whole_turns_while_a_driver_records,
+                a_planners_tasks_join_the_run_after_the_others,
             );
         }
     };

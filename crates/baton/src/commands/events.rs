@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use baton_model::{Event, EventKind, RunState, format_utc};
+use baton_model::{Event, EventKind, RunState, TaskId, format_utc};
 
 use super::records;
 use crate::cli::EventsArgs;
@@ -81,6 +81,15 @@ fn describe(event: &Event) -> String {
         }
         .to_owned(),
         EventKind::TaskReset { task } => format!("{task}: to run again"),
+        EventKind::GraphExpanded {
+            task,
+            attempt,
+            added,
+            ..
+        } => {
+            let names: Vec<&str> = added.iter().map(TaskId::as_str).collect();
+            format!("{task}#{attempt}: planned {}", names.join(", "))
+        }
         EventKind::TaskWaiting { task } => format!("{task}: waits for approval"),
         EventKind::TaskDecided {
             task,
