@@ -20,6 +20,9 @@ use crate::walk;
 
 /// The fields an answer may hold at its top.
 const FRAGMENT_FIELDS: &[&str] = &["task", "tasks", "$schema"];
+/// Task fields a plan may not set: what of baton's environment a task gets, where it may write
+/// and what holds its processes are the run's to decide (its `[defaults]`), not a model's.
+const RUN_DECIDES: &[&str] = &["pass_env", "secret_env", "confine", "contain", "workspace"];
 
 impl Graph {
     /// Validates `text`, the answer of planner `planner`, as tasks to add to this graph. The
@@ -41,6 +44,11 @@ impl Graph {
         check_top(&root, &mut diags);
         let mut spec = walk::walk(&root, &mut diags);
         spec.defaults = self.defaults.clone();
+        // The planned tasks work in worktrees unless the run says otherwise: a shell task
+        // among them sees its needs' work, and nothing a model planned touches the checkout.
+        if spec.defaults.workspace.is_none() {
+            spec.defaults.workspace = Some(crate::Workspace::Worktree);
+        }
         // Without an engine of the run's, the subtasks use their planner's.
         if spec.defaults.engine.is_none()
             && let crate::Action::Agent { engine, .. } = &origin.action
@@ -215,6 +223,8 @@ impl Graph {
                 needs.insert(0, planner);
             }
             let mut task = validate::task(t, needs, action.expect("validated"), &spec.defaults);
+            // baton's default, not the run's ask: without a repository it falls back.
+            task.workspace_asked &= self.defaults.workspace.is_some();
             task.parent = Some(planner);
             task.depth = depth;
             if let Some(plan) = &mut task.plan {
@@ -284,6 +294,25 @@ fn check_top(root: &Node, diags: &mut Vec<Diagnostic>) {
         return;
     };
     for e in entries {
+        if matches!(e.key.as_str(), "task" | "tasks")
+            && let Kind::Array(items) = &e.value.kind
+        {
+            for item in items {
+                let Kind::Table(fields) = &item.kind else {
+                    continue;
+                };
+                for field in fields
+                    .iter()
+                    .filter(|f| RUN_DECIDES.contains(&f.key.as_str()))
+                {
+                    diags.push(
+                        Diagnostic::at(field.key_span.clone(), format!("a plan cannot set `{}`", field.key))
+                            .label("the run's to decide")
+                            .help("what a task gets of baton's environment, where it writes and what holds it are set by the run's [defaults]; remove the field"),
+                    );
+                }
+            }
+        }
         if FRAGMENT_FIELDS.contains(&e.key.as_str()) {
             continue;
         }

@@ -86,7 +86,8 @@ fn every_problem_of_an_answer_is_named_at_once() {
     {"id": "a", "needs": ["b"], "prompt": "x"},
     {"id": "b", "needs": ["a"], "prompt": "y", "colour": "red"},
     {"id": "c", "needs": ["ship"], "run": "true"},
-    {"id": "d/e", "needs": ["nope"], "run": "true"}
+    {"id": "d/e", "needs": ["nope"], "run": "true"},
+    {"id": "f", "prompt": "z", "pass_env": ["*"], "confine": "off", "workspace": "shared"}
   ]
 }"#;
     let err = g.expansion(plan, answer).unwrap_err().to_string();
@@ -97,6 +98,9 @@ fn every_problem_of_an_answer_is_named_at_once() {
         "`ship` waits for `plan`, whose plan this is",
         "task id `d/e` contains `/`",
         "unknown dependency `nope`",
+        "a plan cannot set `pass_env`",
+        "a plan cannot set `confine`",
+        "a plan cannot set `workspace`",
     ] {
         assert!(err.contains(expected), "{expected:?} missing from:\n{err}");
     }

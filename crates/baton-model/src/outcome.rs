@@ -52,6 +52,9 @@ pub enum Outcome {
     VerifyFailed { command: String, detail: String },
     /// The task changed files outside its `scope` under `scope_policy = "enforce"`.
     OutOfScope { files: Vec<String> },
+    /// A planner (`expand = true`) answered with a plan baton cannot take: `problems` things
+    /// are wrong with it, named in the attempt's output.
+    InvalidPlan { problems: u32 },
     /// baton stopped an agent that spent past a hard budget: the task's own (`limit` says
     /// which) or the run's. Not retried: another attempt would spend more.
     OverBudget {
@@ -83,7 +86,9 @@ impl Outcome {
             // Not failures to retry: the same merge conflicts again, the same template fails
             // to render again.
             Self::MergeConflict { .. } | Self::LaunchFailed { .. } => None,
-            Self::OutOfScope { .. } | Self::VerifyFailed { .. } => Some(FailureClass::Task),
+            Self::OutOfScope { .. } | Self::VerifyFailed { .. } | Self::InvalidPlan { .. } => {
+                Some(FailureClass::Task)
+            }
             Self::Cancelled => None,
         }
     }
@@ -148,6 +153,11 @@ impl fmt::Display for Outcome {
             Self::OutOfScope { files } => {
                 write!(f, "changed files outside its scope: {}", files.join(", "))
             }
+            Self::InvalidPlan { problems } => write!(
+                f,
+                "its plan is not valid ({problems} problem{})",
+                if *problems == 1 { "" } else { "s" }
+            ),
             Self::MergeConflict { incoming, files } => write!(
                 f,
                 "its dependencies' changes conflict: merging `{incoming}` conflicts in {}",

@@ -14,7 +14,7 @@ use crate::workspace::{Consolidated, Workspaces};
 pub(crate) struct Consolidation<'a> {
     pub graph: &'a Graph,
     pub workspaces: &'a Workspaces,
-    pub launcher: &'a Launcher<'a>,
+    pub launcher: &'a Launcher,
     /// Stop requests that come meanwhile stop the checks.
     pub stop: watch::Receiver<StopLevel>,
 }

@@ -7,6 +7,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Instant;
 
 use baton_exec::StopLevel;
@@ -41,11 +42,12 @@ const MAX_TURN_EVENTS: usize = MAX_BATCH_EVENTS;
 const MAX_BATCHES_IN_FLIGHT: u64 = 2;
 
 pub(crate) struct Dispatcher<'a> {
-    graph: &'a Graph,
+    /// The run's graph as it is now: planners' answers grow it (`Dispatcher::expand`).
+    graph: Arc<Graph>,
     store: &'a dyn Store,
     run_id: RunId,
     sched: Scheduler,
-    launcher: Launcher<'a>,
+    launcher: Launcher,
     /// The running attempt units.
     units: JoinSet<AttemptDone>,
     /// What the units share; its progress sender is how they record events before they end.
@@ -86,7 +88,7 @@ struct Turn {
 
 impl<'a> Dispatcher<'a> {
     pub(crate) fn new(
-        graph: &'a Graph,
+        graph: Arc<Graph>,
         store: &'a dyn Store,
         run_id: RunId,
         dirs: RunDirs,
@@ -94,10 +96,10 @@ impl<'a> Dispatcher<'a> {
         workspaces: Workspaces,
         recorder: Recorder,
     ) -> Self {
-        let plan = plan_of(graph);
+        let plan = plan_of(&graph);
         let (stop_tx, stop) = watch::channel(StopLevel::Run);
         let (progress_tx, progress) = mpsc::unbounded_channel();
-        let launcher = Launcher::new(graph, run_id.clone(), dirs.clone(), config);
+        let launcher = Launcher::new(Arc::clone(&graph), run_id.clone(), dirs.clone(), config);
         let shared = Shared {
             run: run_id.clone(),
             dirs,
@@ -108,7 +110,6 @@ impl<'a> Dispatcher<'a> {
             progress: progress_tx,
         };
         Self {
-            graph,
             store,
             sched: Scheduler::new(&plan, config.seed),
             launcher,
@@ -121,6 +122,7 @@ impl<'a> Dispatcher<'a> {
             timers: BinaryHeap::new(),
             ledger: Ledger::new(graph.len(), recorder),
             last_outcome: vec![None; graph.len()],
+            graph,
             log_bytes: 0,
             agents_running: 0,
             paused: false,
@@ -146,7 +148,7 @@ impl<'a> Dispatcher<'a> {
             self.sched.restore(task, state, attempts);
             self.launcher.restored(task, state);
             if state == TaskState::Succeeded {
-                self.workspaces.restored_success(self.graph, task);
+                self.workspaces.restored_success(&self.graph, task);
             }
         }
         for (task, output) in restored.outputs {
@@ -162,7 +164,7 @@ impl<'a> Dispatcher<'a> {
     /// task whose last attempt the machinery cut short continues that attempt's session.
     pub(crate) fn recall_agents(&mut self, store: &dyn Store) -> Result<(), StoreError> {
         self.sessions =
-            crate::takeover::recall_agents(store, self.graph, &self.run_id, &self.shared.meter)?;
+            crate::takeover::recall_agents(store, &self.graph, &self.run_id, &self.shared.meter)?;
         Ok(())
     }
 
@@ -308,6 +310,16 @@ impl<'a> Dispatcher<'a> {
                 self.ledger.push(EventKind::RunStopping { reason });
             }
             for action in actions {
+                finished |= self.act(action, turn);
+            }
+        }
+        finished
+    }
+
+    /// Carries out one of the scheduler's actions. Returns whether the run is over.
+    fn act(&mut self, action: Action, turn: &mut Turn) -> bool {
+        {
+            {
                 match action {
                     Action::Launch { task, attempt } => {
                         if matches!(self.graph.task(task).action, TaskAction::Noop) {
@@ -349,19 +361,79 @@ impl<'a> Dispatcher<'a> {
                         // Consolidated (merged, checked) by the loop, which can wait for the
                         // run's checks without blocking: see `Dispatcher::finish`.
                         self.final_state = Some(state);
-                        finished = true;
+                        return true;
                     }
                 }
             }
         }
-        finished
+        false
+    }
+
+    /// A planner's answer joins the graph: recorded (before the planner's attempt ends), the
+    /// graph grown, and the scheduler told. The unit checked the answer against the graph as
+    /// it was at the planner's launch; it is checked again against the graph as it is now
+    /// (another planner may have answered meanwhile), which is what the new tasks' indices
+    /// are into.
+    fn expand(
+        &mut self,
+        planner: u32,
+        attempt: u32,
+        plan: &str,
+        turn: &mut Turn,
+    ) -> Result<(), crate::planner::Rejected> {
+        let tasks =
+            self.graph
+                .expansion(planner, plan)
+                .map_err(|error| crate::planner::Rejected {
+                    problems: error.diagnostics.len().max(1) as u32,
+                    errors: self.launcher.redact(&error.to_string()),
+                })?;
+        let added: Vec<baton_model::TaskId> = tasks.iter().map(|t| t.id.clone()).collect();
+        let stored = serde_json::to_value(&tasks).expect("tasks are plain data");
+        let grown = Arc::new(self.graph.extended(planner, tasks));
+        self.ledger.push(EventKind::GraphExpanded {
+            task: self.graph.task(planner).id.clone(),
+            attempt,
+            added,
+            tasks: stored,
+        });
+        self.grow(grown);
+        let actions = self.sched.extend(&plan_of(&self.graph));
+        for action in actions {
+            // Only the planner's end can end the run, after this.
+            let _ = self.act(action, turn);
+        }
+        Ok(())
+    }
+
+    /// Everything kept per task makes room for the graph's new tasks.
+    fn grow(&mut self, graph: Arc<Graph>) {
+        let n = graph.len();
+        self.ledger.grow(n);
+        self.workspaces.grow(n);
+        self.last_outcome.resize(n, None);
+        self.graph = Arc::clone(&graph);
+        let lost = self.launcher.grow(graph);
+        if lost.is_empty() {
+            return;
+        }
+        // Ended and recorded (a task's dependents start only once its end is): its output
+        // is in the store.
+        if let Ok(records) = self.store.tasks(&self.run_id) {
+            for need in lost {
+                if let Some(record) = records.get(need as usize) {
+                    self.launcher
+                        .hold_output(need, HeldOutput::recorded(record));
+                }
+            }
+        }
     }
 
     fn task_finished(&mut self, task: u32, state: TaskState, cause: Cause) {
         self.launcher.task_finished(task, state);
         let rejection = self.approvals.finished(task);
         let reason = finish_reason(
-            self.graph,
+            &self.graph,
             task,
             state,
             cause,
@@ -441,6 +513,24 @@ impl<'a> Dispatcher<'a> {
             session,
         } = done;
         let is_agent = self.launcher.is_agent(task);
+        // A planner that answered well grows the graph; one whose answer no longer fits it
+        // fails as one whose answer never did.
+        let (outcome, output) = match self.graph.task(task).plan {
+            Some(_) if outcome.is_success() => match self.expand(task, attempt, &output.text, turn)
+            {
+                Ok(()) => (outcome, output),
+                Err(rejected) => (
+                    Outcome::InvalidPlan {
+                        problems: rejected.problems,
+                    },
+                    HeldOutput {
+                        text: rejected.errors,
+                        ..output
+                    },
+                ),
+            },
+            _ => (outcome, output),
+        };
         self.log_bytes += log_bytes;
         if is_agent {
             self.agents_running = self.agents_running.saturating_sub(1);
@@ -512,7 +602,7 @@ impl<'a> Dispatcher<'a> {
 
     /// Sets aside the turn's launches that need a predecessor's end not recorded yet.
     fn defer_unrecorded(&mut self, turn: &mut Turn) {
-        let graph = self.graph;
+        let graph = Arc::clone(&self.graph);
         self.ledger
             .defer(&mut turn.launches, |task| &graph.task(task).needs);
     }
@@ -521,7 +611,7 @@ impl<'a> Dispatcher<'a> {
     /// and `carry_out` reports them cancelled) join the turn; those decided before a stop are
     /// declined, never started.
     fn release_deferred(&mut self, turn: &mut Turn) {
-        let (graph, stopping) = (self.graph, self.sched.stop_cause().is_some());
+        let (graph, stopping) = (Arc::clone(&self.graph), self.sched.stop_cause().is_some());
         let declined =
             self.ledger
                 .release(&mut turn.launches, |task| &graph.task(task).needs, stopping);
@@ -574,7 +664,7 @@ impl<'a> Dispatcher<'a> {
         let resume = self.sessions.remove(&task);
         let assembled = assemble(
             Assembly {
-                graph: self.graph,
+                graph: &self.graph,
                 launcher: &mut self.launcher,
                 workspaces: &mut self.workspaces,
                 shared: &self.shared,
@@ -613,7 +703,9 @@ impl<'a> Dispatcher<'a> {
         let launcher = &self.launcher;
         let decided = self
             .approvals
-            .read(self.store, &self.run_id, self.graph, |r| launcher.redact(r));
+            .read(self.store, &self.run_id, &self.graph, |r| {
+                launcher.redact(r)
+            });
         for (kind, input) in decided {
             self.ledger.push(kind);
             turn.inputs.push_back(input);
@@ -633,7 +725,7 @@ impl<'a> Dispatcher<'a> {
             && !matches!(scheduled, RunState::Waiting | RunState::Cancelled)
         {
             let consolidation = Consolidation {
-                graph: self.graph,
+                graph: &self.graph,
                 workspaces: &self.workspaces,
                 launcher: &self.launcher,
                 stop: self.stop_tx.subscribe(),

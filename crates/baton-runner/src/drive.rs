@@ -3,6 +3,7 @@
 //! driven, and the result read back from the store.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use baton_graph::{Action as TaskAction, Graph};
@@ -147,13 +148,7 @@ pub async fn resume(
     let record = store
         .run(run_id)?
         .ok_or_else(|| TakeoverError::UnknownRun(run_id.clone()))?;
-    let graph_json = store
-        .graph_json(run_id)?
-        .ok_or_else(|| TakeoverError::UnknownRun(run_id.clone()))?;
-    let graph = Graph::from_stored_json(&graph_json).map_err(|source| TakeoverError::Graph {
-        run: run_id.clone(),
-        source,
-    })?;
+    let graph = crate::takeover::recorded_graph(store, run_id)?;
     // Refuses while another live process drives the run, naming it.
     let lease = crate::driver::claim(store, run_id)?.lease;
     let released = |err: RunError| {
@@ -209,7 +204,8 @@ async fn drive_run(
     config: &RunConfig,
     stops: mpsc::UnboundedReceiver<StopRequest>,
 ) -> Result<RunResult, RunError> {
-    let graph = &owned;
+    let owned = Arc::new(owned);
+    let graph = &*owned;
     let Held {
         store,
         run_id,
@@ -241,7 +237,7 @@ async fn drive_run(
         baton_exec::become_subreaper();
     }
     let mut dispatcher = Dispatcher::new(
-        graph,
+        Arc::clone(&owned),
         store,
         run_id.clone(),
         dirs,

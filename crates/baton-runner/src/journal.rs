@@ -50,6 +50,11 @@ impl Journal {
         }
     }
 
+    /// The run has `tasks` tasks now (a planner added some).
+    pub(crate) fn grow(&mut self, tasks: usize) {
+        self.end_batch.resize(tasks, 0);
+    }
+
     pub(crate) fn push(&mut self, event: Event) {
         self.oldest.get_or_insert_with(Instant::now);
         self.events.push(event);

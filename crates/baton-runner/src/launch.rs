@@ -41,6 +41,21 @@ pub(crate) struct HeldOutput {
     pub files_changed: Vec<String>,
 }
 
+impl HeldOutput {
+    /// A recorded task's output, as a takeover (or a planner's new task that needs it) reads
+    /// it back. What it changed is read from its branch, where that matters.
+    pub(crate) fn recorded(record: &baton_store::TaskRecord) -> Self {
+        Self {
+            text: record.output.clone().unwrap_or_default(),
+            json: record
+                .output_json
+                .as_deref()
+                .and_then(|j| serde_json::from_str(j).ok()),
+            files_changed: Vec::new(),
+        }
+    }
+}
+
 /// What stays the same across a task's attempts, worked out at its first launch.
 struct Prepared {
     program: Result<Program, Arc<LaunchError>>,
@@ -79,8 +94,9 @@ fn passes(name: &str, patterns: &[String]) -> bool {
     })
 }
 
-pub(crate) struct Launcher<'a> {
-    graph: &'a Graph,
+pub(crate) struct Launcher {
+    /// The run's graph as it is now: planners' answers grow it ([`Launcher::grow`]).
+    graph: Arc<Graph>,
     run_id: RunId,
     dirs: RunDirs,
     /// Where `$BATON_OUTPUT` files are looked for (`dirs.out`, watched).
@@ -111,8 +127,8 @@ pub(crate) struct Launcher<'a> {
     cgroups: baton_exec::CgroupPool,
 }
 
-impl<'a> Launcher<'a> {
-    pub(crate) fn new(graph: &'a Graph, run_id: RunId, dirs: RunDirs, config: &RunConfig) -> Self {
+impl Launcher {
+    pub(crate) fn new(graph: Arc<Graph>, run_id: RunId, dirs: RunDirs, config: &RunConfig) -> Self {
         let n = graph.len();
         let environment: Vec<(OsString, OsString)> = std::env::vars_os().collect();
         let pass_env: Vec<String> = ALWAYS_PASSED
@@ -126,7 +142,6 @@ impl<'a> Launcher<'a> {
             .cloned()
             .collect();
         Self {
-            graph,
             cgroups: baton_exec::CgroupPool::new(run_id.as_str()),
             run_id,
             root: config.root.clone(),
@@ -138,14 +153,43 @@ impl<'a> Launcher<'a> {
                 .collect(),
             prepared: HashMap::new(),
             handoffs: HandoffFiles::new(dirs.handoff.clone()),
-            redactor: redactor_for(graph, &config.agents, &environment),
+            redactor: redactor_for(&graph, &config.agents, &environment),
             agents: config.agents.clone(),
             environment,
             out_dir: Arc::new(Mutex::new(OutDir::open(&dirs))),
             dirs,
             pass_env,
             base_passed,
+            graph,
         }
+    }
+
+    /// The run's graph grew to `graph` (a planner's answer): the new tasks' outputs are held
+    /// for their dependents, and the tasks they need hold theirs for them too. Returns the
+    /// tasks that ended with their output let go (every dependent had started), which the new
+    /// ones need: the caller reads them back from the store.
+    pub(crate) fn grow(&mut self, graph: Arc<Graph>) -> Vec<u32> {
+        let old = self.held.len();
+        let n = graph.len();
+        self.held.resize_with(n, || None);
+        self.states.resize(n, None);
+        self.readers_left.resize(n, 0);
+        let mut lost = Vec::new();
+        for t in old..n {
+            self.readers_left[t] = graph.dependents(t as u32).len() as u32;
+            for &need in &graph.task(t as u32).needs {
+                let i = need as usize;
+                if i >= old {
+                    continue;
+                }
+                self.readers_left[i] += 1;
+                if self.held[i].is_none() && self.states[i].is_some() && !lost.contains(&need) {
+                    lost.push(need);
+                }
+            }
+        }
+        self.graph = graph;
+        lost
     }
 
     /// `cwd` under the root, refusing one that leads outside it through a symlink (the graph
@@ -296,7 +340,10 @@ impl<'a> Launcher<'a> {
         )?;
         let fix_feedback = self.dirs.fix_feedback(&spec_task.id);
         // The checks and fix rounds start from the spec as it is before this round's part.
-        let recipe = (!spec_task.verify.is_empty()).then(|| Recipe {
+        // A planner's answer is checked too, and sent back while it has fix rounds.
+        let checked = !spec_task.verify.is_empty()
+            || (spec_task.plan.is_some() && spec_task.fix_attempts > 0);
+        let recipe = checked.then(|| Recipe {
             base: spec.clone(),
             agent: agent.clone(),
             fix_feedback: fix_feedback.clone(),
@@ -478,7 +525,17 @@ impl<'a> Launcher<'a> {
                             sandbox: settings.sandbox.clone(),
                             args: settings.args.clone(),
                         };
-                        let preamble = preamble(spec_task);
+                        let preamble = match spec_task.plan {
+                            Some(_) => {
+                                let planning =
+                                    crate::planner::preamble(&self.graph, task, &self.root);
+                                Some(match preamble(spec_task) {
+                                    Some(more) => format!("{planning}\n{more}"),
+                                    None => planning,
+                                })
+                            }
+                            None => preamble(spec_task),
+                        };
                         let prompt_file = self.dirs.prompt(&spec_task.id);
                         let invocation = engine.invocation(
                             &prompt,

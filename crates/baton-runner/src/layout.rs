@@ -121,29 +121,33 @@ impl RunDirs {
     pub(crate) fn keep_worktree_start(&self, task: &TaskId, commit: &str) {
         let dir = self.run.join(WORKTREE_STARTS_DIR);
         let _ = std::fs::create_dir_all(&dir)
-            .and_then(|()| write_private(&dir.join(task.as_str()), commit.as_bytes()));
+            .and_then(|()| write_private(&dir.join(&*task.file_name()), commit.as_bytes()));
     }
 
     /// The commit `task`'s worktree started from, if it was kept.
     pub(crate) fn worktree_start(&self, task: &TaskId) -> Option<String> {
-        let text = std::fs::read_to_string(self.run.join(WORKTREE_STARTS_DIR).join(task.as_str()));
+        let text =
+            std::fs::read_to_string(self.run.join(WORKTREE_STARTS_DIR).join(&*task.file_name()));
         text.ok()
             .map(|t| t.trim().to_owned())
             .filter(|t| !t.is_empty())
     }
 
     pub fn log(&self, task: &TaskId, attempt: u32) -> PathBuf {
-        self.logs.join(format!("{task}.{attempt}.log"))
+        self.logs
+            .join(format!("{}.{attempt}.log", task.file_name()))
     }
 
     /// The log of fix round `n` (from 1) of an attempt.
     pub fn fix_log(&self, task: &TaskId, attempt: u32, n: u32) -> PathBuf {
-        self.logs.join(format!("{task}.{attempt}.fix-{n}.log"))
+        self.logs
+            .join(format!("{}.{attempt}.fix-{n}.log", task.file_name()))
     }
 
     /// The log of step `n` (from 1) of an attempt's `kind` (`setup`, `check`).
     pub fn step_log(&self, task: &TaskId, attempt: u32, kind: &str, n: usize) -> PathBuf {
-        self.logs.join(format!("{task}.{attempt}.{kind}-{n}.log"))
+        self.logs
+            .join(format!("{}.{attempt}.{kind}-{n}.log", task.file_name()))
     }
 
     /// The log of the run's check `n` (from 1) on its merged result, `kind` being `verify`
@@ -156,18 +160,19 @@ impl RunDirs {
 
     /// What a shell task's fix round is told failed (`$BATON_FIX_FEEDBACK`).
     pub fn fix_feedback(&self, task: &TaskId) -> PathBuf {
-        self.handoff.join(format!("{task}.fix.txt"))
+        self.handoff.join(format!("{}.fix.txt", task.file_name()))
     }
 
     /// The prompt of an agent that reads it from a file (aider).
     pub fn prompt(&self, task: &TaskId) -> PathBuf {
-        self.handoff.join(format!("{task}.prompt.txt"))
+        self.handoff
+            .join(format!("{}.prompt.txt", task.file_name()))
     }
 
     /// A confined task's own temporary directory (`$TMPDIR`), created private to the user:
     /// the shared `/tmp` is outside its sandbox.
     pub fn task_tmp(&self, task: &TaskId) -> std::io::Result<PathBuf> {
-        let dir = self.tmp.join(task.as_str());
+        let dir = self.tmp.join(&*task.file_name());
         create_private_dir(&dir)?;
         Ok(dir)
     }
@@ -175,7 +180,7 @@ impl RunDirs {
     /// The directory of a confined task's own `$BATON_OUTPUT`, made private.
     pub fn own_output_dir(&self, task: &TaskId) -> std::io::Result<PathBuf> {
         create_private_dir(&self.own)?;
-        let dir = self.own.join(task.as_str());
+        let dir = self.own.join(&*task.file_name());
         create_private_dir(&dir)?;
         Ok(dir)
     }
@@ -189,7 +194,7 @@ impl RunDirs {
 const STORE_FILE: &str = "store";
 
 pub(crate) fn structured_output_name(task: &TaskId, attempt: u32) -> String {
-    format!("{task}.{attempt}.json")
+    format!("{}.{attempt}.json", task.file_name())
 }
 
 /// A directory on tmpfs that only this user can use, or `None`. An existing directory is used

@@ -30,6 +30,11 @@ impl Ledger {
         }
     }
 
+    /// The run has `tasks` tasks now (a planner added some).
+    pub(crate) fn grow(&mut self, tasks: usize) {
+        self.journal.grow(tasks);
+    }
+
     /// `kind`, as it happens now.
     pub(crate) fn push(&mut self, kind: EventKind) {
         self.journal.push(event(kind));

@@ -160,7 +160,7 @@ pub fn build_observed_result(
                 let log = log.as_deref().and_then(|log| {
                     let dir = std::path::Path::new(log).parent()?;
                     Some(
-                        dir.join(format!("{task}.{attempt}.check-{n}.log"))
+                        dir.join(format!("{}.{attempt}.check-{n}.log", task.file_name()))
                             .display()
                             .to_string(),
                     )
@@ -268,7 +268,7 @@ fn merged_result(
                 state_dir
                     .join("worktrees")
                     .join(run.as_str())
-                    .join(&task)
+                    .join(task.replace('/', "+"))
                     .display()
                     .to_string(),
             ),
@@ -327,7 +327,10 @@ fn next_steps(
     if let Some(conflict) = conflict {
         let dir = shell_word(conflict.worktree.as_deref().unwrap_or("."));
         for with in &conflict.with {
-            next.push(format!("git -C {dir} merge baton/{run}/{with}"));
+            next.push(format!(
+                "git -C {dir} merge baton/{run}/{}",
+                with.replace('/', "+")
+            ));
         }
         next.push(format!("git -C {dir} commit -a --no-edit"));
     }
@@ -345,7 +348,7 @@ fn next_steps(
         let Some(Outcome::MergeConflict { files, .. }) = &task.outcome else {
             continue;
         };
-        let dir = worktrees.join(&task.id);
+        let dir = worktrees.join(task.id.replace('/', "+"));
         if !dir.join(".git").exists() {
             continue;
         }

@@ -71,6 +71,34 @@ pub enum TakeoverError {
     WaitingForBudget { run: RunId, spent: String },
 }
 
+/// The graph of a recorded run as it last was: the one it began with, grown by every planner's
+/// answer in the order they were recorded (each answer's tasks are stored with `needs` into
+/// the graph as it was then, which replaying in order makes again).
+pub fn recorded_graph(store: &dyn Store, run: &RunId) -> Result<Graph, crate::RunError> {
+    let json = store
+        .graph_json(run)?
+        .ok_or_else(|| TakeoverError::UnknownRun(run.clone()))?;
+    let bad = |source| TakeoverError::Graph {
+        run: run.clone(),
+        source,
+    };
+    let mut graph = Graph::from_stored_json(&json).map_err(bad)?;
+    for event in store.events_of_kind(run, "graph-expanded")? {
+        let EventKind::GraphExpanded { task, tasks, .. } = event.kind else {
+            continue;
+        };
+        let tasks: Vec<baton_graph::Task> = serde_json::from_value(tasks).map_err(bad)?;
+        let planner = graph
+            .index_of(task.as_str())
+            .ok_or_else(|| TakeoverError::UnknownTask {
+                run: run.clone(),
+                task: task.clone(),
+            })?;
+        graph = graph.extended(planner, tasks);
+    }
+    Ok(graph)
+}
+
 /// What the dispatcher starts from when it takes a run over.
 #[derive(Debug, Default)]
 pub(crate) struct Restored {
@@ -315,18 +343,8 @@ pub(crate) fn plan_takeover(
             };
             restored.terminal.push((t.idx, status, t.attempts));
             if status == TaskState::Succeeded {
-                restored.outputs.push((
-                    t.idx,
-                    HeldOutput {
-                        text: t.output.clone().unwrap_or_default(),
-                        json: t
-                            .output_json
-                            .as_deref()
-                            .and_then(|j| serde_json::from_str(j).ok()),
-                        // Read back from the task's branch when the workspaces are set up.
-                        files_changed: Vec::new(),
-                    },
-                ));
+                // What it changed is read back from its branch when the workspaces are set up.
+                restored.outputs.push((t.idx, HeldOutput::recorded(t)));
             }
         }
     }

@@ -251,7 +251,7 @@ impl Workspaces {
         if !graph
             .tasks()
             .iter()
-            .any(|t| t.workspace == Workspace::Worktree)
+            .any(|t| t.workspace == Workspace::Worktree || t.plan.is_some())
         {
             return Ok(none(run));
         }
@@ -297,6 +297,16 @@ impl Workspaces {
         })
     }
 
+    /// The run has `tasks` tasks now (a planner added some).
+    pub(crate) fn grow(&mut self, tasks: usize) {
+        if self.repo.is_some() {
+            self.trees.resize(tasks, None);
+            self.results.resize(tasks, None);
+            self.fresh.resize(tasks, false);
+            self.changed.resize(tasks, Vec::new());
+        }
+    }
+
     /// The run's base commit.
     pub(crate) fn base(&self) -> &str {
         &self.base
@@ -323,8 +333,8 @@ impl Workspaces {
         }
         let repo = self.repo.as_ref().expect("uses_tree checked");
         let id = &graph.task(task).id;
-        let path = self.dir.join(id.as_str());
-        let branch = format!("baton/{}/{}", self.run, id);
+        let path = self.dir.join(&*id.file_name());
+        let branch = format!("baton/{}/{}", self.run, id.file_name());
         // A takeover finds the worktree an earlier driver made: what an interrupted attempt
         // left in it is saved on the branch first, then the task goes on from there. One on
         // another branch (a pooled worktree a crash left half taken) is not the task's: it
@@ -526,7 +536,7 @@ impl Workspaces {
         if !self.uses_tree(graph, task) {
             return;
         }
-        let branch = format!("baton/{}/{}", self.run, graph.task(task).id);
+        let branch = format!("baton/{}/{}", self.run, graph.task(task).id.file_name());
         if let Some(repo) = &self.repo
             && let Ok(Some(commit)) = repo.branch_commit(&branch)
         {
@@ -561,9 +571,10 @@ impl Workspaces {
                 Ok(MergeOutcome::Conflict(conflict)) => {
                     // The conflict is resolved in the task's worktree, which went to the pool
                     // when it succeeded: made again, on its branch.
-                    let path = self.dir.join(&conflict.incoming);
+                    let name = conflict.incoming.replace('/', "+");
+                    let path = self.dir.join(&name);
                     if !path.join(".git").exists() {
-                        let branch = format!("baton/{}/{}", self.run, conflict.incoming);
+                        let branch = format!("baton/{}/{}", self.run, name);
                         let _ = repo.add_branch_worktree(&path, &branch);
                     }
                     // Which tasks' changes it collides with: those merged before it that

@@ -68,6 +68,7 @@ pub(crate) fn outcome_kind(outcome: &Outcome) -> &'static str {
         Outcome::MergeConflict { .. } => "merge-conflict",
         Outcome::OutOfScope { .. } => "out-of-scope",
         Outcome::VerifyFailed { .. } => "verify-failed",
+        Outcome::InvalidPlan { .. } => "invalid-plan",
     }
 }
 
@@ -103,6 +104,7 @@ mod tests {
                 files: vec![],
             },
             Outcome::OutOfScope { files: vec![] },
+            Outcome::InvalidPlan { problems: 2 },
             Outcome::VerifyFailed {
                 command: "c".into(),
                 detail: "d".into(),

@@ -9,9 +9,9 @@ use crate::launch::{Continue, Launcher};
 use crate::workspace::Workspaces;
 
 /// What a unit is assembled from: the dispatcher's parts, lent for the moment.
-pub(crate) struct Assembly<'g, 'a> {
-    pub graph: &'g Graph,
-    pub launcher: &'a mut Launcher<'g>,
+pub(crate) struct Assembly<'a> {
+    pub graph: &'a std::sync::Arc<Graph>,
+    pub launcher: &'a mut Launcher,
     pub workspaces: &'a mut Workspaces,
     pub shared: &'a Shared,
 }
@@ -20,7 +20,7 @@ pub(crate) struct Assembly<'g, 'a> {
 /// that cannot start: its dependencies' changes conflict in its new worktree, or its command
 /// line cannot be made (classified: see `LaunchError`).
 pub(crate) fn assemble(
-    parts: Assembly<'_, '_>,
+    parts: Assembly<'_>,
     task: u32,
     attempt: u32,
     agent: bool,
@@ -62,6 +62,7 @@ pub(crate) fn assemble(
             verify: spec_task.verify.clone(),
             fix_attempts: spec_task.fix_attempts,
             tree: workspaces.tree_work(graph, task),
+            plan: spec_task.plan.map(|_| std::sync::Arc::clone(graph)),
             own_output: launch.own_output,
             shared: shared.clone(),
         },

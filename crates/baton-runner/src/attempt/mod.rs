@@ -162,10 +162,11 @@ enum Phase {
     Commit(Round),
     /// The task's checks run on its work.
     Verify(Round),
-    /// A check failed and a fix round is left: the task is told and goes on.
+    /// A check failed (or a planner's answer would not do) and a fix round is left: the task
+    /// is told `message` and goes on.
     Fix {
         round: Round,
-        failed: CheckResult,
+        message: String,
     },
     Done(AttemptDone),
 }
@@ -198,6 +199,8 @@ struct Unit {
     fix_attempts: u32,
     /// The worktree whose changes are committed after every round, if the task has one.
     tree: Option<TreeWork>,
+    /// A planner's: the graph as it was at its launch, to check its answer against.
+    plan: Option<Arc<baton_graph::Graph>>,
     /// A confined attempt's `$BATON_OUTPUT`, in a directory of its own.
     own_output: Option<std::path::PathBuf>,
     shared: Shared,
@@ -308,7 +311,7 @@ impl Unit {
             }
             Phase::Commit(round) => Phase::Verify(self.commit(round, progress)),
             Phase::Verify(round) => self.verify(round, progress).await,
-            Phase::Fix { round, failed } => self.fix(round, failed, progress),
+            Phase::Fix { round, message } => self.fix(round, message, progress),
             Phase::Done(done) => Phase::Done(done),
         }
     }
@@ -479,6 +482,27 @@ impl Unit {
             };
         }
         let checkable = round.report.outcome.is_success() && !self.stopping();
+        if checkable && let Some(graph) = &self.plan {
+            match crate::planner::check_answer(graph, self.task, &round.output.text) {
+                // Its dependents are handed the plan itself, not the words around it.
+                Ok(plan) => round.output.text = plan,
+                Err(rejected) => {
+                    if progress.rounds < self.fix_attempts && self.recipe.is_some() {
+                        let message = crate::planner::fix_message(
+                            &rejected,
+                            progress.rounds + 1,
+                            self.fix_attempts,
+                        );
+                        return Phase::Fix { round, message };
+                    }
+                    round.report.outcome = Outcome::InvalidPlan {
+                        problems: rejected.problems,
+                    };
+                    round.output.text = rejected.errors;
+                    return Phase::Done(self.done(round, None, progress));
+                }
+            }
+        }
         let Some(recipe) = self
             .recipe
             .as_ref()
@@ -511,7 +535,8 @@ impl Unit {
                         checks,
                         blamed: None,
                     }));
-                Phase::Fix { round, failed }
+                let message = checks::fix_message(&failed, progress.rounds + 1, self.fix_attempts);
+                Phase::Fix { round, message }
             }
             _ => Phase::Done(self.done(round, Some(checks), progress)),
         }
@@ -519,12 +544,12 @@ impl Unit {
 
     /// Starts a fix round: the task is told which check failed and what it printed, in the
     /// same agent session where the engine can continue one.
-    fn fix(&mut self, round: Round, failed: CheckResult, progress: &mut Progress) -> Phase {
+    fn fix(&mut self, round: Round, message: String, progress: &mut Progress) -> Phase {
         progress.rounds += 1;
         let number = progress.rounds;
         let fix = Continue {
             session: round.agent.as_ref().and_then(|a| a.session_id.clone()),
-            message: checks::fix_message(&failed, number, self.fix_attempts),
+            message,
             fix: Some(number),
         };
         let log = self.shared.dirs.fix_log(&self.id, self.attempt, number);

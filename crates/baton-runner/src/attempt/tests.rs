@@ -20,7 +20,7 @@ use crate::workspace::Workspaces;
 struct Fixture {
     _dir: tempfile::TempDir,
     root: PathBuf,
-    graph: Graph,
+    graph: std::sync::Arc<Graph>,
     run: RunId,
     config: RunConfig,
     dirs: RunDirs,
@@ -39,7 +39,9 @@ impl Fixture {
             git(&root, &["commit", "-q", "-m", "first"]);
         }
         let path = root.join("graph.toml");
-        let graph = baton_graph::load_str(&path, graph).expect("the test's graph is valid");
+        let graph = std::sync::Arc::new(
+            baton_graph::load_str(&path, graph).expect("the test's graph is valid"),
+        );
         let state_dir = root.join(".baton");
         let run = RunId::new("20261201-000000-test").unwrap();
         let dirs = RunDirs::new(&state_dir, &run);
@@ -73,17 +75,17 @@ fn git(dir: &Path, args: &[&str]) {
 }
 
 /// What the run around the units holds, as the dispatcher holds it.
-struct Parts<'g> {
-    launcher: Launcher<'g>,
+struct Parts {
+    launcher: Launcher,
     workspaces: Workspaces,
     shared: Shared,
     progress: mpsc::UnboundedReceiver<Event>,
     stop: watch::Sender<StopLevel>,
 }
 
-fn parts(fixture: &Fixture) -> Parts<'_> {
+fn parts(fixture: &Fixture) -> Parts {
     let launcher = Launcher::new(
-        &fixture.graph,
+        std::sync::Arc::clone(&fixture.graph),
         fixture.run.clone(),
         fixture.dirs.clone(),
         &fixture.config,
@@ -115,10 +117,10 @@ fn parts(fixture: &Fixture) -> Parts<'_> {
     }
 }
 
-impl<'g> Parts<'g> {
+impl Parts {
     fn assemble(
         &mut self,
-        graph: &'g Graph,
+        graph: &std::sync::Arc<Graph>,
         task: u32,
         attempt: u32,
     ) -> Result<AttemptUnit, Outcome> {

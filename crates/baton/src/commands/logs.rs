@@ -129,7 +129,7 @@ fn phase_logs(dir: &Path, task: &TaskId, attempt: u32) -> Result<Vec<PhaseLog>, 
             ));
         }
     };
-    let prefix = format!("{task}.{attempt}.");
+    let prefix = format!("{}.{attempt}.", task.file_name());
     let mut logs = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();

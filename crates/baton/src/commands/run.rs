@@ -284,10 +284,7 @@ fn check_stored(
     agents: &AgentConfig,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<(), Failure> {
-    let Some(json) = store.graph_json(run)? else {
-        return Ok(());
-    };
-    match Graph::from_stored_json(&json) {
+    match baton_runner::recorded_graph(store, run) {
         Ok(graph) => {
             check_env(&graph)?;
             check_engines(&graph, agents, runtime)?;
@@ -381,9 +378,8 @@ fn decide(
             run.id, run.id
         )));
     };
-    let asks = store
-        .graph_json(&run.id)?
-        .and_then(|json| Graph::from_stored_json(&json).ok())
+    let asks = baton_runner::recorded_graph(store.as_ref(), &run.id)
+        .ok()
         .and_then(|graph| graph.index_of(task).map(|i| graph.task(i).approval))
         .unwrap_or(false);
     if !asks {

@@ -24,6 +24,7 @@ mod legacy;
 mod on_failure;
 mod output;
 mod plan;
+mod planning;
 mod prune;
 mod redaction;
 mod resume;

@@ -1,0 +1,288 @@
+//! Planner tasks (`expand = true`) end to end with the real `claude` CLI against the scripted
+//! model: the answer becomes tasks of the running graph, which run in worktrees and merge; an
+//! answer that will not do is sent back while fix rounds last, else fails the planner with
+//! every problem named; a crash after the planner answered never asks it again.
+
+use std::path::Path;
+
+use baton_mock_model::{MockModel, Rule, Script};
+use baton_model::{EventKind, Outcome, TaskState};
+
+use crate::agents::with_claude;
+use crate::test::{RUN_LIMIT, Test};
+use crate::workspaces::git;
+
+/// A subtask that writes `file` with Claude Code's Bash tool (relative to its worktree), then
+/// answers `done: FILE`.
+fn writes(script: Script, marker: &str, file: &str) -> Script {
+    script
+        .rule(
+            Rule::text(format!("done: {file}"))
+                .when_contains(marker)
+                .when_last_contains("toolu_mock"),
+        )
+        .rule(
+            Rule::tool_use(
+                "Bash",
+                serde_json::json!({
+                    "command": format!("echo {marker} > {file}"),
+                    "description": "write"
+                }),
+            )
+            .when_contains(marker),
+        )
+}
+
+const PLAN: &str = r#"Here is the plan:
+```json
+{"task": [
+  {"id": "api", "prompt": "SUB-API: write api.txt", "scope": ["api.txt"], "allowed_tools": ["Bash"]},
+  {"id": "db", "prompt": "SUB-DB: write db.txt", "scope": ["db.txt"], "allowed_tools": ["Bash"]},
+  {"id": "glue", "needs": ["api", "db", "base"], "run": "cat api.txt db.txt > glue.txt && echo {{ needs.base.output }} >> glue.txt"}
+]}
+```"#;
+
+/// The graph: a planner for `GOAL-PLAN`, and a task after it.
+fn graph(fix_attempts: u32, max_subtasks: u32) -> String {
+    format!(
+        r#"
+[defaults]
+timeout = "2m"
+
+[[task]]
+id = "base"
+run = "echo base-output"
+
+[[task]]
+id = "plan"
+needs = ["base"]
+engine = "claude"
+prompt = "GOAL-PLAN: add an api and a db"
+expand = true
+max_subtasks = {max_subtasks}
+fix_attempts = {fix_attempts}
+
+[[task]]
+id = "after"
+needs = ["plan"]
+run = "echo after"
+"#
+    )
+}
+
+fn committed(test: Test) -> Test {
+    let root = test.path().to_path_buf();
+    std::fs::write(root.join("README"), "project\n").unwrap();
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-qm", "start"]);
+    test
+}
+
+fn planning_requests(model: &MockModel) -> usize {
+    model
+        .requests()
+        .iter()
+        .filter(|r| r.text().contains("GOAL-PLAN") && !r.text().contains("toolu_mock"))
+        .count()
+}
+
+#[test]
+fn a_planners_answer_runs_as_tasks_in_worktrees_and_merges() {
+    let script = writes(
+        writes(Script::new(), "SUB-API", "api.txt"),
+        "SUB-DB",
+        "db.txt",
+    )
+    .rule(Rule::text(PLAN).when_contains("GOAL-PLAN"));
+    let model = MockModel::start(script).unwrap();
+    let test = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph(0, 8)));
+    let root = test.path().canonicalize().unwrap();
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+
+    // The plan's tasks ran, under the planner's id, and what waited for it waited for them.
+    let tasks: Vec<String> = out
+        .store()
+        .tasks()
+        .iter()
+        .map(|t| format!("{}:{}", t.task, t.status.as_str()))
+        .collect();
+    assert_eq!(
+        tasks,
+        [
+            "base:succeeded",
+            "plan:succeeded",
+            "after:succeeded",
+            "plan/api:succeeded",
+            "plan/db:succeeded",
+            "plan/glue:succeeded"
+        ]
+    );
+    let after = out.store().attempts("after")[0].started_at_ms;
+    for sub in ["plan/api", "plan/db", "plan/glue"] {
+        let ended = out.store().attempts(sub)[0].ended_at_ms.unwrap();
+        assert!(ended <= after, "{sub} ended after `after` started");
+    }
+    // Each agent worked in its own worktree; glue started from both results; all merged.
+    let result = format!("baton/{run}/result");
+    let show = |file: &str| git(&root, &["show", &format!("{result}:{file}")]);
+    assert_eq!(show("api.txt"), "SUB-API");
+    assert_eq!(show("db.txt"), "SUB-DB");
+    // And it was handed what `base`, which ended before the plan was made, printed.
+    assert_eq!(show("glue.txt"), "SUB-API\nSUB-DB\nbase-output");
+    assert!(!root.join("api.txt").exists(), "written in the checkout");
+    // The planner's output is the plan; its answer is recorded once.
+    let plan_output = out.json_task("plan")["output"].as_str().unwrap().to_owned();
+    assert!(plan_output.starts_with("{\"task\""), "{plan_output}");
+    let expanded = out
+        .store()
+        .events_of(|k| matches!(k, EventKind::GraphExpanded { .. }));
+    assert_eq!(expanded.len(), 1);
+    assert_eq!(planning_requests(&model), 1);
+    // The planner was told the shape, its limits and the repository's layout.
+    let asked = model
+        .requests()
+        .into_iter()
+        .find(|r| r.text().contains("GOAL-PLAN"))
+        .unwrap();
+    let told = asked.text();
+    for what in [
+        "{\"task\": [",
+        "Limits: at most 8 tasks",
+        "  README",
+        "`after`",
+    ] {
+        let expected = what != "`after`";
+        assert_eq!(
+            told.contains(what),
+            expected,
+            "{what:?} in what the planner was told: {told}"
+        );
+    }
+    out.store().assert_consistent();
+
+    // `status` lists the planned tasks; `events` says what was planned.
+    out.then()
+        .args(&["status", &run])
+        .run()
+        .status(0)
+        .stdout_contains("plan/api")
+        .stdout_contains("plan/glue")
+        .then()
+        .args(&["events", &run])
+        .run()
+        .status(0)
+        .stdout_contains("graph-expanded plan#1: planned plan/api, plan/db, plan/glue");
+}
+
+const BAD_PLAN: &str = r#"{"task": [
+  {"id": "a", "needs": ["b"], "prompt": "x"},
+  {"id": "b", "needs": ["a"], "prompt": "y", "colour": "red"},
+  {"id": "c", "prompt": "z", "expand": true}
+]}"#;
+
+#[test]
+fn an_invalid_answer_goes_back_with_every_problem_and_the_corrected_one_runs() {
+    let script = writes(Script::new(), "SUB-ONE", "one.txt")
+        .rule(
+            Rule::text(r#"{"task": [{"id": "one", "prompt": "SUB-ONE: write one.txt", "allowed_tools": ["Bash"]}]}"#)
+                .when_last_contains("could not take your plan"),
+        )
+        .rule(Rule::text(BAD_PLAN).when_contains("GOAL-PLAN"));
+    let model = MockModel::start(script).unwrap();
+    // Subtasks may not plan (max_depth = 1), and at most 2 of them.
+    let graph = graph(1, 2).replace("expand = true", "expand = true\nmax_depth = 1");
+    let out = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    // Every problem went back at once, in the same session.
+    let fix = model
+        .requests()
+        .into_iter()
+        .find(|r| r.text().contains("could not take your plan"))
+        .expect("the plan was sent back");
+    let text = fix.text();
+    for problem in [
+        "the plan has 3 tasks; `plan` may add at most 2",
+        "dependency cycle: plan/a -> plan/b -> plan/a",
+        "unknown field `colour`",
+        "planning may go 1 level deep",
+        "fix round 1 of 1",
+    ] {
+        assert!(text.contains(problem), "{problem:?} not in: {text}");
+    }
+    assert!(
+        text.contains("GOAL-PLAN"),
+        "not the same conversation: {text}"
+    );
+    let ids: Vec<String> = out
+        .store()
+        .tasks()
+        .iter()
+        .map(|t| t.task.to_string())
+        .collect();
+    assert_eq!(ids, ["base", "plan", "after", "plan/one"]);
+    assert_eq!(out.store().task("plan/one").status, TaskState::Succeeded);
+    assert_eq!(out.store().attempts("plan").len(), 1);
+}
+
+#[test]
+fn an_invalid_answer_without_fix_rounds_fails_the_planner_with_its_problems() {
+    let script = Script::new().rule(Rule::text(BAD_PLAN).when_contains("GOAL-PLAN"));
+    let model = MockModel::start(script).unwrap();
+    let out = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph(0, 8)))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let plan = out.json_task("plan");
+    assert_eq!(plan["state"], "failed", "{plan}");
+    let output = plan["output"].as_str().unwrap();
+    assert!(output.contains("plan of plan:"), "{output}");
+    assert!(output.contains("dependency cycle"), "{output}");
+    assert!(output.contains("unknown field `colour`"), "{output}");
+    let attempts = out.store().attempts("plan");
+    assert!(
+        matches!(
+            attempts[0].outcome,
+            Some(Outcome::InvalidPlan { problems: 2 })
+        ),
+        "{:?}",
+        attempts[0].outcome
+    );
+    assert_eq!(out.json_task("after")["state"], "blocked");
+    assert_eq!(out.store().tasks().len(), 3, "nothing was added");
+    assert_eq!(planning_requests(&model), 1);
+}
+
+#[test]
+fn a_crash_after_the_planner_answered_never_asks_it_again() {
+    // The first attempt waits to be killed; the one the resume makes goes on.
+    let plan = r#"{"task": [{"id": "slow", "run": "test $BATON_ATTEMPT -gt 1 || sleep 30; echo slow > slow.txt"}]}"#;
+    let script = Script::new().rule(Rule::text(plan).when_contains("GOAL-PLAN"));
+    let model = MockModel::start(script).unwrap();
+    let test = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph(0, 8)));
+    let mut running = test.args(&["run", "graph.toml"]).spawn();
+    running.await_that("the planned task to start", RUN_LIMIT, |root: &Path| {
+        let store = crate::test::Store::try_open(root)?;
+        store.try_run()?;
+        store
+            .all_attempts()
+            .iter()
+            .any(|a| a.task.as_str() == "plan/slow")
+            .then_some(())
+    });
+    let (_, resumed) = running.kill_and_resume();
+    assert_eq!(planning_requests(&model), 1, "the planner was asked again");
+    assert_eq!(resumed.store().task("plan").attempts, 1);
+    assert_eq!(
+        resumed.store().task("plan/slow").status,
+        TaskState::Succeeded
+    );
+    assert_eq!(resumed.store().task("after").status, TaskState::Succeeded);
+    let expanded = resumed
+        .store()
+        .events_of(|k| matches!(k, EventKind::GraphExpanded { .. }));
+    assert_eq!(expanded.len(), 1);
+    resumed.store().assert_consistent();
+}
