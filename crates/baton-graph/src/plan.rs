@@ -38,8 +38,19 @@ pub struct Plan {
     /// Pairs of tasks whose scopes overlap and that no dependency orders: the scheduler keeps
     /// them apart, so they serialize. Sorted.
     pub conflicts: Vec<[String; 2]>,
+    /// Tasks whose answer adds tasks while the run goes (`expand = true`), with their limits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub planners: Vec<PlannerLine>,
     /// What a conversion from a legacy format did.
     pub notes: Vec<String>,
+}
+
+/// A planner, as `baton plan` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannerLine {
+    pub id: String,
+    pub max_subtasks: u32,
+    pub max_depth: u32,
 }
 
 pub fn plan(graph: &Graph) -> Plan {
@@ -99,6 +110,17 @@ pub fn plan(graph: &Graph) -> Plan {
         levels,
         critical_path,
         conflicts,
+        planners: graph
+            .tasks()
+            .iter()
+            .filter_map(|t| {
+                t.plan.map(|p| PlannerLine {
+                    id: t.id.to_string(),
+                    max_subtasks: p.max_subtasks,
+                    max_depth: p.max_depth,
+                })
+            })
+            .collect(),
         notes: graph.notes().to_vec(),
     }
 }
@@ -226,6 +248,19 @@ impl fmt::Display for Plan {
             }
             if self.conflicts.len() > SHOWN * 4 {
                 writeln!(f, "  … and {} more", self.conflicts.len() - SHOWN * 4)?;
+            }
+        }
+        if !self.planners.is_empty() {
+            writeln!(f, "planners (their answers add tasks while the run goes):")?;
+            for p in &self.planners {
+                writeln!(
+                    f,
+                    "  {}: up to {} tasks, planning {} level{} deep",
+                    p.id,
+                    p.max_subtasks,
+                    p.max_depth,
+                    if p.max_depth == 1 { "" } else { "s" }
+                )?;
             }
         }
         if !self.notes.is_empty() {

@@ -181,6 +181,9 @@ pub struct TaskResult {
     /// The `verify` check of the last attempt that failed, when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<Box<FailedCheck>>,
+    /// A planner's: the tasks its answer added (they follow it in the list).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub planned: Vec<String>,
 }
 
 /// A check that failed: which, how, the end of what it printed, and where all of it is.

@@ -181,7 +181,20 @@ fn detail(task: &crate::TaskResult, run: &str) -> String {
     } else {
         None
     };
-    if let Some(last) = said {
+    if !task.planned.is_empty() {
+        // A planner's output is its plan: what it planned says more.
+        let names: Vec<&str> = task
+            .planned
+            .iter()
+            .map(|id| id.rsplit_once('/').map_or(id.as_str(), |(_, local)| local))
+            .collect();
+        parts.push(format!(
+            "planned {} task{}: {}",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        ));
+    } else if let Some(last) = said {
         parts.push(format!("“{last}”"));
     }
     if let Some(workspace) = &task.workspace {

@@ -37,6 +37,18 @@ pub fn build_observed_result(
     }
     let mut records = store.tasks(run)?;
     records.sort_by_key(|t| t.idx);
+    // Each planner's tasks right after it, as `status` and the report show them.
+    let records = nested_order(records);
+    let mut planned: std::collections::HashMap<baton_model::TaskId, Vec<String>> =
+        std::collections::HashMap::new();
+    for event in store.events_of_kind(run, "graph-expanded")? {
+        if let baton_model::EventKind::GraphExpanded { task, added, .. } = event.kind {
+            planned
+                .entry(task)
+                .or_default()
+                .extend(added.iter().map(ToString::to_string));
+        }
+    }
     let started = record.started_at_ms;
     let ended = record.ended_at_ms;
     let run_ms = ended
@@ -210,6 +222,7 @@ pub fn build_observed_result(
                 workspace: workspaces.remove(t.task.as_str()).map(Box::new),
                 containment,
                 check,
+                planned: planned.remove(&t.task).unwrap_or_default(),
             }
         })
         .collect();
@@ -236,6 +249,35 @@ pub fn build_observed_result(
         result: merged,
         next,
     })
+}
+
+/// Tasks in graph order, except that the tasks a planner added follow it (and theirs follow
+/// them): the order people read a grown graph in.
+fn nested_order(records: Vec<baton_store::TaskRecord>) -> Vec<baton_store::TaskRecord> {
+    if !records.iter().any(|t| t.task.is_nested()) {
+        return records;
+    }
+    let position: std::collections::HashMap<&str, usize> = records
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.task.as_str(), i))
+        .collect();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); records.len()];
+    let mut roots = Vec::new();
+    for (i, t) in records.iter().enumerate() {
+        match t.task.parent().and_then(|p| position.get(p)) {
+            Some(&parent) => children[parent].push(i),
+            None => roots.push(i),
+        }
+    }
+    let mut order = Vec::with_capacity(records.len());
+    let mut stack: Vec<usize> = roots.into_iter().rev().collect();
+    while let Some(i) = stack.pop() {
+        order.push(i);
+        stack.extend(children[i].iter().rev());
+    }
+    let mut slots: Vec<Option<baton_store::TaskRecord>> = records.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
 /// The run's last merge of its result, as recorded.

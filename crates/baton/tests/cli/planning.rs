@@ -118,6 +118,21 @@ fn a_planners_answer_runs_as_tasks_in_worktrees_and_merges() {
             "plan/glue:succeeded"
         ]
     );
+    // The result lists each planner's tasks right after it.
+    let listed: Vec<String> = out.json()["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        listed,
+        ["base", "plan", "plan/api", "plan/db", "plan/glue", "after"]
+    );
+    assert_eq!(
+        out.json_task("plan")["planned"],
+        serde_json::json!(["plan/api", "plan/db", "plan/glue"])
+    );
     let after = out.store().attempts("after")[0].started_at_ms;
     for sub in ["plan/api", "plan/db", "plan/glue"] {
         let ended = out.store().attempts(sub)[0].ended_at_ms.unwrap();
@@ -168,6 +183,7 @@ fn a_planners_answer_runs_as_tasks_in_worktrees_and_merges() {
         .status(0)
         .stdout_contains("plan/api")
         .stdout_contains("plan/glue")
+        .stdout_contains("planned 3 tasks: api, db, glue")
         .then()
         .args(&["events", &run])
         .run()
