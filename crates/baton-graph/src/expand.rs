@@ -367,6 +367,14 @@ pub fn plan_text(answer: &str) -> Result<&str, String> {
     }
 }
 
+/// The plan in a planner's output (as [`plan_text`] took it, JSON with comments and trailing
+/// commas allowed) as a JSON value, for writing it as a graph file of its own (`baton do`).
+pub fn plan_value(plan: &str) -> Option<serde_json::Value> {
+    from_json::parse(plan, Dialect::Jsonc)
+        .ok()
+        .map(|root| root.to_json())
+}
+
 /// The limits a planner works within, for its preamble.
 pub fn describe_limits(graph: &Graph, planner: TaskIndex) -> Option<String> {
     let task = graph.task(planner);

@@ -61,6 +61,11 @@ pub struct RunSettings {
     /// by default the file's tasks and [`crate::DEFAULT_PLANNED_TASKS`] more).
     #[serde(default = "unlimited")]
     pub max_tasks: u32,
+    /// Planners' answers are checked and kept as their output for a person to look at
+    /// (`baton do`), not added to the run. Not a field of graph files: see
+    /// [`Graph::hold_plans`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold_plans: bool,
 }
 
 fn unlimited() -> u32 {
@@ -418,6 +423,13 @@ impl Graph {
 
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// Planners' answers are kept for a person to look at, not added to the run: `baton do`
+    /// shows the plan, then runs it as a run of its own. Kept with the run, so a takeover
+    /// holds them too.
+    pub fn hold_plans(&mut self) {
+        self.run.hold_plans = true;
     }
 
     /// Command-line overrides (`-j`, `--retries`, `--timeout`), applied after loading so that

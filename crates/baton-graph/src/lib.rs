@@ -26,7 +26,7 @@ mod validate;
 mod walk;
 
 pub use diagnostic::{Diagnostic, LoadError};
-pub use expand::{describe_limits, plan_text};
+pub use expand::{describe_limits, plan_text, plan_value};
 pub use graph::{
     Action, AgentSettings, Budget, Confine, Contain, Graph, Overrides, Planning, RetryOn,
     RunSettings, ScopePolicy, Task, TaskIndex, Workspace,

@@ -63,6 +63,26 @@ impl Node {
     pub fn get(&self, key: &str) -> Option<&Entry> {
         self.table()?.iter().find(|e| e.key == key)
     }
+
+    /// The value as JSON (a date, which JSON has none of, as `null`). Its depth is bounded by
+    /// the parsers' [`MAX_DEPTH`].
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value;
+        match &self.kind {
+            Kind::Str(s) => Value::String(s.clone()),
+            Kind::Int(n) => Value::from(*n),
+            Kind::Float(x) => serde_json::Number::from_f64(*x).map_or(Value::Null, Value::Number),
+            Kind::Bool(b) => Value::Bool(*b),
+            Kind::Null | Kind::Datetime => Value::Null,
+            Kind::Array(items) => Value::Array(items.iter().map(Node::to_json).collect()),
+            Kind::Table(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|e| (e.key.clone(), e.value.to_json()))
+                    .collect(),
+            ),
+        }
+    }
 }
 
 /// Deeper than this is surely not a graph file; stopping keeps the converters' recursion

@@ -642,6 +642,7 @@ fn assemble(
             verify: spec.run.verify,
             budget: spec.run.budget,
             max_tasks,
+            hold_plans: false,
         },
         tasks,
         dependents: Default::default(),

@@ -69,8 +69,12 @@ impl Reporter for LiveReporter {
         self.list_successes = info.tasks <= LIST_SUCCESSES_UP_TO;
         self.run_id = Some(info.run_id.to_string());
         self.println(format!(
-            "baton: run {} of `{}`: {} tasks, concurrency {}",
-            info.run_id, info.name, info.tasks, info.concurrency
+            "baton: run {} of `{}`: {} task{}, concurrency {}",
+            info.run_id,
+            info.name,
+            info.tasks,
+            if info.tasks == 1 { "" } else { "s" },
+            info.concurrency
         ));
         self.header.set_message(self.counts.to_string());
     }

@@ -37,10 +37,11 @@ impl<W: Write> Reporter for PlainReporter<W> {
         self.run_id = info.run_id.to_string();
         let _ = writeln!(
             self.out,
-            "baton: run {} of `{}`: {} tasks, concurrency {}",
+            "baton: run {} of `{}`: {} task{}, concurrency {}",
             info.run_id,
             crate::terminal_safe(&info.name),
             info.tasks,
+            if info.tasks == 1 { "" } else { "s" },
             info.concurrency
         );
     }

@@ -405,7 +405,8 @@ fn last_line(text: &str) -> Option<String> {
 /// One line: `baton: `quickstart` succeeded in 3.1s: 7 tasks, 7 ok, 8 attempts (run …)`.
 pub fn verdict(result: &RunResult) -> String {
     let t = &result.totals;
-    let mut counts = vec![format!("{} tasks", t.tasks)];
+    let plural = |n: u32, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut counts = vec![plural(t.tasks, "task", "tasks")];
     for (n, label) in [
         (t.succeeded, "ok"),
         (t.failed, "failed"),
@@ -426,7 +427,7 @@ pub fn verdict(result: &RunResult) -> String {
     if needs_human > 0 {
         counts.push(format!("{needs_human} need a person"));
     }
-    counts.push(format!("{} attempts", t.attempts));
+    counts.push(plural(t.attempts, "attempt", "attempts"));
     let waiting = [
         t.succeeded,
         t.failed,

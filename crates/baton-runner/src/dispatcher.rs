@@ -516,19 +516,20 @@ impl<'a> Dispatcher<'a> {
         // A planner that answered well grows the graph; one whose answer no longer fits it
         // fails as one whose answer never did.
         let (outcome, output) = match self.graph.task(task).plan {
-            Some(_) if outcome.is_success() => match self.expand(task, attempt, &output.text, turn)
-            {
-                Ok(()) => (outcome, output),
-                Err(rejected) => (
-                    Outcome::InvalidPlan {
-                        problems: rejected.problems,
-                    },
-                    HeldOutput {
-                        text: rejected.errors,
-                        ..output
-                    },
-                ),
-            },
+            Some(_) if outcome.is_success() && !self.graph.run_settings().hold_plans => {
+                match self.expand(task, attempt, &output.text, turn) {
+                    Ok(()) => (outcome, output),
+                    Err(rejected) => (
+                        Outcome::InvalidPlan {
+                            problems: rejected.problems,
+                        },
+                        HeldOutput {
+                            text: rejected.errors,
+                            ..output
+                        },
+                    ),
+                }
+            }
             _ => (outcome, output),
         };
         self.log_bytes += log_bytes;

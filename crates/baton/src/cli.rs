@@ -22,6 +22,9 @@ pub struct Cli {
 pub enum Command {
     /// Run a graph file.
     Run(RunArgs),
+    /// Plan GOAL with an agent, show the plan with what it will cost, and run it once you say
+    /// so (or edit it first).
+    Do(DoArgs),
     /// Validate a graph file and show its plan: levels, critical path, scope conflicts.
     Plan(PlanArgs),
     /// Print a graph file's tasks and dependencies as Graphviz dot or Mermaid.
@@ -295,6 +298,42 @@ pub struct RunArgs {
     /// Validate and print the plan without running anything.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoArgs {
+    /// What to get done, in words: the planner's goal.
+    pub goal: String,
+    /// The agent engine that plans, and runs the planned agent tasks.
+    #[arg(long, default_value = "claude")]
+    pub engine: String,
+    /// The model, for the planner and the planned agent tasks.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Globs of the files the work may change (repeatable); each planned task gets them as its
+    /// scope unless the planner gives it a narrower one.
+    #[arg(long, value_name = "GLOB")]
+    pub scope: Vec<String>,
+    /// Most tasks the plan may have.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub max_subtasks: u32,
+    /// Run the plan without asking.
+    #[arg(short, long)]
+    pub yes: bool,
+    /// Only plan: write the plan (to `-o FILE`, else standard output) for `baton run`.
+    #[arg(long)]
+    pub plan_only: bool,
+    /// Where `--plan-only` writes the plan.
+    #[arg(short, long, value_name = "FILE", requires = "plan_only")]
+    pub output: Option<PathBuf>,
+    /// A hard budget in dollars for the run of the plan.
+    #[arg(long, value_name = "USD")]
+    pub budget: Option<f64>,
+    /// Most tasks running at once.
+    #[arg(short = 'j', long, value_name = "N")]
+    pub concurrency: Option<u32>,
+    #[command(flatten)]
+    pub drive: DriveArgs,
 }
 
 #[derive(Debug, Args)]

@@ -150,6 +150,11 @@ pub fn err(line: &str) {
     err_styled(&text);
 }
 
+/// A question for the person at the terminal, on standard error, the answer typed after it.
+pub fn ask(question: &str) {
+    err_styled(&terminal_safe(question));
+}
+
 /// Text on standard error that baton styled itself from terminal-safe parts (a diagnostic's
 /// colours); best effort.
 pub fn err_styled(text: &str) {

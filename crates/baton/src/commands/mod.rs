@@ -5,6 +5,7 @@ mod cancel;
 mod diff;
 mod doctor;
 mod events;
+mod goal;
 mod graph;
 mod load;
 mod logs;
@@ -21,6 +22,7 @@ use crate::exit::Failure;
 pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
     match cli.command {
         Command::Run(args) => run::run(args, cli.store.as_deref()),
+        Command::Do(args) => goal::goal(args, cli.store.as_deref()),
         Command::Plan(args) => plan::plan(args),
         Command::Graph(args) => graph::graph(args),
         Command::Runs(args) => runs::runs(args, cli.store.as_deref()),

@@ -17,7 +17,7 @@ use crate::out;
 use crate::project::Project;
 
 /// What to drive.
-enum Job {
+pub(super) enum Job {
     New(Box<Graph>),
     Takeover(RunId, Takeover),
 }
@@ -108,7 +108,61 @@ fn kill_grace(args: &DriveArgs) -> Result<Duration, Failure> {
 }
 
 /// Drives a run to its end in this process, prints the result and maps it to an exit code.
-fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    match execute(job, args, store_url)? {
+        Driven::Done(result) => print_result(&result, args),
+        Driven::Nothing(code) => Ok(code),
+    }
+}
+
+/// A job driven to its end, or one there was nothing to drive for.
+pub(super) enum Driven {
+    Done(Box<baton_report::RunResult>),
+    Nothing(i32),
+}
+
+/// The exit code of a run that ended as `result` did.
+pub(super) fn exit_code(result: &baton_report::RunResult) -> i32 {
+    match result.run.state {
+        RunState::Succeeded | RunState::SucceededWithWarnings => exit::SUCCESS,
+        RunState::Cancelled | RunState::Interrupted => exit::INTERRUPTED,
+        RunState::Waiting => exit::WAITING,
+        _ => exit::RUN_FAILED,
+    }
+}
+
+/// Prints the result of a run as `args` ask (the summary, one line, or JSON) and returns the
+/// run's exit code.
+pub(super) fn print_result(
+    result: &baton_report::RunResult,
+    args: &DriveArgs,
+) -> Result<i32, Failure> {
+    let code = exit_code(result);
+    let mut out = out::Stdout::new(format!(
+        "the result of run {} (it is recorded: `baton status {}` shows it)",
+        result.run.id, result.run.id
+    ));
+    let printed = if args.json {
+        out.json(result)
+    } else if args.quiet {
+        out.line(&summary::verdict(result))
+    } else {
+        out.text(&summary::render(result))
+    };
+    match printed {
+        // The run happened whether or not its reader stayed to the end: its exit code says how
+        // it ended.
+        Ok(()) | Err(Failure::Closed) => Ok(code),
+        Err(err) => Err(err),
+    }
+}
+
+/// Drives a run to its end in this process.
+pub(super) fn execute(
+    job: Job,
+    args: &DriveArgs,
+    store_url: Option<&str>,
+) -> Result<Driven, Failure> {
     let kill_grace = kill_grace(args)?;
     // A new run belongs to its graph file's project; a run taken over to the one it is in.
     let project = match &job {
@@ -159,7 +213,7 @@ fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Fai
         // Asked to do nothing, it does nothing: not an error, and nothing is recorded.
         Err(RunError::Takeover(err @ baton_runner::TakeoverError::NothingToRetry(_))) => {
             out::line("the answer", &err.to_string())?;
-            return Ok(exit::SUCCESS);
+            return Ok(Driven::Nothing(exit::SUCCESS));
         }
         Err(RunError::Takeover(err)) => return Err(Failure::BadInput(err.to_string())),
         Err(RunError::Workspace(err)) => return Err(Failure::BadInput(err)),
@@ -185,29 +239,7 @@ fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Fai
         ));
     }
 
-    let code = match result.run.state {
-        RunState::Succeeded | RunState::SucceededWithWarnings => exit::SUCCESS,
-        RunState::Cancelled | RunState::Interrupted => exit::INTERRUPTED,
-        RunState::Waiting => exit::WAITING,
-        _ => exit::RUN_FAILED,
-    };
-    let mut out = out::Stdout::new(format!(
-        "the result of run {} (it is recorded: `baton status {}` shows it)",
-        result.run.id, result.run.id
-    ));
-    let printed = if args.json {
-        out.json(&result)
-    } else if args.quiet {
-        out.line(&summary::verdict(&result))
-    } else {
-        out.text(&summary::render(&result))
-    };
-    match printed {
-        // The run happened whether or not its reader stayed to the end: its exit code says how
-        // it ended.
-        Ok(()) | Err(Failure::Closed) => Ok(code),
-        Err(err) => Err(err),
-    }
+    Ok(Driven::Done(Box::new(result)))
 }
 
 fn reporter(args: &DriveArgs) -> Box<dyn Reporter> {

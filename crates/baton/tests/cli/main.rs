@@ -15,6 +15,7 @@ mod conflicts;
 mod containment;
 mod examples;
 mod flags;
+mod goal;
 mod handoff;
 mod history;
 mod http_engine;

@@ -66,6 +66,8 @@ pub struct Test {
     args: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
     stdout: StdoutTo,
+    /// baton runs on a terminal of its own (`script`'s pty), typed this.
+    typed: Option<String>,
 }
 
 /// Where baton's standard output goes.
@@ -104,7 +106,16 @@ impl Test {
             args: Vec::new(),
             env: Vec::new(),
             stdout: StdoutTo::File,
+            typed: None,
         }
+    }
+
+    /// baton runs with a terminal as its standard input (and output: a pty, from util-linux's
+    /// `script`), on which `input` is typed; what it prints goes to the stdout file, stderr
+    /// included, as on a terminal.
+    pub fn typing(mut self, input: &str) -> Self {
+        self.typed = Some(input.to_owned());
+        self
     }
 
     /// baton's standard output is a pipe nobody reads any more.
@@ -185,9 +196,31 @@ impl Test {
             .mode(0o700)
             .create(&runtime)
             .expect("runtime dir");
-        let mut command = Command::new(BATON);
+        let mut command = match &self.typed {
+            None => {
+                let mut command = Command::new(BATON);
+                command.args(&self.args);
+                command
+            }
+            Some(_) => {
+                let words: Vec<String> = std::iter::once(OsString::from(BATON))
+                    .chain(self.args.iter().cloned())
+                    .map(|w| format!("'{}'", w.to_string_lossy().replace('\'', "'\\''")))
+                    .collect();
+                let mut command = Command::new("script");
+                command.args(["-qec", &words.join(" "), "/dev/null"]);
+                command
+            }
+        };
+        let stdin: Stdio = match &self.typed {
+            None => Stdio::null(),
+            Some(input) => {
+                let path = self.tmp.path().join("typed");
+                fs::write(&path, input).expect("typed input");
+                File::open(&path).expect("typed input").into()
+            }
+        };
         command
-            .args(&self.args)
             .current_dir(self.root.join(&self.cwd))
             .env_remove("BATON_STORE")
             .env_remove("BATON_SYNC")
@@ -198,7 +231,7 @@ impl Test {
             // reach them so that cleanup can find their processes.
             .env("BATON_PASS_ENV", MARKER)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(stdout)
             .stderr(stderr);
         let child = command.spawn().expect("spawn baton");

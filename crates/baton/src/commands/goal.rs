@@ -1,0 +1,483 @@
+//! `baton do "GOAL"`: a planner for the goal runs first, its answer kept rather than run;
+//! baton shows the plan as `baton plan` would, with what it should cost and take, and asks:
+//! run, edit or cancel. The plan then runs as a run of its own, from the graph file it was
+//! written to (`.baton/plans/RUN.toml`), which `baton run` can also run later.
+
+use std::io::{BufRead, IsTerminal};
+use std::path::Path;
+use std::time::Duration;
+
+use baton_graph::Graph;
+use baton_model::{TaskState, format_duration};
+use baton_report::RunResult;
+
+use super::load::load_graph;
+use super::records;
+use super::run::{Driven, Job, drive, execute, print_result};
+use crate::cli::DoArgs;
+use crate::diagnostics::render_load_error;
+use crate::exit::{self, Failure};
+use crate::out;
+use crate::project::Project;
+
+/// The planning run's only task.
+const PLANNER: &str = "plan";
+/// Earlier runs whose agent attempts the estimate is made from.
+const HISTORY_RUNS: u32 = 20;
+
+pub fn goal(args: DoArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    let asks = !args.yes && !args.plan_only;
+    // Before anything is spent: a question nobody can answer is never asked.
+    if asks && !std::io::stdin().is_terminal() {
+        return Err(Failure::BadInput(
+            "baton do shows the plan and asks before it runs it, and standard input is not a \
+             terminal: pass --yes to run the plan without asking, or --plan-only -o plan.toml \
+             to write it for `baton run`"
+                .into(),
+        ));
+    }
+    check_args(&args)?;
+    let project = Project::discover()?;
+    project.prepare_state_dir()?;
+    let plans = project.state_dir.join("plans");
+    std::fs::create_dir_all(&plans).map_err(|e| {
+        Failure::Internal(anyhow::anyhow!("cannot create {}: {e}", plans.display()))
+    })?;
+
+    // The planning run: one planner, whose answer is kept for a person.
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let planning = plans.join(format!("goal-{stamp}-{}.toml", std::process::id()));
+    write_file(&planning, &planning_graph(&args))?;
+    let mut graph = load_graph(&planning)?;
+    graph.hold_plans();
+    let planned = match execute(Job::New(Box::new(graph)), &args.drive, store_url)? {
+        Driven::Done(result) => result,
+        Driven::Nothing(code) => return Ok(code),
+    };
+    let _ = std::fs::remove_file(&planning);
+    let Some(plan) = planned
+        .tasks
+        .iter()
+        .find(|t| t.id == PLANNER && t.state == TaskState::Succeeded)
+        .and_then(|t| t.output.as_deref())
+        .and_then(baton_graph::plan_value)
+    else {
+        // The planner failed: its run says why.
+        return print_result(&planned, &args.drive);
+    };
+
+    let file = plans.join(format!("{}.toml", planned.run.id));
+    write_file(&file, &plan_file(&args, &plan, &planned.run.id))?;
+    let mut graph = load_graph(&file)?;
+    if args.plan_only {
+        return write_plan_only(&args, &file);
+    }
+    loop {
+        show(&graph, &file, &estimate(store_url, &graph, &planned));
+        if args.yes {
+            break;
+        }
+        match ask("Run this plan? [r]un, [e]dit, [c]ancel: ")? {
+            Answer::Run => break,
+            Answer::Cancel => {
+                out::err(&format!(
+                    "baton: nothing was run; the plan is in {} (`baton run` it later)",
+                    file.display()
+                ));
+                return Ok(exit::SUCCESS);
+            }
+            Answer::Edit => match edit(&file)? {
+                Some(edited) => graph = edited,
+                None => {
+                    out::err(&format!(
+                        "baton: nothing was run; the plan is in {}",
+                        file.display()
+                    ));
+                    return Ok(exit::SUCCESS);
+                }
+            },
+        }
+    }
+    drive(Job::New(Box::new(graph)), &args.drive, store_url)
+}
+
+fn check_args(args: &DoArgs) -> Result<(), Failure> {
+    if args.goal.trim().is_empty() {
+        return Err(Failure::BadInput(
+            "the goal is empty: say what to get done".into(),
+        ));
+    }
+    if args.max_subtasks == 0 {
+        return Err(Failure::BadInput(
+            "--max-subtasks must be at least 1".into(),
+        ));
+    }
+    if args.concurrency == Some(0) {
+        return Err(Failure::BadInput("--concurrency must be at least 1".into()));
+    }
+    if args.budget.is_some_and(|usd| !usd.is_finite() || usd < 0.0) {
+        return Err(Failure::BadInput(
+            "--budget: a budget is an amount of dollars, at least 0".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), Failure> {
+    std::fs::write(path, text)
+        .map_err(|e| Failure::Internal(anyhow::anyhow!("cannot write {}: {e}", path.display())))
+}
+
+/// A short name for the goal: its first line, cut at 60 characters.
+fn title(goal: &str) -> String {
+    let line = goal
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let mut title: String = line.chars().take(60).collect();
+    if line.chars().count() > 60 {
+        title.push('…');
+    }
+    title
+}
+
+/// The planning run's graph file: the planner alone.
+fn planning_graph(args: &DoArgs) -> String {
+    let mut prompt = args.goal.trim().to_owned();
+    if !args.scope.is_empty() {
+        prompt.push_str(&format!(
+            "\n\nThe work may change only files matching: {}. Give each task a scope within it.",
+            args.scope.join(", ")
+        ));
+    }
+    let mut text = format!(
+        "name = {}\n\n[[task]]\n",
+        toml_str(&format!("plan: {}", title(&args.goal)))
+    );
+    text.push_str(&format!("id = \"{PLANNER}\"\n"));
+    text.push_str(&format!("engine = {}\n", toml_str(&args.engine)));
+    if let Some(model) = &args.model {
+        text.push_str(&format!("model = {}\n", toml_str(model)));
+    }
+    text.push_str("expand = true\n");
+    text.push_str(&format!("max_subtasks = {}\n", args.max_subtasks));
+    // An answer that will not do goes back once, with what is wrong with it.
+    text.push_str("fix_attempts = 1\n");
+    text.push_str(&format!("prompt = {}\n", toml_str(&prompt)));
+    text
+}
+
+/// The plan as a graph file of its own: the planner's tasks under `[defaults]` that give them
+/// what they would have had in the planning run (its engine and model, worktrees).
+fn plan_file(args: &DoArgs, plan: &serde_json::Value, planning_run: &str) -> String {
+    let mut text = String::new();
+    for line in args.goal.trim().lines() {
+        text.push_str(&format!("# {line}\n"));
+    }
+    text.push_str(&format!(
+        "#\n# Planned by run {planning_run} (`baton do`). Edit it, and run it with `baton run`.\n"
+    ));
+    text.push_str(&format!("name = {}\n\n", toml_str(&title(&args.goal))));
+    text.push_str("[defaults]\n");
+    text.push_str(&format!("engine = {}\n", toml_str(&args.engine)));
+    if let Some(model) = &args.model {
+        text.push_str(&format!("model = {}\n", toml_str(model)));
+    }
+    text.push_str("workspace = \"worktree\"\n");
+    if args.budget.is_some() || args.concurrency.is_some() {
+        text.push_str("\n[run]\n");
+        if let Some(n) = args.concurrency {
+            text.push_str(&format!("concurrency = {n}\n"));
+        }
+        if let Some(usd) = args.budget {
+            text.push_str(&format!("budget = {{ usd = {usd} }}\n"));
+        }
+    }
+    let tasks = plan
+        .get("task")
+        .or_else(|| plan.get("tasks"))
+        .and_then(serde_json::Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for task in tasks {
+        let Some(fields) = task.as_object() else {
+            continue;
+        };
+        text.push_str("\n[[task]]\n");
+        let mut keys: Vec<&String> = fields.keys().collect();
+        // The fields people read first, first.
+        const FIRST: &[&str] = &["id", "needs", "engine", "model", "scope", "prompt", "run"];
+        keys.sort_by_key(|k| (FIRST.iter().position(|f| f == k).unwrap_or(FIRST.len()), *k));
+        for key in keys {
+            let value = &fields[key.as_str()];
+            if value.is_null() {
+                continue;
+            }
+            text.push_str(&format!("{} = {}\n", toml_key(key), toml_value(value)));
+        }
+        if !args.scope.is_empty() && !fields.contains_key("scope") {
+            let scope: Vec<String> = args.scope.iter().map(|s| toml_str(s)).collect();
+            text.push_str(&format!("scope = [{}]\n", scope.join(", ")));
+        }
+    }
+    text
+}
+
+fn toml_key(key: &str) -> String {
+    if !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        key.to_owned()
+    } else {
+        toml_str(key)
+    }
+}
+
+/// A string as TOML: a multi-line literal when it spans lines and can be one, else a basic
+/// string with escapes.
+fn toml_str(s: &str) -> String {
+    let literal_ok =
+        !s.contains("'''") && !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t');
+    if s.contains('\n') && literal_ok && !s.ends_with('\'') {
+        return format!("'''\n{s}'''");
+    }
+    serde_json::to_string(s).expect("a string serializes")
+}
+
+fn toml_value(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => toml_str(s),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .filter(|v| !v.is_null())
+                .map(toml_value)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Object(fields) => format!(
+            "{{ {} }}",
+            fields
+                .iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| format!("{} = {}", toml_key(k), toml_value(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Null => "\"\"".to_owned(),
+    }
+}
+
+fn write_plan_only(args: &DoArgs, file: &Path) -> Result<i32, Failure> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Failure::Internal(anyhow::anyhow!("cannot read {}: {e}", file.display())))?;
+    match &args.output {
+        Some(path) => {
+            write_file(path, &text)?;
+            out::err(&format!(
+                "baton: the plan is in {}; run it with `baton run {}`",
+                path.display(),
+                path.display()
+            ));
+        }
+        None => out::text("the plan", &text)?,
+    }
+    Ok(exit::SUCCESS)
+}
+
+/// What the plan should cost and take.
+struct Estimate {
+    usd: Option<f64>,
+    time: Duration,
+    basis: String,
+}
+
+/// From what agent attempts cost and took in this repository's earlier runs (the median of
+/// each), else from the planner's own attempt; the time is the plan's levels one after
+/// another, each as many rounds of agents as the concurrency needs.
+fn estimate(store_url: Option<&str>, graph: &Graph, planned: &RunResult) -> Estimate {
+    let mut costs = Vec::new();
+    let mut times = Vec::new();
+    if let Ok(store) = records::open(store_url)
+        && let Ok(runs) = store.runs(HISTORY_RUNS + 1)
+    {
+        for run in runs.iter().filter(|r| r.run.id.as_str() != planned.run.id) {
+            let Ok(attempts) = store.run_attempts(&run.run.id) else {
+                continue;
+            };
+            for attempt in attempts {
+                if let (Some(agent), Some(ms)) = (&attempt.agent, attempt.duration_ms) {
+                    costs.extend(agent.cost_usd);
+                    times.push(ms);
+                }
+            }
+        }
+    }
+    let (cost, ms, basis) = if times.is_empty() {
+        let planner = planned.tasks.iter().find(|t| t.id == PLANNER);
+        (
+            planner
+                .and_then(|t| t.agent.as_ref())
+                .map(|a| a.spend.cost_usd),
+            planner.and_then(|t| t.duration_ms).unwrap_or(60_000),
+            "a rough guess from the planner's own attempt: no earlier agent runs here".to_owned(),
+        )
+    } else {
+        (
+            median_f64(&mut costs),
+            median_u64(&mut times),
+            format!("from {} agent attempts of earlier runs here", times.len()),
+        )
+    };
+    let agent = |i: u32| matches!(graph.task(i).action, baton_graph::Action::Agent { .. });
+    let agents = (0..graph.len() as u32).filter(|&i| agent(i)).count();
+    let plan = baton_graph::plan(graph);
+    let concurrency = graph.run_settings().concurrency.max(1) as usize;
+    let rounds: usize = plan
+        .levels
+        .iter()
+        .map(|level| {
+            let n = level
+                .iter()
+                .filter(|id| graph.index_of(id).is_some_and(agent))
+                .count();
+            n.div_ceil(concurrency)
+        })
+        .sum();
+    Estimate {
+        usd: cost.map(|c| c * agents as f64),
+        time: Duration::from_millis(ms.saturating_mul(rounds as u64)),
+        basis,
+    }
+}
+
+fn median_u64(v: &mut [u64]) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn median_f64(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
+/// The plan as `baton plan` shows it, each task on a line, and the estimate.
+fn show(graph: &Graph, file: &Path, estimate: &Estimate) {
+    let mut text = format!("\nThe plan ({}):\n\n", file.display());
+    for task in graph.tasks() {
+        let what = match &task.action {
+            baton_graph::Action::Agent { engine, .. } => engine.clone(),
+            baton_graph::Action::Shell { .. } => "shell".to_owned(),
+            baton_graph::Action::Noop => "noop".to_owned(),
+        };
+        let mut line = format!("  {:<16} {:<7}", task.id.as_str(), what);
+        if !task.needs.is_empty() {
+            let needs: Vec<&str> = task
+                .needs
+                .iter()
+                .map(|&n| graph.task(n).id.as_str())
+                .collect();
+            line.push_str(&format!(" needs {}", needs.join(", ")));
+        }
+        if !task.scope.is_empty() {
+            line.push_str(&format!(" · scope {}", task.scope.join(", ")));
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    text.push('\n');
+    text.push_str(&baton_graph::plan(graph).to_string());
+    let cost = estimate.usd.map_or_else(
+        || "cost unknown".to_owned(),
+        |usd| format!("about {}", dollars(usd)),
+    );
+    text.push_str(&format!(
+        "estimate: {cost}, about {} ({})\n",
+        format_duration(estimate.time),
+        estimate.basis
+    ));
+    out::err(&text);
+}
+
+/// Cents, or tenths of a cent below one: a plan of small tasks is not `$0.00`.
+fn dollars(usd: f64) -> String {
+    if usd > 0.0 && usd < 0.01 {
+        format!("${usd:.4}")
+    } else {
+        format!("${usd:.2}")
+    }
+}
+
+enum Answer {
+    Run,
+    Edit,
+    Cancel,
+}
+
+/// Asks on the terminal until the answer is one of the three; end of input cancels.
+fn ask(question: &str) -> Result<Answer, Failure> {
+    let stdin = std::io::stdin();
+    loop {
+        out::ask(question);
+        let mut line = String::new();
+        let read = stdin
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| Failure::Internal(anyhow::anyhow!("cannot read the answer: {e}")))?;
+        if read == 0 {
+            out::err("");
+            return Ok(Answer::Cancel);
+        }
+        match line.trim().to_ascii_lowercase().as_str() {
+            "r" | "run" | "y" | "yes" => return Ok(Answer::Run),
+            "e" | "edit" => return Ok(Answer::Edit),
+            "c" | "cancel" | "n" | "no" | "q" => return Ok(Answer::Cancel),
+            _ => out::err("baton: answer r, e or c"),
+        }
+    }
+}
+
+/// Opens the plan in `$VISUAL` or `$EDITOR` (else `vi`) and reads it back, until it is a valid
+/// graph file or the person gives up (`None`).
+fn edit(file: &Path) -> Result<Option<Graph>, Failure> {
+    let editor = std::env::var("VISUAL")
+        .ok()
+        .or_else(|| std::env::var("EDITOR").ok())
+        .filter(|e| !e.trim().is_empty())
+        .unwrap_or_else(|| "vi".to_owned());
+    loop {
+        // Through the shell, as git does: `EDITOR="code --wait"` works.
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{editor} \"$1\""))
+            .arg("sh")
+            .arg(file)
+            .status()
+            .map_err(|e| Failure::Internal(anyhow::anyhow!("cannot start `{editor}`: {e}")))?;
+        if !status.success() {
+            out::err(&format!("baton: `{editor}` failed ({status})"));
+        }
+        match baton_graph::load(file) {
+            Ok(graph) => return Ok(Some(graph)),
+            Err(err) => {
+                out::err_styled(&render_load_error(&err));
+                match ask("The plan has errors. [e]dit again, [c]ancel: ")? {
+                    Answer::Edit | Answer::Run => continue,
+                    Answer::Cancel => return Ok(None),
+                }
+            }
+        }
+    }
+}

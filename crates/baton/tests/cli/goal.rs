@@ -1,0 +1,206 @@
+//! `baton do "GOAL"` end to end with the real `claude` CLI against the scripted model: the
+//! planner's answer is shown with an estimate and run on `--yes`, refused without a terminal to
+//! ask on, edited in `$EDITOR` (a script) on a terminal (`script`'s pty), written for `baton
+//! run` with `--plan-only`.
+
+use baton_mock_model::{MockModel, Rule, Script};
+
+use crate::agents::with_claude;
+use crate::test::Test;
+use crate::workspaces::git;
+
+const GOAL: &str = "GOAL-DO: add a greeting";
+
+/// The planner plans an agent task that writes `hello.txt` and a shell task that reads it.
+fn model() -> MockModel {
+    let plan = r#"{"task": [
+  {"id": "write", "prompt": "SUB-WRITE: write hello.txt", "scope": ["hello.txt"], "allowed_tools": ["Bash"]},
+  {"id": "read", "needs": ["write"], "run": "cat hello.txt"}
+]}"#;
+    let script = Script::new()
+        .rule(
+            Rule::text("wrote it")
+                .when_contains("SUB-WRITE")
+                .when_last_contains("toolu_mock"),
+        )
+        .rule(
+            Rule::tool_use(
+                "Bash",
+                serde_json::json!({"command": "echo hello > hello.txt", "description": "write"}),
+            )
+            .when_contains("SUB-WRITE"),
+        )
+        .rule(Rule::text(plan).when_contains("GOAL-DO"));
+    MockModel::start(script).unwrap()
+}
+
+fn project(model: &MockModel) -> Test {
+    let test = with_claude(Test::new(), model);
+    let root = test.path().to_path_buf();
+    std::fs::write(root.join("README"), "project\n").unwrap();
+    std::fs::write(root.join(".gitignore"), "baton.toml\n").unwrap();
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-qm", "start"]);
+    test
+}
+
+fn planning_requests(model: &MockModel) -> usize {
+    model
+        .requests()
+        .iter()
+        .filter(|r| r.text().contains("GOAL-DO") && !r.text().contains("toolu_mock"))
+        .count()
+}
+
+#[test]
+fn do_yes_plans_shows_the_plan_with_an_estimate_and_runs_it() {
+    let model = model();
+    let out = project(&model)
+        .args(&["do", GOAL, "--yes", "--json"])
+        .run()
+        .status(0);
+    // The plan was shown, as `baton plan` shows one, with what it should cost and take.
+    for shown in [
+        "The plan (",
+        "  write            claude  · scope hello.txt",
+        "  read             shell   needs write",
+        "critical path (2 tasks): write -> read",
+        "estimate: about $",
+    ] {
+        assert!(
+            out.stderr.contains(shown),
+            "{shown:?} not in:\n{}",
+            out.stderr
+        );
+    }
+    // Two runs: the planning, and the plan's, which did the work in worktrees.
+    let runs = out.store().runs();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let json = out.json();
+    assert_eq!(json["run"]["state"], "succeeded", "{json}");
+    assert_eq!(out.json_task("read")["output"], "hello");
+    assert_eq!(out.json_task("write")["state"], "succeeded");
+    let run = json["run"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        git(
+            out.path(),
+            &["show", &format!("baton/{run}/result:hello.txt")]
+        ),
+        "hello"
+    );
+    // The plan is kept as a graph file that `baton run` takes.
+    let planning = runs.iter().find(|r| r.id.as_str() != run).unwrap();
+    let file = out
+        .path()
+        .join(format!(".baton/plans/{}.toml", planning.id));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.starts_with("# GOAL-DO: add a greeting\n"), "{text}");
+    assert!(text.contains("[[task]]\nid = \"write\""), "{text}");
+    assert_eq!(planning_requests(&model), 1);
+}
+
+#[test]
+fn do_refuses_at_once_when_nobody_can_answer() {
+    let model = model();
+    let out = project(&model).args(&["do", GOAL]).run().status(2);
+    assert!(out.stderr.contains("pass --yes"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--plan-only -o plan.toml"),
+        "{}",
+        out.stderr
+    );
+    // Nothing was asked of the model, nothing recorded.
+    assert_eq!(model.requests().len(), 0);
+    assert!(crate::test::Store::try_open(out.path()).is_none_or(|s| s.try_run().is_none()));
+}
+
+#[test]
+fn do_on_a_terminal_lets_the_plan_be_edited_until_it_is_valid_then_runs_it() {
+    let model = model();
+    let test = project(&model);
+    // The editor breaks the plan the first time, mends it and adds a task the second.
+    let editor = test.path().parent().unwrap().join("editor.sh");
+    let count = test.path().parent().unwrap().join("edits");
+    std::fs::write(
+        &editor,
+        format!(
+            "#!/bin/sh\nn=$(cat {count} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {count}\n\
+             if [ $n = 1 ]; then printf '\\n[[task]]\\nid = \"extra\"\\nrun = \"echo extra\"\\ncolour = \"red\"\\n' >> \"$1\"\n\
+             else sed -i '/^colour/d' \"$1\"; fi\n",
+            count = count.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = test
+        .env("EDITOR", editor.to_str().unwrap())
+        .typing("e\ne\nr\n")
+        .args(&["do", GOAL, "--quiet"])
+        .run()
+        .status(0);
+    // On a terminal, everything baton printed is in the pty's output.
+    let shown = out.stdout.replace('\r', "");
+    assert!(
+        shown.contains("Run this plan? [r]un, [e]dit, [c]ancel:"),
+        "{shown}"
+    );
+    assert!(shown.contains("unknown field `colour`"), "{shown}");
+    assert!(
+        shown.contains("The plan has errors. [e]dit again, [c]ancel:"),
+        "{shown}"
+    );
+    assert!(shown.contains("  extra            shell"), "{shown}");
+    assert_eq!(std::fs::read_to_string(&count).unwrap().trim(), "2");
+    let tasks: Vec<String> = out.store().runs().into_iter().map(|r| r.name).collect();
+    assert_eq!(tasks.len(), 2, "{tasks:?}");
+    let last = crate::test::baton_in(out.path(), &["status", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&last.stdout).unwrap();
+    let ids: Vec<&str> = json["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["write", "read", "extra"]);
+    assert_eq!(json["run"]["state"], "succeeded");
+}
+
+#[test]
+fn do_plan_only_writes_the_plan_for_baton_run() {
+    let model = model();
+    let out = project(&model)
+        .args(&[
+            "do",
+            GOAL,
+            "--plan-only",
+            "-o",
+            "plan.toml",
+            "--scope",
+            "hello.txt",
+        ])
+        .run()
+        .status(0);
+    assert!(
+        out.stderr.contains("run it with `baton run plan.toml`"),
+        "{}",
+        out.stderr
+    );
+    // Only the planning ran.
+    assert_eq!(out.store().runs().len(), 1);
+    let text = String::from_utf8(out.read("plan.toml")).unwrap();
+    assert!(text.contains("id = \"read\""), "{text}");
+    // The planner was told the scope; the task without one gets it.
+    let asked = model.requests().into_iter().next().unwrap().text();
+    assert!(
+        asked.contains("may change only files matching: hello.txt"),
+        "{asked}"
+    );
+    let ran = out
+        .then()
+        .args(&["run", "plan.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(ran.json_task("read")["output"], "hello");
+    assert_eq!(ran.store().runs().len(), 2);
+    assert_eq!(ran.json()["run"]["state"], "succeeded");
+}
