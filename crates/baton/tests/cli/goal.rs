@@ -35,21 +35,11 @@ fn model() -> MockModel {
 }
 
 fn project(model: &MockModel) -> Test {
-    let test = with_claude(Test::new(), model);
-    let root = test.path().to_path_buf();
-    std::fs::write(root.join("README"), "project\n").unwrap();
-    std::fs::write(root.join(".gitignore"), "baton.toml\n").unwrap();
-    git(&root, &["add", "-A"]);
-    git(&root, &["commit", "-qm", "start"]);
-    test
+    crate::planning::committed(with_claude(Test::new(), model))
 }
 
 fn planning_requests(model: &MockModel) -> usize {
-    model
-        .requests()
-        .iter()
-        .filter(|r| r.text().contains("GOAL-DO") && !r.text().contains("toolu_mock"))
-        .count()
+    crate::planning::asked_to_plan(model, "GOAL-DO")
 }
 
 #[test]

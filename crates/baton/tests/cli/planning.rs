@@ -70,7 +70,8 @@ run = "echo after"
     )
 }
 
-fn committed(test: Test) -> Test {
+/// `test` with a first commit (of a README and what it holds), for worktrees to start from.
+pub(crate) fn committed(test: Test) -> Test {
     let root = test.path().to_path_buf();
     std::fs::write(root.join("README"), "project\n").unwrap();
     git(&root, &["add", "-A"]);
@@ -78,12 +79,17 @@ fn committed(test: Test) -> Test {
     test
 }
 
-fn planning_requests(model: &MockModel) -> usize {
+/// How many times the model was asked to plan `goal` (first turns only).
+pub(crate) fn asked_to_plan(model: &MockModel, goal: &str) -> usize {
     model
         .requests()
         .iter()
-        .filter(|r| r.text().contains("GOAL-PLAN") && !r.text().contains("toolu_mock"))
+        .filter(|r| r.text().contains(goal) && !r.text().contains("toolu_mock"))
         .count()
+}
+
+fn planning_requests(model: &MockModel) -> usize {
+    asked_to_plan(model, "GOAL-PLAN")
 }
 
 #[test]
