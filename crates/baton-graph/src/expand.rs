@@ -22,7 +22,14 @@ use crate::walk;
 const FRAGMENT_FIELDS: &[&str] = &["task", "tasks", "$schema"];
 /// Task fields a plan may not set: what of baton's environment a task gets, where it may write
 /// and what holds its processes are the run's to decide (its `[defaults]`), not a model's.
-const RUN_DECIDES: &[&str] = &["pass_env", "secret_env", "confine", "contain", "workspace"];
+const RUN_DECIDES: &[&str] = &[
+    "pass_env",
+    "secret_env",
+    "confine",
+    "contain",
+    "workspace",
+    "for_each",
+];
 
 impl Graph {
     /// Validates `text`, the answer of planner `planner`, as tasks to add to this graph. The
@@ -222,7 +229,8 @@ impl Graph {
             if !needs.iter().any(|&j| j >= n) && !needs.contains(&planner) {
                 needs.insert(0, planner);
             }
-            let mut task = validate::task(t, needs, action.expect("validated"), &spec.defaults);
+            let mut task =
+                validate::task(t, needs, action.expect("validated"), &spec.defaults, None);
             // baton's default, not the run's ask: without a repository it falls back.
             task.workspace_asked &= self.defaults.workspace.is_some();
             task.parent = Some(planner);

@@ -287,6 +287,24 @@ pub struct Task {
     /// Planners above it: 0 for a task of the file.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub depth: u32,
+    /// `Some`: the task stands for one task per item (added when it becomes ready), and is
+    /// not run itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_each: Option<ForEach>,
+    /// One of a `for_each` task's instances: its item, `{{ item }}` in its templates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item: Option<serde_json::Value>,
+}
+
+/// Where a `for_each` task's items come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ForEach {
+    List(Vec<serde_json::Value>),
+    /// Paths of the checkout matching the glob (a trailing `/`: directories only).
+    Glob(String),
+    /// The JSON array a predecessor wrote to `$BATON_OUTPUT` (or printed).
+    From(TaskIndex),
 }
 
 /// Whether a task's processes may write only in its workspace (Landlock on Linux).

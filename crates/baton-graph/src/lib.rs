@@ -6,6 +6,7 @@ mod adjacency;
 mod cycle;
 mod diagnostic;
 mod expand;
+mod fan_out;
 mod from_json;
 mod from_toml;
 mod glob;
@@ -27,8 +28,9 @@ mod walk;
 
 pub use diagnostic::{Diagnostic, LoadError};
 pub use expand::{describe_limits, plan_text, plan_value};
+pub use fan_out::item_text;
 pub use graph::{
-    Action, AgentSettings, Budget, Confine, Contain, Graph, Overrides, Planning, RetryOn,
+    Action, AgentSettings, Budget, Confine, Contain, ForEach, Graph, Overrides, Planning, RetryOn,
     RunSettings, ScopePolicy, Task, TaskIndex, Workspace,
 };
 pub use load::{load, load_str};

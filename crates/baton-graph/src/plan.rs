@@ -41,8 +41,20 @@ pub struct Plan {
     /// Tasks whose answer adds tasks while the run goes (`expand = true`), with their limits.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub planners: Vec<PlannerLine>,
+    /// `for_each` tasks and what they fan out over (their instances are added when they are
+    /// ready): `{"id", "over"}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fan_outs: Vec<FanOutLine>,
     /// What a conversion from a legacy format did.
     pub notes: Vec<String>,
+}
+
+/// A `for_each` task, as `baton plan` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FanOutLine {
+    pub id: String,
+    /// `3 items`, `the paths matching crates/*/`, `the items find writes`.
+    pub over: String,
 }
 
 /// A planner, as `baton plan` shows it.
@@ -118,6 +130,27 @@ pub fn plan(graph: &Graph) -> Plan {
                     id: t.id.to_string(),
                     max_subtasks: p.max_subtasks,
                     max_depth: p.max_depth,
+                })
+            })
+            .collect(),
+        fan_outs: graph
+            .tasks()
+            .iter()
+            .filter_map(|t| {
+                let over = match t.for_each.as_ref()? {
+                    crate::ForEach::List(items) => format!(
+                        "{} item{}",
+                        items.len(),
+                        if items.len() == 1 { "" } else { "s" }
+                    ),
+                    crate::ForEach::Glob(glob) => format!("the paths matching {glob}"),
+                    crate::ForEach::From(source) => {
+                        format!("the items {} writes", graph.task(*source).id)
+                    }
+                };
+                Some(FanOutLine {
+                    id: t.id.to_string(),
+                    over,
                 })
             })
             .collect(),
@@ -261,6 +294,12 @@ impl fmt::Display for Plan {
                     p.max_depth,
                     if p.max_depth == 1 { "" } else { "s" }
                 )?;
+            }
+        }
+        if !self.fan_outs.is_empty() {
+            writeln!(f, "for each (one task per item, added when it is ready):")?;
+            for line in &self.fan_outs {
+                writeln!(f, "  {}: {}", line.id, line.over)?;
             }
         }
         if !self.notes.is_empty() {

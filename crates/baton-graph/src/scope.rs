@@ -159,6 +159,8 @@ mod tests {
             plan: None,
             parent: None,
             depth: 0,
+            for_each: None,
+            item: None,
         }
     }
 

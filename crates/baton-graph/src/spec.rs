@@ -197,6 +197,15 @@ pub(crate) struct TaskMore {
     pub expand: Option<At<bool>>,
     pub max_subtasks: Option<At<u32>>,
     pub max_depth: Option<At<u32>>,
+    pub for_each: Option<At<ForEachSpec>>,
+}
+
+/// `for_each`, as written.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ForEachSpec {
+    List(Vec<serde_json::Value>),
+    Glob(String),
+    From(At<String>),
 }
 
 static NOTHING_MORE: TaskMore = TaskMore {
@@ -234,6 +243,7 @@ static NOTHING_MORE: TaskMore = TaskMore {
     expand: None,
     max_subtasks: None,
     max_depth: None,
+    for_each: None,
 };
 
 impl TaskSpec {

@@ -56,6 +56,9 @@ pub struct TemplateContext {
     pub needs: BTreeMap<String, NeedContext>,
     pub task: TaskContext,
     pub run: RunContext,
+    /// A `for_each` instance's item.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub item: serde_json::Value,
 }
 
 /// One predecessor's result.
@@ -436,6 +439,7 @@ mod tests {
                 id: "r1".into(),
                 name: "demo".into(),
             },
+            item: serde_json::Value::Null,
         }
     }
 

@@ -11,8 +11,8 @@ use baton_model::TaskId;
 use crate::cycle::{cycle_through, cyclic_components};
 use crate::diagnostic::Diagnostic;
 use crate::glob::{GlobError, check_relative, parse_scope};
-use crate::graph::{Action, Graph, Planning, RunSettings, Task, TaskIndex, Workspace};
-use crate::spec::{At, Defaults, Spec, TaskMore, TaskSpec};
+use crate::graph::{Action, ForEach, Graph, Planning, RunSettings, Task, TaskIndex, Workspace};
+use crate::spec::{At, Defaults, ForEachSpec, Spec, TaskMore, TaskSpec};
 use crate::suggest::closest;
 use crate::template::Template;
 use crate::tree::Span;
@@ -72,6 +72,7 @@ pub(crate) fn validate(
         check_templates(task, source, &index, &mut diags);
     }
 
+    let froms = for_each_sources(&spec, &index, &needs, &mut diags);
     if !diags.is_empty() {
         return Err(diags);
     }
@@ -81,7 +82,50 @@ pub(crate) fn validate(
     for task in &mut spec.tasks {
         task.needs = Vec::new();
     }
-    Ok(assemble(spec, path, needs, actions))
+    Ok(assemble(spec, path, needs, actions, froms))
+}
+
+/// Per task, the predecessor `for_each = { from = "TASK" }` takes its items from: one of its
+/// `needs`. A task cannot both plan and fan out.
+fn for_each_sources(
+    spec: &Spec,
+    index: &HashMap<&str, TaskIndex>,
+    needs: &[Vec<TaskIndex>],
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<Option<TaskIndex>> {
+    let mut froms = vec![None; spec.tasks.len()];
+    for (i, t) in spec.tasks.iter().enumerate() {
+        let Some(for_each) = &t.more().for_each else {
+            continue;
+        };
+        if t.more().expand.as_ref().is_some_and(|e| e.value) {
+            diags.push(
+                Diagnostic::at(
+                    for_each.span.clone(),
+                    format!("{} both plans and fans out", task_name(t)),
+                )
+                .label("for_each")
+                .help("a planner's answer lists its tasks; remove `for_each` or `expand`"),
+            );
+        }
+        if let ForEachSpec::From(from) = &for_each.value {
+            match index.get(from.value.as_str()) {
+                Some(&j) if needs[i].contains(&j) => froms[i] = Some(j),
+                _ => diags.push(
+                    Diagnostic::at(
+                        from.span.clone(),
+                        format!("`{}` is not among {}'s needs", from.value, task_name(t)),
+                    )
+                    .label("not a need")
+                    .help(format!(
+                        "add `{}` to `needs`: the items are what it wrote to $BATON_OUTPUT",
+                        from.value
+                    )),
+                ),
+            }
+        }
+    }
+    froms
 }
 
 fn task_name(t: &TaskSpec) -> String {
@@ -608,6 +652,7 @@ fn assemble(
     path: &Path,
     mut needs: Vec<Vec<TaskIndex>>,
     mut actions: Vec<Option<ActionKind>>,
+    mut froms: Vec<Option<TaskIndex>>,
 ) -> Graph {
     // Taken from the back, with the spec's list shrunk as it empties, so that the spec's tasks
     // and the graph's are never both whole: for 100,000 tasks, that is 20 MB less.
@@ -615,7 +660,8 @@ fn assemble(
     while let Some(t) = spec.tasks.pop() {
         let needs = needs.pop().expect("one per task");
         let action = actions.pop().flatten().expect("validated");
-        tasks.push(task(t, needs, action, &spec.defaults));
+        let from = froms.pop().flatten();
+        tasks.push(task(t, needs, action, &spec.defaults, from));
         if spec.tasks.len().is_multiple_of(4096) {
             spec.tasks.shrink_to_fit();
         }
@@ -692,7 +738,13 @@ pub(crate) fn check_planning(
     }
 }
 
-pub(crate) fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &Defaults) -> Task {
+pub(crate) fn task(
+    t: TaskSpec,
+    needs: Vec<TaskIndex>,
+    action: ActionKind,
+    d: &Defaults,
+    from: Option<TaskIndex>,
+) -> Task {
     let action = match action {
         ActionKind::Shell => Action::Shell {
             run: t.run.expect("validated").value,
@@ -767,5 +819,11 @@ pub(crate) fn task(t: TaskSpec, needs: Vec<TaskIndex>, action: ActionKind, d: &D
         }),
         parent: None,
         depth: 0,
+        for_each: more.for_each.map(|f| match f.value {
+            ForEachSpec::List(items) => ForEach::List(items),
+            ForEachSpec::Glob(glob) => ForEach::Glob(glob),
+            ForEachSpec::From(_) => ForEach::From(from.expect("resolved in validation")),
+        }),
+        item: None,
     }
 }

@@ -8,7 +8,7 @@ use baton_model::{OnFailure, parse_duration, parse_size};
 
 use crate::diagnostic::Diagnostic;
 use crate::graph::{Budget, Confine, Contain, RetryOn, ScopePolicy, Workspace};
-use crate::spec::{AgentSpec, At, Defaults, RunSpec, Spec, TaskSpec};
+use crate::spec::{AgentSpec, At, Defaults, ForEachSpec, RunSpec, Spec, TaskSpec};
 use crate::suggest::did_you_mean;
 use crate::tree::{Entry, Kind, Node};
 
@@ -84,6 +84,7 @@ const TASK_OWN_FIELDS: &[&str] = &[
     "expand",
     "max_subtasks",
     "max_depth",
+    "for_each",
 ];
 pub(crate) const TASK_FIELDS: &[&[&str]] = &[TASK_OWN_FIELDS, AGENT_FIELDS, AGENT_TASK_FIELDS];
 
@@ -469,6 +470,69 @@ impl Walker<'_> {
         None
     }
 
+    /// `for_each`: a list of items, `{ glob = "…" }` or `{ from = "TASK" }`.
+    fn for_each(&mut self, e: &Entry) -> Option<At<ForEachSpec>> {
+        let help = "write `for_each = [\"a\", \"b\"]`, `for_each = { glob = \"crates/*/\" }` or `for_each = { from = \"TASK\" }`";
+        let spec = match &e.value.kind {
+            Kind::Array(items) => {
+                let mut list = Vec::with_capacity(items.len());
+                for item in items {
+                    match &item.kind {
+                        Kind::Str(_)
+                        | Kind::Int(_)
+                        | Kind::Float(_)
+                        | Kind::Bool(_)
+                        | Kind::Table(_) => list.push(item.to_json()),
+                        other => {
+                            self.diags.push(
+                                Diagnostic::at(
+                                    item.span.clone(),
+                                    format!("a `for_each` item cannot be {}", other.type_name()),
+                                )
+                                .help("items are strings, numbers, booleans or tables"),
+                            );
+                        }
+                    }
+                }
+                if items.is_empty() {
+                    self.diags.push(
+                        Diagnostic::at(e.value.span.clone(), "`for_each` has no items")
+                            .help("list the items, or remove `for_each`"),
+                    );
+                }
+                ForEachSpec::List(list)
+            }
+            Kind::Table(fields) => match fields.as_slice() {
+                [f] if f.key == "glob" => ForEachSpec::Glob(self.string(f)?.value),
+                [f] if f.key == "from" => ForEachSpec::From(self.string(f)?),
+                _ => {
+                    self.diags.push(
+                        Diagnostic::at(
+                            e.value.span.clone(),
+                            "`for_each` takes one of `glob` or `from`",
+                        )
+                        .help(help),
+                    );
+                    return None;
+                }
+            },
+            other => {
+                self.diags.push(
+                    Diagnostic::at(
+                        e.value.span.clone(),
+                        format!(
+                            "`for_each` must be a list or a table, not {}",
+                            other.type_name()
+                        ),
+                    )
+                    .help(help),
+                );
+                return None;
+            }
+        };
+        Some(At::new(spec, e.key_span.clone()))
+    }
+
     fn env(&mut self, e: &Entry) -> BTreeMap<String, String> {
         let mut env = BTreeMap::new();
         let Kind::Table(entries) = &e.value.kind else {
@@ -697,6 +761,7 @@ impl Walker<'_> {
                     t.more_mut().max_subtasks =
                         w.count(e, 1).map(|n| At::new(n, e.key_span.clone()))
                 }
+                "for_each" => t.more_mut().for_each = w.for_each(e),
                 "max_depth" => {
                     t.more_mut().max_depth = w.count(e, 1).map(|n| At::new(n, e.key_span.clone()))
                 }

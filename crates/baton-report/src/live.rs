@@ -137,13 +137,7 @@ impl Reporter for LiveReporter {
                     ));
                 }
                 EventKind::GraphExpanded { task, added, .. } => {
-                    let names: Vec<&str> = added.iter().map(|t| t.local()).collect();
-                    self.println(format!(
-                        "baton: {task} planned {} task{}: {}",
-                        added.len(),
-                        if added.len() == 1 { "" } else { "s" },
-                        names.join(", ")
-                    ));
+                    self.println(crate::plain::describe_added(task, added));
                     self.header.set_message(self.counts.to_string());
                 }
                 EventKind::TaskWaiting { task } => {

@@ -67,6 +67,7 @@ impl<W: Write> Reporter for PlainReporter<W> {
                     self.clock.finished(task, event.at_ms),
                 ),
                 EventKind::RunStopping { reason } => format!("baton: stopping: {reason}"),
+                EventKind::GraphExpanded { task, added, .. } => describe_added(task, added),
                 EventKind::TaskWaiting { task } => format!(
                     "baton: {task} waits for approval: `baton approve {run} {task}` or `baton reject {run} {task}`",
                     run = self.run_id
@@ -80,6 +81,17 @@ impl<W: Write> Reporter for PlainReporter<W> {
     }
 
     fn run_finished(&mut self, _: &RunResult) {}
+}
+
+/// `baton: plan added 3 tasks: api, db, glue`: a planner answered, a `for_each` fanned out.
+pub(crate) fn describe_added(task: &TaskId, added: &[TaskId]) -> String {
+    let names: Vec<&str> = added.iter().map(TaskId::local).collect();
+    format!(
+        "baton: {task} added {} task{}: {}",
+        added.len(),
+        if added.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    )
 }
 
 pub(crate) fn describe_retry(task: &TaskId, attempt: u32, delay_ms: u64) -> String {

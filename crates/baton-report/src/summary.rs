@@ -189,7 +189,7 @@ fn detail(task: &crate::TaskResult, run: &str) -> String {
             .map(|id| id.rsplit_once('/').map_or(id.as_str(), |(_, local)| local))
             .collect();
         parts.push(format!(
-            "planned {} task{}: {}",
+            "added {} task{}: {}",
             names.len(),
             if names.len() == 1 { "" } else { "s" },
             names.join(", ")

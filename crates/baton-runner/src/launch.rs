@@ -164,6 +164,16 @@ impl Launcher {
         }
     }
 
+    /// The repository root (or the directory the run is in).
+    pub(crate) fn root(&self) -> &std::path::Path {
+        &self.root
+    }
+
+    /// What `task`, ended, handed on: its output and the JSON it wrote, while held.
+    pub(crate) fn held(&self, task: u32) -> Option<&HeldOutput> {
+        self.held[task as usize].as_ref()
+    }
+
     /// The run's graph grew to `graph` (a planner's answer): the new tasks' outputs are held
     /// for their dependents, and the tasks they need hold theirs for them too. Returns the
     /// tasks that ended with their output let go (every dependent had started), which the new
@@ -635,6 +645,7 @@ impl Launcher {
                 id: self.run_id.to_string(),
                 name: self.graph.name().to_owned(),
             },
+            item: spec_task.item.clone().unwrap_or_default(),
         }
     }
 

@@ -19,6 +19,7 @@ mod dispatcher;
 mod drive;
 pub mod driver;
 pub mod env_ref;
+mod fan_out;
 mod handoff_files;
 mod journal;
 mod launch;

@@ -88,7 +88,7 @@ fn describe(event: &Event) -> String {
             ..
         } => {
             let names: Vec<&str> = added.iter().map(TaskId::as_str).collect();
-            format!("{task}#{attempt}: planned {}", names.join(", "))
+            format!("{task}#{attempt}: added {}", names.join(", "))
         }
         EventKind::TaskWaiting { task } => format!("{task}: waits for approval"),
         EventKind::TaskDecided {

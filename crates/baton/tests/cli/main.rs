@@ -14,6 +14,7 @@ mod confine;
 mod conflicts;
 mod containment;
 mod examples;
+mod fan_out;
 mod flags;
 mod goal;
 mod handoff;

@@ -189,12 +189,12 @@ fn a_planners_answer_runs_as_tasks_in_worktrees_and_merges() {
         .status(0)
         .stdout_contains("plan/api")
         .stdout_contains("plan/glue")
-        .stdout_contains("planned 3 tasks: api, db, glue")
+        .stdout_contains("added 3 tasks: api, db, glue")
         .then()
         .args(&["events", &run])
         .run()
         .status(0)
-        .stdout_contains("graph-expanded plan#1: planned plan/api, plan/db, plan/glue");
+        .stdout_contains("graph-expanded plan#1: added plan/api, plan/db, plan/glue");
 }
 
 const BAD_PLAN: &str = r#"{"task": [

@@ -33,6 +33,8 @@ use crate::recorder::Recorder;
 use crate::takeover::Restored;
 use crate::workspace::Workspaces;
 
+mod growth;
+
 /// Most events one turn produces. No-op tasks finish inside a turn, so a graph of them would
 /// otherwise be one giant batch held in memory; past this, the rest of the inputs are carried
 /// into the next turn.
@@ -322,7 +324,9 @@ impl<'a> Dispatcher<'a> {
             {
                 match action {
                     Action::Launch { task, attempt } => {
-                        if matches!(self.graph.task(task).action, TaskAction::Noop) {
+                        if self.graph.task(task).for_each.is_some() {
+                            self.fan_out(task, attempt, turn);
+                        } else if matches!(self.graph.task(task).action, TaskAction::Noop) {
                             self.finish_noop(task, attempt, turn);
                         } else {
                             turn.launches.push((task, attempt));
@@ -367,66 +371,6 @@ impl<'a> Dispatcher<'a> {
             }
         }
         false
-    }
-
-    /// A planner's answer joins the graph: recorded (before the planner's attempt ends), the
-    /// graph grown, and the scheduler told. The unit checked the answer against the graph as
-    /// it was at the planner's launch; it is checked again against the graph as it is now
-    /// (another planner may have answered meanwhile), which is what the new tasks' indices
-    /// are into.
-    fn expand(
-        &mut self,
-        planner: u32,
-        attempt: u32,
-        plan: &str,
-        turn: &mut Turn,
-    ) -> Result<(), crate::planner::Rejected> {
-        let tasks =
-            self.graph
-                .expansion(planner, plan)
-                .map_err(|error| crate::planner::Rejected {
-                    problems: error.diagnostics.len().max(1) as u32,
-                    errors: self.launcher.redact(&error.to_string()),
-                })?;
-        let added: Vec<baton_model::TaskId> = tasks.iter().map(|t| t.id.clone()).collect();
-        let stored = serde_json::to_value(&tasks).expect("tasks are plain data");
-        let grown = Arc::new(self.graph.extended(planner, tasks));
-        self.ledger.push(EventKind::GraphExpanded {
-            task: self.graph.task(planner).id.clone(),
-            attempt,
-            added,
-            tasks: stored,
-        });
-        self.grow(grown);
-        let actions = self.sched.extend(&plan_of(&self.graph));
-        for action in actions {
-            // Only the planner's end can end the run, after this.
-            let _ = self.act(action, turn);
-        }
-        Ok(())
-    }
-
-    /// Everything kept per task makes room for the graph's new tasks.
-    fn grow(&mut self, graph: Arc<Graph>) {
-        let n = graph.len();
-        self.ledger.grow(n);
-        self.workspaces.grow(n);
-        self.last_outcome.resize(n, None);
-        self.graph = Arc::clone(&graph);
-        let lost = self.launcher.grow(graph);
-        if lost.is_empty() {
-            return;
-        }
-        // Ended and recorded (a task's dependents start only once its end is): its output
-        // is in the store.
-        if let Ok(records) = self.store.tasks(&self.run_id) {
-            for need in lost {
-                if let Some(record) = records.get(need as usize) {
-                    self.launcher
-                        .hold_output(need, HeldOutput::recorded(record));
-                }
-            }
-        }
     }
 
     fn task_finished(&mut self, task: u32, state: TaskState, cause: Cause) {
@@ -577,8 +521,30 @@ impl<'a> Dispatcher<'a> {
                 blamed: None,
             });
         }
+        self.ended(
+            task,
+            attempt,
+            (outcome, output, output_bytes, stderr_tail),
+            turn,
+        );
+        if is_agent && self.shared.meter.exhausted() {
+            turn.inputs.push_back(Input::Stop(StopCause::BudgetSpent));
+        } else if is_agent && self.soft_pause() {
+            turn.inputs.push_back(Input::Pause);
+        }
+    }
+
+    /// An attempt's end, once its `attempt-finished` is recorded: its output stored and held
+    /// for its dependents, and the scheduler told.
+    fn ended(
+        &mut self,
+        task: u32,
+        attempt: u32,
+        (outcome, output, output_bytes, stderr_tail): (Outcome, HeldOutput, u64, String),
+        turn: &mut Turn,
+    ) {
         self.ledger.push_output(AttemptOutput {
-            task: id,
+            task: self.graph.task(task).id.clone(),
             attempt,
             output: output.text.clone(),
             output_bytes,
@@ -594,11 +560,6 @@ impl<'a> Dispatcher<'a> {
             attempt,
             outcome,
         });
-        if is_agent && self.shared.meter.exhausted() {
-            turn.inputs.push_back(Input::Stop(StopCause::BudgetSpent));
-        } else if is_agent && self.soft_pause() {
-            turn.inputs.push_back(Input::Pause);
-        }
     }
 
     /// Sets aside the turn's launches that need a predecessor's end not recorded yet.

@@ -1,0 +1,204 @@
+//! `for_each`: one task per item of a list (Claude Code, with `{{ item }}` in its prompt), of
+//! the checkout's directories matching a glob, of a predecessor's JSON array; each instance
+//! with its own worktree and status, and what needs the task waiting for all of them.
+
+use baton_mock_model::{MockModel, Rule, Script};
+
+use crate::agents::with_claude;
+use crate::planning::committed;
+use crate::test::Test;
+
+fn ids(out: &crate::test::Output) -> Vec<String> {
+    out.json()["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            format!(
+                "{}:{}",
+                t["id"].as_str().unwrap(),
+                t["state"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn for_each_item_of_a_list_an_agent_works_in_its_own_worktree() {
+    let script = Script::new()
+        .rule(Rule::text("reviewed red").when_contains("REVIEW red"))
+        .rule(Rule::text("reviewed green").when_contains("REVIEW green"));
+    let model = MockModel::start(script).unwrap();
+    let graph = r#"
+[[task]]
+id = "review"
+engine = "claude"
+timeout = "2m"
+prompt = "REVIEW {{ item }}"
+for_each = ["red", "green"]
+
+[[task]]
+id = "sum"
+needs = ["review"]
+run = "echo {{ needs.review.output }}"
+"#;
+    let out = committed(with_claude(Test::new(), &model).graph("graph.toml", graph))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(
+        ids(&out),
+        [
+            "review:succeeded",
+            "review/red:succeeded",
+            "review/green:succeeded",
+            "sum:succeeded"
+        ]
+    );
+    assert_eq!(out.json_task("review/red")["output"], "reviewed red");
+    assert_eq!(out.json_task("review/green")["output"], "reviewed green");
+    // The task itself hands on its items; what needs it starts after every instance.
+    assert_eq!(out.json_task("sum")["output"], r#"["red","green"]"#);
+    let sum = out.store().attempts("sum")[0].started_at_ms;
+    for instance in ["review/red", "review/green"] {
+        assert!(out.store().attempts(instance)[0].ended_at_ms.unwrap() <= sum);
+        let branch = out.json_task(instance)["workspace"]["branch"].clone();
+        assert!(
+            branch
+                .as_str()
+                .unwrap()
+                .ends_with(&instance.replace('/', "+")),
+            "{branch}"
+        );
+    }
+    out.store().assert_consistent();
+}
+
+#[test]
+fn for_each_directory_a_glob_matches_and_each_item_of_a_predecessors_array() {
+    let graph = r#"
+[[task]]
+id = "crate"
+run = "ls {{ item }} > {{ item }}listing.txt && cat {{ item }}listing.txt"
+scope = ["{{ item }}**"]
+scope_policy = "enforce"
+workspace = "worktree"
+for_each = { glob = "crates/*/" }
+
+[[task]]
+id = "find"
+run = "echo '[\"alpha\", {\"name\": \"beta\"}]' > $BATON_OUTPUT"
+
+[[task]]
+id = "each"
+needs = ["find"]
+run = "echo {{ item }}"
+for_each = { from = "find" }
+"#;
+    let test = Test::new()
+        .file("crates/api/lib.rs", "")
+        .file("crates/db/lib.rs", "")
+        .file("docs/readme.md", "")
+        .graph("graph.toml", graph);
+    let out = committed(test)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(
+        ids(&out),
+        [
+            "crate:succeeded",
+            "crate/api:succeeded",
+            "crate/db:succeeded",
+            "find:succeeded",
+            "each:succeeded",
+            "each/alpha:succeeded",
+            "each/beta:succeeded"
+        ]
+    );
+    assert_eq!(out.json_task("crate/api")["output"], "lib.rs\nlisting.txt");
+    assert_eq!(out.json_task("each/alpha")["output"], "alpha");
+    assert_eq!(out.json_task("each/beta")["output"], r#"{"name": "beta"}"#);
+    // What the instances changed is in their scopes (`{{ item }}**` became theirs: under
+    // `enforce`, anything else would have failed them).
+    let files = &out.json_task("crate/db")["workspace"]["evidence"]["files"];
+    assert_eq!(files[0]["path"], "crates/db/listing.txt", "{files}");
+    assert_eq!(out.json()["run"]["state"], "succeeded");
+}
+
+#[test]
+fn for_each_from_a_predecessor_that_wrote_no_array_fails_saying_so() {
+    let graph = r#"
+[[task]]
+id = "find"
+run = "echo not json"
+
+[[task]]
+id = "each"
+needs = ["find"]
+run = "echo {{ item }}"
+for_each = { from = "find" }
+
+[[task]]
+id = "after"
+needs = ["each"]
+run = "true"
+"#;
+    let out = Test::new()
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let each = out.json_task("each");
+    assert_eq!(each["state"], "failed", "{each}");
+    assert!(
+        each["outcome"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("`find` wrote no JSON array of items"),
+        "{each}"
+    );
+    assert_eq!(out.json_task("after")["state"], "blocked");
+}
+
+#[test]
+fn for_each_mistakes_are_named_in_the_graph_file() {
+    let graph = r#"
+[[task]]
+id = "a"
+run = "true"
+
+[[task]]
+id = "each"
+run = "echo {{ item }}"
+for_each = { from = "a" }
+
+[[task]]
+id = "both"
+prompt = "x"
+expand = true
+for_each = []
+
+[[task]]
+id = "odd"
+run = "true"
+for_each = { pick = 1 }
+"#;
+    let out = Test::new()
+        .graph("graph.toml", graph)
+        .args(&["plan", "graph.toml"])
+        .run()
+        .status(2);
+    for expected in [
+        "`a` is not among task `each`'s needs",
+        "task `both` both plans and fans out",
+        "`for_each` has no items",
+        "`for_each` takes one of `glob` or `from`",
+    ] {
+        assert!(
+            out.stderr.contains(expected),
+            "{expected:?} not in:\n{}",
+            out.stderr
+        );
+    }
+}
