@@ -294,6 +294,22 @@ pub struct Task {
     /// One of a `for_each` task's instances: its item, `{{ item }}` in its templates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub item: Option<serde_json::Value>,
+    /// Criteria a reviewer agent judges the task's work against, after its checks pass.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acceptance: Vec<String>,
+    /// Who reviews: an agent engine and model; unset, the task's own (an agent task's) or the
+    /// run's default engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewer: Option<Reviewer>,
+}
+
+/// The agent that judges a task's `acceptance` criteria.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reviewer {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Where a `for_each` task's items come from.

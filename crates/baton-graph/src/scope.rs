@@ -161,6 +161,8 @@ mod tests {
             depth: 0,
             for_each: None,
             item: None,
+            acceptance: Vec::new(),
+            reviewer: None,
         }
     }
 

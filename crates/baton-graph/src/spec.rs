@@ -198,6 +198,10 @@ pub(crate) struct TaskMore {
     pub max_subtasks: Option<At<u32>>,
     pub max_depth: Option<At<u32>>,
     pub for_each: Option<At<ForEachSpec>>,
+    /// `acceptance`: criteria a reviewer agent judges the task's work against.
+    pub acceptance: Vec<String>,
+    /// `reviewer = { engine, model }`, where it was written.
+    pub reviewer: Option<At<crate::graph::Reviewer>>,
 }
 
 /// `for_each`, as written.
@@ -244,6 +248,8 @@ static NOTHING_MORE: TaskMore = TaskMore {
     max_subtasks: None,
     max_depth: None,
     for_each: None,
+    acceptance: Vec::new(),
+    reviewer: None,
 };
 
 impl TaskSpec {

@@ -724,6 +724,44 @@ pub(crate) fn check_planning(
             .help("give the task a `prompt` for an agent engine, or remove `expand`"),
         );
     }
+    // The reviewer is the task's own agent (on another model if it says): a shell task has none.
+    let engine = match action {
+        Some(ActionKind::Agent { engine }) => Some(engine),
+        _ => None,
+    };
+    if let Some(reviewer) = &more.reviewer {
+        if more.acceptance.is_empty() {
+            diags.push(
+                Diagnostic::at(
+                    reviewer.span.clone(),
+                    "`reviewer` judges `acceptance` criteria, and the task has none",
+                )
+                .label("no criteria")
+                .help("add `acceptance = [\"…\"]`, or remove `reviewer`"),
+            );
+        }
+        if let (Some(wanted), Some(own)) = (&reviewer.value.engine, engine)
+            && wanted != own
+        {
+            diags.push(
+                Diagnostic::at(
+                    reviewer.span.clone(),
+                    format!(
+                        "the reviewer's engine must be the task's own (`{own}`), not `{wanted}`"
+                    ),
+                )
+                .label("another engine")
+                .help("a reviewer on another engine is not supported yet; set only its `model`"),
+            );
+        }
+    }
+    if !more.acceptance.is_empty() && matches!(action, Some(ActionKind::Shell | ActionKind::Noop)) {
+        diags.push(
+            Diagnostic::at(task_span(t), format!("{} has `acceptance` criteria but no agent to review its work", task_name(t)))
+                .label("not an agent task")
+                .help("acceptance review runs the task's own agent as reviewer: give the task a `prompt`, or check a shell task with `verify`"),
+        );
+    }
     for (field, value) in [
         ("max_subtasks", &more.max_subtasks),
         ("max_depth", &more.max_depth),
@@ -825,5 +863,7 @@ pub(crate) fn task(
             ForEachSpec::From(_) => ForEach::From(from.expect("resolved in validation")),
         }),
         item: None,
+        acceptance: more.acceptance,
+        reviewer: more.reviewer.map(|r| r.value),
     }
 }

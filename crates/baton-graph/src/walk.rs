@@ -85,6 +85,8 @@ const TASK_OWN_FIELDS: &[&str] = &[
     "max_subtasks",
     "max_depth",
     "for_each",
+    "acceptance",
+    "reviewer",
 ];
 pub(crate) const TASK_FIELDS: &[&[&str]] = &[TASK_OWN_FIELDS, AGENT_FIELDS, AGENT_TASK_FIELDS];
 
@@ -470,6 +472,21 @@ impl Walker<'_> {
         None
     }
 
+    /// `reviewer = { engine = "…", model = "…" }`: who judges the task's acceptance criteria.
+    fn reviewer(&mut self, e: &Entry) -> Option<At<crate::graph::Reviewer>> {
+        let table = self.table_node(&e.value, "`reviewer`")?;
+        let mut reviewer = crate::graph::Reviewer::default();
+        self.each_field(table, "reviewer", &[&["engine", "model"]], |w, f| {
+            match f.key.as_str() {
+                "engine" => reviewer.engine = w.engine(f).map(|e| e.value.to_owned()),
+                "model" => reviewer.model = w.string(f).map(|s| s.value),
+                _ => return false,
+            }
+            true
+        });
+        Some(At::new(reviewer, e.key_span.clone()))
+    }
+
     /// `for_each`: a list of items, `{ glob = "…" }` or `{ from = "TASK" }`.
     fn for_each(&mut self, e: &Entry) -> Option<At<ForEachSpec>> {
         let help = "write `for_each = [\"a\", \"b\"]`, `for_each = { glob = \"crates/*/\" }` or `for_each = { from = \"TASK\" }`";
@@ -762,6 +779,8 @@ impl Walker<'_> {
                         w.count(e, 1).map(|n| At::new(n, e.key_span.clone()))
                 }
                 "for_each" => t.more_mut().for_each = w.for_each(e),
+                "acceptance" => t.more_mut().acceptance = w.plain_strings(e),
+                "reviewer" => t.more_mut().reviewer = w.reviewer(e),
                 "max_depth" => {
                     t.more_mut().max_depth = w.count(e, 1).map(|n| At::new(n, e.key_span.clone()))
                 }

@@ -157,6 +157,14 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// A reviewer judged attempt `attempt` of `task` against its `acceptance` criteria (after
+    /// each round whose checks passed).
+    Reviewed {
+        task: TaskId,
+        attempt: u32,
+        #[serde(flatten)]
+        review: crate::Review,
+    },
     /// Planner `task`'s answer (from attempt `attempt`) added tasks to the run: `added` are
     /// their ids, in the order they join the graph, after every task before them; `tasks` are
     /// those tasks as the graph stores them, which a takeover splices in again
@@ -181,7 +189,8 @@ impl EventKind {
             | Self::WorkspaceCommitted { task, .. }
             | Self::TaskWaiting { task }
             | Self::TaskDecided { task, .. }
-            | Self::GraphExpanded { task, .. } => Some(task),
+            | Self::GraphExpanded { task, .. }
+            | Self::Reviewed { task, .. } => Some(task),
             Self::Checked { task, .. } => task.as_ref(),
             Self::RunStarted { .. }
             | Self::RunStopping { .. }
@@ -211,6 +220,7 @@ impl EventKind {
             Self::RetryScheduled { .. } => "retry-scheduled",
             Self::TaskFinished { .. } => "task-finished",
             Self::GraphExpanded { .. } => "graph-expanded",
+            Self::Reviewed { .. } => "reviewed",
         }
     }
 }

@@ -10,6 +10,7 @@ mod id;
 mod literal;
 mod outcome;
 mod policy;
+mod review;
 mod state;
 mod usage;
 mod verdict;
@@ -25,6 +26,7 @@ pub use literal::{
 };
 pub use outcome::{FailureClass, Outcome, signal_name};
 pub use policy::OnFailure;
+pub use review::{Review, ReviewVerdict};
 pub use state::{RunState, TaskState};
 pub use usage::AgentUsage;
 pub use verdict::{Ending, Merge, Stopped, observed};

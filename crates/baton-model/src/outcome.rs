@@ -55,6 +55,10 @@ pub enum Outcome {
     /// A planner (`expand = true`) answered with a plan baton cannot take: `problems` things
     /// are wrong with it, named in the attempt's output.
     InvalidPlan { problems: u32 },
+    /// The task's work was judged against its `acceptance` criteria and rejected, or the
+    /// reviewer left it to a person (`verdict` `inconclusive` or `needs_human`: the task then
+    /// needs a person). The reasons are in the attempt's `reviewed` event.
+    Reviewed { verdict: crate::ReviewVerdict },
     /// baton stopped an agent that spent past a hard budget: the task's own (`limit` says
     /// which) or the run's. Not retried: another attempt would spend more.
     OverBudget {
@@ -89,6 +93,10 @@ impl Outcome {
             Self::OutOfScope { .. } | Self::VerifyFailed { .. } | Self::InvalidPlan { .. } => {
                 Some(FailureClass::Task)
             }
+            // Rejected: the agent's work, which another attempt from scratch may do better (a
+            // task's retries say whether it gets one); left to a person: not retried.
+            Self::Reviewed { verdict } if verdict.asks_a_person() => None,
+            Self::Reviewed { .. } => Some(FailureClass::Task),
             Self::Cancelled => None,
         }
     }
@@ -153,6 +161,10 @@ impl fmt::Display for Outcome {
             Self::OutOfScope { files } => {
                 write!(f, "changed files outside its scope: {}", files.join(", "))
             }
+            Self::Reviewed { verdict } if verdict.asks_a_person() => {
+                write!(f, "its reviewer left it to a person ({verdict})")
+            }
+            Self::Reviewed { verdict } => write!(f, "its reviewer {verdict} its work"),
             Self::InvalidPlan { problems } => write!(
                 f,
                 "its plan is not valid ({problems} problem{})",

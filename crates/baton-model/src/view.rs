@@ -246,6 +246,7 @@ impl RunView {
             }
             (
                 EventKind::TaskDecided { .. }
+                | EventKind::Reviewed { .. }
                 | EventKind::BudgetChanged { .. }
                 | EventKind::WorkspaceCommitted { .. }
                 | EventKind::ResultMerged { .. }

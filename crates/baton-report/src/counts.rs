@@ -81,7 +81,8 @@ impl StateCounts {
             | EventKind::ResultMerged { .. }
             | EventKind::Checked { .. }
             | EventKind::TaskWaiting { .. }
-            | EventKind::TaskDecided { .. } => {}
+            | EventKind::TaskDecided { .. }
+            | EventKind::Reviewed { .. } => {}
         }
     }
 

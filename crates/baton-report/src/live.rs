@@ -156,6 +156,9 @@ impl Reporter for LiveReporter {
                         scope_violations.join(", ")
                     ));
                 }
+                EventKind::Reviewed { task, review, .. } => {
+                    self.println(crate::plain::describe_review(task, review));
+                }
                 EventKind::RunStarted { .. }
                 | EventKind::RunFinished { .. }
                 | EventKind::TaskReset { .. }

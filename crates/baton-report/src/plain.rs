@@ -68,6 +68,7 @@ impl<W: Write> Reporter for PlainReporter<W> {
                 ),
                 EventKind::RunStopping { reason } => format!("baton: stopping: {reason}"),
                 EventKind::GraphExpanded { task, added, .. } => describe_added(task, added),
+                EventKind::Reviewed { task, review, .. } => describe_review(task, review),
                 EventKind::TaskWaiting { task } => format!(
                     "baton: {task} waits for approval: `baton approve {run} {task}` or `baton reject {run} {task}`",
                     run = self.run_id
@@ -92,6 +93,18 @@ pub(crate) fn describe_added(task: &TaskId, added: &[TaskId]) -> String {
         if added.len() == 1 { "" } else { "s" },
         names.join(", ")
     )
+}
+
+/// `baton: api reviewed: rejected: the tests do not cover errors`.
+pub(crate) fn describe_review(task: &TaskId, review: &baton_model::Review) -> String {
+    let mut line = format!("baton: {task} reviewed: {}", review.verdict);
+    if let Some(first) = review.reasons.first() {
+        line.push_str(&format!(": {first}"));
+        if review.reasons.len() > 1 {
+            line.push_str(&format!(" (and {} more)", review.reasons.len() - 1));
+        }
+    }
+    line
 }
 
 pub(crate) fn describe_retry(task: &TaskId, attempt: u32, delay_ms: u64) -> String {

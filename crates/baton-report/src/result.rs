@@ -181,6 +181,9 @@ pub struct TaskResult {
     /// The `verify` check of the last attempt that failed, when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<Box<FailedCheck>>,
+    /// The last attempt's acceptance review, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<baton_model::Review>,
     /// A planner's: the tasks its answer added (they follow it in the list).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub planned: Vec<String>,

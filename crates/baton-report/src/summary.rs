@@ -181,6 +181,13 @@ fn detail(task: &crate::TaskResult, run: &str) -> String {
     } else {
         None
     };
+    if let Some(review) = &task.review {
+        let mut text = format!("reviewed: {}", review.verdict);
+        if let Some(first) = review.reasons.first() {
+            text.push_str(&format!(" ({first})"));
+        }
+        parts.push(text);
+    }
     if !task.planned.is_empty() {
         // A planner's output is its plan: what it planned says more.
         let names: Vec<&str> = task

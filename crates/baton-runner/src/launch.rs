@@ -352,6 +352,7 @@ impl Launcher {
         // The checks and fix rounds start from the spec as it is before this round's part.
         // A planner's answer is checked too, and sent back while it has fix rounds.
         let checked = !spec_task.verify.is_empty()
+            || !spec_task.acceptance.is_empty()
             || (spec_task.plan.is_some() && spec_task.fix_attempts > 0);
         let recipe = checked.then(|| Recipe {
             base: spec.clone(),

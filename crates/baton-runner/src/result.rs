@@ -190,6 +190,22 @@ pub fn build_observed_result(
             }
         }
     }
+    // Per task, its last attempt's last review.
+    let mut reviews: std::collections::HashMap<baton_model::TaskId, baton_model::Review> =
+        std::collections::HashMap::new();
+    for event in store.events_of_kind(run, "reviewed")? {
+        if let baton_model::EventKind::Reviewed {
+            task,
+            attempt,
+            review,
+        } = event.kind
+            && last
+                .get(&task)
+                .is_some_and(|(number, ..)| *number == attempt)
+        {
+            reviews.insert(task, review);
+        }
+    }
     let tasks: Vec<TaskResult> = records
         .into_iter()
         .map(|t| {
@@ -222,6 +238,7 @@ pub fn build_observed_result(
                 workspace: workspaces.remove(t.task.as_str()).map(Box::new),
                 containment,
                 check,
+                review: reviews.remove(&t.task),
                 planned: planned.remove(&t.task).unwrap_or_default(),
             }
         })

@@ -67,7 +67,7 @@ impl Recipe {
         &self,
         fix: &Continue,
         log_path: PathBuf,
-    ) -> Result<(AttemptSpec, Option<Box<dyn LineWatcher>>), LaunchError> {
+    ) -> Result<Round, LaunchError> {
         let mut spec = self.base.clone();
         spec.log_path = log_path;
         let watcher = shape(
@@ -79,6 +79,68 @@ impl Recipe {
             self.key,
         )?;
         Ok((spec, watcher))
+    }
+}
+
+/// A round ready to start: its spec and the watcher of its stream.
+pub(crate) type Round = (AttemptSpec, Option<Box<dyn LineWatcher>>);
+
+impl Recipe {
+    /// The spec (and watcher) of a reviewer's round: the task's agent, in a session of its
+    /// own (on `model`, when the reviewer names one), told `prompt`, logging to `log_path`.
+    /// `None` for a task without an agent.
+    pub(crate) fn review_round(
+        &self,
+        prompt: &str,
+        model: Option<&str>,
+        log_path: PathBuf,
+    ) -> Option<Result<Round, LaunchError>> {
+        let agent = self.agent.as_deref()?;
+        let mut options = agent.options.clone();
+        if let Some(model) = model {
+            options.model = Some(model.to_owned());
+        }
+        let reviewer = PreparedAgent {
+            engine: agent.engine.clone(),
+            prompt: PromptInput::None,
+            env: agent.env.clone(),
+            idle_timeout: agent.idle_timeout,
+            options,
+            preamble: None,
+            prompt_file: agent.prompt_file.clone(),
+            prompt_text: prompt.to_owned(),
+            prices: agent.prices.clone(),
+            model: model.map(str::to_owned).or_else(|| agent.model.clone()),
+            task_limit: agent.task_limit.clone(),
+        };
+        let mut spec = self.base.clone();
+        spec.log_path = log_path;
+        let invocation = reviewer.engine.invocation(
+            prompt,
+            None,
+            &reviewer.options,
+            None,
+            &reviewer.prompt_file,
+        );
+        spec.program = Program::Exec {
+            program: invocation.program,
+            args: invocation.args,
+        };
+        let reviewer = PreparedAgent {
+            prompt: invocation.prompt,
+            ..reviewer
+        };
+        Some(
+            shape(
+                &mut spec,
+                Some(&reviewer),
+                None,
+                &self.fix_feedback,
+                &self.meter,
+                self.key,
+            )
+            .map(|watcher| (spec, watcher)),
+        )
     }
 }
 

@@ -527,6 +527,7 @@ impl Scheduler {
         let state = match outcome {
             Outcome::TimedOut | Outcome::IdleTimeout { .. } => TaskState::TimedOut,
             Outcome::MergeConflict { .. } => TaskState::NeedsHuman,
+            Outcome::Reviewed { verdict } if verdict.asks_a_person() => TaskState::NeedsHuman,
             _ => TaskState::Failed,
         };
         self.fail(task, state, Cause::Outcome, out);

@@ -69,6 +69,7 @@ pub(crate) fn outcome_kind(outcome: &Outcome) -> &'static str {
         Outcome::OutOfScope { .. } => "out-of-scope",
         Outcome::VerifyFailed { .. } => "verify-failed",
         Outcome::InvalidPlan { .. } => "invalid-plan",
+        Outcome::Reviewed { .. } => "reviewed",
     }
 }
 
@@ -105,6 +106,9 @@ mod tests {
             },
             Outcome::OutOfScope { files: vec![] },
             Outcome::InvalidPlan { problems: 2 },
+            Outcome::Reviewed {
+                verdict: baton_model::ReviewVerdict::Rejected,
+            },
             Outcome::VerifyFailed {
                 command: "c".into(),
                 detail: "d".into(),

@@ -63,6 +63,15 @@ pub(crate) fn assemble(
             fix_attempts: spec_task.fix_attempts,
             tree: workspaces.tree_work(graph, task),
             plan: spec_task.plan.map(|_| std::sync::Arc::clone(graph)),
+            acceptance: (!spec_task.acceptance.is_empty()).then(|| super::Acceptance {
+                criteria: spec_task.acceptance.clone(),
+                asked: match &spec_task.action {
+                    baton_graph::Action::Agent { prompt, .. } => prompt.clone(),
+                    baton_graph::Action::Shell { run } => format!("to run `{run}`"),
+                    baton_graph::Action::Noop => String::new(),
+                },
+                model: spec_task.reviewer.as_ref().and_then(|r| r.model.clone()),
+            }),
             own_output: launch.own_output,
             shared: shared.clone(),
         },

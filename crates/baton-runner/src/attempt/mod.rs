@@ -20,6 +20,7 @@
 mod assemble;
 mod checks;
 mod panic;
+mod review;
 #[cfg(test)]
 mod tests;
 
@@ -36,6 +37,7 @@ use tokio::sync::{mpsc, watch};
 pub(crate) use assemble::{Assembly, assemble};
 pub(crate) use checks::run_checks;
 use panic::CatchPanic;
+pub(crate) use review::Acceptance;
 
 use crate::agent::{AgentWatch, judge};
 use crate::budget::Meter;
@@ -102,6 +104,8 @@ pub(crate) struct AttemptDone {
     /// The session the task's next attempt continues: this one was cut short by the
     /// machinery after the agent got somewhere.
     pub session: Option<Continue>,
+    /// Its reviewer accepted its work with reservations: the run succeeds with warnings.
+    pub review_warnings: bool,
 }
 
 impl AttemptDone {
@@ -125,6 +129,7 @@ impl AttemptDone {
             checks: None,
             set_up: false,
             session: None,
+            review_warnings: false,
         }
     }
 }
@@ -201,6 +206,8 @@ struct Unit {
     tree: Option<TreeWork>,
     /// A planner's: the graph as it was at its launch, to check its answer against.
     plan: Option<Arc<baton_graph::Graph>>,
+    /// A task with `acceptance` criteria: what its reviewer is told.
+    acceptance: Option<Acceptance>,
     /// A confined attempt's `$BATON_OUTPUT`, in a directory of its own.
     own_output: Option<std::path::PathBuf>,
     shared: Shared,
@@ -287,6 +294,7 @@ struct Progress {
     session: Option<Continue>,
     changed: Option<Vec<String>>,
     scope_warning: bool,
+    review_warnings: bool,
 }
 
 impl Unit {
@@ -374,29 +382,7 @@ impl Unit {
         let mut agent = None;
         if self.agent {
             // The agent's stream is the log; its final message is the task's output.
-            let watch = watcher.and_then(|w| w.into_any().downcast::<AgentWatch>().ok());
-            let (parsed, exceeded, plain_text) = match watch {
-                Some(watch) => {
-                    let plain = watch.parser.plain_text();
-                    let mut parsed = watch.parser.finish();
-                    // The parser read the (redacted) lines as JSON: a secret written with
-                    // escapes (`\u0041`, `\/`) is whole again in the strings it decoded.
-                    let redactor = &self.shared.redactor;
-                    let texts = parsed.result.iter_mut().chain(&mut parsed.errors);
-                    let texts = texts.chain(&mut parsed.permission_denials);
-                    let texts = texts.chain(parsed.first_malformed.iter_mut());
-                    let texts = texts.chain(parsed.subtype.iter_mut());
-                    let texts = texts.chain(parsed.model.iter_mut());
-                    for text in texts.chain(parsed.session_id.iter_mut()) {
-                        if let std::borrow::Cow::Owned(redacted) = redactor.redact_str(text) {
-                            *text = redacted;
-                        }
-                    }
-                    (parsed, watch.exceeded, plain)
-                }
-                None => (Default::default(), None, false),
-            };
-            let judged = judge(&report, parsed, exceeded, plain_text);
+            let judged = self.judged(&report, watcher);
             // An attempt the machinery cut short leaves a session the next attempt continues.
             // Only if the agent got somewhere: a session whose first request failed holds
             // nothing worth continuing (and some CLIs keep no such session at all).
@@ -429,6 +415,38 @@ impl Unit {
             committed: None,
             head: None,
         }
+    }
+
+    /// An agent's round, judged by how its process ended and what its stream said (redacted
+    /// again once decoded); its spend is the meter's.
+    fn judged(
+        &self,
+        report: &AttemptReport,
+        watcher: Option<Box<dyn LineWatcher>>,
+    ) -> crate::agent::Judged {
+        let watch = watcher.and_then(|w| w.into_any().downcast::<AgentWatch>().ok());
+        let (parsed, exceeded, plain_text) = match watch {
+            Some(watch) => {
+                let plain = watch.parser.plain_text();
+                let mut parsed = watch.parser.finish();
+                // The parser read the (redacted) lines as JSON: a secret written with escapes
+                // (`\u0041`, `\/`) is whole again in the strings it decoded.
+                let redactor = &self.shared.redactor;
+                let texts = parsed.result.iter_mut().chain(&mut parsed.errors);
+                let texts = texts.chain(&mut parsed.permission_denials);
+                let texts = texts.chain(parsed.first_malformed.iter_mut());
+                let texts = texts.chain(parsed.subtype.iter_mut());
+                let texts = texts.chain(parsed.model.iter_mut());
+                for text in texts.chain(parsed.session_id.iter_mut()) {
+                    if let std::borrow::Cow::Owned(redacted) = redactor.redact_str(text) {
+                        *text = redacted;
+                    }
+                }
+                (parsed, watch.exceeded, plain)
+            }
+            None => (Default::default(), None, false),
+        };
+        judge(report, parsed, exceeded, plain_text)
     }
 
     /// Commits what the round changed on the task's branch, with its evidence.
@@ -508,6 +526,9 @@ impl Unit {
             .as_ref()
             .filter(|_| checkable && !self.verify.is_empty())
         else {
+            if checkable && self.acceptance.is_some() {
+                return self.review(round, None, progress).await;
+            }
             return Phase::Done(self.done(round, None, progress));
         };
         let dirs = &self.shared.dirs;
@@ -537,6 +558,9 @@ impl Unit {
                     }));
                 let message = checks::fix_message(&failed, progress.rounds + 1, self.fix_attempts);
                 Phase::Fix { round, message }
+            }
+            None if self.acceptance.is_some() && !self.stopping() => {
+                self.review(round, Some(checks), progress).await
             }
             _ => Phase::Done(self.done(round, Some(checks), progress)),
         }
@@ -619,6 +643,7 @@ impl Unit {
             checks,
             set_up: progress.set_up,
             session: progress.session.take(),
+            review_warnings: progress.review_warnings,
         }
     }
 

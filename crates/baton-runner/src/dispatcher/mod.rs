@@ -455,6 +455,7 @@ impl<'a> Dispatcher<'a> {
             checks,
             set_up,
             session,
+            review_warnings,
         } = done;
         let is_agent = self.launcher.is_agent(task);
         // A planner that answered well grows the graph; one whose answer no longer fits it
@@ -497,7 +498,7 @@ impl<'a> Dispatcher<'a> {
         if let Some(changed) = changed {
             self.workspaces.changed(task, changed);
         }
-        self.warnings |= scope_warning;
+        self.warnings |= scope_warning || review_warnings;
         if let Some(head) = head {
             self.workspaces.succeeded(task, head);
         }

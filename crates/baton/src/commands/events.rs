@@ -91,6 +91,17 @@ fn describe(event: &Event) -> String {
             format!("{task}#{attempt}: added {}", names.join(", "))
         }
         EventKind::TaskWaiting { task } => format!("{task}: waits for approval"),
+        EventKind::Reviewed {
+            task,
+            attempt,
+            review,
+        } => {
+            let mut text = format!("{task}#{attempt}: {}", review.verdict);
+            if !review.reasons.is_empty() {
+                text.push_str(&format!(": {}", review.reasons.join("; ")));
+            }
+            text
+        }
         EventKind::TaskDecided {
             task,
             approved,

@@ -31,6 +31,7 @@ mod prune;
 mod redaction;
 mod resume;
 mod retry;
+mod review;
 mod scheduling;
 mod stdout;
 mod store_access;

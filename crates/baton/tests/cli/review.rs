@@ -1,0 +1,171 @@
+//! Acceptance review with the real `claude` CLI against the scripted model: a reviewer that
+//! rejects once and verifies after the fix, and one that leaves the work to a person.
+
+use baton_mock_model::{MockModel, Rule, Script};
+use baton_model::{EventKind, Outcome, ReviewVerdict, TaskState};
+
+use crate::agents::with_claude;
+use crate::planning::committed;
+use crate::test::Test;
+
+const GRAPH: &str = r#"
+[[task]]
+id = "answer"
+engine = "claude"
+timeout = "2m"
+prompt = "TASK-ACC: write the answer to answer.txt"
+allowed_tools = ["Bash"]
+acceptance = ["answer.txt holds 42", "nothing else changes"]
+fix_attempts = 1
+"#;
+
+/// The worker writes 41, then 42 when its work comes back; `reviews` answer the reviewer in
+/// turn (the last one from then on).
+fn script(reviews: &[&str]) -> Script {
+    let mut script = Script::new();
+    for (n, review) in reviews.iter().enumerate() {
+        let rule = Rule::text(*review).when_contains("ACCEPTANCE CRITERIA");
+        script = script.rule(if n + 1 < reviews.len() {
+            rule.times(1)
+        } else {
+            rule
+        });
+    }
+    let bash = |value: &str| {
+        Rule::tool_use(
+            "Bash",
+            serde_json::json!({"command": format!("echo {value} > answer.txt"), "description": "write"}),
+        )
+    };
+    script
+        .rule(
+            Rule::text("fixed")
+                .when_contains("fix round 1")
+                .when_last_contains("toolu_mock"),
+        )
+        .rule(bash("42").when_last_contains("fix round 1"))
+        .rule(
+            Rule::text("done")
+                .when_contains("TASK-ACC")
+                .when_last_contains("toolu_mock"),
+        )
+        .rule(bash("41").when_contains("TASK-ACC"))
+}
+
+#[test]
+fn a_rejected_piece_of_work_goes_back_with_the_reasons_and_is_verified_after_the_fix() {
+    let model = MockModel::start(script(&[
+        r#"{"verdict": "rejected", "reasons": ["answer.txt holds 41, not 42"]}"#,
+        r#"```json
+{"verdict": "verified", "reasons": ["answer.txt holds 42"]}
+```"#,
+    ]))
+    .unwrap();
+    let out = committed(with_claude(Test::new(), &model).graph("graph.toml", GRAPH))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        crate::workspaces::git(
+            out.path(),
+            &["show", &format!("baton/{run}/result:answer.txt")]
+        ),
+        "42"
+    );
+    // The reviewer saw the criteria, the task and its diff; the worker, the reasons.
+    let requests = model.requests();
+    let reviewer = requests
+        .iter()
+        .find(|r| r.text().contains("ACCEPTANCE CRITERIA"))
+        .unwrap()
+        .text();
+    for seen in ["1. answer.txt holds 42", "THE TASK WAS:\nTASK-ACC", "+41"] {
+        assert!(reviewer.contains(seen), "{seen:?} not in: {reviewer}");
+    }
+    let fix = requests
+        .iter()
+        .find(|r| r.last_text().contains("fix round 1"))
+        .unwrap()
+        .text();
+    assert!(fix.contains("answer.txt holds 41, not 42"), "{fix}");
+    assert!(fix.contains("TASK-ACC"), "not the worker's session: {fix}");
+    // Both verdicts are recorded; the last is the task's.
+    let reviews: Vec<ReviewVerdict> = out
+        .store()
+        .events_of(|k| matches!(k, EventKind::Reviewed { .. }))
+        .into_iter()
+        .map(|k| match k {
+            EventKind::Reviewed { review, .. } => review.verdict,
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(reviews, [ReviewVerdict::Rejected, ReviewVerdict::Verified]);
+    let task = out.json_task("answer");
+    assert_eq!(task["review"]["verdict"], "verified", "{task}");
+    assert_eq!(task["attempts"], 1);
+    out.then()
+        .args(&["status"])
+        .run()
+        .status(0)
+        .stdout_contains("reviewed: verified (answer.txt holds 42)");
+}
+
+#[test]
+fn a_reviewer_that_cannot_tell_leaves_the_task_to_a_person() {
+    let model = MockModel::start(script(&[
+        r#"{"verdict": "needs_human", "reasons": ["the criteria contradict each other"]}"#,
+    ]))
+    .unwrap();
+    let out = committed(with_claude(Test::new(), &model).graph("graph.toml", GRAPH))
+        .args(&["run", "graph.toml", "--json"])
+        .run();
+    let task = out.json_task("answer");
+    assert_eq!(task["state"], "needs_human", "{task}");
+    assert_eq!(
+        task["review"]["reasons"][0],
+        "the criteria contradict each other"
+    );
+    assert_eq!(
+        out.store().attempts("answer")[0].outcome,
+        Some(Outcome::Reviewed {
+            verdict: ReviewVerdict::NeedsHuman
+        })
+    );
+    assert_eq!(out.store().task("answer").status, TaskState::NeedsHuman);
+    assert_eq!(out.json()["run"]["state"], "needs_human");
+}
+
+#[test]
+fn a_reviewer_needs_an_agent_task_and_criteria() {
+    let out = Test::new()
+        .graph(
+            "graph.toml",
+            r#"
+[[task]]
+id = "shell"
+run = "true"
+acceptance = ["it works"]
+
+[[task]]
+id = "agent"
+prompt = "x"
+reviewer = { model = "m" }
+"#,
+        )
+        .args(&["plan", "graph.toml"])
+        .run()
+        .status(2);
+    assert!(
+        out.stderr
+            .contains("task `shell` has `acceptance` criteria but no agent to review its work"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("`reviewer` judges `acceptance` criteria"),
+        "{}",
+        out.stderr
+    );
+}
