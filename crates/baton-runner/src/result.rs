@@ -404,6 +404,16 @@ fn next_steps(
         .iter()
         .filter(|t| t.state == baton_model::TaskState::NeedsHuman)
     {
+        if let Some(Outcome::Reviewed { verdict }) = &task.outcome
+            && verdict.asks_a_person()
+        {
+            // Its reviewer left its work to a person: `baton diff` shows it.
+            let id = shell_word(&task.id);
+            next.push(format!("baton diff {run} {id}"));
+            next.push(format!("baton approve {run} {id}"));
+            next.push(format!("baton reject {run} {id} --reason '…'"));
+            continue;
+        }
         let Some(Outcome::MergeConflict { files, .. }) = &task.outcome else {
             continue;
         };

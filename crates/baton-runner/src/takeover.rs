@@ -282,8 +282,58 @@ pub(crate) fn plan_takeover(
     // land in different commits when a turn is split) succeeded: finish it, don't run it again.
     let mut again = again;
     let mut settled = Vec::new();
+    // Tasks a reviewer left to a person, decided since: accepted or failed, not run again.
+    let mut decided: Vec<(u32, TaskState)> = Vec::new();
     if matches!(how, Takeover::Resume { .. }) {
         let attempts = store.run_attempts(run)?;
+        let decisions = store.decisions(run)?;
+        for t in records.iter().filter(|t| t.status == TaskState::NeedsHuman) {
+            let Some(last) = attempts
+                .iter()
+                .filter(|a| a.task == t.task)
+                .max_by_key(|a| a.attempt)
+            else {
+                continue;
+            };
+            if !matches!(&last.outcome, Some(Outcome::Reviewed { verdict }) if verdict.asks_a_person())
+            {
+                continue;
+            }
+            let Some(decision) = decisions
+                .iter()
+                .find(|d| d.task == t.task && d.at_ms >= last.started_at_ms)
+            else {
+                continue;
+            };
+            let state = if decision.approved {
+                TaskState::Succeeded
+            } else {
+                TaskState::Failed
+            };
+            again.remove(&t.idx);
+            decided.push((t.idx, state));
+            restored.opening.push(Event {
+                seq: 0,
+                at_ms,
+                kind: EventKind::TaskDecided {
+                    task: t.task.clone(),
+                    approved: decision.approved,
+                    reason: decision.reason.clone(),
+                },
+            });
+            restored.opening.push(Event {
+                seq: 0,
+                at_ms,
+                kind: EventKind::TaskFinished {
+                    task: t.task.clone(),
+                    state,
+                    reason: (!decision.approved).then(|| match &decision.reason {
+                        Some(why) => format!("a person rejected its work: {why}"),
+                        None => "a person rejected its work".to_owned(),
+                    }),
+                },
+            });
+        }
         for t in records.iter().filter(|t| !t.status.is_terminal()) {
             let last = attempts
                 .iter()
@@ -338,6 +388,8 @@ pub(crate) fn plan_takeover(
         } else {
             let status = if settled.contains(&t.idx) {
                 TaskState::Succeeded
+            } else if let Some(&(_, state)) = decided.iter().find(|(i, _)| *i == t.idx) {
+                state
             } else {
                 t.status
             };

@@ -414,13 +414,20 @@ fn decide(
         .ok()
         .and_then(|graph| graph.index_of(task).map(|i| graph.task(i).approval))
         .unwrap_or(false);
-    if !asks {
+    // A task whose reviewer left its work to a person waits for the same decision.
+    let reviewed = record.status == baton_model::TaskState::NeedsHuman
+        && store
+            .attempts(&run.id, &task_id)?
+            .last()
+            .is_some_and(|a| matches!(&a.outcome, Some(baton_model::Outcome::Reviewed { verdict }) if verdict.asks_a_person()));
+    if !asks && !reviewed {
         return Err(Failure::BadInput(format!(
-            "task `{task}` of run {} does not wait for approval (it has no `approval = true`)",
+            "task `{task}` of run {} does not wait for approval (it has no `approval = true`, \
+             and no reviewer left its work to a person)",
             run.id
         )));
     }
-    if record.status.is_terminal() {
+    if record.status.is_terminal() && !reviewed {
         return Err(Failure::BadInput(format!(
             "task `{task}` of run {} has already ended ({})",
             run.id, record.status

@@ -134,6 +134,68 @@ fn a_reviewer_that_cannot_tell_leaves_the_task_to_a_person() {
     );
     assert_eq!(out.store().task("answer").status, TaskState::NeedsHuman);
     assert_eq!(out.json()["run"]["state"], "needs_human");
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    // What to type: look, then decide, then go on.
+    let next: Vec<String> = out.json()["next"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        next,
+        [
+            format!("baton diff {run} answer"),
+            format!("baton approve {run} answer"),
+            format!("baton reject {run} answer --reason '…'"),
+            format!("baton resume {run}"),
+        ]
+    );
+    // A person accepts the work: the resume takes it as it is, without running it again.
+    let asked = model.requests().len();
+    let resumed = out
+        .then()
+        .args(&["approve", &run, "answer"])
+        .run()
+        .status(0)
+        .stdout_contains("approved `answer`")
+        .then()
+        .args(&["resume", &run, "--json"])
+        .run()
+        .status(0);
+    assert_eq!(resumed.json_task("answer")["state"], "succeeded");
+    assert_eq!(resumed.json()["run"]["state"], "succeeded");
+    assert_eq!(model.requests().len(), asked, "the task ran again");
+    assert_eq!(
+        crate::workspaces::git(
+            resumed.path(),
+            &["show", &format!("baton/{run}/result:answer.txt")]
+        ),
+        "41"
+    );
+    resumed.store().assert_consistent();
+}
+
+#[test]
+fn a_person_can_reject_work_a_reviewer_left_to_them() {
+    let model =
+        MockModel::start(script(&[r#"{"verdict": "inconclusive", "reasons": []}"#])).unwrap();
+    let out = committed(with_claude(Test::new(), &model).graph("graph.toml", GRAPH))
+        .args(&["run", "graph.toml", "--json"])
+        .run();
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    let resumed = out
+        .then()
+        .args(&["reject", &run, "answer", "--reason", "wrong answer"])
+        .run()
+        .status(0)
+        .then()
+        .args(&["resume", &run, "--json"])
+        .run()
+        .status(1);
+    let task = resumed.json_task("answer");
+    assert_eq!(task["state"], "failed", "{task}");
+    assert_eq!(task["reason"], "a person rejected its work: wrong answer");
 }
 
 #[test]
