@@ -528,7 +528,7 @@ impl Launcher {
                         if engine.kind == EngineKind::Http {
                             patterns.push(engine.http_endpoint().2.to_owned());
                         }
-                        let options = AgentOptions {
+                        let mut options = AgentOptions {
                             model: settings.model.clone(),
                             max_turns: settings.max_turns,
                             allowed_tools: settings.allowed_tools.clone(),
@@ -536,6 +536,15 @@ impl Launcher {
                             sandbox: settings.sandbox.clone(),
                             args: settings.args.clone(),
                         };
+                        // Where the engine can hold the answer to a schema, it does: Claude
+                        // Code's `--json-schema` has the model answer through a tool whose
+                        // input is checked against it (its `result` is then that JSON).
+                        if spec_task.plan.is_some() && engine.kind == EngineKind::Claude {
+                            options.args.extend([
+                                "--json-schema".to_owned(),
+                                crate::planner::PLAN_SCHEMA.to_owned(),
+                            ]);
+                        }
                         let preamble = match spec_task.plan {
                             Some(_) => {
                                 let planning =

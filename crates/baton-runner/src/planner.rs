@@ -13,6 +13,11 @@ const DIR_ENTRIES: usize = 12;
 /// Most of the run's task ids offered as needs.
 const NAMED_TASKS: usize = 50;
 
+/// The JSON schema of a plan, for engines that hold an answer to one. Loose on purpose: it
+/// says the shape (so the model answers with tasks), and baton's own validation, which names
+/// every problem with its line, says the rest.
+pub(crate) const PLAN_SCHEMA: &str = r#"{"type":"object","properties":{"task":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"prompt":{"type":"string"},"run":{"type":"string"},"needs":{"type":"array","items":{"type":"string"}},"scope":{"type":"array","items":{"type":"string"}},"verify":{"type":"array","items":{"type":"string"}}},"required":["id"]}}},"required":["task"]}"#;
+
 /// Why a planner's answer was not taken.
 #[derive(Debug, Clone)]
 pub(crate) struct Rejected {

@@ -100,6 +100,16 @@ impl Recipe {
         if let Some(model) = model {
             options.model = Some(model.to_owned());
         }
+        // The task's own schema (a planner's) is not the reviewer's.
+        if let Some(at) = options.args.iter().position(|a| a == "--json-schema") {
+            options.args.drain(at..(at + 2).min(options.args.len()));
+        }
+        if agent.engine.kind == baton_agent::EngineKind::Claude {
+            options.args.extend([
+                "--json-schema".to_owned(),
+                crate::attempt::REVIEW_SCHEMA.to_owned(),
+            ]);
+        }
         let reviewer = PreparedAgent {
             engine: agent.engine.clone(),
             prompt: PromptInput::None,

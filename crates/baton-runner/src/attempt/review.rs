@@ -8,6 +8,9 @@ use baton_model::{CheckResult, EventKind, Outcome, Review, ReviewVerdict};
 
 use super::{Phase, Progress, Round, Unit};
 
+/// The JSON schema of a verdict, for engines that hold an answer to one.
+pub(crate) const REVIEW_SCHEMA: &str = r#"{"type":"object","properties":{"verdict":{"type":"string","enum":["verified","verified_with_warnings","rejected","inconclusive","needs_human"]},"reasons":{"type":"array","items":{"type":"string"}}},"required":["verdict"]}"#;
+
 /// Most bytes of the task's diff a reviewer is shown; the rest is cut, saying so.
 const DIFF_SHOWN: usize = 24 * 1024;
 

@@ -30,7 +30,7 @@ fn model() -> MockModel {
             )
             .when_contains("SUB-WRITE"),
         )
-        .rule(Rule::text(plan).when_contains("GOAL-DO"));
+        .rule(crate::planning::structured(plan).when_contains("GOAL-DO"));
     MockModel::start(script).unwrap()
 }
 

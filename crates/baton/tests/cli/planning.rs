@@ -33,14 +33,20 @@ fn writes(script: Script, marker: &str, file: &str) -> Script {
         )
 }
 
-const PLAN: &str = r#"Here is the plan:
-```json
-{"task": [
+const PLAN: &str = r#"{"task": [
   {"id": "api", "prompt": "SUB-API: write api.txt", "scope": ["api.txt"], "allowed_tools": ["Bash"]},
   {"id": "db", "prompt": "SUB-DB: write db.txt", "scope": ["db.txt"], "allowed_tools": ["Bash"]},
   {"id": "glue", "needs": ["api", "db", "base"], "run": "cat api.txt db.txt > glue.txt && echo {{ needs.base.output }} >> glue.txt"}
-]}
-```"#;
+]}"#;
+
+/// Claude Code given a schema (`--json-schema`, as baton gives a planner) has the model answer
+/// through its `StructuredOutput` tool: the model's answer is `json`.
+pub(crate) fn structured(json: &str) -> Rule {
+    Rule::tool_use(
+        "StructuredOutput",
+        serde_json::from_str(json).expect("the test's answer is JSON"),
+    )
+}
 
 /// The graph: a planner for `GOAL-PLAN`, and a task after it.
 fn graph(fix_attempts: u32, max_subtasks: u32) -> String {
@@ -79,12 +85,17 @@ pub(crate) fn committed(test: Test) -> Test {
     test
 }
 
-/// How many times the model was asked to plan `goal` (first turns only).
+/// How many times the model was asked to plan `goal`: first turns only, not Claude Code's own
+/// reminder to answer through its structured-output tool.
 pub(crate) fn asked_to_plan(model: &MockModel, goal: &str) -> usize {
     model
         .requests()
         .iter()
-        .filter(|r| r.text().contains(goal) && !r.text().contains("toolu_mock"))
+        .filter(|r| {
+            r.text().contains(goal)
+                && !r.text().contains("toolu_mock")
+                && !r.last_text().contains("structured-output-enforce")
+        })
         .count()
 }
 
@@ -99,7 +110,7 @@ fn a_planners_answer_runs_as_tasks_in_worktrees_and_merges() {
         "SUB-DB",
         "db.txt",
     )
-    .rule(Rule::text(PLAN).when_contains("GOAL-PLAN"));
+    .rule(structured(PLAN).when_contains("GOAL-PLAN"));
     let model = MockModel::start(script).unwrap();
     let test = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph(0, 8)));
     let root = test.path().canonicalize().unwrap();
@@ -166,6 +177,14 @@ fn a_planners_answer_runs_as_tasks_in_worktrees_and_merges() {
         .into_iter()
         .find(|r| r.text().contains("GOAL-PLAN"))
         .unwrap();
+    // Claude Code was given the plan's schema: its answer went through the tool that holds it.
+    let tools = asked.body["tools"].as_array().cloned().unwrap_or_default();
+    let schema = tools
+        .iter()
+        .find(|t| t["name"] == "StructuredOutput")
+        .map(|t| t["input_schema"].clone())
+        .expect("the planner had a schema");
+    assert_eq!(schema["required"], serde_json::json!(["task"]), "{schema}");
     let told = asked.text();
     for what in [
         "{\"task\": [",
@@ -207,10 +226,10 @@ const BAD_PLAN: &str = r#"{"task": [
 fn an_invalid_answer_goes_back_with_every_problem_and_the_corrected_one_runs() {
     let script = writes(Script::new(), "SUB-ONE", "one.txt")
         .rule(
-            Rule::text(r#"{"task": [{"id": "one", "prompt": "SUB-ONE: write one.txt", "allowed_tools": ["Bash"]}]}"#)
+            structured(r#"{"task": [{"id": "one", "prompt": "SUB-ONE: write one.txt", "allowed_tools": ["Bash"]}]}"#)
                 .when_last_contains("could not take your plan"),
         )
-        .rule(Rule::text(BAD_PLAN).when_contains("GOAL-PLAN"));
+        .rule(structured(BAD_PLAN).when_contains("GOAL-PLAN"));
     let model = MockModel::start(script).unwrap();
     // Subtasks may not plan (max_depth = 1), and at most 2 of them.
     let graph = graph(1, 2).replace("expand = true", "expand = true\nmax_depth = 1");
@@ -251,6 +270,8 @@ fn an_invalid_answer_goes_back_with_every_problem_and_the_corrected_one_runs() {
 
 #[test]
 fn an_invalid_answer_without_fix_rounds_fails_the_planner_with_its_problems() {
+    // Answered as text, not through the schema's tool (as a model may): Claude Code asks for
+    // the tool once more, then gives the text, which baton reads as it would any engine's.
     let script = Script::new().rule(Rule::text(BAD_PLAN).when_contains("GOAL-PLAN"));
     let model = MockModel::start(script).unwrap();
     let out = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph(0, 8)))
@@ -281,7 +302,7 @@ fn an_invalid_answer_without_fix_rounds_fails_the_planner_with_its_problems() {
 fn a_crash_after_the_planner_answered_never_asks_it_again() {
     // The first attempt waits to be killed; the one the resume makes goes on.
     let plan = r#"{"task": [{"id": "slow", "run": "test $BATON_ATTEMPT -gt 1 || sleep 30; echo slow > slow.txt"}]}"#;
-    let script = Script::new().rule(Rule::text(plan).when_contains("GOAL-PLAN"));
+    let script = Script::new().rule(structured(plan).when_contains("GOAL-PLAN"));
     let model = MockModel::start(script).unwrap();
     let test = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph(0, 8)));
     let mut running = test.args(&["run", "graph.toml"]).spawn();

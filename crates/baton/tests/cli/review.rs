@@ -24,7 +24,8 @@ fix_attempts = 1
 fn script(reviews: &[&str]) -> Script {
     let mut script = Script::new();
     for (n, review) in reviews.iter().enumerate() {
-        let rule = Rule::text(*review).when_contains("ACCEPTANCE CRITERIA");
+        // The reviewer is given a schema: the model answers through Claude Code's tool for it.
+        let rule = crate::planning::structured(review).when_contains("ACCEPTANCE CRITERIA");
         script = script.rule(if n + 1 < reviews.len() {
             rule.times(1)
         } else {
@@ -56,9 +57,7 @@ fn script(reviews: &[&str]) -> Script {
 fn a_rejected_piece_of_work_goes_back_with_the_reasons_and_is_verified_after_the_fix() {
     let model = MockModel::start(script(&[
         r#"{"verdict": "rejected", "reasons": ["answer.txt holds 41, not 42"]}"#,
-        r#"```json
-{"verdict": "verified", "reasons": ["answer.txt holds 42"]}
-```"#,
+        r#"{"verdict": "verified", "reasons": ["answer.txt holds 42"]}"#,
     ]))
     .unwrap();
     let out = committed(with_claude(Test::new(), &model).graph("graph.toml", GRAPH))
@@ -80,6 +79,18 @@ fn a_rejected_piece_of_work_goes_back_with_the_reasons_and_is_verified_after_the
         .find(|r| r.text().contains("ACCEPTANCE CRITERIA"))
         .unwrap()
         .text();
+    let schema = requests
+        .iter()
+        .find(|r| r.text().contains("ACCEPTANCE CRITERIA"))
+        .and_then(|r| {
+            r.body["tools"]
+                .as_array()?
+                .iter()
+                .find(|t| t["name"] == "StructuredOutput")
+                .map(|t| t["input_schema"]["properties"]["verdict"]["enum"].clone())
+        })
+        .expect("the reviewer had a schema");
+    assert_eq!(schema[2], "rejected", "{schema}");
     for seen in ["1. answer.txt holds 42", "THE TASK WAS:\nTASK-ACC", "+41"] {
         assert!(reviewer.contains(seen), "{seen:?} not in: {reviewer}");
     }
