@@ -37,6 +37,20 @@ impl Graph {
     /// indices into the grown graph (this graph's tasks, then the new ones in order). The
     /// error names the answer as `plan of PLANNER` and says everything wrong with it.
     pub fn expansion(&self, planner: TaskIndex, text: &str) -> Result<Vec<Task>, LoadError> {
+        self.replacement(planner, text, &[])
+    }
+
+    /// A re-plan's [`expansion`](Graph::expansion): `dropped`, the planner's tasks that failed
+    /// or had not started, are replaced. A new task written with the id of one it replaces is
+    /// named after it (`api` again becomes `plan/api-2`); one of its tasks that stays (it
+    /// succeeded, or runs) is named by its id as written (`db` for `plan/db`); a dropped one
+    /// cannot be needed.
+    pub fn replacement(
+        &self,
+        planner: TaskIndex,
+        text: &str,
+        dropped: &[TaskIndex],
+    ) -> Result<Vec<Task>, LoadError> {
         let origin = self.task(planner);
         let label = PathBuf::from(format!("plan of {}", origin.id));
         let fail = |diags: Vec<Diagnostic>| LoadError::new(label.clone(), text.to_owned(), diags);
@@ -103,12 +117,29 @@ impl Graph {
 
         // Ids: one segment each, written under the planner's; needs naming a sibling as
         // written are made to name it so too.
+        // A new task written as one it replaces is renamed: `api-2`, `api-3`, ….
+        let mut renamed: HashMap<String, String> = HashMap::new();
+        for t in &spec.tasks {
+            let Some(id) = &t.id else { continue };
+            let taken = |local: &str| self.index_of(&format!("{}/{local}", origin.id));
+            if taken(&id.value).is_some_and(|j| dropped.contains(&j)) {
+                let mut n = 2;
+                while taken(&format!("{}-{n}", id.value)).is_some() {
+                    n += 1;
+                }
+                renamed.insert(id.value.clone(), format!("{}-{n}", id.value));
+            }
+        }
         let locals: HashMap<String, ()> = spec
             .tasks
             .iter()
             .filter_map(|t| t.id.as_ref().map(|id| (id.value.clone(), ())))
             .collect();
-        let downstream = self.downstream(planner);
+        let mut downstream = self.downstream(planner);
+        // Its own tasks wait for it only to start after it: a new one may need one that stays.
+        for j in self.planned_by(planner) {
+            downstream[j as usize] = false;
+        }
         let depth = origin.depth + 1;
         for t in &mut spec.tasks {
             if let Some(id) = &mut t.id {
@@ -125,11 +156,29 @@ impl Graph {
                         )),
                     );
                 }
-                id.value = format!("{}/{}", origin.id, id.value);
+                let local = renamed.get(&id.value).unwrap_or(&id.value).clone();
+                id.value = format!("{}/{local}", origin.id);
             }
             for need in &mut t.needs {
+                let sibling = format!("{}/{}", origin.id, need.value);
                 if locals.contains_key(&need.value) {
-                    need.value = format!("{}/{}", origin.id, need.value);
+                    let local = renamed.get(&need.value).unwrap_or(&need.value).clone();
+                    need.value = format!("{}/{local}", origin.id);
+                } else if let Some(j) = self.index_of(&sibling) {
+                    if dropped.contains(&j) {
+                        diags.push(
+                            Diagnostic::at(
+                                need.span.clone(),
+                                format!(
+                                    "`{}` is being replaced: it failed or had not started",
+                                    need.value
+                                ),
+                            )
+                            .label("replaced")
+                            .help("plan what it was to do among the new tasks, and need that one"),
+                        );
+                    }
+                    need.value = sibling;
                 } else if let Some(j) = self.index_of(&need.value)
                     && downstream[j as usize]
                 {
@@ -252,6 +301,27 @@ impl Graph {
         let added: Vec<TaskIndex> = (first..first + tasks.len() as TaskIndex).collect();
         for &d in self.dependents(planner) {
             grown.tasks[d as usize].needs.extend(&added);
+        }
+        grown.tasks.extend(tasks);
+        grown.rebuild_derived();
+        grown
+    }
+
+    /// This graph after a re-plan: `tasks` (a [`replacement`](Graph::replacement) by `planner`)
+    /// added, and what waited for the planner (its own tasks aside) no longer waiting for
+    /// `dropped`, the tasks they replace, but for them.
+    pub fn replanned(&self, planner: TaskIndex, tasks: Vec<Task>, dropped: &[TaskIndex]) -> Graph {
+        let mut grown = self.clone();
+        let first = grown.tasks.len() as TaskIndex;
+        let added: Vec<TaskIndex> = (first..first + tasks.len() as TaskIndex).collect();
+        let own = self.planned_by(planner);
+        for &d in self.dependents(planner) {
+            if own.contains(&d) {
+                continue;
+            }
+            let needs = &mut grown.tasks[d as usize].needs;
+            needs.retain(|n| !dropped.contains(n));
+            needs.extend(&added);
         }
         grown.tasks.extend(tasks);
         grown.rebuild_derived();
@@ -389,6 +459,7 @@ pub fn describe_limits(graph: &Graph, planner: TaskIndex) -> Option<String> {
     let Planning {
         max_subtasks,
         max_depth,
+        ..
     } = task.plan?;
     let room = (graph.run.max_tasks as usize).saturating_sub(graph.len());
     let deeper = task.depth + 1 < max_depth;

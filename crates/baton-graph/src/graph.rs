@@ -80,6 +80,10 @@ pub struct Planning {
     /// How deep planning may go from the first planner: its subtasks are at depth 1, and a
     /// subtask at depth `max_depth` may not plan.
     pub max_depth: u32,
+    /// Times it is asked again when one of its tasks fails for good (`on_failure =
+    /// "replan"`, `max_replans`): 0, never.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replans: u32,
 }
 
 /// A `budget` table: hard limits (`usd`, `tokens`) and, for the run's, soft ones that pause

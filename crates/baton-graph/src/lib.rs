@@ -52,6 +52,9 @@ pub const DEFAULT_MAX_SUBTASKS: u32 = 8;
 /// How deep planning goes unless the first planner says `max_depth`: its subtasks may plan,
 /// theirs may not.
 pub const DEFAULT_MAX_DEPTH: u32 = 2;
+/// How many times a planner with `on_failure = "replan"` is asked again, unless
+/// `max_replans` says otherwise.
+pub const DEFAULT_MAX_REPLANS: u32 = 2;
 /// How many tasks a run's planners may add in all, unless `[run] max_tasks` says otherwise.
 pub const DEFAULT_PLANNED_TASKS: u32 = 64;
 

@@ -63,6 +63,13 @@ pub struct PlannerLine {
     pub id: String,
     pub max_subtasks: u32,
     pub max_depth: u32,
+    /// Times it is asked again when one of its tasks fails (`on_failure = "replan"`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replans: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 pub fn plan(graph: &Graph) -> Plan {
@@ -130,6 +137,7 @@ pub fn plan(graph: &Graph) -> Plan {
                     id: t.id.to_string(),
                     max_subtasks: p.max_subtasks,
                     max_depth: p.max_depth,
+                    replans: p.replans,
                 })
             })
             .collect(),
@@ -286,7 +294,7 @@ impl fmt::Display for Plan {
         if !self.planners.is_empty() {
             writeln!(f, "planners (their answers add tasks while the run goes):")?;
             for p in &self.planners {
-                writeln!(
+                write!(
                     f,
                     "  {}: up to {} tasks, planning {} level{} deep",
                     p.id,
@@ -294,6 +302,14 @@ impl fmt::Display for Plan {
                     p.max_depth,
                     if p.max_depth == 1 { "" } else { "s" }
                 )?;
+                match p.replans {
+                    0 => writeln!(f)?,
+                    n => writeln!(
+                        f,
+                        ", re-planning up to {n} time{}",
+                        if n == 1 { "" } else { "s" }
+                    )?,
+                }
             }
         }
         if !self.fan_outs.is_empty() {

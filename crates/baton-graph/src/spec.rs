@@ -200,6 +200,9 @@ pub(crate) struct TaskMore {
     pub for_each: Option<At<ForEachSpec>>,
     /// `acceptance`: criteria a reviewer agent judges the task's work against.
     pub acceptance: Vec<String>,
+    /// A planner's `on_failure` (only `"replan"`) and `max_replans`.
+    pub on_failure: Option<At<String>>,
+    pub max_replans: Option<At<u32>>,
     /// `reviewer = { engine, model }`, where it was written.
     pub reviewer: Option<At<crate::graph::Reviewer>>,
 }
@@ -250,6 +253,8 @@ static NOTHING_MORE: TaskMore = TaskMore {
     for_each: None,
     acceptance: Vec::new(),
     reviewer: None,
+    on_failure: None,
+    max_replans: None,
 };
 
 impl TaskSpec {

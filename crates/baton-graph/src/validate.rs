@@ -762,6 +762,38 @@ pub(crate) fn check_planning(
                 .help("acceptance review runs the task's own agent as reviewer: give the task a `prompt`, or check a shell task with `verify`"),
         );
     }
+    if let Some(on_failure) = &more.on_failure {
+        if on_failure.value != "replan" {
+            diags.push(
+                Diagnostic::at(on_failure.span.clone(), format!("a task's `on_failure` is `\"replan\"`, not `{}`", on_failure.value))
+                    .label("unknown")
+                    .help("what a failure does to the rest of the run is `[run] on_failure`; a planner's `on_failure = \"replan\"` asks it again"),
+            );
+        } else if !planner {
+            diags.push(
+                Diagnostic::at(
+                    on_failure.span.clone(),
+                    "`on_failure = \"replan\"` is for planners",
+                )
+                .label("not a planner")
+                .help("set `expand = true`, or remove `on_failure`"),
+            );
+        }
+    }
+    if let Some(max) = more
+        .max_replans
+        .as_ref()
+        .filter(|_| more.on_failure.is_none())
+    {
+        diags.push(
+            Diagnostic::at(
+                max.span.clone(),
+                "`max_replans` needs `on_failure = \"replan\"`",
+            )
+            .label("no re-plans")
+            .help("add `on_failure = \"replan\"`, or remove `max_replans`"),
+        );
+    }
     for (field, value) in [
         ("max_subtasks", &more.max_subtasks),
         ("max_depth", &more.max_depth),
@@ -854,6 +886,12 @@ pub(crate) fn task(
                 .max_subtasks
                 .map_or(crate::DEFAULT_MAX_SUBTASKS, |n| n.value),
             max_depth: more.max_depth.map_or(crate::DEFAULT_MAX_DEPTH, |n| n.value),
+            replans: match &more.on_failure {
+                Some(_) => more
+                    .max_replans
+                    .map_or(crate::DEFAULT_MAX_REPLANS, |n| n.value),
+                None => 0,
+            },
         }),
         parent: None,
         depth: 0,

@@ -87,6 +87,8 @@ const TASK_OWN_FIELDS: &[&str] = &[
     "for_each",
     "acceptance",
     "reviewer",
+    "on_failure",
+    "max_replans",
 ];
 pub(crate) const TASK_FIELDS: &[&[&str]] = &[TASK_OWN_FIELDS, AGENT_FIELDS, AGENT_TASK_FIELDS];
 
@@ -780,6 +782,10 @@ impl Walker<'_> {
                 }
                 "for_each" => t.more_mut().for_each = w.for_each(e),
                 "acceptance" => t.more_mut().acceptance = w.plain_strings(e),
+                "on_failure" => t.more_mut().on_failure = w.string(e),
+                "max_replans" => {
+                    t.more_mut().max_replans = w.count(e, 0).map(|n| At::new(n, e.key_span.clone()))
+                }
                 "reviewer" => t.more_mut().reviewer = w.reviewer(e),
                 "max_depth" => {
                     t.more_mut().max_depth = w.count(e, 1).map(|n| At::new(n, e.key_span.clone()))

@@ -165,6 +165,12 @@ pub enum EventKind {
         #[serde(flatten)]
         review: crate::Review,
     },
+    /// `failed`, one of planner `task`'s tasks, failed for good, and the planner is asked again
+    /// (`on_failure = "replan"`): its next attempt answers with a plan for what is left.
+    Replanning {
+        task: TaskId,
+        failed: TaskId,
+    },
     /// Planner `task`'s answer (from attempt `attempt`) added tasks to the run: `added` are
     /// their ids, in the order they join the graph, after every task before them; `tasks` are
     /// those tasks as the graph stores them, which a takeover splices in again
@@ -174,6 +180,10 @@ pub enum EventKind {
         attempt: u32,
         added: Vec<TaskId>,
         tasks: serde_json::Value,
+        /// A re-plan's: the planner's tasks the new ones replace (they failed or had not
+        /// started); what waited for the planner waits for them no longer.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        replaces: Vec<TaskId>,
     },
 }
 
@@ -190,7 +200,8 @@ impl EventKind {
             | Self::TaskWaiting { task }
             | Self::TaskDecided { task, .. }
             | Self::GraphExpanded { task, .. }
-            | Self::Reviewed { task, .. } => Some(task),
+            | Self::Reviewed { task, .. }
+            | Self::Replanning { task, .. } => Some(task),
             Self::Checked { task, .. } => task.as_ref(),
             Self::RunStarted { .. }
             | Self::RunStopping { .. }
@@ -221,6 +232,7 @@ impl EventKind {
             Self::TaskFinished { .. } => "task-finished",
             Self::GraphExpanded { .. } => "graph-expanded",
             Self::Reviewed { .. } => "reviewed",
+            Self::Replanning { .. } => "replanning",
         }
     }
 }

@@ -247,6 +247,7 @@ impl RunView {
             (
                 EventKind::TaskDecided { .. }
                 | EventKind::Reviewed { .. }
+                | EventKind::Replanning { .. }
                 | EventKind::BudgetChanged { .. }
                 | EventKind::WorkspaceCommitted { .. }
                 | EventKind::ResultMerged { .. }

@@ -82,7 +82,8 @@ impl StateCounts {
             | EventKind::Checked { .. }
             | EventKind::TaskWaiting { .. }
             | EventKind::TaskDecided { .. }
-            | EventKind::Reviewed { .. } => {}
+            | EventKind::Reviewed { .. }
+            | EventKind::Replanning { .. } => {}
         }
     }
 

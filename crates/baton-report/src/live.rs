@@ -159,6 +159,11 @@ impl Reporter for LiveReporter {
                 EventKind::Reviewed { task, review, .. } => {
                     self.println(crate::plain::describe_review(task, review));
                 }
+                EventKind::Replanning { task, failed } => {
+                    self.println(format!(
+                        "baton: {failed} failed: {task} plans what is left again"
+                    ));
+                }
                 EventKind::RunStarted { .. }
                 | EventKind::RunFinished { .. }
                 | EventKind::TaskReset { .. }

@@ -69,6 +69,9 @@ impl<W: Write> Reporter for PlainReporter<W> {
                 EventKind::RunStopping { reason } => format!("baton: stopping: {reason}"),
                 EventKind::GraphExpanded { task, added, .. } => describe_added(task, added),
                 EventKind::Reviewed { task, review, .. } => describe_review(task, review),
+                EventKind::Replanning { task, failed } => {
+                    format!("baton: {failed} failed: {task} plans what is left again")
+                }
                 EventKind::TaskWaiting { task } => format!(
                     "baton: {task} waits for approval: `baton approve {run} {task}` or `baton reject {run} {task}`",
                     run = self.run_id

@@ -32,12 +32,13 @@ pub(crate) fn check_answer(
     graph: &Graph,
     planner: TaskIndex,
     answer: &str,
+    dropped: &[TaskIndex],
 ) -> Result<String, Rejected> {
     let text = plan_text(answer).map_err(|error| Rejected {
         errors: error,
         problems: 1,
     })?;
-    match graph.expansion(planner, text) {
+    match graph.replacement(planner, text, dropped) {
         Ok(_) => Ok(text.to_owned()),
         Err(error) => Err(Rejected {
             problems: error.diagnostics.len().max(1) as u32,

@@ -45,6 +45,7 @@ pub(crate) fn finish_reason(
         Cause::Stopped(cause) => Some(format!("run {}", stop_reason(cause))),
         // The dispatcher adds the person's words.
         Cause::Rejected => Some("rejected".into()),
+        Cause::Replaced => Some("replaced: its planner planned what was left again".into()),
         Cause::Outcome if state == TaskState::Succeeded => None,
         Cause::Outcome => {
             let outcome = match (last, graph.task(task).timeout) {

@@ -84,7 +84,13 @@ pub fn recorded_graph(store: &dyn Store, run: &RunId) -> Result<Graph, crate::Ru
     };
     let mut graph = Graph::from_stored_json(&json).map_err(bad)?;
     for event in store.events_of_kind(run, "graph-expanded")? {
-        let EventKind::GraphExpanded { task, tasks, .. } = event.kind else {
+        let EventKind::GraphExpanded {
+            task,
+            tasks,
+            replaces,
+            ..
+        } = event.kind
+        else {
             continue;
         };
         let tasks: Vec<baton_graph::Task> = serde_json::from_value(tasks).map_err(bad)?;
@@ -94,7 +100,15 @@ pub fn recorded_graph(store: &dyn Store, run: &RunId) -> Result<Graph, crate::Ru
                 run: run.clone(),
                 task: task.clone(),
             })?;
-        graph = graph.extended(planner, tasks);
+        graph = if replaces.is_empty() {
+            graph.extended(planner, tasks)
+        } else {
+            let dropped: Vec<u32> = replaces
+                .iter()
+                .filter_map(|id| graph.index_of(id.as_str()))
+                .collect();
+            graph.replanned(planner, tasks, &dropped)
+        };
     }
     Ok(graph)
 }

@@ -393,6 +393,21 @@ impl Workspaces {
             });
             return Ok(Some(path));
         }
+        // It ran before in this run (a planner asked again), and its worktree went back to the
+        // pool: it goes on from its branch, in a worktree made again.
+        if let Ok(Some(commit)) = repo.branch_commit(&branch) {
+            repo.add_branch_worktree(&path, &branch)
+                .map_err(|e| Outcome::SpawnFailed {
+                    error: format!("cannot make the task's worktree again on {branch}: {e}"),
+                })?;
+            let start = self.run_dirs.worktree_start(id).unwrap_or(commit);
+            self.trees[task as usize] = Some(TaskTree {
+                path: path.clone(),
+                branch,
+                start,
+            });
+            return Ok(Some(path));
+        }
         let mut starts: Vec<(String, String)> = Vec::new();
         for &need in &graph.task(task).needs {
             if let Some(commit) = &self.results[need as usize]

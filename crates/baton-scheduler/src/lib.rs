@@ -22,4 +22,4 @@ mod plan;
 
 pub use backoff::backoff_delay;
 pub use machine::{Action, Cause, Input, Scheduler, StopCause};
-pub use plan::{Plan, PlanTask};
+pub use plan::{Plan, PlanTask, Replanned};

@@ -5,7 +5,7 @@ use std::time::Duration;
 use baton_model::{Ending, FailureClass, OnFailure, Outcome, RunState, Stopped, TaskState};
 
 use crate::backoff::backoff_delay;
-use crate::plan::{Adjacency, Plan, priorities};
+use crate::plan::{Adjacency, Plan, Replanned, priorities};
 
 /// Something that happened, fed to [`Scheduler::handle`].
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +71,9 @@ pub enum Action {
     StopRunning { cause: StopCause, immediate: bool },
     /// `task` is ready and waits for a person's approval.
     AwaitApproval { task: u32 },
+    /// `failed`, one of planner `planner`'s tasks, failed for good: its failure is held and
+    /// the planner runs again (a `Launch` follows) to re-plan what is left.
+    Replan { planner: u32, failed: u32 },
     /// Every task is terminal and nothing runs: the run is over.
     RunFinished { state: RunState },
 }
@@ -86,6 +89,8 @@ pub enum Cause {
     Stopped(StopCause),
     /// A person rejected it.
     Rejected,
+    /// Its planner re-planned, and the new plan replaces it.
+    Replaced,
 }
 
 /// Where one task is. The attempt counter lives beside it in `Scheduler::attempts`.
@@ -108,6 +113,17 @@ enum Phase {
     Done(TaskState),
 }
 
+/// Per task, the tasks it needs.
+fn needs_of(plan: &Plan) -> Adjacency {
+    Adjacency::build(
+        plan.tasks.len(),
+        plan.tasks
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| t.needs.iter().map(move |&n| (i as u32, n))),
+    )
+}
+
 /// The scheduler's whole state. See the crate docs.
 #[derive(Debug)]
 pub struct Scheduler {
@@ -117,6 +133,8 @@ pub struct Scheduler {
     backoff: Vec<Duration>,
     retry_infrastructure_only: Vec<bool>,
     dependents: Adjacency,
+    /// Per task, what it needs (the reverse of `dependents`).
+    needs: Adjacency,
     conflicts: Adjacency,
     priority: Vec<u32>,
     phase: Vec<Phase>,
@@ -144,6 +162,13 @@ pub struct Scheduler {
     any_blocked: bool,
     finished: bool,
     rng: fastrand::Rng,
+    /// Per task, the planner that re-plans when it fails for good.
+    replanned_by: Vec<Option<u32>>,
+    /// Per planner, the re-plans left.
+    replans_left: Vec<u32>,
+    /// Planners re-planning now, with the failures they hold (passed on if the re-plan
+    /// fails, replaced if it succeeds).
+    held: std::collections::HashMap<u32, Vec<u32>>,
 }
 
 impl Scheduler {
@@ -166,6 +191,7 @@ impl Scheduler {
         );
         let remaining: Vec<u32> = plan.tasks.iter().map(|t| t.needs.len() as u32).collect();
         let priority = priorities(&remaining, &dependents);
+        let needs = needs_of(plan);
         Self {
             concurrency: plan.concurrency.max(1),
             on_failure: plan.on_failure,
@@ -177,6 +203,7 @@ impl Scheduler {
                 .map(|t| t.retry_infrastructure_only)
                 .collect(),
             dependents,
+            needs,
             conflicts,
             priority,
             phase: vec![Phase::Waiting; n],
@@ -197,6 +224,9 @@ impl Scheduler {
             any_blocked: false,
             finished: false,
             rng: fastrand::Rng::with_seed(seed),
+            replanned_by: plan.tasks.iter().map(|t| t.replanned_by).collect(),
+            replans_left: plan.tasks.iter().map(|t| t.replans).collect(),
+            held: std::collections::HashMap::new(),
         }
     }
 
@@ -238,7 +268,7 @@ impl Scheduler {
     /// waits for its needs that have not succeeded; one that needs a failure is blocked at once
     /// (under `on_failure = "block"`), and all are skipped if the run is stopping: the
     /// returned actions say so. Call it before the input that ends the planner's attempt.
-    pub fn extend(&mut self, plan: &Plan) -> Vec<Action> {
+    pub fn extend(&mut self, plan: &Plan, replanned: Option<&Replanned>) -> Vec<Action> {
         let old = self.phase.len();
         let n = plan.tasks.len();
         debug_assert!(n >= old, "a plan only grows");
@@ -257,12 +287,15 @@ impl Scheduler {
                 .enumerate()
                 .flat_map(|(i, t)| t.conflicts.iter().map(move |&c| (i as u32, c))),
         );
-        // Needs added to known tasks (those that waited for the planner): `remaining` counts
-        // every need not yet ended, whatever the task's own phase, as `release_dependents`
-        // expects.
-        for (i, task) in plan.tasks.iter().enumerate().take(old) {
-            let added = task.needs.iter().filter(|&&d| d as usize >= old).count() as u32;
-            self.remaining[i] += added;
+        if let Some(replanned) = replanned {
+            // What the new plan replaces ends; the failures it was made for are its now.
+            for &r in &replanned.retired {
+                if !matches!(self.phase[r as usize], Phase::Done(_) | Phase::Running) {
+                    self.finish(r, TaskState::Skipped, Cause::Replaced, &mut out);
+                }
+                self.forget_held(r);
+            }
+            self.forget_held(replanned.planner);
         }
         for task in &plan.tasks[old..] {
             self.retries.push(task.retries);
@@ -274,8 +307,10 @@ impl Scheduler {
             self.phase.push(Phase::Waiting);
             self.attempts.push(0);
             self.uncharged.push(0);
-            let unmet = task.needs.iter().filter(|&&d| !self.satisfies(d)).count() as u32;
-            self.remaining.push(unmet);
+            // Counted below, once every new task has a phase.
+            self.remaining.push(0);
+            self.replanned_by.push(task.replanned_by);
+            self.replans_left.push(task.replans);
             let running = task
                 .conflicts
                 .iter()
@@ -284,26 +319,39 @@ impl Scheduler {
             self.running_conflicts.push(running);
         }
         self.dependents = dependents;
+        self.needs = needs_of(plan);
+        // Needs added (a planner's dependents wait for its tasks) and dropped (a re-plan's
+        // dependents no longer wait for what it replaced): `remaining` counts every need not
+        // yet satisfied, whatever the task's own phase, as `release_dependents` expects.
+        for (i, task) in plan.tasks.iter().enumerate() {
+            self.remaining[i] = task.needs.iter().filter(|&&d| !self.satisfies(d)).count() as u32;
+        }
         let counts: Vec<u32> = plan.tasks.iter().map(|t| t.needs.len() as u32).collect();
         self.priority = priorities(&counts, &self.dependents);
         let queued: Vec<u32> = self.ready.drain().map(|(_, Reverse(t))| t).collect();
         for t in queued {
             self.ready.push((self.priority[t as usize], Reverse(t)));
         }
-        for t in old as u32..n as u32 {
+        // Every task that waits: a new one, or a known one whose needs changed (a re-plan
+        // dropped what it replaced).
+        for t in 0..n as u32 {
             let i = t as usize;
             if self.phase[i] != Phase::Waiting {
-                continue; // blocked already, by an earlier new task's failure
+                continue; // running, done, or blocked already by an earlier one's failure
             }
             if let Some(cause) = self.stop {
+                // Known tasks were skipped when the run stopped; these are new.
                 self.finish(t, TaskState::Skipped, Cause::Stopped(cause), &mut out);
                 continue;
             }
             let failed = plan.tasks[i].needs.iter().copied().find(|&d| {
                 matches!(self.phase[d as usize], Phase::Done(state) if state != TaskState::Succeeded)
+                    && !self.is_held(d)
             });
             match failed {
-                Some(d) if self.on_failure == OnFailure::Block => {
+                // Under `stop`, a failure that a re-plan replaced did not stop the run: what
+                // needs it can never run either way.
+                Some(d) if self.on_failure != OnFailure::Continue => {
                     self.any_blocked = true;
                     self.finish(t, TaskState::Blocked, Cause::DependencyFailed(d), &mut out);
                     self.block_dependents(t, &mut out);
@@ -316,12 +364,25 @@ impl Scheduler {
         out
     }
 
+    /// A re-plan replaced the failures `planner` held, and those the planners among them held.
+    fn forget_held(&mut self, planner: u32) {
+        for held in self.held.remove(&planner).unwrap_or_default() {
+            self.forget_held(held);
+        }
+    }
+
+    /// Whether `task` failed and a re-plan holds its failure.
+    fn is_held(&self, task: u32) -> bool {
+        self.held.values().any(|held| held.contains(&task))
+    }
+
     /// Whether `task`'s end lets its dependents go: it succeeded, or it ended at all and the
     /// run goes on past failures.
     fn satisfies(&self, task: u32) -> bool {
         match self.phase[task as usize] {
             Phase::Done(TaskState::Succeeded) => true,
-            Phase::Done(_) => self.on_failure == OnFailure::Continue,
+            // A failure a re-plan holds is passed on (or not) later.
+            Phase::Done(_) => self.on_failure == OnFailure::Continue && !self.is_held(task),
             _ => false,
         }
     }
@@ -337,8 +398,29 @@ impl Scheduler {
                 outcome,
             } => self.attempt_finished(task, attempt, &outcome, &mut out),
             Input::RetryDue { task } => {
-                if self.phase[task as usize] == Phase::Backoff {
-                    self.enqueue(task);
+                let i = task as usize;
+                if self.phase[i] == Phase::Backoff {
+                    if self.remaining[i] == 0 {
+                        self.enqueue(task);
+                    } else {
+                        // Its planner re-plans meanwhile (it waits for the new plan), or failed
+                        // doing so (it is blocked, as it would have been had it waited).
+                        self.phase[i] = Phase::Waiting;
+                        let failed = self.needs.of(task).iter().copied().find(|&n| {
+                            matches!(self.phase[n as usize], Phase::Done(s) if s != TaskState::Succeeded)
+                                && !self.is_held(n)
+                        });
+                        if let Some(n) = failed.filter(|_| self.on_failure != OnFailure::Continue) {
+                            self.any_blocked = true;
+                            self.finish(
+                                task,
+                                TaskState::Blocked,
+                                Cause::DependencyFailed(n),
+                                &mut out,
+                            );
+                            self.block_dependents(task, &mut out);
+                        }
+                    }
                 }
             }
             Input::Stop(cause) => self.begin_stop(cause, &mut out),
@@ -393,6 +475,11 @@ impl Scheduler {
         }
     }
 
+    /// Whether `task`, a planner, is asked again: one of its tasks failed, and it re-plans.
+    pub fn replanning(&self, task: u32) -> bool {
+        self.held.contains_key(&task)
+    }
+
     pub fn attempts(&self, task: u32) -> u32 {
         self.attempts[task as usize]
     }
@@ -423,6 +510,13 @@ impl Scheduler {
         if self.on_failure == OnFailure::Block {
             for i in 0..self.phase.len() as u32 {
                 if matches!(self.phase[i as usize], Phase::Done(state) if state.is_failure()) {
+                    // Its planner was re-planning when the run stopped: it goes on doing so.
+                    if let Some(p) = self.replanned_by[i as usize]
+                        && !matches!(self.phase[p as usize], Phase::Done(_))
+                    {
+                        self.held.entry(p).or_default().push(i);
+                        continue;
+                    }
                     self.block_dependents(i, out);
                 }
             }
@@ -564,8 +658,12 @@ impl Scheduler {
         }
     }
 
-    /// A task failed for good: apply the failure policy.
+    /// A task failed for good: apply the failure policy — unless its planner re-plans, which
+    /// holds the failure meanwhile.
     fn fail(&mut self, task: u32, state: TaskState, cause: Cause, out: &mut Vec<Action>) {
+        if self.hold_for_replan(task, state, cause, out) {
+            return;
+        }
         if state == TaskState::NeedsHuman {
             self.any_needs_human = true;
         } else {
@@ -575,11 +673,94 @@ impl Scheduler {
         if self.stop.is_some() {
             return;
         }
+        self.apply_policy(task, out);
+        self.release_held(task, out);
+    }
+
+    /// A planner whose re-plan failed passes on the failures it held (and theirs, for the
+    /// planners among them).
+    fn release_held(&mut self, planner: u32, out: &mut Vec<Action>) {
+        for held in self.held.remove(&planner).unwrap_or_default() {
+            self.any_failed = true;
+            if self.stop.is_none() {
+                self.apply_policy(held, out);
+            }
+            self.release_held(held, out);
+        }
+    }
+
+    fn apply_policy(&mut self, task: u32, out: &mut Vec<Action>) {
         match self.on_failure {
             OnFailure::Continue => self.release_dependents(task),
             OnFailure::Block => self.block_dependents(task, out),
             OnFailure::Stop => self.begin_stop(StopCause::TaskFailed, out),
         }
+    }
+
+    /// Holds `task`'s failure for its planner's re-plan, if it has one left (or is re-planning
+    /// already), and sends the planner to re-plan. Whether it did.
+    fn hold_for_replan(
+        &mut self,
+        task: u32,
+        state: TaskState,
+        cause: Cause,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        let Some(planner) = self.replanned_by[task as usize] else {
+            return false;
+        };
+        let p = planner as usize;
+        let replanning = self.held.contains_key(&planner);
+        // A planner that needs what failed for good can never run again.
+        let doomed = self.needs.of(planner).iter().any(|&n| {
+            matches!(self.phase[n as usize], Phase::Done(s) if s != TaskState::Succeeded)
+                && !self.is_held(n)
+        });
+        if cause != Cause::Outcome
+            || doomed
+            || self.stop.is_some()
+            || !matches!(state, TaskState::Failed | TaskState::TimedOut)
+            || (!replanning && self.replans_left[p] == 0)
+            || (!replanning && self.phase[p] != Phase::Done(TaskState::Succeeded))
+        {
+            return false;
+        }
+        self.finish(task, state, cause, out);
+        self.held.entry(planner).or_default().push(task);
+        if !replanning {
+            self.replans_left[p] -= 1;
+            // The planner runs again: what waits for it waits for its new answer, and its
+            // new attempt has its retries whole.
+            self.done -= 1;
+            self.uncharged[p] = self.attempts[p];
+            for idx in 0..self.dependents.of(planner).len() {
+                let d = self.dependents.of(planner)[idx];
+                self.remaining[d as usize] += 1;
+                // One that was ready (or waiting to be retried) waits again: its entry in the
+                // ready heap, or its retry timer, is stale now.
+                if matches!(
+                    self.phase[d as usize],
+                    Phase::Queued
+                        | Phase::Parked
+                        | Phase::Deferred
+                        | Phase::Approval
+                        | Phase::Backoff
+                ) {
+                    self.phase[d as usize] = Phase::Waiting;
+                }
+            }
+            // A planner among another's tasks while that one re-plans waits for it first.
+            if self.remaining[p] == 0 {
+                self.enqueue(planner);
+            } else {
+                self.phase[p] = Phase::Waiting;
+            }
+            out.push(Action::Replan {
+                planner,
+                failed: task,
+            });
+        }
+        true
     }
 
     /// Blocks everything downstream of `failed` that has not finished. Each task is blocked at
@@ -589,13 +770,18 @@ impl Scheduler {
         while let Some(t) = stack.pop() {
             for idx in 0..self.dependents.of(t).len() {
                 let d = self.dependents.of(t)[idx];
-                if matches!(self.phase[d as usize], Phase::Done(_)) {
+                // A task that runs (a planned task whose planner's re-plan failed) ends as it
+                // will; one that ended stays as it is.
+                if matches!(self.phase[d as usize], Phase::Done(_) | Phase::Running) {
                     continue;
                 }
-                debug_assert_eq!(self.phase[d as usize], Phase::Waiting);
                 self.any_blocked = true;
                 self.finish(d, TaskState::Blocked, Cause::DependencyFailed(failed), out);
                 stack.push(d);
+                // A planner blocked while it waited to re-plan passes on what it held.
+                if self.held.contains_key(&d) {
+                    self.release_held(d, out);
+                }
             }
         }
     }

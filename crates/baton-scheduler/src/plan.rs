@@ -18,6 +18,20 @@ pub struct PlanTask {
     pub retry_infrastructure_only: bool,
     /// Once ready, waits for [`Input::Approved`](crate::Input::Approved) before it starts.
     pub needs_approval: bool,
+    /// The planner (`on_failure = "replan"`) that is asked again when this task, one of the
+    /// tasks it added, fails for good: the failure is held, not passed on, while it re-plans.
+    pub replanned_by: Option<u32>,
+    /// A planner's re-plans left.
+    pub replans: u32,
+}
+
+/// A planner's new answer joining the plan ([`Scheduler::extend`](crate::Scheduler::extend)):
+/// its unfinished tasks it replaces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replanned {
+    pub planner: u32,
+    /// Its tasks that had not started: they end `skipped`, replaced.
+    pub retired: Vec<u32>,
 }
 
 /// The scheduler's input graph. Must be acyclic with indices in range: the graph crate

@@ -7,14 +7,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use baton_model::{OnFailure, Outcome, TaskState};
-use baton_scheduler::{Action, Input, Plan, PlanTask, Scheduler, StopCause};
+use baton_scheduler::{Action, Input, Plan, PlanTask, Replanned, Scheduler, StopCause};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
 struct Case {
     plan: Plan,
-    /// Which tasks plan (their success adds tasks).
-    planners: BTreeSet<u32>,
+    /// Which tasks plan (their success adds tasks), and how many re-plans each may make.
+    planners: BTreeMap<u32, u32>,
     choices: Vec<u32>,
 }
 
@@ -22,7 +22,7 @@ fn case() -> impl Strategy<Value = Case> {
     (1usize..12, 1u32..4, 0usize..3).prop_flat_map(|(n, concurrency, policy)| {
         let edges = proptest::collection::vec((0..n, 0..n), 0..n * 2);
         let conflicts = proptest::collection::vec((0..n, 0..n), 0..n);
-        let planners = proptest::collection::btree_set(0..n as u32, 0..=n.min(4));
+        let planners = proptest::collection::btree_map(0..n as u32, 0u32..3, 0..=n.min(4));
         let choices = proptest::collection::vec(any::<u32>(), 300);
         (edges, conflicts, planners, choices).prop_map(
             move |(edges, conflicts, planners, choices)| {
@@ -49,6 +49,9 @@ fn case() -> impl Strategy<Value = Case> {
                 {
                     tasks[a].conflicts.push(b as u32);
                     tasks[b].conflicts.push(a as u32);
+                }
+                for (&p, &replans) in &planners {
+                    tasks[p as usize].replans = replans;
                 }
                 Case {
                     plan: Plan {
@@ -84,11 +87,18 @@ fn downstream(plan: &Plan, task: u32) -> BTreeSet<u32> {
 /// for the planner now waits for all of them. Some new tasks plan too.
 fn grow(
     plan: &mut Plan,
-    planners: &mut BTreeSet<u32>,
+    planners: &mut BTreeMap<u32, u32>,
+    parents: &mut BTreeMap<u32, u32>,
     planner: u32,
     mut pick: impl FnMut() -> u32,
 ) {
     let old = plan.tasks.len() as u32;
+    // The nearest planner above that re-plans (as the dispatcher's plan says).
+    let replanned_by = if planners.get(&planner).is_some_and(|&r| r > 0) {
+        Some(planner)
+    } else {
+        plan.tasks[planner as usize].replanned_by
+    };
     let k = pick() % 4;
     let below = downstream(plan, planner);
     for j in 0..k {
@@ -96,8 +106,10 @@ fn grow(
         let mut task = PlanTask {
             retries: pick() % 2,
             backoff: Duration::from_millis(10),
+            replanned_by,
             ..PlanTask::default()
         };
+        parents.insert(me, planner);
         if j > 0 && pick().is_multiple_of(2) {
             task.needs.push(old + pick() % j);
         }
@@ -115,12 +127,25 @@ fn grow(
             plan.tasks[c as usize].conflicts.push(me);
         }
         if pick().is_multiple_of(4) {
-            planners.insert(me);
+            let replans = pick() % 3;
+            task.replans = replans;
+            planners.insert(me, replans);
         }
         plan.tasks.push(task);
     }
+    // What waits for the planner waits for the new tasks too; not its own earlier tasks
+    // (after a re-plan), which need it only to start after it.
+    let under = |mut t: u32| {
+        while let Some(&p) = parents.get(&t) {
+            if p == planner {
+                return true;
+            }
+            t = p;
+        }
+        false
+    };
     for d in below {
-        if plan.tasks[d as usize].needs.contains(&planner) {
+        if d < old && !under(d) && plan.tasks[d as usize].needs.contains(&planner) {
             plan.tasks[d as usize].needs.extend(old..old + k);
         }
     }
@@ -132,6 +157,8 @@ struct World {
     timers: BTreeSet<u32>,
     terminal: BTreeMap<u32, TaskState>,
     finished: bool,
+    /// Planners asked to re-plan, not answered yet.
+    replanning: BTreeSet<u32>,
 }
 
 impl World {
@@ -170,6 +197,18 @@ impl World {
                     );
                 }
                 Action::StopRunning { .. } => {}
+                Action::Replan { planner, failed } => {
+                    assert_eq!(
+                        self.terminal.get(&failed).map(|s| s.is_failure()),
+                        Some(true)
+                    );
+                    assert!(
+                        self.replanning.insert(planner),
+                        "{planner} re-plans twice at once"
+                    );
+                    // It runs again.
+                    assert_eq!(self.terminal.remove(&planner), Some(TaskState::Succeeded));
+                }
                 Action::AwaitApproval { .. } => panic!("no approvals here"),
                 Action::RunFinished { .. } => {
                     assert!(self.running.is_empty());
@@ -187,6 +226,8 @@ proptest! {
     fn a_growing_graph_keeps_every_rule(case in case()) {
         let mut plan = case.plan.clone();
         let mut planners = case.planners.clone();
+        let mut parents: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut planned: BTreeSet<u32> = BTreeSet::new();
         let mut sched = Scheduler::new(&plan, 3);
         let mut world = World::default();
         world.apply(&plan, sched.handle(Input::Start));
@@ -211,9 +252,48 @@ proptest! {
                 } else {
                     Outcome::Exited { code: 0 }
                 };
-                if outcome.is_success() && planners.remove(&task) {
-                    grow(&mut plan, &mut planners, task, || choices.next().unwrap());
-                    let actions = sched.extend(&plan);
+                if outcome.is_success() && world.replanning.remove(&task) {
+                    // A re-plan: what had not started is replaced, and what waited for the
+                    // planner no longer waits for it or for the failures.
+                    // Everything it added, and what the planners among them added.
+                    let subtasks: Vec<u32> = parents
+                        .keys()
+                        .copied()
+                        .filter(|&t| {
+                            let mut at = t;
+                            while let Some(&p) = parents.get(&at) {
+                                if p == task {
+                                    return true;
+                                }
+                                at = p;
+                            }
+                            false
+                        })
+                        .collect();
+                    let retired: Vec<u32> = subtasks
+                        .iter()
+                        .copied()
+                        .filter(|t| !world.terminal.contains_key(t) && !world.running.contains_key(t))
+                        .collect();
+                    let dropped: BTreeSet<u32> = subtasks
+                        .iter()
+                        .copied()
+                        .filter(|t| {
+                            retired.contains(t)
+                                || world.terminal.get(t).is_some_and(|s| s.is_failure())
+                        })
+                        .collect();
+                    for t in downstream(&plan, task) {
+                        if !subtasks.contains(&t) && plan.tasks[t as usize].needs.contains(&task) {
+                            plan.tasks[t as usize].needs.retain(|n| !dropped.contains(n));
+                        }
+                    }
+                    grow(&mut plan, &mut planners, &mut parents, task, || choices.next().unwrap());
+                    let actions = sched.extend(&plan, Some(&Replanned { planner: task, retired }));
+                    world.apply(&plan, actions);
+                } else if outcome.is_success() && planners.contains_key(&task) && planned.insert(task) {
+                    grow(&mut plan, &mut planners, &mut parents, task, || choices.next().unwrap());
+                    let actions = sched.extend(&plan, None);
                     world.apply(&plan, actions);
                 }
                 Input::Finished { task, attempt, outcome }

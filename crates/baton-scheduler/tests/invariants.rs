@@ -126,6 +126,7 @@ impl World {
                 }
                 Action::StopRunning { .. } => {}
                 Action::AwaitApproval { .. } => panic!("no task of these plans needs approval"),
+                Action::Replan { .. } => panic!("no task of these plans re-plans"),
                 Action::RunFinished { state } => {
                     assert!(self.running.is_empty());
                     self.run_state = Some(state);

@@ -14,6 +14,8 @@ pub(crate) struct Assembly<'a> {
     pub launcher: &'a mut Launcher,
     pub workspaces: &'a mut Workspaces,
     pub shared: &'a Shared,
+    /// A planner asked again: the tasks of its plan its answer replaces.
+    pub dropped: Vec<u32>,
 }
 
 /// Attempt `attempt` of `task`, continuing `resume` if given, or the outcome of an attempt
@@ -31,6 +33,7 @@ pub(crate) fn assemble(
         launcher,
         workspaces,
         shared,
+        dropped,
     } = parts;
     let spec_task = graph.task(task);
     let workdir = workspaces
@@ -62,7 +65,9 @@ pub(crate) fn assemble(
             verify: spec_task.verify.clone(),
             fix_attempts: spec_task.fix_attempts,
             tree: workspaces.tree_work(graph, task),
-            plan: spec_task.plan.map(|_| std::sync::Arc::clone(graph)),
+            plan: spec_task
+                .plan
+                .map(|_| (std::sync::Arc::clone(graph), dropped)),
             acceptance: (!spec_task.acceptance.is_empty()).then(|| super::Acceptance {
                 criteria: spec_task.acceptance.clone(),
                 asked: match &spec_task.action {

@@ -204,8 +204,9 @@ struct Unit {
     fix_attempts: u32,
     /// The worktree whose changes are committed after every round, if the task has one.
     tree: Option<TreeWork>,
-    /// A planner's: the graph as it was at its launch, to check its answer against.
-    plan: Option<Arc<baton_graph::Graph>>,
+    /// A planner's: the graph as it was at its launch, to check its answer against, and (asked
+    /// again) the tasks its answer replaces.
+    plan: Option<(Arc<baton_graph::Graph>, Vec<u32>)>,
     /// A task with `acceptance` criteria: what its reviewer is told.
     acceptance: Option<Acceptance>,
     /// A confined attempt's `$BATON_OUTPUT`, in a directory of its own.
@@ -500,8 +501,8 @@ impl Unit {
             };
         }
         let checkable = round.report.outcome.is_success() && !self.stopping();
-        if checkable && let Some(graph) = &self.plan {
-            match crate::planner::check_answer(graph, self.task, &round.output.text) {
+        if checkable && let Some((graph, dropped)) = &self.plan {
+            match crate::planner::check_answer(graph, self.task, &round.output.text, dropped) {
                 // Its dependents are handed the plan itself, not the words around it.
                 Ok(plan) => round.output.text = plan,
                 Err(rejected) => {

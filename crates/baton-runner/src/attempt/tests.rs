@@ -130,6 +130,7 @@ impl Parts {
                 launcher: &mut self.launcher,
                 workspaces: &mut self.workspaces,
                 shared: &self.shared,
+                dropped: Vec::new(),
             },
             task,
             attempt,

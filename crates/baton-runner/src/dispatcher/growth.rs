@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use baton_graph::{ForEach, Graph};
-use baton_model::{EventKind, Outcome};
+use baton_model::{EventKind, Outcome, TaskState};
 
 use super::{Dispatcher, Turn, plan_of};
 use crate::launch::HeldOutput;
@@ -35,13 +35,10 @@ impl Dispatcher<'_> {
         plan: &str,
         turn: &mut Turn,
     ) -> Result<(), crate::planner::Rejected> {
-        let tasks =
-            self.graph
-                .expansion(planner, plan)
-                .map_err(|error| crate::planner::Rejected {
-                    problems: error.diagnostics.len().max(1) as u32,
-                    errors: self.launcher.redact(&error.to_string()),
-                })?;
+        let tasks = self
+            .graph
+            .expansion(planner, plan)
+            .map_err(|error| self.rejected(&error))?;
         self.splice(planner, attempt, tasks, turn);
         Ok(())
     }
@@ -54,20 +51,144 @@ impl Dispatcher<'_> {
         tasks: Vec<baton_graph::Task>,
         turn: &mut Turn,
     ) {
+        self.splice_replacing(planner, attempt, tasks, &[], turn);
+    }
+
+    /// [`splice`](Dispatcher::splice) for a re-plan: `dropped` are the planner's tasks the new
+    /// ones replace (failed, or not started: those end `skipped`).
+    pub(super) fn splice_replacing(
+        &mut self,
+        planner: u32,
+        attempt: u32,
+        tasks: Vec<baton_graph::Task>,
+        dropped: &[u32],
+        turn: &mut Turn,
+    ) {
         let added: Vec<baton_model::TaskId> = tasks.iter().map(|t| t.id.clone()).collect();
         let stored = serde_json::to_value(&tasks).expect("tasks are plain data");
-        let grown = Arc::new(self.graph.extended(planner, tasks));
+        let replacing = !dropped.is_empty() || self.sched.replanning(planner);
+        let grown = Arc::new(if replacing {
+            self.graph.replanned(planner, tasks, dropped)
+        } else {
+            self.graph.extended(planner, tasks)
+        });
         self.ledger.push(EventKind::GraphExpanded {
             task: self.graph.task(planner).id.clone(),
             attempt,
             added,
             tasks: stored,
+            replaces: dropped
+                .iter()
+                .map(|&d| self.graph.task(d).id.clone())
+                .collect(),
         });
         self.grow(grown);
-        let actions = self.sched.extend(&plan_of(&self.graph));
+        let retired: Vec<u32> = dropped
+            .iter()
+            .copied()
+            .filter(|&d| !self.sched.state(d).is_terminal())
+            .collect();
+        let replanned = replacing.then_some(baton_scheduler::Replanned { planner, retired });
+        // A failure planned around: the run can still succeed, with warnings.
+        self.warnings |= replacing;
+        let actions = self.sched.extend(&plan_of(&self.graph), replanned.as_ref());
         for action in actions {
             // Only the planner's end can end the run, after this.
             let _ = self.act(action, turn);
+        }
+    }
+
+    /// A planner's answer: its first plan, or (asked again) the plan that replaces what of
+    /// its first failed or had not started.
+    pub(super) fn expand_or_replan(
+        &mut self,
+        planner: u32,
+        attempt: u32,
+        plan: &str,
+        turn: &mut Turn,
+    ) -> Result<(), crate::planner::Rejected> {
+        if !self.sched.replanning(planner) {
+            return self.expand(planner, attempt, plan, turn);
+        }
+        let dropped = self.dropped(planner);
+        let tasks = self
+            .graph
+            .replacement(planner, plan, &dropped)
+            .map_err(|error| self.rejected(&error))?;
+        self.splice_replacing(planner, attempt, tasks, &dropped, turn);
+        Ok(())
+    }
+
+    /// An answer the graph cannot take, as the planner's output says it.
+    fn rejected(&self, error: &baton_graph::LoadError) -> crate::planner::Rejected {
+        crate::planner::Rejected {
+            problems: error.diagnostics.len().max(1) as u32,
+            errors: self.launcher.redact(&error.to_string()),
+        }
+    }
+
+    /// What a re-plan of `planner` replaces: its tasks that failed, or have not started.
+    pub(super) fn dropped(&self, planner: u32) -> Vec<u32> {
+        self.graph
+            .planned_by(planner)
+            .into_iter()
+            .filter(|&t| {
+                let state = self.sched.state(t);
+                state.is_failure() || !(state.is_terminal() || state == TaskState::Running)
+            })
+            .collect()
+    }
+
+    /// What a planner asked again is told: what came of its plan, and what to answer.
+    pub(super) fn replan_message(&self, planner: u32) -> crate::launch::Continue {
+        let mut failed = String::new();
+        let mut kept = Vec::new();
+        let mut replaced = Vec::new();
+        for t in self.graph.planned_by(planner) {
+            let id = &self.graph.task(t).id;
+            let state = self.sched.state(t);
+            if state.is_failure() {
+                let how = self.last_outcome[t as usize]
+                    .as_ref()
+                    .map_or_else(|| state.to_string(), ToString::to_string);
+                let said = self.last_words.get(&t).map_or("", String::as_str);
+                failed.push_str(&format!("- `{}` {state} ({how}):\n{said}\n", id.local()));
+            } else if state == TaskState::Succeeded || state == TaskState::Running {
+                kept.push(format!("`{}` ({state})", id.local()));
+            } else {
+                replaced.push(format!("`{}`", id.local()));
+            }
+        }
+        let mut message = format!("Your plan ran, and part of it failed for good:\n{failed}\n");
+        if !kept.is_empty() {
+            message.push_str(&format!(
+                "These stay, and a new task may need them by their ids: {}.\n",
+                kept.join(", ")
+            ));
+        }
+        if !replaced.is_empty() {
+            message.push_str(&format!(
+                "These had not started and are replaced: {}.\n",
+                replaced.join(", ")
+            ));
+        }
+        message.push_str(
+            "Answer with a new plan, in the same shape, for what is left of your goal: tasks that \
+             replace the failed and unstarted ones, done differently where the failure says so.",
+        );
+        let session = self
+            .store
+            .attempts(&self.run_id, &self.graph.task(planner).id)
+            .ok()
+            .and_then(|a| {
+                a.into_iter()
+                    .rev()
+                    .find_map(|a| a.agent.and_then(|u| u.session_id))
+            });
+        crate::launch::Continue {
+            session,
+            message: self.launcher.redact(&message),
+            fix: Some(1),
         }
     }
 

@@ -64,6 +64,9 @@ pub(crate) struct Dispatcher<'a> {
     ledger: Ledger,
     /// Per task, how its latest attempt ended: what its reason says.
     last_outcome: Vec<Option<Outcome>>,
+    /// Per task whose latest attempt failed, the end of what it said: what a planner asked
+    /// again is told.
+    last_words: HashMap<u32, String>,
     /// Bytes written to log files by this process's attempts.
     log_bytes: u64,
     /// Agent attempts started and not ended.
@@ -124,6 +127,7 @@ impl<'a> Dispatcher<'a> {
             timers: BinaryHeap::new(),
             ledger: Ledger::new(graph.len(), recorder),
             last_outcome: vec![None; graph.len()],
+            last_words: HashMap::new(),
             graph,
             log_bytes: 0,
             agents_running: 0,
@@ -347,6 +351,15 @@ impl<'a> Dispatcher<'a> {
                     Action::Finished { task, state, cause } => {
                         self.task_finished(task, state, cause)
                     }
+                    Action::Replan { planner, failed } => {
+                        let task = self.graph.task(planner).id.clone();
+                        self.ledger.push(EventKind::Replanning {
+                            task: task.clone(),
+                            failed: self.graph.task(failed).id.clone(),
+                        });
+                        // It runs again: a takeover finds it to do, and the re-plan goes on.
+                        self.ledger.push(EventKind::TaskReset { task });
+                    }
                     Action::AwaitApproval { task } => {
                         self.ledger.push(EventKind::TaskWaiting {
                             task: self.graph.task(task).id.clone(),
@@ -462,7 +475,7 @@ impl<'a> Dispatcher<'a> {
         // fails as one whose answer never did.
         let (outcome, output) = match self.graph.task(task).plan {
             Some(_) if outcome.is_success() && !self.graph.run_settings().hold_plans => {
-                match self.expand(task, attempt, &output.text, turn) {
+                match self.expand_or_replan(task, attempt, &output.text, turn) {
                     Ok(()) => (outcome, output),
                     Err(rejected) => (
                         Outcome::InvalidPlan {
@@ -544,6 +557,21 @@ impl<'a> Dispatcher<'a> {
         (outcome, output, output_bytes, stderr_tail): (Outcome, HeldOutput, u64, String),
         turn: &mut Turn,
     ) {
+        if outcome.is_success() {
+            self.last_words.remove(&task);
+        } else {
+            let said = if stderr_tail.trim().is_empty() {
+                &output.text
+            } else {
+                &stderr_tail
+            };
+            let start = said.len().saturating_sub(2048);
+            let start = (start..said.len())
+                .find(|&i| said.is_char_boundary(i))
+                .unwrap_or(said.len());
+            self.last_words
+                .insert(task, said[start..].trim().to_owned());
+        }
         self.ledger.push_output(AttemptOutput {
             task: self.graph.task(task).id.clone(),
             attempt,
@@ -624,13 +652,21 @@ impl<'a> Dispatcher<'a> {
     /// worktree or command line cannot be made) is recorded as an attempt that ended at once.
     fn launch(&mut self, task: u32, attempt: u32, agent: bool) {
         let id = self.graph.task(task).id.clone();
-        let resume = self.sessions.remove(&task);
+        let mut resume = self.sessions.remove(&task);
+        // A planner asked again is told what came of its plan, in its session.
+        let dropped = if self.sched.replanning(task) {
+            resume = Some(self.replan_message(task));
+            self.dropped(task)
+        } else {
+            Vec::new()
+        };
         let assembled = assemble(
             Assembly {
                 graph: &self.graph,
                 launcher: &mut self.launcher,
                 workspaces: &mut self.workspaces,
                 shared: &self.shared,
+                dropped,
             },
             task,
             attempt,
@@ -766,8 +802,20 @@ async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
     }
 }
 
+/// The nearest planner above `task` that re-plans (`on_failure = "replan"`).
+fn replanner(graph: &Graph, task: u32) -> Option<u32> {
+    let mut at = graph.task(task).parent;
+    while let Some(p) = at {
+        if graph.task(p).plan.is_some_and(|plan| plan.replans > 0) {
+            return Some(p);
+        }
+        at = graph.task(p).parent;
+    }
+    None
+}
+
 /// The graph as the scheduler sees it.
-fn plan_of(graph: &Graph) -> Plan {
+pub(super) fn plan_of(graph: &Graph) -> Plan {
     Plan {
         tasks: graph
             .tasks()
@@ -784,6 +832,8 @@ fn plan_of(graph: &Graph) -> Plan {
                     TaskAction::Agent { settings, .. }
                         if settings.retry_on == baton_graph::RetryOn::Infrastructure
                 ),
+                replanned_by: replanner(graph, i as u32),
+                replans: t.plan.map_or(0, |p| p.replans),
             })
             .collect(),
         concurrency: graph.run_settings().concurrency,

@@ -84,6 +84,7 @@ pub fn a_planners_tasks_join_the_run_after_the_others(db: &dyn Database) {
         attempt: 1,
         added: vec![task("a/x"), task("a/y")],
         tasks: serde_json::json!([{"id": "a/x"}, {"id": "a/y"}]),
+        replaces: Vec::new(),
     };
     store
         .record(
@@ -129,6 +130,7 @@ pub fn a_planners_tasks_join_the_run_after_the_others(db: &dyn Database) {
         attempt: 1,
         added: vec![task("zz/q")],
         tasks: serde_json::json!([]),
+        replaces: Vec::new(),
     };
     assert!(
         store

@@ -91,6 +91,9 @@ fn describe(event: &Event) -> String {
             format!("{task}#{attempt}: added {}", names.join(", "))
         }
         EventKind::TaskWaiting { task } => format!("{task}: waits for approval"),
+        EventKind::Replanning { task, failed } => {
+            format!("{task}: `{failed}` failed; asked to plan what is left")
+        }
         EventKind::Reviewed {
             task,
             attempt,

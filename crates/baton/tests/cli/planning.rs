@@ -329,3 +329,87 @@ fn a_crash_after_the_planner_answered_never_asks_it_again() {
     assert_eq!(expanded.len(), 1);
     resumed.store().assert_consistent();
 }
+
+/// The graph with its planner re-planning up to `replans` times, run against `model`.
+fn run_replanning(model: &MockModel, replans: u32) -> crate::test::Output {
+    let graph = graph(0, 8).replace(
+        "expand = true",
+        &format!("expand = true\non_failure = \"replan\"\nmax_replans = {replans}"),
+    );
+    committed(with_claude(Test::new(), model).graph("graph.toml", &graph))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+}
+
+#[test]
+fn a_failed_subtask_sends_its_planner_back_to_plan_what_is_left() {
+    let first = r#"{"task": [
+  {"id": "a", "run": "echo broken >&2; exit 1"},
+  {"id": "c", "needs": ["a"], "run": "echo c"}
+]}"#;
+    let again = r#"{"task": [
+  {"id": "a", "run": "echo fixed"},
+  {"id": "c", "needs": ["a"], "run": "echo c again"}
+]}"#;
+    let script = Script::new()
+        .rule(structured(again).when_last_contains("part of it failed"))
+        .rule(structured(first).when_contains("GOAL-PLAN"));
+    let model = MockModel::start(script).unwrap();
+    let out = run_replanning(&model, 1).status(0);
+    let states: Vec<String> = out
+        .store()
+        .tasks()
+        .iter()
+        .map(|t| format!("{}:{}", t.task, t.status.as_str()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            "base:succeeded",
+            "plan:succeeded",
+            "after:succeeded",
+            "plan/a:failed",
+            "plan/c:skipped",
+            "plan/a-2:succeeded",
+            "plan/c-2:succeeded",
+        ]
+    );
+    // The planner was asked again in its session, told what failed and why.
+    let asked = model
+        .requests()
+        .into_iter()
+        .find(|r| r.last_text().contains("part of it failed"))
+        .expect("the planner was asked again");
+    let told = asked.last_text();
+    assert!(told.contains("`a` failed"), "{told}");
+    assert!(told.contains("broken"), "{told}");
+    assert!(told.contains("`c`"), "{told}");
+    assert!(
+        asked.text().contains("GOAL-PLAN"),
+        "not the planner's session"
+    );
+    assert_eq!(
+        out.json_task("plan/c")["reason"],
+        "replaced: its planner planned what was left again"
+    );
+    // What waited for the planner waited for the new plan, not for what it replaced.
+    let after = out.store().attempts("after")[0].started_at_ms;
+    assert!(out.store().attempts("plan/c-2")[0].ended_at_ms.unwrap() <= after);
+    // A failure planned around: the run succeeds, with warnings.
+    assert_eq!(out.json()["run"]["state"], "succeeded_with_warnings");
+    let replans = out
+        .store()
+        .events_of(|k| matches!(k, EventKind::Replanning { .. }));
+    assert_eq!(replans.len(), 1);
+    out.store().assert_consistent();
+}
+
+#[test]
+fn a_planner_out_of_replans_lets_the_failure_block_what_waits() {
+    let first = r#"{"task": [{"id": "a", "run": "exit 1"}]}"#;
+    let script = Script::new().rule(structured(first).when_contains("GOAL-PLAN"));
+    let model = MockModel::start(script).unwrap();
+    let out = run_replanning(&model, 0).status(1);
+    assert_eq!(out.json_task("after")["state"], "blocked");
+    assert_eq!(planning_requests(&model), 1);
+}
