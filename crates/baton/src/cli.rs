@@ -326,9 +326,14 @@ pub struct DoArgs {
     /// Where `--plan-only` writes the plan.
     #[arg(short, long, value_name = "FILE", requires = "plan_only")]
     pub output: Option<PathBuf>,
-    /// A hard budget in dollars for the run of the plan.
+    /// A hard budget in dollars for the run of the plan: a plan whose estimate is over it is
+    /// not run without a person's yes.
     #[arg(long, value_name = "USD")]
     pub budget: Option<f64>,
+    /// An acceptance criterion for the goal (repeatable): a last task checks the plan's
+    /// merged work against them, reviewed, and fixes what falls short.
+    #[arg(long = "accept", value_name = "CRITERION")]
+    pub accept: Vec<String>,
     /// Most tasks running at once.
     #[arg(short = 'j', long, value_name = "N")]
     pub concurrency: Option<u32>,

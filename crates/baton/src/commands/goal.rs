@@ -75,7 +75,27 @@ pub fn goal(args: DoArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         return write_plan_only(&args, &file);
     }
     loop {
-        show(&graph, &file, &estimate(store_url, &graph, &planned));
+        let estimate = estimate(store_url, &graph, &planned);
+        show(&graph, &file, &estimate);
+        // The budget must cover what the plan should cost before any of it starts.
+        let over = match (args.budget, estimate.usd) {
+            (Some(budget), Some(usd)) if usd > budget => Some((usd, budget)),
+            _ => None,
+        };
+        if let Some((usd, budget)) = over {
+            out::err(&format!(
+                "baton: the estimate ({}) is over the budget ({}): the run would stop when it is spent",
+                dollars(usd),
+                dollars(budget)
+            ));
+            if args.yes {
+                return Err(Failure::BadInput(format!(
+                    "not run: the plan's estimate ({}) is over --budget {budget}; raise the budget, or edit the plan ({})",
+                    dollars(usd),
+                    file.display()
+                )));
+            }
+        }
         if args.yes {
             break;
         }
@@ -153,6 +173,15 @@ fn planning_graph(args: &DoArgs) -> String {
             args.scope.join(", ")
         ));
     }
+    if !args.accept.is_empty() {
+        prompt.push_str("\n\nThe goal is met when:\n");
+        for criterion in &args.accept {
+            prompt.push_str(&format!("- {criterion}\n"));
+        }
+        prompt.push_str(
+            "A last task, added after your plan, checks the plan's merged work against them.",
+        );
+    }
     let mut text = format!(
         "name = {}\n\n[[task]]\n",
         toml_str(&format!("plan: {}", title(&args.goal)))
@@ -223,7 +252,62 @@ fn plan_file(args: &DoArgs, plan: &serde_json::Value, planning_run: &str) -> Str
             text.push_str(&format!("scope = [{}]\n", scope.join(", ")));
         }
     }
+    if !args.accept.is_empty() {
+        text.push_str(&goal_check(args, &plan_ids(plan)));
+    }
     text
+}
+
+/// The ids of a plan's tasks that no other task of it needs: what the goal's check waits for.
+fn plan_ids(plan: &serde_json::Value) -> Vec<String> {
+    let tasks = plan
+        .get("task")
+        .or_else(|| plan.get("tasks"))
+        .and_then(serde_json::Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let ids: Vec<String> = tasks
+        .iter()
+        .filter_map(|t| t.get("id")?.as_str().map(str::to_owned))
+        .collect();
+    let needed: Vec<String> = tasks
+        .iter()
+        .filter_map(|t| t.get("needs")?.as_array().cloned())
+        .flatten()
+        .filter_map(|n| n.as_str().map(str::to_owned))
+        .collect();
+    ids.into_iter().filter(|id| !needed.contains(id)).collect()
+}
+
+/// The last task of a plan with `--accept` criteria: it starts from the merged work of the
+/// plan's last tasks, checks it against the goal, fixes what falls short, and is reviewed
+/// against the criteria.
+fn goal_check(args: &DoArgs, leaves: &[String]) -> String {
+    let mut id = "goal".to_owned();
+    while leaves.contains(&id) {
+        id.push('-');
+        id.push('2');
+    }
+    let needs: Vec<String> = leaves.iter().map(|l| toml_str(l)).collect();
+    let criteria: Vec<String> = args.accept.iter().map(|c| toml_str(c)).collect();
+    let prompt = format!(
+        "The tasks before you worked towards this goal, and their changes are in your working \
+         copy:\n\n{}\n\nCheck that it is met, and that each of these holds:\n{}\nFix what \
+         falls short; change nothing that does not need it.",
+        args.goal.trim(),
+        args.accept
+            .iter()
+            .map(|c| format!("- {c}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    format!(
+        "\n# Added by `baton do --accept`: the goal's own check.\n[[task]]\nid = {}\nneeds = [{}]\nprompt = {}\nacceptance = [{}]\nfix_attempts = 1\n",
+        toml_str(&id),
+        needs.join(", "),
+        toml_str(&prompt),
+        criteria.join(", ")
+    )
 }
 
 fn toml_key(key: &str) -> String {

@@ -194,3 +194,85 @@ fn do_plan_only_writes_the_plan_for_baton_run() {
     assert_eq!(ran.store().runs().len(), 2);
     assert_eq!(ran.json()["run"]["state"], "succeeded");
 }
+
+#[test]
+fn do_accept_adds_a_last_task_that_checks_the_goal_and_is_reviewed() {
+    let plan = r#"{"task": [
+  {"id": "write", "prompt": "SUB-WRITE: write hello.txt", "scope": ["hello.txt"], "allowed_tools": ["Bash"]}
+]}"#;
+    let script = Script::new()
+        .rule(
+            crate::planning::structured(
+                r#"{"verdict": "verified", "reasons": ["hello.txt holds hello"]}"#,
+            )
+            .when_contains("ACCEPTANCE CRITERIA"),
+        )
+        .rule(Rule::text("the goal is met").when_contains("The tasks before you"))
+        .rule(
+            Rule::text("wrote it")
+                .when_contains("SUB-WRITE")
+                .when_last_contains("toolu_mock"),
+        )
+        .rule(
+            Rule::tool_use(
+                "Bash",
+                serde_json::json!({"command": "echo hello > hello.txt", "description": "write"}),
+            )
+            .when_contains("SUB-WRITE"),
+        )
+        .rule(crate::planning::structured(plan).when_contains("GOAL-DO"));
+    let model = MockModel::start(script).unwrap();
+    let out = project(&model)
+        .args(&[
+            "do",
+            GOAL,
+            "--yes",
+            "--json",
+            "--accept",
+            "hello.txt holds hello",
+        ])
+        .run()
+        .status(0);
+    // The planner was told the criteria; the last task saw the plan's work and was reviewed.
+    let planner = model.requests().into_iter().next().unwrap().text();
+    assert!(
+        planner.contains("The goal is met when:\n- hello.txt holds hello"),
+        "{planner}"
+    );
+    assert_eq!(out.json_task("goal")["state"], "succeeded");
+    assert_eq!(out.json_task("goal")["review"]["verdict"], "verified");
+    let reviewer = model
+        .requests()
+        .into_iter()
+        .find(|r| r.text().contains("ACCEPTANCE CRITERIA"))
+        .unwrap()
+        .text();
+    assert!(reviewer.contains("1. hello.txt holds hello"), "{reviewer}");
+    assert!(
+        out.stderr
+            .contains("  goal             claude  needs write"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn do_yes_will_not_run_a_plan_whose_estimate_is_over_the_budget() {
+    let model = model();
+    let out = project(&model)
+        .args(&["do", GOAL, "--yes", "--budget", "0.000001"])
+        .run()
+        .status(2);
+    assert!(
+        out.stderr.contains("is over the budget ($0.0000"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("not run: the plan's estimate"),
+        "{}",
+        out.stderr
+    );
+    // Only the planning ran.
+    assert_eq!(out.store().runs().len(), 1);
+}
