@@ -315,6 +315,9 @@ impl Graph {
         let first = grown.tasks.len() as TaskIndex;
         let added: Vec<TaskIndex> = (first..first + tasks.len() as TaskIndex).collect();
         let own = self.planned_by(planner);
+        for &d in dropped {
+            grown.tasks[d as usize].replaced = true;
+        }
         for &d in self.dependents(planner) {
             if own.contains(&d) {
                 continue;

@@ -305,6 +305,9 @@ pub struct Task {
     /// run's default engine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reviewer: Option<Reviewer>,
+    /// Its planner re-planned, and the new plan replaces it (it failed, or had not started).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replaced: bool,
 }
 
 /// The agent that judges a task's `acceptance` criteria.

@@ -163,6 +163,7 @@ mod tests {
             item: None,
             acceptance: Vec::new(),
             reviewer: None,
+            replaced: false,
         }
     }
 

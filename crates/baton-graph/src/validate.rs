@@ -903,5 +903,6 @@ pub(crate) fn task(
         item: None,
         acceptance: more.acceptance,
         reviewer: more.reviewer.map(|r| r.value),
+        replaced: false,
     }
 }

@@ -23,6 +23,8 @@ pub struct PlanTask {
     pub replanned_by: Option<u32>,
     /// A planner's re-plans left.
     pub replans: u32,
+    /// A re-plan replaced it (it failed, or had not started): its failure means nothing more.
+    pub replaced: bool,
 }
 
 /// A planner's new answer joining the plan ([`Scheduler::extend`](crate::Scheduler::extend)):

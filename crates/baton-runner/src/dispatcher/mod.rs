@@ -834,6 +834,7 @@ pub(super) fn plan_of(graph: &Graph) -> Plan {
                 ),
                 replanned_by: replanner(graph, i as u32),
                 replans: t.plan.map_or(0, |p| p.replans),
+                replaced: t.replaced,
             })
             .collect(),
         concurrency: graph.run_settings().concurrency,

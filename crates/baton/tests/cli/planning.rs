@@ -413,3 +413,66 @@ fn a_planner_out_of_replans_lets_the_failure_block_what_waits() {
     assert_eq!(out.json_task("after")["state"], "blocked");
     assert_eq!(planning_requests(&model), 1);
 }
+
+#[test]
+fn a_crash_while_a_planner_re_plans_resumes_the_re_plan() {
+    let first = r#"{"task": [{"id": "a", "run": "exit 1"}]}"#;
+    let again = r#"{"task": [{"id": "a", "run": "echo fixed"}]}"#;
+    // The first re-plan hangs (the driver is killed meanwhile); the resumed one answers.
+    let script = Script::new()
+        .rule(
+            structured(again)
+                .when_last_contains("part of it failed")
+                .slow(60_000)
+                .times(1),
+        )
+        .rule(structured(again).when_last_contains("part of it failed"))
+        .rule(structured(first).when_contains("GOAL-PLAN"));
+    let model = MockModel::start(script).unwrap();
+    let graph = graph(0, 8).replace(
+        "expand = true",
+        "expand = true\non_failure = \"replan\"\nmax_replans = 1",
+    );
+    let test = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph));
+    let mut running = test.args(&["run", "graph.toml"]).spawn();
+    running.await_that("the planner to re-plan", RUN_LIMIT, |root: &Path| {
+        let store = crate::test::Store::try_open(root)?;
+        store.try_run()?;
+        let asked = model
+            .requests()
+            .iter()
+            .any(|r| r.last_text().contains("part of it failed"));
+        let recorded = !store
+            .events_of(|k| matches!(k, EventKind::Replanning { .. }))
+            .is_empty();
+        (asked && recorded).then_some(())
+    });
+    let (_, resumed) = running.kill_and_resume();
+    let states: Vec<String> = resumed
+        .store()
+        .tasks()
+        .iter()
+        .map(|t| format!("{}:{}", t.task, t.status.as_str()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            "base:succeeded",
+            "plan:succeeded",
+            "after:succeeded",
+            "plan/a:failed",
+            "plan/a-2:succeeded"
+        ]
+    );
+    // The re-plan went on where it was: asked once more, not a new re-plan.
+    let replans = resumed
+        .store()
+        .events_of(|k| matches!(k, EventKind::Replanning { .. }));
+    assert_eq!(replans.len(), 1);
+    assert_eq!(
+        planning_requests(&model),
+        1,
+        "the first plan was asked for again"
+    );
+    resumed.store().assert_consistent();
+}

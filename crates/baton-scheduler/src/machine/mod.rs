@@ -5,7 +5,9 @@ use std::time::Duration;
 use baton_model::{Ending, FailureClass, OnFailure, Outcome, RunState, Stopped, TaskState};
 
 use crate::backoff::backoff_delay;
-use crate::plan::{Adjacency, Plan, Replanned, priorities};
+
+mod growth;
+use crate::plan::{Adjacency, Plan, priorities};
 
 /// Something that happened, fed to [`Scheduler::handle`].
 #[derive(Debug, Clone, PartialEq)]
@@ -166,6 +168,8 @@ pub struct Scheduler {
     replanned_by: Vec<Option<u32>>,
     /// Per planner, the re-plans left.
     replans_left: Vec<u32>,
+    /// Per task, whether a re-plan replaced it (it failed, or had not started).
+    replaced: Vec<bool>,
     /// Planners re-planning now, with the failures they hold (passed on if the re-plan
     /// fails, replaced if it succeeds).
     held: std::collections::HashMap<u32, Vec<u32>>,
@@ -226,6 +230,7 @@ impl Scheduler {
             rng: fastrand::Rng::with_seed(seed),
             replanned_by: plan.tasks.iter().map(|t| t.replanned_by).collect(),
             replans_left: plan.tasks.iter().map(|t| t.replans).collect(),
+            replaced: plan.tasks.iter().map(|t| t.replaced).collect(),
             held: std::collections::HashMap::new(),
         }
     }
@@ -243,9 +248,14 @@ impl Scheduler {
         self.attempts[i] = attempts;
         self.phase[i] = Phase::Done(state);
         self.done += 1;
-        self.any_failed |= state.is_failure();
         self.any_needs_human |= state == TaskState::NeedsHuman;
         self.any_blocked |= state == TaskState::Blocked;
+        // A planned task's failure is its planner's to re-plan (or was replaced): what it
+        // means is decided at the start, once every task is restored.
+        if state.is_failure() && self.replanned_by[i].is_some() {
+            return;
+        }
+        self.any_failed |= state.is_failure();
         if state == TaskState::Succeeded || self.on_failure == OnFailure::Continue {
             for &d in self.dependents.of(task) {
                 self.remaining[d as usize] -= 1;
@@ -260,131 +270,6 @@ impl Scheduler {
         let i = task as usize;
         self.attempts[i] = used;
         self.uncharged[i] = if charge { 0 } else { used };
-    }
-
-    /// Grows the run to `plan`, which holds every task so far, in the same order, and new ones
-    /// after them (a planner's answer: see `baton_graph::Graph::extended`). Tasks already
-    /// known keep their state; those whose needs grew wait for the new ones too. A new task
-    /// waits for its needs that have not succeeded; one that needs a failure is blocked at once
-    /// (under `on_failure = "block"`), and all are skipped if the run is stopping: the
-    /// returned actions say so. Call it before the input that ends the planner's attempt.
-    pub fn extend(&mut self, plan: &Plan, replanned: Option<&Replanned>) -> Vec<Action> {
-        let old = self.phase.len();
-        let n = plan.tasks.len();
-        debug_assert!(n >= old, "a plan only grows");
-        let mut out = Vec::new();
-        let dependents = Adjacency::build(
-            n,
-            plan.tasks
-                .iter()
-                .enumerate()
-                .flat_map(|(i, t)| t.needs.iter().map(move |&d| (d, i as u32))),
-        );
-        self.conflicts = Adjacency::build(
-            n,
-            plan.tasks
-                .iter()
-                .enumerate()
-                .flat_map(|(i, t)| t.conflicts.iter().map(move |&c| (i as u32, c))),
-        );
-        if let Some(replanned) = replanned {
-            // What the new plan replaces ends; the failures it was made for are its now.
-            for &r in &replanned.retired {
-                if !matches!(self.phase[r as usize], Phase::Done(_) | Phase::Running) {
-                    self.finish(r, TaskState::Skipped, Cause::Replaced, &mut out);
-                }
-                self.forget_held(r);
-            }
-            self.forget_held(replanned.planner);
-        }
-        for task in &plan.tasks[old..] {
-            self.retries.push(task.retries);
-            self.backoff.push(task.backoff);
-            self.retry_infrastructure_only
-                .push(task.retry_infrastructure_only);
-            self.needs_approval.push(task.needs_approval);
-            self.approved.push(false);
-            self.phase.push(Phase::Waiting);
-            self.attempts.push(0);
-            self.uncharged.push(0);
-            // Counted below, once every new task has a phase.
-            self.remaining.push(0);
-            self.replanned_by.push(task.replanned_by);
-            self.replans_left.push(task.replans);
-            let running = task
-                .conflicts
-                .iter()
-                .filter(|&&c| (c as usize) < old && self.phase[c as usize] == Phase::Running)
-                .count() as u32;
-            self.running_conflicts.push(running);
-        }
-        self.dependents = dependents;
-        self.needs = needs_of(plan);
-        // Needs added (a planner's dependents wait for its tasks) and dropped (a re-plan's
-        // dependents no longer wait for what it replaced): `remaining` counts every need not
-        // yet satisfied, whatever the task's own phase, as `release_dependents` expects.
-        for (i, task) in plan.tasks.iter().enumerate() {
-            self.remaining[i] = task.needs.iter().filter(|&&d| !self.satisfies(d)).count() as u32;
-        }
-        let counts: Vec<u32> = plan.tasks.iter().map(|t| t.needs.len() as u32).collect();
-        self.priority = priorities(&counts, &self.dependents);
-        let queued: Vec<u32> = self.ready.drain().map(|(_, Reverse(t))| t).collect();
-        for t in queued {
-            self.ready.push((self.priority[t as usize], Reverse(t)));
-        }
-        // Every task that waits: a new one, or a known one whose needs changed (a re-plan
-        // dropped what it replaced).
-        for t in 0..n as u32 {
-            let i = t as usize;
-            if self.phase[i] != Phase::Waiting {
-                continue; // running, done, or blocked already by an earlier one's failure
-            }
-            if let Some(cause) = self.stop {
-                // Known tasks were skipped when the run stopped; these are new.
-                self.finish(t, TaskState::Skipped, Cause::Stopped(cause), &mut out);
-                continue;
-            }
-            let failed = plan.tasks[i].needs.iter().copied().find(|&d| {
-                matches!(self.phase[d as usize], Phase::Done(state) if state != TaskState::Succeeded)
-                    && !self.is_held(d)
-            });
-            match failed {
-                // Under `stop`, a failure that a re-plan replaced did not stop the run: what
-                // needs it can never run either way.
-                Some(d) if self.on_failure != OnFailure::Continue => {
-                    self.any_blocked = true;
-                    self.finish(t, TaskState::Blocked, Cause::DependencyFailed(d), &mut out);
-                    self.block_dependents(t, &mut out);
-                }
-                _ if self.remaining[i] == 0 => self.enqueue(t),
-                _ => {}
-            }
-        }
-        self.fill(&mut out);
-        out
-    }
-
-    /// A re-plan replaced the failures `planner` held, and those the planners among them held.
-    fn forget_held(&mut self, planner: u32) {
-        for held in self.held.remove(&planner).unwrap_or_default() {
-            self.forget_held(held);
-        }
-    }
-
-    /// Whether `task` failed and a re-plan holds its failure.
-    fn is_held(&self, task: u32) -> bool {
-        self.held.values().any(|held| held.contains(&task))
-    }
-
-    /// Whether `task`'s end lets its dependents go: it succeeded, or it ended at all and the
-    /// run goes on past failures.
-    fn satisfies(&self, task: u32) -> bool {
-        match self.phase[task as usize] {
-            Phase::Done(TaskState::Succeeded) => true,
-            // A failure a re-plan holds is passed on (or not) later.
-            Phase::Done(_) => self.on_failure == OnFailure::Continue && !self.is_held(task),
-            _ => false,
-        }
     }
 
     /// Applies one input and returns what follows from it, in order.
@@ -475,11 +360,6 @@ impl Scheduler {
         }
     }
 
-    /// Whether `task`, a planner, is asked again: one of its tasks failed, and it re-plans.
-    pub fn replanning(&self, task: u32) -> bool {
-        self.held.contains_key(&task)
-    }
-
     pub fn attempts(&self, task: u32) -> u32 {
         self.attempts[task as usize]
     }
@@ -507,18 +387,31 @@ impl Scheduler {
     fn start(&mut self, out: &mut Vec<Action>) {
         // A restored run may hold failures whose dependents were not restored as blocked (the
         // user asked to re-run only a dependent): block them now, as the failure would have.
-        if self.on_failure == OnFailure::Block {
-            for i in 0..self.phase.len() as u32 {
-                if matches!(self.phase[i as usize], Phase::Done(state) if state.is_failure()) {
-                    // Its planner was re-planning when the run stopped: it goes on doing so.
-                    if let Some(p) = self.replanned_by[i as usize]
-                        && !matches!(self.phase[p as usize], Phase::Done(_))
-                    {
-                        self.held.entry(p).or_default().push(i);
-                        continue;
-                    }
-                    self.block_dependents(i, out);
+        for i in 0..self.phase.len() as u32 {
+            let at = i as usize;
+            if !matches!(self.phase[at], Phase::Done(state) if state.is_failure()) {
+                continue;
+            }
+            match self.replanned_by[at] {
+                // A re-plan replaced it: nothing waits for it any more (under `continue`, as
+                // restoring any other failure, it lets its dependents go).
+                Some(_) if self.replaced[at] && self.on_failure == OnFailure::Continue => {
+                    self.release_dependents(i);
                 }
+                Some(_) if self.replaced[at] => {}
+                // Its planner was re-planning when the run stopped: it goes on doing so.
+                Some(p) if !matches!(self.phase[p as usize], Phase::Done(_)) => {
+                    self.held.entry(p).or_default().push(i);
+                }
+                Some(_) => {
+                    self.any_failed = true;
+                    match self.on_failure {
+                        OnFailure::Continue => self.release_dependents(i),
+                        _ => self.block_dependents(i, out),
+                    }
+                }
+                None if self.on_failure == OnFailure::Block => self.block_dependents(i, out),
+                None => {}
             }
         }
         for i in 0..self.phase.len() as u32 {
@@ -677,90 +570,12 @@ impl Scheduler {
         self.release_held(task, out);
     }
 
-    /// A planner whose re-plan failed passes on the failures it held (and theirs, for the
-    /// planners among them).
-    fn release_held(&mut self, planner: u32, out: &mut Vec<Action>) {
-        for held in self.held.remove(&planner).unwrap_or_default() {
-            self.any_failed = true;
-            if self.stop.is_none() {
-                self.apply_policy(held, out);
-            }
-            self.release_held(held, out);
-        }
-    }
-
     fn apply_policy(&mut self, task: u32, out: &mut Vec<Action>) {
         match self.on_failure {
             OnFailure::Continue => self.release_dependents(task),
             OnFailure::Block => self.block_dependents(task, out),
             OnFailure::Stop => self.begin_stop(StopCause::TaskFailed, out),
         }
-    }
-
-    /// Holds `task`'s failure for its planner's re-plan, if it has one left (or is re-planning
-    /// already), and sends the planner to re-plan. Whether it did.
-    fn hold_for_replan(
-        &mut self,
-        task: u32,
-        state: TaskState,
-        cause: Cause,
-        out: &mut Vec<Action>,
-    ) -> bool {
-        let Some(planner) = self.replanned_by[task as usize] else {
-            return false;
-        };
-        let p = planner as usize;
-        let replanning = self.held.contains_key(&planner);
-        // A planner that needs what failed for good can never run again.
-        let doomed = self.needs.of(planner).iter().any(|&n| {
-            matches!(self.phase[n as usize], Phase::Done(s) if s != TaskState::Succeeded)
-                && !self.is_held(n)
-        });
-        if cause != Cause::Outcome
-            || doomed
-            || self.stop.is_some()
-            || !matches!(state, TaskState::Failed | TaskState::TimedOut)
-            || (!replanning && self.replans_left[p] == 0)
-            || (!replanning && self.phase[p] != Phase::Done(TaskState::Succeeded))
-        {
-            return false;
-        }
-        self.finish(task, state, cause, out);
-        self.held.entry(planner).or_default().push(task);
-        if !replanning {
-            self.replans_left[p] -= 1;
-            // The planner runs again: what waits for it waits for its new answer, and its
-            // new attempt has its retries whole.
-            self.done -= 1;
-            self.uncharged[p] = self.attempts[p];
-            for idx in 0..self.dependents.of(planner).len() {
-                let d = self.dependents.of(planner)[idx];
-                self.remaining[d as usize] += 1;
-                // One that was ready (or waiting to be retried) waits again: its entry in the
-                // ready heap, or its retry timer, is stale now.
-                if matches!(
-                    self.phase[d as usize],
-                    Phase::Queued
-                        | Phase::Parked
-                        | Phase::Deferred
-                        | Phase::Approval
-                        | Phase::Backoff
-                ) {
-                    self.phase[d as usize] = Phase::Waiting;
-                }
-            }
-            // A planner among another's tasks while that one re-plans waits for it first.
-            if self.remaining[p] == 0 {
-                self.enqueue(planner);
-            } else {
-                self.phase[p] = Phase::Waiting;
-            }
-            out.push(Action::Replan {
-                planner,
-                failed: task,
-            });
-        }
-        true
     }
 
     /// Blocks everything downstream of `failed` that has not finished. Each task is blocked at
