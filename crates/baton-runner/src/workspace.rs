@@ -563,8 +563,18 @@ impl Workspaces {
     /// dependencies: a task's needs come first), into `baton/RUN/result`.
     pub(crate) fn consolidate(&self, graph: &Graph) -> Option<Consolidated> {
         let repo = self.repo.as_ref()?;
+        // A task whose work a dependent's branch holds (the dependent started from it) is in
+        // the result through that dependent: merged again on its own, it would bring back the
+        // conflict the dependent resolved among its dependencies.
+        let held_by_dependent = |t: u32| {
+            graph
+                .dependents(t)
+                .iter()
+                .any(|&d| self.results[d as usize].is_some())
+        };
         let merges: Vec<(String, String)> = topological(graph)
             .into_iter()
+            .filter(|&t| !held_by_dependent(t))
             .filter_map(|t| {
                 self.results[t as usize]
                     .clone()

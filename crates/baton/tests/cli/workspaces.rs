@@ -345,12 +345,26 @@ run = "cat shared.txt"
         "{}",
         String::from_utf8_lossy(&ran.stderr)
     );
-    // Resumed, the task goes on from the resolution. (The result's own merge of `left` and
-    // `right` is the next thing to resolve, on `right`'s branch.)
+    // Resumed, the task goes on from the resolution, and the run's result is made from it:
+    // `left` and `right` are in `both`, whose branch holds the resolution, so they are not
+    // merged again on their own (which would conflict again).
     let resumed = early.then().args(&["resume", &run, "--json"]).run();
     let both = resumed.json_task("both");
     assert_eq!(both["state"], "succeeded", "{both}");
     assert_eq!(both["output"], "left and right", "{both}");
+    assert_eq!(
+        resumed.json()["run"]["state"],
+        "succeeded",
+        "{}",
+        resumed.stdout
+    );
+    assert_eq!(
+        git(
+            resumed.path(),
+            &["show", &format!("baton/{run}/result:shared.txt")]
+        ),
+        "left and right"
+    );
 }
 
 #[test]
