@@ -462,6 +462,11 @@ impl Graph {
         self.conflicts.get(index)
     }
 
+    /// The engine `[defaults]` names, if any.
+    pub fn default_engine(&self) -> Option<&str> {
+        self.defaults.engine.as_ref().map(|e| e.value)
+    }
+
     pub fn notes(&self) -> &[String] {
         &self.notes
     }

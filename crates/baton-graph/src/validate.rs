@@ -724,42 +724,35 @@ pub(crate) fn check_planning(
             .help("give the task a `prompt` for an agent engine, or remove `expand`"),
         );
     }
-    // The reviewer is the task's own agent (on another model if it says): a shell task has none.
-    let engine = match action {
-        Some(ActionKind::Agent { engine }) => Some(engine),
-        _ => None,
-    };
-    if let Some(reviewer) = &more.reviewer {
-        if more.acceptance.is_empty() {
-            diags.push(
-                Diagnostic::at(
-                    reviewer.span.clone(),
-                    "`reviewer` judges `acceptance` criteria, and the task has none",
-                )
-                .label("no criteria")
-                .help("add `acceptance = [\"…\"]`, or remove `reviewer`"),
-            );
-        }
-        if let (Some(wanted), Some(own)) = (&reviewer.value.engine, engine)
-            && wanted != own
-        {
-            diags.push(
-                Diagnostic::at(
-                    reviewer.span.clone(),
-                    format!(
-                        "the reviewer's engine must be the task's own (`{own}`), not `{wanted}`"
-                    ),
-                )
-                .label("another engine")
-                .help("a reviewer on another engine is not supported yet; set only its `model`"),
-            );
-        }
-    }
-    if !more.acceptance.is_empty() && matches!(action, Some(ActionKind::Shell | ActionKind::Noop)) {
+    if let Some(reviewer) = more
+        .reviewer
+        .as_ref()
+        .filter(|_| more.acceptance.is_empty())
+    {
         diags.push(
-            Diagnostic::at(task_span(t), format!("{} has `acceptance` criteria but no agent to review its work", task_name(t)))
-                .label("not an agent task")
-                .help("acceptance review runs the task's own agent as reviewer: give the task a `prompt`, or check a shell task with `verify`"),
+            Diagnostic::at(
+                reviewer.span.clone(),
+                "`reviewer` judges `acceptance` criteria, and the task has none",
+            )
+            .label("no criteria")
+            .help("add `acceptance = [\"…\"]`, or remove `reviewer`"),
+        );
+    }
+    if let Some(engine) = more
+        .reviewer
+        .as_ref()
+        .and_then(|r| r.value.engine.as_deref())
+        && matches!(engine, "shell" | "noop")
+    {
+        diags.push(
+            Diagnostic::at(
+                more.reviewer.as_ref().map_or(0..0, |r| r.span.clone()),
+                format!("a reviewer is an agent, not `{engine}`"),
+            )
+            .label("not an agent")
+            .help(
+                "name an agent engine (claude, codex, gemini, aider, http, or one of baton.toml)",
+            ),
         );
     }
     if let Some(on_failure) = &more.on_failure {

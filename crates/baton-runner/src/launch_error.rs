@@ -21,6 +21,9 @@ pub(crate) enum LaunchError {
         "engine `{0}` needs a model: set `model` on the task or under [engines.{0}] in baton.toml"
     )]
     NoModel(String),
+    /// A task's acceptance reviewer cannot run, for the reason given.
+    #[error("its reviewer cannot run: {0}")]
+    NoReviewer(String),
     /// A `${VAR}` in `env` names a variable baton's environment does not have.
     #[error("env `{key}` {message}")]
     EnvReference { key: String, message: String },
@@ -54,6 +57,7 @@ impl LaunchError {
             Self::Template { .. }
             | Self::UnknownEngine(_)
             | Self::NoModel(_)
+            | Self::NoReviewer(_)
             | Self::EnvReference { .. }
             | Self::Nul { .. }
             | Self::CwdEscapes { .. } => true,

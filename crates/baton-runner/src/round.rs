@@ -35,6 +35,13 @@ pub(crate) struct PreparedAgent {
     pub(crate) task_limit: Budget,
 }
 
+/// The agent that reviews a task's work: its engine, model and schema, and what it gets of
+/// baton's environment (its engine's keys, not the task's variables).
+pub(crate) struct Reviewer {
+    pub(crate) agent: PreparedAgent,
+    pub(crate) env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+}
+
 /// An attempt ready to start: its spec, the watcher of its output (an agent's), and, for a
 /// task with `verify` checks, how its checks and fix rounds are started.
 pub(crate) struct Launch {
@@ -51,6 +58,9 @@ pub(crate) struct Launch {
 pub(crate) struct Recipe {
     pub(crate) base: AttemptSpec,
     pub(crate) agent: Option<Arc<PreparedAgent>>,
+    /// A task with `acceptance` criteria: the agent that reviews its work, or why there is
+    /// none.
+    pub(crate) reviewer: Option<Result<Arc<Reviewer>, String>>,
     pub(crate) fix_feedback: PathBuf,
     pub(crate) meter: Meter,
     pub(crate) key: (u32, u32),
@@ -86,45 +96,38 @@ impl Recipe {
 pub(crate) type Round = (AttemptSpec, Option<Box<dyn LineWatcher>>);
 
 impl Recipe {
-    /// The spec (and watcher) of a reviewer's round: the task's agent, in a session of its
-    /// own (on `model`, when the reviewer names one), told `prompt`, logging to `log_path`.
-    /// `None` for a task without an agent.
+    /// The spec (and watcher) of a reviewer's round: the reviewer, in a session of its own,
+    /// told `prompt`, logging to `log_path`, where the task ran. `None` for a task without
+    /// acceptance criteria; `Err` says why its reviewer cannot run.
     pub(crate) fn review_round(
         &self,
         prompt: &str,
-        model: Option<&str>,
         log_path: PathBuf,
     ) -> Option<Result<Round, LaunchError>> {
-        let agent = self.agent.as_deref()?;
-        let mut options = agent.options.clone();
-        if let Some(model) = model {
-            options.model = Some(model.to_owned());
-        }
-        // The task's own schema (a planner's) is not the reviewer's.
-        if let Some(at) = options.args.iter().position(|a| a == "--json-schema") {
-            options.args.drain(at..(at + 2).min(options.args.len()));
-        }
-        if agent.engine.kind == baton_agent::EngineKind::Claude {
-            options.args.extend([
-                "--json-schema".to_owned(),
-                crate::attempt::REVIEW_SCHEMA.to_owned(),
-            ]);
-        }
-        let reviewer = PreparedAgent {
+        let reviewer = match self.reviewer.as_ref()? {
+            Ok(reviewer) => reviewer,
+            Err(why) => return Some(Err(LaunchError::NoReviewer(why.clone()))),
+        };
+        let agent = &reviewer.agent;
+        let reviewer_agent = PreparedAgent {
             engine: agent.engine.clone(),
             prompt: PromptInput::None,
             env: agent.env.clone(),
             idle_timeout: agent.idle_timeout,
-            options,
+            options: agent.options.clone(),
             preamble: None,
             prompt_file: agent.prompt_file.clone(),
             prompt_text: prompt.to_owned(),
             prices: agent.prices.clone(),
-            model: model.map(str::to_owned).or_else(|| agent.model.clone()),
+            model: agent.model.clone(),
             task_limit: agent.task_limit.clone(),
         };
+        let reviewer_env = reviewer.env.clone();
+        let reviewer = reviewer_agent;
         let mut spec = self.base.clone();
         spec.log_path = log_path;
+        // It gets its engine's keys, not the task's variables.
+        spec.env = reviewer_env;
         let invocation = reviewer.engine.invocation(
             prompt,
             None,

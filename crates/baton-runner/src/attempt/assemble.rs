@@ -75,7 +75,6 @@ pub(crate) fn assemble(
                     baton_graph::Action::Shell { run } => format!("to run `{run}`"),
                     baton_graph::Action::Noop => String::new(),
                 },
-                model: spec_task.reviewer.as_ref().and_then(|r| r.model.clone()),
             }),
             own_output: launch.own_output,
             shared: shared.clone(),

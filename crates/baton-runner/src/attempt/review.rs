@@ -19,8 +19,6 @@ pub(crate) struct Acceptance {
     pub criteria: Vec<String>,
     /// What the task was asked: its prompt, or its command.
     pub asked: String,
-    /// The reviewer's model, when it names one.
-    pub model: Option<String>,
 }
 
 impl Unit {
@@ -44,7 +42,7 @@ impl Unit {
         let started = self
             .recipe
             .as_ref()
-            .and_then(|recipe| recipe.review_round(&prompt, acceptance.model.as_deref(), log));
+            .and_then(|recipe| recipe.review_round(&prompt, log));
         let review = match started {
             None => Review {
                 verdict: ReviewVerdict::Inconclusive,

@@ -210,20 +210,21 @@ fn a_person_can_reject_work_a_reviewer_left_to_them() {
 }
 
 #[test]
-fn a_reviewer_needs_an_agent_task_and_criteria() {
+fn a_reviewer_needs_criteria_and_is_an_agent() {
     let out = Test::new()
         .graph(
             "graph.toml",
             r#"
 [[task]]
-id = "shell"
-run = "true"
-acceptance = ["it works"]
-
-[[task]]
 id = "agent"
 prompt = "x"
 reviewer = { model = "m" }
+
+[[task]]
+id = "odd"
+run = "true"
+acceptance = ["it works"]
+reviewer = { engine = "shell" }
 "#,
         )
         .args(&["plan", "graph.toml"])
@@ -231,14 +232,56 @@ reviewer = { model = "m" }
         .status(2);
     assert!(
         out.stderr
-            .contains("task `shell` has `acceptance` criteria but no agent to review its work"),
-        "{}",
-        out.stderr
-    );
-    assert!(
-        out.stderr
             .contains("`reviewer` judges `acceptance` criteria"),
         "{}",
         out.stderr
     );
+    assert!(
+        out.stderr.contains("a reviewer is an agent, not `shell`"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_shell_task_s_work_is_reviewed_by_the_run_s_agent() {
+    let model = MockModel::start(
+        Script::new().rule(
+            crate::planning::structured(
+                r#"{"verdict": "verified_with_warnings", "reasons": ["no tests"]}"#,
+            )
+            .when_contains("ACCEPTANCE CRITERIA"),
+        ),
+    )
+    .unwrap();
+    let graph = r#"
+[[task]]
+id = "build"
+run = "echo built > out.txt"
+workspace = "worktree"
+acceptance = ["out.txt says built"]
+reviewer = { engine = "claude", model = "claude-sonnet-4-5" }
+"#;
+    let out = committed(with_claude(Test::new(), &model).graph("graph.toml", graph))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(out.json()["run"]["state"], "succeeded_with_warnings");
+    let task = out.json_task("build");
+    assert_eq!(
+        task["review"]["verdict"], "verified_with_warnings",
+        "{task}"
+    );
+    // The reviewer ran on the model asked for, saw the command and its diff, and its spend
+    // is the task's.
+    let asked = model
+        .requests()
+        .into_iter()
+        .find(|r| r.text().contains("ACCEPTANCE CRITERIA"))
+        .unwrap();
+    assert_eq!(asked.body["model"], "claude-sonnet-4-5");
+    let text = asked.text();
+    assert!(text.contains("to run `echo built > out.txt`"), "{text}");
+    assert!(text.contains("+built"), "{text}");
+    assert!(task["agent"]["cost_usd"].as_f64().unwrap() > 0.0, "{task}");
 }

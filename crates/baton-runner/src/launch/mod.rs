@@ -28,6 +28,8 @@ use crate::out_dir::OutDir;
 use crate::round::shape;
 pub(crate) use crate::round::{Continue, Launch, PreparedAgent, Recipe};
 
+mod reviewer;
+
 /// Stdout kept in memory per attempt, at least: what is stored as the task's output.
 const MIN_OUTPUT_CAPTURE: usize = 64 * 1024;
 /// Tail of stderr kept per attempt.
@@ -354,9 +356,11 @@ impl Launcher {
         let checked = !spec_task.verify.is_empty()
             || !spec_task.acceptance.is_empty()
             || (spec_task.plan.is_some() && spec_task.fix_attempts > 0);
+        let reviewer = (!spec_task.acceptance.is_empty()).then(|| self.reviewer_for(task));
         let recipe = checked.then(|| Recipe {
             base: spec.clone(),
             agent: agent.clone(),
+            reviewer,
             fix_feedback: fix_feedback.clone(),
             meter: meter.clone(),
             key: (task, attempt),
@@ -594,15 +598,7 @@ impl Launcher {
             // Most tasks: the run's list alone, filtered once for all of them.
             Arc::clone(&self.base_passed)
         } else {
-            self.environment
-                .iter()
-                .filter(|(name, _)| {
-                    name.to_str().is_some_and(|n| {
-                        (passes(n, &self.pass_env) || passes(n, &patterns)) && !removed.contains(&n)
-                    })
-                })
-                .cloned()
-                .collect()
+            self.passed(&patterns, removed).into()
         };
         Prepared {
             program: program.map_err(Arc::new),
@@ -610,6 +606,24 @@ impl Launcher {
             passed,
             agent,
         }
+    }
+
+    /// What of baton's environment a process gets: the run's list and `patterns`, without
+    /// `removed`.
+    pub(super) fn passed(
+        &self,
+        patterns: &[String],
+        removed: &[&str],
+    ) -> Vec<(OsString, OsString)> {
+        self.environment
+            .iter()
+            .filter(|(name, _)| {
+                name.to_str().is_some_and(|n| {
+                    (passes(n, &self.pass_env) || passes(n, patterns)) && !removed.contains(&n)
+                })
+            })
+            .cloned()
+            .collect()
     }
 
     /// The template context of `task`: its predecessors' results, each capped so that all of
