@@ -308,6 +308,18 @@ pub struct Task {
     /// Its planner re-planned, and the new plan replaces it (it failed, or had not started).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replaced: bool,
+    /// What its planner (or the file) expects it to take and cost: `baton do`'s estimate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<Estimate>,
+}
+
+/// `estimate = { minutes = 10, usd = 0.5 }`: what a task is expected to take and cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minutes: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd: Option<f64>,
 }
 
 /// The agent that judges a task's `acceptance` criteria.

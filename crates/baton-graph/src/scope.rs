@@ -164,6 +164,7 @@ mod tests {
             acceptance: Vec::new(),
             reviewer: None,
             replaced: false,
+            estimate: None,
         }
     }
 

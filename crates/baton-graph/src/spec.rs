@@ -205,6 +205,7 @@ pub(crate) struct TaskMore {
     pub max_replans: Option<At<u32>>,
     /// `reviewer = { engine, model }`, where it was written.
     pub reviewer: Option<At<crate::graph::Reviewer>>,
+    pub estimate: Option<crate::graph::Estimate>,
 }
 
 /// `for_each`, as written.
@@ -255,6 +256,7 @@ static NOTHING_MORE: TaskMore = TaskMore {
     reviewer: None,
     on_failure: None,
     max_replans: None,
+    estimate: None,
 };
 
 impl TaskSpec {

@@ -897,5 +897,6 @@ pub(crate) fn task(
         acceptance: more.acceptance,
         reviewer: more.reviewer.map(|r| r.value),
         replaced: false,
+        estimate: more.estimate,
     }
 }

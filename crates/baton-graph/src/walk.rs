@@ -89,6 +89,7 @@ const TASK_OWN_FIELDS: &[&str] = &[
     "reviewer",
     "on_failure",
     "max_replans",
+    "estimate",
 ];
 pub(crate) const TASK_FIELDS: &[&[&str]] = &[TASK_OWN_FIELDS, AGENT_FIELDS, AGENT_TASK_FIELDS];
 
@@ -683,6 +684,29 @@ impl Walker<'_> {
         self.budget_in(e, "[run] budget")
     }
 
+    /// `estimate = { minutes = 10, usd = 0.5 }`.
+    fn estimate(&mut self, e: &Entry) -> Option<crate::graph::Estimate> {
+        let table = self.table_node(&e.value, "`estimate`")?;
+        let mut estimate = crate::graph::Estimate::default();
+        self.each_field(table, "estimate", &[&["minutes", "usd"]], |w, f| {
+            let value = match f.value.kind {
+                Kind::Int(n) if n >= 0 => Some(n as f64),
+                Kind::Float(x) if x >= 0.0 && x.is_finite() => Some(x),
+                _ => {
+                    w.wrong_type(f, "a number of at least 0");
+                    return true;
+                }
+            };
+            match f.key.as_str() {
+                "minutes" => estimate.minutes = value,
+                "usd" => estimate.usd = value,
+                _ => return false,
+            }
+            true
+        });
+        Some(estimate)
+    }
+
     fn budget_in(&mut self, e: &Entry, place: &str) -> Budget {
         let mut b = Budget::default();
         let Some(table) = self.table_node(&e.value, place) else {
@@ -783,6 +807,7 @@ impl Walker<'_> {
                 "for_each" => t.more_mut().for_each = w.for_each(e),
                 "acceptance" => t.more_mut().acceptance = w.plain_strings(e),
                 "on_failure" => t.more_mut().on_failure = w.string(e),
+                "estimate" => t.more_mut().estimate = w.estimate(e),
                 "max_replans" => {
                     t.more_mut().max_replans = w.count(e, 0).map(|n| At::new(n, e.key_span.clone()))
                 }

@@ -16,7 +16,7 @@ const NAMED_TASKS: usize = 50;
 /// The JSON schema of a plan, for engines that hold an answer to one. Loose on purpose: it
 /// says the shape (so the model answers with tasks), and baton's own validation, which names
 /// every problem with its line, says the rest.
-pub(crate) const PLAN_SCHEMA: &str = r#"{"type":"object","properties":{"task":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"prompt":{"type":"string"},"run":{"type":"string"},"needs":{"type":"array","items":{"type":"string"}},"scope":{"type":"array","items":{"type":"string"}},"verify":{"type":"array","items":{"type":"string"}}},"required":["id"]}}},"required":["task"]}"#;
+pub(crate) const PLAN_SCHEMA: &str = r#"{"type":"object","properties":{"task":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"prompt":{"type":"string"},"run":{"type":"string"},"needs":{"type":"array","items":{"type":"string"}},"scope":{"type":"array","items":{"type":"string"}},"verify":{"type":"array","items":{"type":"string"}},"estimate":{"type":"object","properties":{"minutes":{"type":"number"},"usd":{"type":"number"}}}},"required":["id"]}}},"required":["task"]}"#;
 
 /// Why a planner's answer was not taken.
 #[derive(Debug, Clone)]
@@ -75,7 +75,9 @@ pub(crate) fn preamble(graph: &Graph, planner: TaskIndex, root: &Path) -> String
          the tasks that must finish first (their results are handed over). `scope`: globs of \
          the files the task may change; tasks whose scopes overlap never run at once, so give \
          disjoint scopes to work that can go in parallel. `verify`: shell commands that check \
-         the task's work. Also `engine`, `model`, `timeout`, `retries`, `fix_attempts`.\n",
+         the task's work. `estimate`: `{{\"minutes\": …, \"usd\": …}}`, what you expect the task \
+         to take and cost, shown to the person who decides whether the plan runs. Also \
+         `engine`, `model`, `timeout`, `retries`, `fix_attempts`.\n",
         id = task.id
     );
     if let Some(limits) = describe_limits(graph, planner) {

@@ -406,40 +406,71 @@ fn estimate(store_url: Option<&str>, graph: &Graph, planned: &RunResult) -> Esti
             }
         }
     }
-    let (cost, ms, basis) = if times.is_empty() {
+    let (cost, ms, history) = if times.is_empty() {
         let planner = planned.tasks.iter().find(|t| t.id == PLANNER);
         (
             planner
                 .and_then(|t| t.agent.as_ref())
                 .map(|a| a.spend.cost_usd),
             planner.and_then(|t| t.duration_ms).unwrap_or(60_000),
-            "a rough guess from the planner's own attempt: no earlier agent runs here".to_owned(),
+            "the planner's own attempt (no earlier agent runs here)".to_owned(),
         )
     } else {
         (
             median_f64(&mut costs),
             median_u64(&mut times),
-            format!("from {} agent attempts of earlier runs here", times.len()),
+            format!("{} agent attempts of earlier runs here", times.len()),
         )
     };
+    // Per task: what the planner expects of it, else what agents took here (nothing for a
+    // shell task).
     let agent = |i: u32| matches!(graph.task(i).action, baton_graph::Action::Agent { .. });
-    let agents = (0..graph.len() as u32).filter(|&i| agent(i)).count();
+    let mut by_planner = 0;
+    let mut usd: Option<f64> = Some(0.0);
+    let mut task_ms = vec![0u64; graph.len()];
+    for i in 0..graph.len() as u32 {
+        let expected = graph.task(i).estimate.unwrap_or_default();
+        if expected.minutes.is_some() || expected.usd.is_some() {
+            by_planner += 1;
+        }
+        let fallback = agent(i);
+        task_ms[i as usize] = expected
+            .minutes
+            .map(|m| (m * 60_000.0) as u64)
+            .unwrap_or(if fallback { ms } else { 0 });
+        let cost = expected.usd.or(if fallback { cost } else { Some(0.0) });
+        usd = match (usd, cost) {
+            (Some(sum), Some(c)) => Some(sum + c),
+            _ => None,
+        };
+    }
+    // Each level after the one before: its tasks shared among the slots, the longest at least.
     let plan = baton_graph::plan(graph);
-    let concurrency = graph.run_settings().concurrency.max(1) as usize;
-    let rounds: usize = plan
+    let concurrency = graph.run_settings().concurrency.max(1) as u64;
+    let total_ms: u64 = plan
         .levels
         .iter()
         .map(|level| {
-            let n = level
+            let times: Vec<u64> = level
                 .iter()
-                .filter(|id| graph.index_of(id).is_some_and(agent))
-                .count();
-            n.div_ceil(concurrency)
+                .filter_map(|id| graph.index_of(id))
+                .map(|i| task_ms[i as usize])
+                .collect();
+            let longest = times.iter().copied().max().unwrap_or(0);
+            (times.iter().sum::<u64>() / concurrency).max(longest)
         })
         .sum();
+    let basis = match by_planner {
+        0 => format!("from {history}"),
+        n if n == graph.len() => "the planner's estimates".to_owned(),
+        n => format!(
+            "the planner's estimates for {n} of {} tasks, the rest from {history}",
+            graph.len()
+        ),
+    };
     Estimate {
-        usd: cost.map(|c| c * agents as f64),
-        time: Duration::from_millis(ms.saturating_mul(rounds as u64)),
+        usd,
+        time: Duration::from_millis(total_ms),
         basis,
     }
 }

@@ -276,3 +276,40 @@ fn do_yes_will_not_run_a_plan_whose_estimate_is_over_the_budget() {
     // Only the planning ran.
     assert_eq!(out.store().runs().len(), 1);
 }
+
+#[test]
+fn do_shows_the_planners_own_estimates() {
+    let plan = r#"{"task": [
+  {"id": "one", "run": "true", "estimate": {"minutes": 10, "usd": 1.25}},
+  {"id": "two", "needs": ["one"], "run": "true", "estimate": {"minutes": 5, "usd": 0.25}}
+]}"#;
+    let model = MockModel::start(
+        Script::new().rule(crate::planning::structured(plan).when_contains("GOAL-DO")),
+    )
+    .unwrap();
+    let out = project(&model)
+        .args(&["do", GOAL, "--plan-only"])
+        .run()
+        .status(0);
+    // The plan file keeps them.
+    assert!(
+        out.stdout
+            .contains("estimate = { minutes = 10, usd = 1.25 }"),
+        "{}",
+        out.stdout
+    );
+    let out = out
+        .then()
+        .args(&["do", GOAL, "--yes", "--quiet"])
+        .run()
+        .status(0);
+    assert!(
+        out.stderr
+            .contains("estimate: about $1.50, about 15m00s (the planner's estimates)"),
+        "{}",
+        out.stderr
+    );
+    // The planner was asked for them.
+    let asked = model.requests().into_iter().next().unwrap().text();
+    assert!(asked.contains("`estimate`"), "{asked}");
+}
