@@ -15,6 +15,9 @@ pub enum TaskState {
     Running,
     Waiting,
     Succeeded,
+    /// Succeeded, and its acceptance reviewer had reservations (`verified_with_warnings`).
+    /// What a run's result says of such a task; to the scheduler and the record it succeeded.
+    SucceededWithWarnings,
     Failed,
     TimedOut,
     Cancelled,
@@ -24,12 +27,13 @@ pub enum TaskState {
 }
 
 impl TaskState {
-    pub const ALL: [TaskState; 11] = [
+    pub const ALL: [TaskState; 12] = [
         Self::Pending,
         Self::Ready,
         Self::Running,
         Self::Waiting,
         Self::Succeeded,
+        Self::SucceededWithWarnings,
         Self::Failed,
         Self::TimedOut,
         Self::Cancelled,
@@ -58,6 +62,7 @@ impl TaskState {
             Self::Running => "running",
             Self::Waiting => "waiting",
             Self::Succeeded => "succeeded",
+            Self::SucceededWithWarnings => "succeeded_with_warnings",
             Self::Failed => "failed",
             Self::TimedOut => "timed_out",
             Self::Cancelled => "cancelled",

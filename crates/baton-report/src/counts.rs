@@ -49,7 +49,7 @@ impl StateCounts {
     /// Where a task that finished in `state` is counted.
     fn slot(&mut self, state: TaskState) -> &mut u32 {
         match state {
-            TaskState::Succeeded => &mut self.succeeded,
+            TaskState::Succeeded | TaskState::SucceededWithWarnings => &mut self.succeeded,
             TaskState::Failed => &mut self.failed,
             TaskState::TimedOut => &mut self.timed_out,
             TaskState::Cancelled => &mut self.cancelled,

@@ -149,7 +149,7 @@ pub(crate) fn describe_finish(
     timing: Option<(Duration, u32)>,
 ) -> String {
     let mark = match state {
-        TaskState::Succeeded => "✓",
+        TaskState::Succeeded | TaskState::SucceededWithWarnings => "✓",
         TaskState::Blocked | TaskState::Skipped => "⊘",
         _ => "✗",
     };

@@ -128,7 +128,7 @@ impl Totals {
         for task in tasks {
             totals.attempts += task.attempts;
             match task.state {
-                TaskState::Succeeded => totals.succeeded += 1,
+                TaskState::Succeeded | TaskState::SucceededWithWarnings => totals.succeeded += 1,
                 TaskState::Failed => totals.failed += 1,
                 TaskState::TimedOut => totals.timed_out += 1,
                 TaskState::Cancelled => totals.cancelled += 1,

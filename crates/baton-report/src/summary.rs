@@ -74,9 +74,17 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
                 String::new()
             }
         };
+        // `succeeded_with_warnings` is wider than the others: the column takes it when shown.
+        let state_width = rows
+            .iter()
+            .take(shown)
+            .map(|t| t.state.as_str().len())
+            .max()
+            .unwrap_or(0)
+            .max(11);
         let _ = writeln!(
             out,
-            "{}  {:<11}  {:>8}  {:>7}  {}DETAIL",
+            "{}  {:<state_width$}  {:>8}  {:>7}  {}DETAIL",
             crate::pad("TASK", id_width),
             "STATE",
             "ATTEMPTS",
@@ -91,7 +99,7 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
             let detail = detail(task, result.run.id.as_str());
             let _ = writeln!(
                 out,
-                "{}  {:<11}  {:>8}  {:>7}  {}{}",
+                "{}  {:<state_width$}  {:>8}  {:>7}  {}{}",
                 crate::pad(&task.id, id_width),
                 task.state.as_str(),
                 task.attempts,
@@ -162,8 +170,10 @@ fn detail(task: &crate::TaskResult, run: &str) -> String {
             "waits for approval: `baton approve {run} {id}` or `baton reject {run} {id}`",
             id = task.id
         ));
-    } else if task.state != TaskState::Succeeded
-        && let Some(outcome) = &task.outcome
+    } else if !matches!(
+        task.state,
+        TaskState::Succeeded | TaskState::SucceededWithWarnings
+    ) && let Some(outcome) = &task.outcome
     {
         parts.push(outcome.to_string());
     }
@@ -176,7 +186,10 @@ fn detail(task: &crate::TaskResult, run: &str) -> String {
             .as_deref()
             .and_then(last_line)
             .or_else(|| task.output.as_deref().and_then(last_line))
-    } else if task.state == TaskState::Succeeded {
+    } else if matches!(
+        task.state,
+        TaskState::Succeeded | TaskState::SucceededWithWarnings
+    ) {
         task.output.as_deref().and_then(last_line)
     } else {
         None

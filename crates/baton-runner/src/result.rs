@@ -219,9 +219,21 @@ pub fn build_observed_result(
                 .remove(&t.task)
                 .filter(|_| matches!(outcome, Some(Outcome::VerifyFailed { .. })))
                 .map(Box::new);
+            let review = reviews.remove(&t.task);
+            // To the scheduler and the record it succeeded; its result says its reviewer had
+            // reservations.
+            let state = match &review {
+                Some(r)
+                    if t.status == baton_model::TaskState::Succeeded
+                        && r.verdict == baton_model::ReviewVerdict::VerifiedWithWarnings =>
+                {
+                    baton_model::TaskState::SucceededWithWarnings
+                }
+                _ => t.status,
+            };
             TaskResult {
                 id: t.task.to_string(),
-                state: t.status,
+                state,
                 attempts: t.attempts,
                 duration_ms: match (t.started_at_ms, t.ended_at_ms) {
                     (Some(s), Some(e)) => Some(e.saturating_sub(s).max(0) as u64),
@@ -238,7 +250,7 @@ pub fn build_observed_result(
                 workspace: workspaces.remove(t.task.as_str()).map(Box::new),
                 containment,
                 check,
-                review: reviews.remove(&t.task),
+                review,
                 planned: planned.remove(&t.task).unwrap_or_default(),
             }
         })

@@ -272,6 +272,13 @@ reviewer = { engine = "claude", model = "claude-sonnet-4-5" }
         task["review"]["verdict"], "verified_with_warnings",
         "{task}"
     );
+    assert_eq!(task["state"], "succeeded_with_warnings", "{task}");
+    assert_eq!(out.json()["totals"]["succeeded"], 1);
+    out.then()
+        .args(&["status"])
+        .run()
+        .status(0)
+        .stdout_contains("build  succeeded_with_warnings         1");
     // The reviewer ran on the model asked for, saw the command and its diff, and its spend
     // is the task's.
     let asked = model
