@@ -18,6 +18,11 @@ const NAMED_TASKS: usize = 50;
 /// every problem with its line, says the rest.
 pub(crate) const PLAN_SCHEMA: &str = r#"{"type":"object","properties":{"task":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"prompt":{"type":"string"},"run":{"type":"string"},"needs":{"type":"array","items":{"type":"string"}},"scope":{"type":"array","items":{"type":"string"}},"verify":{"type":"array","items":{"type":"string"}},"estimate":{"type":"object","properties":{"minutes":{"type":"number"},"usd":{"type":"number"}}}},"required":["id"]}}},"required":["task"]}"#;
 
+/// [`PLAN_SCHEMA`] as OpenAI's strict structured outputs take one (Codex's `--output-schema`):
+/// every property listed as required, none other allowed; a field a task leaves out is `null`,
+/// which the graph file's walker reads as absent. So a Codex plan has these fields only.
+pub(crate) const PLAN_SCHEMA_STRICT: &str = r#"{"type":"object","additionalProperties":false,"required":["task"],"properties":{"task":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["id","prompt","run","needs","scope","verify","estimate"],"properties":{"id":{"type":"string"},"prompt":{"type":["string","null"]},"run":{"type":["string","null"]},"needs":{"type":["array","null"],"items":{"type":"string"}},"scope":{"type":["array","null"],"items":{"type":"string"}},"verify":{"type":["array","null"],"items":{"type":"string"}},"estimate":{"type":["object","null"],"additionalProperties":false,"required":["minutes","usd"],"properties":{"minutes":{"type":["number","null"]},"usd":{"type":["number","null"]}}}}}}}}"#;
+
 /// Why a planner's answer was not taken.
 #[derive(Debug, Clone)]
 pub(crate) struct Rejected {

@@ -37,7 +37,7 @@ use tokio::sync::{mpsc, watch};
 pub(crate) use assemble::{Assembly, assemble};
 pub(crate) use checks::run_checks;
 use panic::CatchPanic;
-pub(crate) use review::{Acceptance, REVIEW_SCHEMA};
+pub(crate) use review::{Acceptance, REVIEW_SCHEMA, REVIEW_SCHEMA_STRICT};
 
 use crate::agent::{AgentWatch, judge};
 use crate::budget::Meter;

@@ -11,6 +11,10 @@ use super::{Phase, Progress, Round, Unit};
 /// The JSON schema of a verdict, for engines that hold an answer to one.
 pub(crate) const REVIEW_SCHEMA: &str = r#"{"type":"object","properties":{"verdict":{"type":"string","enum":["verified","verified_with_warnings","rejected","inconclusive","needs_human"]},"reasons":{"type":"array","items":{"type":"string"}}},"required":["verdict"]}"#;
 
+/// [`REVIEW_SCHEMA`] as OpenAI's strict structured outputs take one (Codex's
+/// `--output-schema`).
+pub(crate) const REVIEW_SCHEMA_STRICT: &str = r#"{"type":"object","additionalProperties":false,"required":["verdict","reasons"],"properties":{"verdict":{"type":"string","enum":["verified","verified_with_warnings","rejected","inconclusive","needs_human"]},"reasons":{"type":"array","items":{"type":"string"}}}}"#;
+
 /// Most bytes of the task's diff a reviewer is shown; the rest is cut, saying so.
 const DIFF_SHOWN: usize = 24 * 1024;
 

@@ -543,11 +543,16 @@ impl Launcher {
                         // Where the engine can hold the answer to a schema, it does: Claude
                         // Code's `--json-schema` has the model answer through a tool whose
                         // input is checked against it (its `result` is then that JSON).
-                        if spec_task.plan.is_some() && engine.kind == EngineKind::Claude {
-                            options.args.extend([
-                                "--json-schema".to_owned(),
-                                crate::planner::PLAN_SCHEMA.to_owned(),
-                            ]);
+                        if spec_task.plan.is_some() {
+                            options.args.extend(schema_args(
+                                engine.kind,
+                                crate::planner::PLAN_SCHEMA,
+                                crate::planner::PLAN_SCHEMA_STRICT,
+                                &self
+                                    .dirs
+                                    .handoff
+                                    .join(format!("{}.schema.json", spec_task.id.file_name())),
+                            ));
                         }
                         let preamble = match spec_task.plan {
                             Some(_) => {
@@ -722,6 +727,26 @@ impl Launcher {
                 self.held[task as usize] = Some(HeldOutput::default());
             }
         }
+    }
+}
+
+/// The arguments that give `kind`'s CLI a schema its answer must hold to: Claude Code's
+/// `--json-schema` (the schema itself), Codex's `--output-schema` (a file holding its strict
+/// form, written at `file`). None for the other engines (or a file that cannot be written):
+/// their final message is read as it is.
+pub(crate) fn schema_args(
+    kind: EngineKind,
+    schema: &str,
+    strict: &str,
+    file: &std::path::Path,
+) -> Vec<String> {
+    match kind {
+        EngineKind::Claude => vec!["--json-schema".to_owned(), schema.to_owned()],
+        EngineKind::Codex => match crate::layout::write_private(file, strict.as_bytes()) {
+            Ok(()) => vec!["--output-schema".to_owned(), file.display().to_string()],
+            Err(_) => Vec::new(),
+        },
+        _ => Vec::new(),
     }
 }
 

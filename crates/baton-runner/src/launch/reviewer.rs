@@ -64,12 +64,15 @@ impl Launcher {
             ..AgentOptions::default()
         };
         // A verdict's schema, where the engine holds an answer to one (see the planner's).
-        if engine.kind == EngineKind::Claude {
-            options.args.extend([
-                "--json-schema".to_owned(),
-                crate::attempt::REVIEW_SCHEMA.to_owned(),
-            ]);
-        }
+        options.args.extend(super::schema_args(
+            engine.kind,
+            crate::attempt::REVIEW_SCHEMA,
+            crate::attempt::REVIEW_SCHEMA_STRICT,
+            &self
+                .dirs
+                .handoff
+                .join(format!("{}.review-schema.json", spec_task.id.file_name())),
+        ));
         Ok(Arc::new(crate::round::Reviewer {
             agent: PreparedAgent {
                 engine,

@@ -218,7 +218,7 @@ backoff = "100ms"
 
 /// A test whose `codex` engine is the pinned CLI with a model provider pointing at `model`, and
 /// a `CODEX_HOME` of its own.
-fn with_codex(test: Test, model: &MockModel) -> Test {
+pub(crate) fn with_codex(test: Test, model: &MockModel) -> Test {
     let tmp = test.path().parent().unwrap().to_owned();
     let (home, codex_home) = (tmp.join("home"), tmp.join("codex-home"));
     std::fs::create_dir_all(&home).unwrap();

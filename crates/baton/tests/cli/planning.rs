@@ -476,3 +476,38 @@ fn a_crash_while_a_planner_re_plans_resumes_the_re_plan() {
     );
     resumed.store().assert_consistent();
 }
+
+#[test]
+fn a_codex_planner_answers_to_a_strict_schema() {
+    // Codex holds its answer to a strict schema: every field there, null where unused.
+    let plan = r#"{"task": [
+  {"id": "one", "prompt": null, "run": "echo one", "needs": null, "scope": null, "verify": null, "estimate": null},
+  {"id": "two", "prompt": null, "run": "echo two", "needs": ["one"], "scope": null, "verify": null, "estimate": {"minutes": 1, "usd": null}}
+]}"#;
+    let script = Script::new().rule(Rule::text(plan).when_contains("GOAL-CODEX"));
+    let model = MockModel::start(script).unwrap();
+    let graph = r#"
+[[task]]
+id = "plan"
+engine = "codex"
+model = "gpt-5"
+timeout = "2m"
+prompt = "GOAL-CODEX: two steps"
+expand = true
+"#;
+    let out = committed(crate::agents::with_codex(Test::new(), &model).graph("graph.toml", graph))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(out.json_task("plan/two")["output"], "two");
+    assert_eq!(out.json_task("plan/one")["state"], "succeeded");
+    // The schema went to the model with codex's request.
+    let asked = model
+        .requests()
+        .into_iter()
+        .find(|r| r.text().contains("GOAL-CODEX"))
+        .unwrap();
+    let body = asked.body.to_string();
+    assert!(body.contains("\"additionalProperties\":false"), "{body}");
+    assert!(body.contains("\"estimate\""), "{body}");
+}
