@@ -81,7 +81,9 @@ pub fn kill_leftovers(run: &RunId, unfinished: &Unfinished) -> usize {
         if !found.iter().any(|p| p.group == Some(group)) {
             continue;
         }
-        if let Ok(id) = i32::try_from(group) {
+        if let Ok(id) = i32::try_from(group)
+            && id != nix::unistd::getpgrp().as_raw()
+        {
             let _ = killpg(Pid::from_raw(id), Signal::SIGKILL);
         }
     }
@@ -152,7 +154,14 @@ struct Marked {
 impl Marked {
     /// Kills it with its process group; whether it was still there to kill.
     fn end(&self) -> bool {
-        if let Some(group) = self.group.and_then(|g| i32::try_from(g).ok()) {
+        // Never baton's own group: a marked process caught before it left it (a `setsid` not
+        // yet made) would take baton, and whatever started it, down with it.
+        let own = nix::unistd::getpgrp().as_raw();
+        if let Some(group) = self
+            .group
+            .and_then(|g| i32::try_from(g).ok())
+            .filter(|&g| g != own)
+        {
             let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
         }
         let Ok(pid) = i32::try_from(self.pid) else {
@@ -242,13 +251,18 @@ mod tests {
             .unwrap()
     }
 
-    /// Waits until `child`'s environment is its own (a `setsid` child execs `sleep` first).
+    /// Waits until `child` is `sleep` with its environment (a `setsid` child execs `sleep`
+    /// once it has left the test's session: caught before, it would still be in the test's
+    /// process group, which killing its group would end).
     fn settled(child: &Child) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while std::fs::read(format!("/proc/{}/environ", child.id()))
-            .map_or(true, |env| !env.windows(13).any(|w| w == b"BATON_ATTEMPT"))
-            && std::time::Instant::now() < deadline
-        {
+        let ready = || {
+            let env = std::fs::read(format!("/proc/{}/environ", child.id())).unwrap_or_default();
+            let comm =
+                std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap_or_default();
+            comm.trim() == "sleep" && env.windows(13).any(|w| w == b"BATON_ATTEMPT")
+        };
+        while !ready() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
