@@ -638,11 +638,26 @@ impl Workspaces {
         // One left by a crash is replaced.
         let _ = repo.remove_worktree(&path);
         let _ = repo.delete_branches(&format!("baton/{}/+verify/", self.run));
-        match repo.add_worktree(&path, &branch, &TaskStart::Commit(commit.to_owned())) {
+        // From a pooled worktree when there is one: only the files that differ are written,
+        // which on a large repository is the whole cost of a check (and of each of a
+        // bisection's probes); given back to the pool when the check is done.
+        let start = TaskStart::Commit(commit.to_owned());
+        let made = match self.reuse_pooled(&repo, &path, &branch, &start) {
+            Some(made) => made,
+            None => repo.add_worktree(&path, &branch, &start),
+        };
+        match made {
             Ok(MergeOutcome::Merged(_)) => Ok(Checkout {
                 repo,
                 path,
                 prefix: format!("baton/{}/+verify/", self.run),
+                pool: (pool_size() > 0).then(|| {
+                    (
+                        self.pool_dir(),
+                        self.pool_dir().join(format!("{}-verify", self.run)),
+                        self.base.clone(),
+                    )
+                }),
             }),
             Ok(MergeOutcome::Conflict(_)) => Err("a checkout cannot conflict".to_owned()),
             Err(e) => Err(format!("cannot check out the merged result: {e}")),
@@ -827,6 +842,9 @@ pub(crate) struct Checkout {
     path: PathBuf,
     /// Where its branch is: deleted with it.
     prefix: String,
+    /// The pool it goes back to (the pool's directory, its place there, and the commit it is
+    /// emptied to), while the pool has room.
+    pool: Option<(PathBuf, PathBuf, String)>,
 }
 
 impl Checkout {
@@ -837,7 +855,13 @@ impl Checkout {
 
 impl Drop for Checkout {
     fn drop(&mut self) {
-        let _ = self.repo.remove_worktree(&self.path);
+        let pooled = self.pool.as_ref().is_some_and(|(dir, place, rest)| {
+            pooled_worktrees(dir).len() < pool_size()
+                && self.repo.pool_worktree(&self.path, place, rest).is_ok()
+        });
+        if !pooled {
+            let _ = self.repo.remove_worktree(&self.path);
+        }
         let _ = self.repo.delete_branches(&self.prefix);
     }
 }

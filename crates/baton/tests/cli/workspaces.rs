@@ -388,7 +388,27 @@ run = "echo b > b.txt"
 "#
         )
     };
-    repo_with(&graph("test -f a.txt && test -f b.txt"))
+    // The check leaves a file behind in its checkout.
+    let passed = repo_with(&graph("test -f a.txt && test -f b.txt && touch stray"))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    // The check's checkout went back to the pool with the tasks' worktrees; a second run's
+    // check takes one from there (no file of an earlier check left in it: it passes only if
+    // the new result is what it sees).
+    let pool = passed.path().join(".baton/worktrees/.pool");
+    let pooled: Vec<String> = std::fs::read_dir(&pool)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(pooled.iter().any(|n| n.ends_with("-verify")), "{pooled:?}");
+    passed
+        .then()
+        .graph(
+            "graph.toml",
+            &graph("test -f a.txt && test -f b.txt && ! test -f stray"),
+        )
         .args(&["run", "graph.toml", "--json"])
         .run()
         .status(0);
