@@ -132,11 +132,11 @@ impl EngineKind {
     }
 
     /// Whether a later attempt continues the agent's session. Only where that was seen to
-    /// work end to end: Claude Code's `--resume=ID`. Gemini CLI keeps no session when its
-    /// first request fails ("No previous sessions found"), and `codex exec resume` is not
-    /// tested yet; both start afresh.
+    /// work end to end: Claude Code's `--resume=ID`, and `codex exec resume ID` (0.171, tested
+    /// after an attempt the API cut short mid-work). Gemini CLI keeps no session when its
+    /// first request fails ("No previous sessions found"): it starts afresh.
     pub fn can_resume(self) -> bool {
-        matches!(self, Self::Claude)
+        matches!(self, Self::Claude | Self::Codex)
     }
 }
 

@@ -1262,3 +1262,46 @@ fn an_agent_outside_a_repository_is_said_to_work_in_place() {
         .stderr_contains("without the write sandbox");
     assert_eq!(out.json_task("work")["output"], "done in place");
 }
+
+#[test]
+fn a_codex_attempt_cut_short_by_the_api_continues_its_session() {
+    let script = Script::new()
+        .rule(
+            Rule::text("Finished after resuming")
+                .when_last_contains("Your previous attempt at this task was cut short"),
+        )
+        // After its command ran, the API fails (codex does not retry here): the machinery's.
+        .rule(Rule::error(500).when_contains("first half").times(1))
+        .rule(
+            Rule::reply(Reply::codex_exec("echo first half > half.txt"))
+                .when_contains("TASK-LONG")
+                .times(1),
+        );
+    let model = MockModel::start(script).unwrap();
+    let graph = r#"
+[[task]]
+id = "long"
+engine = "codex"
+model = "gpt-5"
+prompt = "TASK-LONG: write half.txt, then report"
+retries = 2
+backoff = "10ms"
+"#;
+    let out = with_codex(Test::new(), &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(out.json_task("long")["output"], "Finished after resuming");
+    let attempts = attempts_of(&out, "long");
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    let first = attempts[0].agent.clone().unwrap().session_id.unwrap();
+    assert_eq!(
+        attempts[1].agent.clone().unwrap().session_id.as_deref(),
+        Some(first.as_str())
+    );
+    // The continued session held the task and what it did.
+    let last = model.requests().pop().unwrap().text();
+    assert!(last.contains("TASK-LONG"), "{last}");
+    assert!(last.contains("cut short"), "{last}");
+}
