@@ -131,12 +131,13 @@ impl EngineKind {
         }
     }
 
-    /// Whether a later attempt continues the agent's session. Only where that was seen to
-    /// work end to end: Claude Code's `--resume=ID`, and `codex exec resume ID` (0.171, tested
-    /// after an attempt the API cut short mid-work). Gemini CLI keeps no session when its
-    /// first request fails ("No previous sessions found"): it starts afresh.
+    /// Whether a later attempt continues the agent's session: Claude Code's `--resume=ID`,
+    /// `codex exec resume ID` and Gemini CLI's `--resume=ID`, each tested end to end after an
+    /// attempt the API cut short mid-work. (Gemini keeps no session when its *first* request
+    /// fails — "No previous sessions found" — but baton continues a session only once the
+    /// agent got somewhere: see `continued_session`.)
     pub fn can_resume(self) -> bool {
-        matches!(self, Self::Claude | Self::Codex)
+        matches!(self, Self::Claude | Self::Codex | Self::Gemini)
     }
 }
 

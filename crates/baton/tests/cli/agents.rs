@@ -1305,3 +1305,49 @@ backoff = "10ms"
     assert!(last.contains("TASK-LONG"), "{last}");
     assert!(last.contains("cut short"), "{last}");
 }
+
+#[test]
+fn a_gemini_attempt_cut_short_by_the_api_continues_its_session() {
+    let test = Test::new();
+    let root = test.path().canonicalize().unwrap();
+    let file = root.join("half.txt").to_str().unwrap().to_owned();
+    let script = Script::new()
+        .rule(
+            Rule::text("Finished after resuming")
+                .when_last_contains("Your previous attempt at this task was cut short"),
+        )
+        // After the file was written, the API fails: the machinery's.
+        .rule(
+            Rule::error(500)
+                .when_contains("TASK-LONG")
+                .when_last_contains("functionResponse")
+                .times(1),
+        )
+        .rule(
+            Rule::reply(Reply::gemini_write(&file, "first half\n"))
+                .when_contains("TASK-LONG")
+                .times(1),
+        );
+    let model = MockModel::start(script).unwrap();
+    let graph = r#"
+[[task]]
+id = "long"
+engine = "gemini"
+model = "gemini-2.5-flash"
+prompt = "TASK-LONG: write half.txt, then report"
+retries = 2
+backoff = "10ms"
+"#;
+    let out = with_gemini(test, &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(out.read("half.txt"), b"first half\n");
+    assert_eq!(out.json_task("long")["output"], "Finished after resuming");
+    let attempts = attempts_of(&out, "long");
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    let last = model.requests().pop().unwrap().text();
+    assert!(last.contains("TASK-LONG"), "{last}");
+    assert!(last.contains("cut short"), "{last}");
+}
