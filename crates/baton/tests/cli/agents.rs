@@ -1263,47 +1263,58 @@ fn an_agent_outside_a_repository_is_said_to_work_in_place() {
     assert_eq!(out.json_task("work")["output"], "done in place");
 }
 
-#[test]
-fn a_codex_attempt_cut_short_by_the_api_continues_its_session() {
+/// A task on `engine` (`engine = …` and `model = …` lines) whose first request gets `first`
+/// (the agent does something), whose next gets `failure` (the machinery's), and whose next
+/// attempt, told it was cut short, finishes: checked to have continued its session (the model
+/// saw the task and the word that it was cut short, and not the task on its own).
+fn continued(
+    test: Test,
+    engine: &str,
+    first: Rule,
+    failure: Rule,
+    with: impl FnOnce(Test, &MockModel) -> Test,
+) -> Output {
     let script = Script::new()
         .rule(
             Rule::text("Finished after resuming")
                 .when_last_contains("Your previous attempt at this task was cut short"),
         )
-        // After its command ran, the API fails (codex does not retry here): the machinery's.
-        .rule(Rule::error(500).when_contains("first half").times(1))
-        .rule(
-            Rule::reply(Reply::codex_exec("echo first half > half.txt"))
-                .when_contains("TASK-LONG")
-                .times(1),
-        );
+        .rule(failure.times(1))
+        .rule(first.when_contains("TASK-LONG").times(1));
     let model = MockModel::start(script).unwrap();
-    let graph = r#"
-[[task]]
-id = "long"
-engine = "codex"
-model = "gpt-5"
-prompt = "TASK-LONG: write half.txt, then report"
-retries = 2
-backoff = "10ms"
-"#;
-    let out = with_codex(Test::new(), &model)
-        .graph("graph.toml", graph)
+    let graph = format!(
+        "[[task]]\nid = \"long\"\n{engine}\nprompt = \"TASK-LONG: write half.txt, then report\"\nretries = 2\nbackoff = \"10ms\"\n"
+    );
+    let out = with(test, &model)
+        .graph("graph.toml", &graph)
         .args(&["run", "graph.toml", "--json"])
         .run()
         .status(0);
     assert_eq!(out.json_task("long")["output"], "Finished after resuming");
     let attempts = attempts_of(&out, "long");
     assert_eq!(attempts.len(), 2, "{attempts:?}");
+    let last = model.requests().pop().unwrap().text();
+    assert!(last.contains("TASK-LONG"), "{last}");
+    assert!(last.contains("cut short"), "{last}");
+    out
+}
+
+#[test]
+fn a_codex_attempt_cut_short_by_the_api_continues_its_session() {
+    // After its command ran, the API fails (codex does not retry here): the machinery's.
+    let out = continued(
+        Test::new(),
+        "engine = \"codex\"\nmodel = \"gpt-5\"",
+        Rule::reply(Reply::codex_exec("echo first half > half.txt")),
+        Rule::error(500).when_contains("first half"),
+        with_codex,
+    );
+    let attempts = attempts_of(&out, "long");
     let first = attempts[0].agent.clone().unwrap().session_id.unwrap();
     assert_eq!(
         attempts[1].agent.clone().unwrap().session_id.as_deref(),
         Some(first.as_str())
     );
-    // The continued session held the task and what it did.
-    let last = model.requests().pop().unwrap().text();
-    assert!(last.contains("TASK-LONG"), "{last}");
-    assert!(last.contains("cut short"), "{last}");
 }
 
 #[test]
@@ -1311,43 +1322,15 @@ fn a_gemini_attempt_cut_short_by_the_api_continues_its_session() {
     let test = Test::new();
     let root = test.path().canonicalize().unwrap();
     let file = root.join("half.txt").to_str().unwrap().to_owned();
-    let script = Script::new()
-        .rule(
-            Rule::text("Finished after resuming")
-                .when_last_contains("Your previous attempt at this task was cut short"),
-        )
-        // After the file was written, the API fails: the machinery's.
-        .rule(
-            Rule::error(500)
-                .when_contains("TASK-LONG")
-                .when_last_contains("functionResponse")
-                .times(1),
-        )
-        .rule(
-            Rule::reply(Reply::gemini_write(&file, "first half\n"))
-                .when_contains("TASK-LONG")
-                .times(1),
-        );
-    let model = MockModel::start(script).unwrap();
-    let graph = r#"
-[[task]]
-id = "long"
-engine = "gemini"
-model = "gemini-2.5-flash"
-prompt = "TASK-LONG: write half.txt, then report"
-retries = 2
-backoff = "10ms"
-"#;
-    let out = with_gemini(test, &model)
-        .graph("graph.toml", graph)
-        .args(&["run", "graph.toml", "--json"])
-        .run()
-        .status(0);
+    // After the file was written, the API fails: the machinery's.
+    let out = continued(
+        test,
+        "engine = \"gemini\"\nmodel = \"gemini-2.5-flash\"",
+        Rule::reply(Reply::gemini_write(&file, "first half\n")),
+        Rule::error(500)
+            .when_contains("TASK-LONG")
+            .when_last_contains("functionResponse"),
+        with_gemini,
+    );
     assert_eq!(out.read("half.txt"), b"first half\n");
-    assert_eq!(out.json_task("long")["output"], "Finished after resuming");
-    let attempts = attempts_of(&out, "long");
-    assert_eq!(attempts.len(), 2, "{attempts:?}");
-    let last = model.requests().pop().unwrap().text();
-    assert!(last.contains("TASK-LONG"), "{last}");
-    assert!(last.contains("cut short"), "{last}");
 }
