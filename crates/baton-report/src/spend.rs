@@ -108,8 +108,14 @@ impl RunSpend {
             })
             .collect();
         parts.sort();
+        // What a provider's prompt cache served, and (when any) what was written to it: the
+        // shared start of sibling tasks' prompts is what it can serve.
+        let writes = match self.total.cache_write_tokens {
+            0 => String::new(),
+            n => format!(", {} written to the cache", format_tokens(n)),
+        };
         format!(
-            "spent {} on {} tokens ({} in, {} out, {} cached): {}",
+            "spent {} on {} tokens ({} in, {} out, {} cached{writes}): {}",
             self.total.cost_text(),
             format_tokens(self.total.tokens()),
             format_tokens(self.total.input_tokens),
@@ -171,6 +177,25 @@ mod tests {
         assert_eq!(format_usd(0.0042), "$0.0042");
         assert_eq!(format_usd(0.42), "$0.42");
         assert_eq!(format_usd(0.0), "$0.00");
+    }
+
+    #[test]
+    fn the_line_shows_what_the_cache_served_and_took() {
+        let mut spend = RunSpend::default();
+        spend.add(&AgentUsage {
+            engine: "claude".into(),
+            model: Some("sonnet".into()),
+            input_tokens: 100,
+            output_tokens: 10,
+            cache_read_tokens: 4_000,
+            cache_write_tokens: 1_200,
+            cost_usd: Some(0.01),
+            ..AgentUsage::default()
+        });
+        assert_eq!(
+            spend.line(),
+            "spent $0.01 on 5.3k tokens (100 in, 10 out, 4k cached, 1.2k written to the cache): claude/sonnet $0.01"
+        );
     }
 
     #[test]
