@@ -106,6 +106,21 @@ impl EngineKind {
         }
     }
 
+    /// Files the CLI leaves in its working directory that are its own, not the task's work:
+    /// kept out of the task's commit (git pathspecs, from the worktree's root). Aider keeps
+    /// its repository map's cache there whatever it is told.
+    pub fn own_files(self) -> &'static [&'static str] {
+        match self {
+            Self::Aider => &[
+                ".aider.tags.cache.v*",
+                ".aider.chat.history.md",
+                ".aider.input.history",
+                ".aider.llm.history",
+            ],
+            _ => &[],
+        }
+    }
+
     /// Whether an installed version prints what baton parses.
     pub fn check_version(self, version: Option<Version>) -> VersionCheck {
         let Some(version) = version else {
@@ -121,7 +136,10 @@ impl EngineKind {
                 "`codex exec --json` with thread/turn/item events",
             ),
             Self::Gemini => (Version(0, 10, 0), "`--output-format stream-json`"),
-            Self::Aider => (Version(0, 50, 0), "`--message-file` and `--yes-always`"),
+            Self::Aider => (
+                Version(0, 60, 0),
+                "`--analytics-log` (each message's tokens and cost) and `--no-analytics`",
+            ),
             Self::Http | Self::Command => return VersionCheck::Supported,
         };
         if version < minimum {

@@ -52,6 +52,35 @@ pub struct Invocation {
     pub prompt: PromptInput,
     /// Set on top of the task's environment.
     pub env: Vec<(String, String)>,
+    /// Where a CLI that prints no JSON writes its own record, read once it exits.
+    pub records: Option<RecordFiles>,
+}
+
+/// Files aider writes its record to, beside its prompt file (baton's, private): its analytics
+/// log (each message's tokens and cost) and its chat history (its answer). Not in the
+/// worktree, where they would be committed as the task's work; removed before each round, so
+/// each holds one round's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordFiles {
+    pub analytics: PathBuf,
+    pub chat: PathBuf,
+    /// Its input history, which it keeps whether asked or not: read by nobody.
+    pub input: PathBuf,
+}
+
+impl RecordFiles {
+    /// The files beside `prompt_file` (`D/prompt.txt` → `D/prompt.aider-analytics.jsonl`, …).
+    pub fn beside(prompt_file: &Path) -> RecordFiles {
+        RecordFiles {
+            analytics: prompt_file.with_extension("aider-analytics.jsonl"),
+            chat: prompt_file.with_extension("aider-chat.md"),
+            input: prompt_file.with_extension("aider-input.txt"),
+        }
+    }
+
+    pub fn all(&self) -> [&Path; 3] {
+        [&self.analytics, &self.chat, &self.input]
+    }
 }
 
 impl Invocation {
@@ -116,6 +145,7 @@ impl Engine {
         let mut arg = |a: &str| args.push(a.into());
         let model = options.model.as_deref().or(self.model.as_deref());
         let mut env = Vec::new();
+        let mut records = None;
         let mut prompt_text = prompt.to_owned();
         let prompt = match self.kind {
             EngineKind::Claude => {
@@ -204,19 +234,46 @@ impl Engine {
                 PromptInput::Stdin(prompt_text.into_bytes())
             }
             EngineKind::Aider => {
-                arg("--message-file");
-                args.push(prompt_file.into());
+                let files = RecordFiles::beside(prompt_file);
+                for (flag, path) in [
+                    ("--message-file", prompt_file),
+                    ("--analytics-log", &files.analytics),
+                    ("--chat-history-file", &files.chat),
+                    ("--input-history-file", &files.input),
+                ] {
+                    args.push(flag.into());
+                    args.push(path.into());
+                }
+                records = Some(files);
+                // Where git has no identity, aider writes a placeholder one into the
+                // repository's config (which the worktree shares with the user's) and stops
+                // when it may not. It makes no commits (baton does): an identity for its
+                // process alone keeps it out of the config.
+                for (key, value) in [
+                    ("GIT_CONFIG_COUNT", "2"),
+                    ("GIT_CONFIG_KEY_0", "user.name"),
+                    ("GIT_CONFIG_VALUE_0", "baton"),
+                    ("GIT_CONFIG_KEY_1", "user.email"),
+                    ("GIT_CONFIG_VALUE_1", "baton@localhost"),
+                ] {
+                    env.push((key.to_owned(), value.to_owned()));
+                }
                 let mut arg = |a: &str| args.push(a.into());
                 for a in [
                     "--yes-always",
                     // baton owns commits: it commits each task's changes on the task's branch.
                     "--no-auto-commits",
                     "--no-dirty-commits",
+                    // Nor may it add its own files to the repository's `.gitignore`: that
+                    // change would be committed as the task's.
+                    "--no-gitignore",
                     "--no-pretty",
                     "--no-stream",
                     "--no-check-update",
                     "--no-show-model-warnings",
-                    "--analytics-disable",
+                    // For this run only: `--analytics-disable` would turn the user's analytics
+                    // off for good. The log above is written either way.
+                    "--no-analytics",
                 ] {
                     arg(a);
                 }
@@ -289,6 +346,7 @@ impl Engine {
             args,
             prompt,
             env,
+            records,
         }
     }
 }
@@ -433,6 +491,24 @@ mod tests {
         let args = args(&inv);
         assert_eq!(&args[..2], ["--message-file", "/tmp/x/prompt.txt"]);
         assert!(args.contains(&"--no-auto-commits".to_owned()));
+        assert!(args.contains(&"--no-gitignore".to_owned()));
         assert!(matches!(inv.prompt, PromptInput::File { .. }));
+        // Its record goes beside the prompt, out of the worktree.
+        let records = inv.records.unwrap();
+        assert_eq!(records, RecordFiles::beside(Path::new("/tmp/x/prompt.txt")));
+        let t = RecordFiles::beside(Path::new("/t/plan+api/review.txt"));
+        assert_eq!(
+            t.analytics,
+            Path::new("/t/plan+api/review.aider-analytics.jsonl")
+        );
+        assert_eq!(t.chat, Path::new("/t/plan+api/review.aider-chat.md"));
+        for (flag, path) in [
+            ("--analytics-log", &records.analytics),
+            ("--chat-history-file", &records.chat),
+            ("--input-history-file", &records.input),
+        ] {
+            let at = args.iter().position(|a| a == flag).unwrap();
+            assert_eq!(Path::new(&args[at + 1]), path.as_path());
+        }
     }
 }

@@ -16,7 +16,7 @@ pub mod stream;
 mod version;
 
 pub use engine::{Engine, EngineKind};
-pub use invocation::{AgentOptions, Invocation, PromptInput, render_arg};
+pub use invocation::{AgentOptions, Invocation, PromptInput, RecordFiles, render_arg};
 pub use price::{Price, PriceTable};
 pub use report::{AgentReport, Usage, Verdict};
 pub use stream::{LineSignal, StreamParser};

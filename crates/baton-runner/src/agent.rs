@@ -20,6 +20,8 @@ pub(crate) struct AgentWatch {
     /// The limit the attempt went past, once it has.
     pub(crate) exceeded: Option<Exceeded>,
     last: Spent,
+    /// Where the CLI writes its own record (aider), read once it exits.
+    pub(crate) records: Option<baton_agent::RecordFiles>,
 }
 
 struct WatchBudget {
@@ -47,6 +49,7 @@ impl AgentWatch {
             budget,
             exceeded: None,
             last: Spent::default(),
+            records: None,
         }
     }
 
@@ -71,6 +74,22 @@ impl AgentWatch {
             return Some(Exceeded::Task(format!("task {what}")));
         }
         budget.meter.update(budget.key, now)
+    }
+}
+
+impl AgentWatch {
+    /// The report, once the agent has exited: its stream, and the record it wrote to its own
+    /// files (read, then removed: the chat holds the prompt and answer unredacted).
+    pub(crate) fn finish(mut self) -> AgentReport {
+        if let Some(records) = self.records.take() {
+            let read = |path: &std::path::Path| std::fs::read_to_string(path).ok();
+            let (analytics, chat) = (read(&records.analytics), read(&records.chat));
+            self.parser.records(analytics.as_deref(), chat.as_deref());
+            for path in records.all() {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        self.parser.finish()
     }
 }
 

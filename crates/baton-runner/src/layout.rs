@@ -9,7 +9,8 @@ use baton_model::{RunId, TaskId};
 /// .baton/runs/RUN/logs/TASK.ATTEMPT.log     everything an attempt printed (kept)
 /// SCRATCH/RUN/handoff/N.json                what a running task's predecessors handed it (reused)
 /// SCRATCH/RUN/out/TASK.ATTEMPT.json         structured output a task may write ($BATON_OUTPUT)
-/// SCRATCH/RUN/tmp/TASK/                     a confined task's $TMPDIR
+/// SCRATCH/RUN/tmp/TASK/                     a confined task's $TMPDIR; a file-prompted
+///                                            agent's prompt and record (aider)
 /// ```
 ///
 /// SCRATCH holds files that only live while a task runs: their content is recorded in the store
@@ -163,10 +164,14 @@ impl RunDirs {
         self.handoff.join(format!("{}.fix.txt", task.file_name()))
     }
 
-    /// The prompt of an agent that reads it from a file (aider).
-    pub fn prompt(&self, task: &TaskId) -> PathBuf {
-        self.handoff
-            .join(format!("{}.prompt.txt", task.file_name()))
+    /// The prompt of an agent that reads it from a file (aider), `name` being `prompt` for
+    /// the task's own and `review` for its reviewer's. In the task's temporary directory
+    /// (made when the prompt is written): aider writes its record beside it, and a confined
+    /// task may write there.
+    pub fn prompt(&self, task: &TaskId, name: &str) -> PathBuf {
+        self.tmp
+            .join(&*task.file_name())
+            .join(format!("{name}.txt"))
     }
 
     /// A confined task's own temporary directory (`$TMPDIR`), created private to the user:
@@ -264,7 +269,7 @@ fn dir_size(dir: &Path) -> u64 {
     total
 }
 
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)

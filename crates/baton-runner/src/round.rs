@@ -26,6 +26,8 @@ pub(crate) struct PreparedAgent {
     pub(crate) options: AgentOptions,
     pub(crate) preamble: Option<String>,
     pub(crate) prompt_file: PathBuf,
+    /// Where its CLI writes its own record (aider), read once each round exits.
+    pub(crate) records: Option<baton_agent::RecordFiles>,
     /// The task's prompt, rendered: a fix that cannot continue a session starts from it.
     pub(crate) prompt_text: String,
     /// What its stream is priced with, and the model it is assumed to run until it says.
@@ -50,6 +52,8 @@ pub(crate) struct Launch {
     pub recipe: Option<Recipe>,
     /// A confined attempt's `$BATON_OUTPUT`, in a directory of its own (`None`: in `out/`).
     pub own_output: Option<PathBuf>,
+    /// Files its agent's CLI keeps in its working directory for itself, never committed.
+    pub keep_out: &'static [&'static str],
 }
 
 /// What a task's checks and fix rounds are started from: the attempt's spec before anything
@@ -117,6 +121,7 @@ impl Recipe {
             options: agent.options.clone(),
             preamble: None,
             prompt_file: agent.prompt_file.clone(),
+            records: None,
             prompt_text: prompt.to_owned(),
             prices: agent.prices.clone(),
             model: agent.model.clone(),
@@ -141,6 +146,7 @@ impl Recipe {
         };
         let reviewer = PreparedAgent {
             prompt: invocation.prompt,
+            records: invocation.records,
             ..reviewer
         };
         Some(
@@ -224,13 +230,31 @@ pub(crate) fn shape(
     };
     match prompt {
         PromptInput::Stdin(bytes) => spec.stdin = Some(bytes.clone()),
-        PromptInput::File { path, contents } => crate::layout::write_private(path, contents)
+        PromptInput::File { path, contents } => path
+            .parent()
+            .map_or(Ok(()), crate::layout::create_private_dir)
+            .and_then(|()| crate::layout::write_private(path, contents))
             .map_err(|source| LaunchError::File {
                 what: "prompt file",
                 path: path.clone(),
                 source,
             })?,
         PromptInput::None => {}
+    }
+    if let Some(records) = &agent.records {
+        // Each round's record is its own: aider appends to these.
+        for path in records.all() {
+            match std::fs::remove_file(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(LaunchError::File {
+                        what: "agent record file",
+                        path: path.to_path_buf(),
+                        source: e,
+                    });
+                }
+                _ => {}
+            }
+        }
     }
     let mut parser = StreamParser::new(
         agent.engine.stream_kind(),
@@ -240,7 +264,8 @@ pub(crate) fn shape(
     if let Some(model) = &agent.model {
         parser.assume_model(model);
     }
-    let watch = AgentWatch::new(parser, meter, key, agent.task_limit.clone());
+    let mut watch = AgentWatch::new(parser, meter, key, agent.task_limit.clone());
+    watch.records = agent.records.clone();
     Ok(Some(Box::new(watch)))
 }
 

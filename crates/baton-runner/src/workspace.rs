@@ -54,9 +54,19 @@ pub(crate) struct TreeWork {
     scope: Vec<String>,
     /// `scope_policy = "enforce"`: changes outside the scope fail the task.
     enforce: bool,
+    /// Files the agent's CLI keeps in the worktree for itself, never committed.
+    keep_out: &'static [&'static str],
 }
 
 impl TreeWork {
+    /// Keeps `files` (an engine's own, see `EngineKind::own_files`) out of its commits.
+    pub(crate) fn keeping_out(self, files: &'static [&'static str]) -> TreeWork {
+        TreeWork {
+            keep_out: files,
+            ..self
+        }
+    }
+
     /// Commits what the attempt changed on the task's branch, with the evidence of what its
     /// branch changed since the task started. An error says what could not be done.
     ///
@@ -76,7 +86,7 @@ impl TreeWork {
             self.task, self.run
         );
         let commit = repo
-            .commit_all(&tree.path, &message)
+            .commit_all_but(&tree.path, &message, self.keep_out)
             .map_err(|e| format!("cannot commit the task's changes: {e}"))?;
         let head = match &commit {
             Some(commit) => commit.clone(),
@@ -506,6 +516,7 @@ impl Workspaces {
             task: spec.id.clone(),
             scope: spec.scope.clone(),
             enforce: spec.scope_policy == ScopePolicy::Enforce,
+            keep_out: &[],
         })
     }
 

@@ -203,6 +203,37 @@ fn commit_all_commits_everything_but_ignored_files_as_baton() {
 }
 
 #[test]
+fn an_agent_s_own_files_are_kept_out_of_the_commit() {
+    let fx = Fixture::new();
+    let path = fx.wt("a");
+    fx.repo
+        .add_worktree(&path, "task/a", &TaskStart::Commit("main".into()))
+        .unwrap();
+    let keep_out = [".aider.tags.cache.v*", ".aider.chat.history.md"];
+    write(&path, ".aider.tags.cache.v4/cache.db", "map\n");
+    write(&path, ".aider.chat.history.md", "chat\n");
+    assert_eq!(
+        fx.repo.commit_all_but(&path, "none", &keep_out).unwrap(),
+        None
+    );
+    write(
+        &path,
+        "src/.aider.tags.cache.v4",
+        "a file of the task's, deeper down\n",
+    );
+    write(&path, "README.md", "changed\n");
+    let commit = fx
+        .repo
+        .commit_all_but(&path, "task", &keep_out)
+        .unwrap()
+        .unwrap();
+    let files = git(&path, &["show", "--name-status", "--format=", &commit]);
+    assert_eq!(files, "M\tREADME.md\nA\tsrc/.aider.tags.cache.v4");
+    // Left where they were, untracked.
+    assert!(path.join(".aider.tags.cache.v4/cache.db").exists());
+}
+
+#[test]
 fn commit_all_refuses_a_directory_that_is_not_a_worktree_root() {
     let fx = Fixture::new();
     let inside = fx.root().join("sub");

@@ -50,6 +50,7 @@ pub(crate) struct State {
     /// Gemini: tokens per model (its router's classifier runs on a cheaper model than the
     /// conversation), each priced at its own model's price.
     pub(crate) model_usage: Vec<(String, Usage)>,
+    pub(crate) aider: aider::State,
 }
 
 /// The longest line parsed; longer ones are counted as malformed. An agent's final message
@@ -94,7 +95,8 @@ impl StreamParser {
             return LineSignal::Continue;
         }
         if self.kind == EngineKind::Aider {
-            return aider::line(&mut self.report, &String::from_utf8_lossy(trimmed));
+            let line = String::from_utf8_lossy(trimmed);
+            return aider::line(&mut self.report, &mut self.state.aider, &line);
         }
         if trimmed.len() > MAX_LINE {
             self.malformed(trimmed);
@@ -142,8 +144,26 @@ impl StreamParser {
         (cost, report.usage)
     }
 
+    /// Reads what a CLI that prints no JSON wrote to its own files once it has exited
+    /// ([`RecordFiles`](crate::RecordFiles): aider's analytics log and chat history), each
+    /// `None` where the file is missing.
+    pub fn records(&mut self, analytics: Option<&str>, chat: Option<&str>) {
+        if self.kind != EngineKind::Aider {
+            return;
+        }
+        if let Some(text) = analytics {
+            aider::analytics(&mut self.report, &mut self.state.aider, text);
+        }
+        if let Some(text) = chat {
+            aider::chat(&mut self.report, text);
+        }
+    }
+
     /// The report, once the stream is over.
     pub fn finish(mut self) -> AgentReport {
+        if self.kind == EngineKind::Aider {
+            aider::finish(&mut self.report, &self.state.aider);
+        }
         if self.kind == EngineKind::Command {
             // Plain text has no result line: the program is done when it exits, and its exit
             // code is its verdict. Its answer is its stdout, which the caller holds.

@@ -64,7 +64,9 @@ pub(crate) fn assemble(
             setup,
             verify: spec_task.verify.clone(),
             fix_attempts: spec_task.fix_attempts,
-            tree: workspaces.tree_work(graph, task),
+            tree: workspaces
+                .tree_work(graph, task)
+                .map(|tree| tree.keeping_out(launch.keep_out)),
             plan: spec_task
                 .plan
                 .map(|_| (std::sync::Arc::clone(graph), dropped)),

@@ -429,7 +429,8 @@ impl Unit {
         let (parsed, exceeded, plain_text) = match watch {
             Some(watch) => {
                 let plain = watch.parser.plain_text();
-                let mut parsed = watch.parser.finish();
+                let exceeded = watch.exceeded.clone();
+                let mut parsed = watch.finish();
                 // The parser read the (redacted) lines as JSON: a secret written with escapes
                 // (`\u0041`, `\/`) is whole again in the strings it decoded.
                 let redactor = &self.shared.redactor;
@@ -443,7 +444,7 @@ impl Unit {
                         *text = redacted;
                     }
                 }
-                (parsed, watch.exceeded, plain)
+                (parsed, exceeded, plain)
             }
             None => (Default::default(), None, false),
         };

@@ -378,6 +378,7 @@ impl Launcher {
             watcher,
             recipe,
             own_output,
+            keep_out: agent.as_ref().map_or(&[], |a| a.engine.kind.own_files()),
         })
     }
 
@@ -565,7 +566,7 @@ impl Launcher {
                             }
                             None => preamble(spec_task),
                         };
-                        let prompt_file = self.dirs.prompt(&spec_task.id);
+                        let prompt_file = self.dirs.prompt(&spec_task.id, "prompt");
                         let invocation = engine.invocation(
                             &prompt,
                             preamble.as_deref(),
@@ -585,6 +586,7 @@ impl Launcher {
                             engine,
                             prompt: invocation.prompt,
                             env: invocation.env,
+                            records: invocation.records,
                             idle_timeout: settings.idle_timeout,
                             options,
                             preamble,

@@ -81,10 +81,8 @@ impl Launcher {
                 idle_timeout: None,
                 options,
                 preamble: None,
-                prompt_file: self
-                    .dirs
-                    .handoff
-                    .join(format!("{}.review.txt", spec_task.id.file_name())),
+                prompt_file: self.dirs.prompt(&spec_task.id, "review"),
+                records: None,
                 prompt_text: String::new(),
                 prices: self.agents.prices.clone(),
                 model,

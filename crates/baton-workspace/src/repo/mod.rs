@@ -125,11 +125,28 @@ impl Repo {
     /// `commit-tree` and `update-ref` (no hooks, no status walk of the tree, one config read
     /// for `add` and `write-tree`), six git processes where `commit` took nine.
     pub fn commit_all(&self, worktree: &Path, message: &str) -> Result<Option<String>, GitError> {
+        self.commit_all_but(worktree, message, &[])
+    }
+
+    /// [`Repo::commit_all`], leaving out the paths `keep_out` matches (git pathspecs from the
+    /// worktree's root): files an agent's CLI keeps there for itself.
+    pub fn commit_all_but(
+        &self,
+        worktree: &Path,
+        message: &str,
+        keep_out: &[&str],
+    ) -> Result<Option<String>, GitError> {
         let (head, head_tree) = self.check_worktree_root(worktree)?;
         // `add` and `write-tree` (which refreshes the index, and may clean a file again)
         // both run filters: one read of the config for the two.
         let git = self.git.settled(worktree)?;
-        git.output(worktree, &["add", "--all"])?;
+        let excluded: Vec<String> = keep_out.iter().map(|p| format!(":(exclude){p}")).collect();
+        let mut add = vec!["add", "--all"];
+        if !excluded.is_empty() {
+            add.extend(["--", "."]);
+            add.extend(excluded.iter().map(String::as_str));
+        }
+        git.output(worktree, &add)?;
         let tree = git.output(worktree, &["write-tree"])?.trim().to_owned();
         if tree == head_tree {
             return Ok(None);

@@ -42,6 +42,19 @@ pub(crate) fn with_claude(test: Test, model: &MockModel) -> Test {
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
 }
 
+/// The reason and message of an attempt that failed for the machinery's reasons.
+pub(crate) fn infrastructure_failure(attempt: &baton_store::AttemptRecord) -> (String, String) {
+    match attempt.outcome.clone() {
+        Some(Outcome::AgentFailed {
+            class: FailureClass::Infrastructure,
+            reason,
+            message,
+            ..
+        }) => (reason, message),
+        other => panic!("not an infrastructure failure: {other:?}"),
+    }
+}
+
 fn attempts_of(out: &Output, task: &str) -> Vec<baton_store::AttemptRecord> {
     out.store().attempts(task)
 }
@@ -195,17 +208,7 @@ backoff = "100ms"
     // With one retry of its own, each attempt of the CLI asks the model twice.
     assert_eq!(attempts.len(), 3, "{attempts:?}");
     assert_eq!(model.requests().len(), 5);
-    let first = attempts[0].outcome.clone().unwrap();
-    let Outcome::AgentFailed {
-        class,
-        reason,
-        message,
-        ..
-    } = &first
-    else {
-        panic!("{first:?}");
-    };
-    assert_eq!(*class, FailureClass::Infrastructure);
+    let (reason, message) = infrastructure_failure(&attempts[0]);
     assert_eq!(reason, "api_error_529");
     assert!(message.contains("529"), "{message}");
     assert_eq!(
@@ -570,17 +573,7 @@ backoff = "100ms"
     let out = out.status(0);
     let attempts = attempts_of(&out, "work");
     assert_eq!(attempts.len(), 2, "{attempts:?}");
-    let first = attempts[0].outcome.clone().unwrap();
-    let Outcome::AgentFailed {
-        class,
-        reason,
-        message,
-        ..
-    } = &first
-    else {
-        panic!("{first:?}");
-    };
-    assert_eq!(*class, FailureClass::Infrastructure);
+    let (reason, message) = infrastructure_failure(&attempts[0]);
     assert_eq!(reason, "api_error_500");
     assert!(message.contains("scripted HTTP 500"), "{message}");
     assert_eq!(attempts[1].outcome, Some(Outcome::Exited { code: 0 }));

@@ -3,6 +3,7 @@
 //! out), with fixture programs from `tests/fixtures/` that misbehave on purpose.
 
 mod agents;
+mod aider;
 mod approval;
 mod custom_engines;
 mod doctor;
