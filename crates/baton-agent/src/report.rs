@@ -135,6 +135,10 @@ impl AgentReport {
     /// Whether a failure is the machinery's: the API could not be reached, was overloaded or
     /// rate-limited, or the agent died without saying why.
     fn is_infrastructure(&self) -> bool {
+        if self.out_of_credit() {
+            // No outage: waiting will not bring the credit back.
+            return false;
+        }
         if let Some(status) = self.api_status {
             return status == 408 || status == 429 || status >= 500;
         }
@@ -148,8 +152,22 @@ impl AgentReport {
         })
     }
 
+    /// The account behind the agent is out of credit or quota (HTTP 402, or the providers'
+    /// own words: OpenAI answers 429 `insufficient_quota`).
+    pub fn out_of_credit(&self) -> bool {
+        self.api_status == Some(402)
+            || self.errors.iter().chain(self.result.iter()).any(|text| {
+                let text = text.to_ascii_lowercase();
+                CREDIT_WORDS.iter().any(|w| text.contains(w))
+            })
+    }
+
     /// A short name for a task failure.
     fn reason(&self) -> String {
+        if self.out_of_credit() {
+            // baton_model::OUT_OF_CREDIT: another engine may do it (`fallback`).
+            return "out_of_credit".to_owned();
+        }
         match self.subtype.as_deref() {
             Some(s) if s != "success" => s.to_owned(),
             _ if !self.permission_denials.is_empty() => "permission_denied".to_owned(),
@@ -233,6 +251,15 @@ const INFRASTRUCTURE_WORDS: &[&str] = &[
     "experiencing high demand",
 ];
 
+/// Words in an agent's error text that mean its account has no credit left.
+const CREDIT_WORDS: &[&str] = &[
+    "credit balance is too low",
+    "insufficient_quota",
+    "exceeded your current quota",
+    "insufficient credits",
+    "out of credits",
+];
+
 /// What an attempt amounted to.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
@@ -314,6 +341,30 @@ mod tests {
                 assert!(message.contains("error_max_turns"), "{message}");
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_account_out_of_credit_is_neither_an_outage_nor_the_task_s_doing() {
+        for (status, text) in [
+            (
+                Some(429),
+                "You exceeded your current quota (insufficient_quota)",
+            ),
+            (
+                Some(400),
+                "Your credit balance is too low to access the Anthropic API.",
+            ),
+            (Some(402), "payment required"),
+        ] {
+            let mut report = clean();
+            report.is_error = true;
+            report.api_status = status;
+            report.result = Some(text.into());
+            match report.verdict(Some(1), false) {
+                Verdict::Task { reason, .. } => assert_eq!(reason, "out_of_credit", "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
         }
     }
 

@@ -165,6 +165,33 @@ pub struct AgentSettings {
     /// What one task may spend.
     #[serde(default, skip_serializing_if = "Budget::is_unlimited")]
     pub budget: Budget,
+    /// Engines that stand in, in order, when an attempt fails for the machinery's reasons
+    /// (or, with `fallback_on = "any"`, for any).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallback: Vec<EngineChoice>,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub fallback_on: RetryOn,
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+/// An engine, and the model it is asked for (its own default where unset): a fallback.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineChoice {
+    pub engine: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl std::fmt::Display for EngineChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.model {
+            Some(model) => write!(f, "{}/{model}", self.engine),
+            None => f.write_str(&self.engine),
+        }
+    }
 }
 
 impl AgentSettings {
@@ -203,6 +230,13 @@ impl RetryOn {
             "any" => Some(Self::Any),
             _ => None,
         }
+    }
+}
+
+impl Task {
+    /// An agent task with engines to stand in for its own.
+    pub fn has_fallback(&self) -> bool {
+        matches!(&self.action, Action::Agent { settings, .. } if !settings.fallback.is_empty())
     }
 }
 

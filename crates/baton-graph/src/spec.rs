@@ -122,6 +122,8 @@ pub(crate) struct AgentSpec {
     pub idle_timeout: Option<Duration>,
     pub retry_on: Option<RetryOn>,
     pub budget: Option<Budget>,
+    pub fallback: Option<Vec<crate::graph::EngineChoice>>,
+    pub fallback_on: Option<RetryOn>,
     /// Where the first of them was written in a task: agent fields on a shell task are a
     /// mistake worth naming.
     #[serde(skip)]
@@ -142,6 +144,8 @@ impl AgentSpec {
             idle_timeout: self.idle_timeout.or(d.idle_timeout),
             retry_on: self.retry_on.or(d.retry_on).unwrap_or_default(),
             budget: self.budget.unwrap_or_default(),
+            fallback: self.fallback.or(d.fallback).unwrap_or_default(),
+            fallback_on: self.fallback_on.or(d.fallback_on).unwrap_or_default(),
         }
     }
 }
@@ -240,6 +244,8 @@ static NOTHING_MORE: TaskMore = TaskMore {
         idle_timeout: None,
         retry_on: None,
         budget: None,
+        fallback: None,
+        fallback_on: None,
         first_span: None,
     },
     scope_policy: None,

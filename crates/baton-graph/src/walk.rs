@@ -42,6 +42,8 @@ const AGENT_FIELDS: &[&str] = &[
     "args",
     "idle_timeout",
     "retry_on",
+    "fallback",
+    "fallback_on",
 ];
 /// Agent fields a task takes that `[defaults]` does not (a budget is a task's own).
 const AGENT_TASK_FIELDS: &[&str] = &["budget"];
@@ -490,6 +492,73 @@ impl Walker<'_> {
         Some(At::new(reviewer, e.key_span.clone()))
     }
 
+    /// `fallback = ["codex", { engine = "gemini", model = "gemini-2.5-pro" }]`: agent
+    /// engines, each a name or a table with its model.
+    fn fallback(&mut self, e: &Entry) -> Option<Vec<crate::graph::EngineChoice>> {
+        let Kind::Array(items) = &e.value.kind else {
+            self.wrong_type(
+                e,
+                "an array of engines (names, or `{ engine, model }` tables)",
+            );
+            return None;
+        };
+        let mut list = Vec::with_capacity(items.len());
+        for item in items {
+            let entry = Entry {
+                key: "fallback[]".to_owned(),
+                key_span: item.span.clone(),
+                value: item.clone(),
+            };
+            let choice = match &item.kind {
+                Kind::Str(_) => {
+                    self.agent_engine(&entry)
+                        .map(|engine| crate::graph::EngineChoice {
+                            engine,
+                            model: None,
+                        })
+                }
+                Kind::Table(table) => {
+                    let (mut engine, mut model) = (None, None);
+                    self.each_field(table, "a fallback", &[&["engine", "model"]], |w, f| {
+                        match f.key.as_str() {
+                            "engine" => engine = w.agent_engine(f),
+                            "model" => model = w.string(f).map(|s| s.value),
+                            _ => return false,
+                        }
+                        true
+                    });
+                    if engine.is_none() && !table.iter().any(|f| f.key == "engine") {
+                        self.diags.push(
+                            Diagnostic::at(item.span.clone(), "a fallback needs its `engine`")
+                                .help("write `{ engine = \"codex\", model = \"…\" }`"),
+                        );
+                    }
+                    engine.map(|engine| crate::graph::EngineChoice { engine, model })
+                }
+                _ => {
+                    self.wrong_type_node("fallback[]", item, "an engine's name or a table");
+                    None
+                }
+            };
+            list.extend(choice);
+        }
+        Some(list)
+    }
+
+    /// An engine that is an agent: not `shell` or `noop`.
+    fn agent_engine(&mut self, e: &Entry) -> Option<String> {
+        let engine = self.engine(e)?;
+        if matches!(engine.value, "shell" | "noop") {
+            self.diags.push(
+                Diagnostic::at(engine.span, format!("a fallback is an agent, not `{}`", engine.value))
+                    .label("not an agent")
+                    .help("name an agent engine (claude, codex, gemini, aider, http, or one of baton.toml)"),
+            );
+            return None;
+        }
+        Some(engine.value.to_owned())
+    }
+
     /// `for_each`: a list of items, `{ glob = "…" }` or `{ from = "TASK" }`.
     fn for_each(&mut self, e: &Entry) -> Option<At<ForEachSpec>> {
         let help = "write `for_each = [\"a\", \"b\"]`, `for_each = { glob = \"crates/*/\" }` or `for_each = { from = \"TASK\" }`";
@@ -675,6 +744,8 @@ impl Walker<'_> {
             "idle_timeout" => a.idle_timeout = self.duration(e),
             "retry_on" => a.retry_on = self.choice(e, RetryOn::NAMES, RetryOn::parse),
             "budget" => a.budget = Some(self.budget_in(e, "a task's budget")),
+            "fallback" => a.fallback = self.fallback(e),
+            "fallback_on" => a.fallback_on = self.choice(e, RetryOn::NAMES, RetryOn::parse),
             _ => return false,
         }
         true

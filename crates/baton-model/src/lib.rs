@@ -24,7 +24,7 @@ pub use literal::{
     LiteralError, civil_from_days, cut_marker, format_duration, format_size, format_utc,
     parse_duration, parse_size,
 };
-pub use outcome::{FailureClass, Outcome, signal_name};
+pub use outcome::{FailureClass, OUT_OF_CREDIT, Outcome, signal_name};
 pub use policy::OnFailure;
 pub use review::{Review, ReviewVerdict};
 pub use state::{RunState, TaskState};

@@ -2,6 +2,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// The `reason` of an agent whose account is out of credit ([`Outcome::is_out_of_credit`]).
+pub const OUT_OF_CREDIT: &str = "out_of_credit";
+
 /// How one attempt ended. Each way is its own variant so that nothing downstream has to guess
 /// from a bare exit code.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,6 +102,12 @@ impl Outcome {
             Self::Reviewed { .. } => Some(FailureClass::Task),
             Self::Cancelled => None,
         }
+    }
+
+    /// An agent whose account is out of credit: no outage, and not the task's fault either;
+    /// waiting will not help, another engine may.
+    pub fn is_out_of_credit(&self) -> bool {
+        matches!(self, Self::AgentFailed { reason, .. } if reason == OUT_OF_CREDIT)
     }
 
     /// How long the failure asks to wait before another attempt.

@@ -19,8 +19,8 @@ pub use live::LiveReporter;
 pub use plain::PlainReporter;
 pub use reporter::{NullReporter, Reporter, RunInfo};
 pub use result::{
-    FailedCheck, MergedResult, RESULT_SCHEMA_VERSION, ResultCheck, ResultConflict, RunResult,
-    RunSection, TaskAgent, TaskResult, TaskWorkspace, Totals,
+    AttemptEngine, FailedCheck, MergedResult, RESULT_SCHEMA_VERSION, ResultCheck, ResultConflict,
+    RunResult, RunSection, TaskAgent, TaskResult, TaskWorkspace, Totals,
 };
 pub use spend::{ModelSpend, RunSpend, Spend, budget_text, format_tokens, format_usd};
 pub use terminal::{display_width, pad, terminal_safe};

@@ -226,6 +226,45 @@ pub struct TaskAgent {
     pub tool_calls: u32,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub permission_denials: Vec<String>,
+    /// The engine of each attempt, in order, where they were not all the same (the task fell
+    /// back to another engine); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engines: Vec<AttemptEngine>,
     #[serde(flatten)]
     pub spend: Spend,
+}
+
+/// The engine one attempt ran on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptEngine {
+    pub attempt: u32,
+    pub engine: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl TaskAgent {
+    /// `fell back from claude to codex/gpt-5`: the engines its attempts went through, each
+    /// once, where there was more than one.
+    pub fn fallbacks(&self) -> Option<String> {
+        // One name per stretch of attempts on the same engine, with its last-known model.
+        let mut runs: Vec<(&str, Option<&str>)> = Vec::new();
+        for a in &self.engines {
+            match runs.last_mut() {
+                Some((engine, model)) if *engine == a.engine => {
+                    *model = a.model.as_deref().or(*model);
+                }
+                _ => runs.push((&a.engine, a.model.as_deref())),
+            }
+        }
+        let names: Vec<String> = runs
+            .iter()
+            .map(|(engine, model)| match model {
+                Some(model) => format!("{engine}/{model}"),
+                None => (*engine).to_owned(),
+            })
+            .collect();
+        let (last, before) = names.split_last()?;
+        (!before.is_empty()).then(|| format!("fell back from {} to {last}", before.join(", ")))
+    }
 }

@@ -236,6 +236,7 @@ fn detail(task: &crate::TaskResult, run: &str) -> String {
         }
     }
     if let Some(agent) = &task.agent {
+        parts.extend(agent.fallbacks());
         parts.push(format!(
             "{} · {} tokens",
             agent.spend.cost_text(),

@@ -116,60 +116,109 @@ impl LineWatcher for AgentWatch {
 /// How long `--version` may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Each engine the graph uses, with its installed version; or what is wrong, one line per
-/// engine that cannot be used.
-pub(crate) async fn probe_engines(
-    graph: &Graph,
-    config: &AgentConfig,
-) -> Result<BTreeMap<String, Option<Version>>, Vec<String>> {
+/// An agent task's engines, in the order its attempts use them: its own (with the task's
+/// model), then its `fallback`s.
+fn chain(task: &baton_graph::Task) -> Vec<(&str, Option<&str>)> {
+    match &task.action {
+        Action::Agent {
+            engine, settings, ..
+        } => std::iter::once((engine.as_str(), settings.model.as_deref()))
+            .chain(
+                settings
+                    .fallback
+                    .iter()
+                    .map(|c| (c.engine.as_str(), c.model.as_deref())),
+            )
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether each engine the graph uses can run: what a run needs to know before it starts.
+pub(crate) struct EngineCheck {
+    /// Problems that refuse the run: a task none of whose engines can run, an engine with no
+    /// fallback that cannot, one line each.
+    pub problems: Vec<String>,
+    /// Engines that cannot run, each with what its tasks fall back to: the run goes on.
+    pub notes: Vec<String>,
+}
+
+/// Checks each engine the graph uses (its own and its fallbacks'): installed, recent enough,
+/// defined, with a model where it needs one. An engine that cannot run refuses the run
+/// unless every task that uses it has a fallback after it that can; then it is a note, and
+/// its attempts fail as the machinery's and hand over.
+pub(crate) async fn probe_engines(graph: &Graph, config: &AgentConfig) -> EngineCheck {
     let mut used: Vec<&str> = graph
         .tasks()
         .iter()
-        .filter_map(|t| match &t.action {
-            Action::Agent { engine, .. } => Some(engine.as_str()),
-            _ => None,
-        })
+        .flat_map(|t| chain(t).into_iter().map(|(engine, _)| engine))
         .collect();
     used.sort_unstable();
     used.dedup();
-    let mut versions = BTreeMap::new();
     let mut problems = Vec::new();
     // An API has no default model: say so before anything runs, not at each attempt.
     for task in graph.tasks() {
-        if let Action::Agent {
-            engine, settings, ..
-        } = &task.action
-            && let Some(engine) = config.engine(engine)
-            && engine.kind == baton_agent::EngineKind::Http
-            && settings.model.is_none()
-            && engine.model.is_none()
-        {
-            problems.push(format!(
-                "task `{}`: engine `{}` needs a model: set `model` on the task or under [engines.{}] in baton.toml",
-                task.id, engine.name, engine.name
-            ));
+        for (name, model) in chain(task) {
+            if let Some(engine) = config.engine(name)
+                && engine.kind == baton_agent::EngineKind::Http
+                && model.is_none()
+                && engine.model.is_none()
+            {
+                problems.push(format!(
+                    "task `{}`: engine `{}` needs a model: set `model` on the task (or its fallback) or under [engines.{}] in baton.toml",
+                    task.id, engine.name, engine.name
+                ));
+            }
         }
     }
     // One after another: a graph uses a handful of engines at most, and each answers quickly.
+    let mut broken: BTreeMap<&str, String> = BTreeMap::new();
     for name in used {
         let Some(engine) = config.engine(name) else {
-            problems.push(format!(
-                "engine `{name}` is not defined: define it under [engines.{name}] in baton.toml"
-            ));
+            broken.insert(
+                name,
+                format!(
+                    "engine `{name}` is not defined: define it under [engines.{name}] in baton.toml"
+                ),
+            );
             continue;
         };
-        match probe(engine).await {
-            Ok(version) => {
-                versions.insert(name.to_owned(), version);
-            }
-            Err(problem) => problems.push(problem),
+        if let Err(problem) = probe(engine).await {
+            broken.insert(name, problem);
         }
     }
-    if problems.is_empty() {
-        Ok(versions)
-    } else {
-        Err(problems)
+    // A broken engine is fatal where a task has nothing that runs after it.
+    let mut fatal: Vec<&str> = Vec::new();
+    let mut covered: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for task in graph.tasks() {
+        let chain = chain(task);
+        for (k, (name, _)) in chain.iter().enumerate() {
+            if !broken.contains_key(name) {
+                continue;
+            }
+            match chain[k + 1..].iter().find(|(n, _)| !broken.contains_key(n)) {
+                Some((next, _)) => covered.entry(name).or_default().push(next),
+                None => fatal.push(name),
+            }
+        }
     }
+    let mut notes = Vec::new();
+    for (name, problem) in broken {
+        if fatal.contains(&name) {
+            problems.push(problem);
+        } else if let Some(next) = covered.get_mut(name) {
+            next.sort_unstable();
+            next.dedup();
+            notes.push(format!(
+                "{problem}; its tasks fall back to {}",
+                next.iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ));
+        }
+    }
+    EngineCheck { problems, notes }
 }
 
 /// `COMMAND --version`: the version, or why the engine cannot be used.

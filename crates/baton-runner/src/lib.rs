@@ -51,12 +51,18 @@ pub async fn probe_engine(
 }
 
 /// Checks that every agent engine `graph` uses is installed and recent enough, before anything
-/// runs: one line per problem.
+/// runs: one line per problem; `Ok` holds notes to print (engines that cannot run, whose
+/// tasks fall back to others).
 pub async fn check_engines(
     graph: &baton_graph::Graph,
     config: &AgentConfig,
-) -> Result<(), Vec<String>> {
-    agent::probe_engines(graph, config).await.map(|_| ())
+) -> Result<Vec<String>, Vec<String>> {
+    let check = agent::probe_engines(graph, config).await;
+    if check.problems.is_empty() {
+        Ok(check.notes)
+    } else {
+        Err(check.problems)
+    }
 }
 /// Whether the graph can run as its `confine` fields ask on this kernel: the tasks that
 /// require a sandbox it cannot give (one line each), or a note to print once when tasks that

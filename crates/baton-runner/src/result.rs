@@ -84,12 +84,18 @@ pub fn build_observed_result(
                         turns: None,
                         tool_calls: 0,
                         permission_denials: Vec::new(),
+                        engines: Vec::new(),
                         spend: Spend::default(),
                     },
                 )
             });
             agent.spend.add(usage);
             agent.tool_calls += usage.tool_calls;
+            agent.engines.push(baton_report::AttemptEngine {
+                attempt: attempt.attempt,
+                engine: usage.engine.clone(),
+                model: usage.model.clone(),
+            });
             if attempt.attempt > *number {
                 *number = attempt.attempt;
                 agent.engine = usage.engine.clone();
@@ -246,7 +252,15 @@ pub fn build_observed_result(
                 output_bytes: t.output_bytes.unwrap_or(0),
                 stderr: t.stderr_tail.filter(|s| !s.is_empty()),
                 log,
-                agent: agents.remove(&t.task).map(|(_, agent)| Box::new(agent)),
+                agent: agents.remove(&t.task).map(|(_, mut agent)| {
+                    agent.engines.sort_by_key(|a| a.attempt);
+                    let first = agent.engines.first().map(|a| &a.engine);
+                    if agent.engines.iter().all(|a| Some(&a.engine) == first) {
+                        // One engine throughout: `engine` says it.
+                        agent.engines.clear();
+                    }
+                    Box::new(agent)
+                }),
                 workspace: workspaces.remove(t.task.as_str()).map(Box::new),
                 containment,
                 check,

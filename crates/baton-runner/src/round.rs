@@ -197,6 +197,7 @@ pub(crate) fn shape(
         return Ok(None);
     };
     let session = resume
+        .filter(|r| r.engine.as_deref() == Some(agent.engine.name.as_str()))
         .and_then(|r| r.session.as_deref())
         .filter(|_| agent.engine.kind.can_resume());
     let told = match (resume, session) {
@@ -274,6 +275,9 @@ pub(crate) fn shape(
 pub(crate) struct Continue {
     /// The agent session to continue, where the engine can.
     pub session: Option<String>,
+    /// The engine whose session it is: an attempt on another engine (a fallback) starts its
+    /// own.
+    pub engine: Option<String>,
     /// What the task is told: sent into the continued session, or (for a fix) after the
     /// task's own prompt when it starts afresh.
     pub message: String,

@@ -21,5 +21,5 @@ mod machine;
 mod plan;
 
 pub use backoff::backoff_delay;
-pub use machine::{Action, Cause, Input, Scheduler, StopCause};
+pub use machine::{Action, Cause, Input, Scheduler, StopCause, hands_over};
 pub use plan::{Plan, PlanTask, Replanned};

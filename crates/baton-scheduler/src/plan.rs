@@ -16,6 +16,11 @@ pub struct PlanTask {
     /// `retries` cover only the machinery's failures (an agent task's default): a failure of
     /// the task's own ends it at once.
     pub retry_infrastructure_only: bool,
+    /// Engines after its own that stand in when an attempt fails for the machinery's
+    /// reasons ([`hands_over`](crate::hands_over)).
+    pub fallbacks: u32,
+    /// `fallback_on = "any"`: any failure hands over to the next engine.
+    pub fallback_on_any: bool,
     /// Once ready, waits for [`Input::Approved`](crate::Input::Approved) before it starts.
     pub needs_approval: bool,
     /// The planner (`on_failure = "replan"`) that is asked again when this task, one of the

@@ -861,3 +861,98 @@ fn a_hundred_thousand_tasks_schedule_in_linear_time() {
         });
     }
 }
+
+#[test]
+fn a_machinery_failure_hands_over_to_the_next_engine_at_once_with_its_retries_whole() {
+    let mut plan = chain_plan(1, OnFailure::Block);
+    plan.tasks[0].retries = 1;
+    plan.tasks[0].retry_infrastructure_only = true;
+    plan.tasks[0].fallbacks = 2;
+    let overloaded = Outcome::AgentFailed {
+        class: FailureClass::Infrastructure,
+        reason: "api_error_529".into(),
+        message: "overloaded".into(),
+        retry_after_ms: Some(60_000),
+    };
+    let own_error = Outcome::AgentFailed {
+        class: FailureClass::Task,
+        reason: "agent_error".into(),
+        message: "no".into(),
+        retry_after_ms: None,
+    };
+    let mut sched = Scheduler::new(&plan, 0);
+    sched.handle(Input::Start);
+    assert_eq!(sched.engine(0), 0);
+    let assert_failed = |actions: &[Action]| {
+        let failed = Action::Finished {
+            task: 0,
+            state: TaskState::Failed,
+            cause: baton_scheduler::Cause::Outcome,
+        };
+        assert_eq!(actions.first(), Some(&failed), "{actions:?}");
+    };
+    let finish = |sched: &mut Scheduler, attempt, outcome: &Outcome| {
+        sched.handle(Input::Finished {
+            task: 0,
+            attempt,
+            outcome: outcome.clone(),
+        })
+    };
+    // The API's retry-after is its engine's, not the next one's: no wait.
+    let actions = finish(&mut sched, 1, &overloaded);
+    assert_eq!(
+        actions,
+        [Action::RetryLater {
+            task: 0,
+            attempt: 2,
+            delay: Duration::ZERO
+        }]
+    );
+    assert_eq!(sched.engine(0), 1);
+    sched.handle(Input::RetryDue { task: 0 });
+    // An account out of credit is no outage, yet another engine may do the task.
+    let broke = Outcome::AgentFailed {
+        class: FailureClass::Task,
+        reason: baton_model::OUT_OF_CREDIT.into(),
+        message: "insufficient_quota".into(),
+        retry_after_ms: None,
+    };
+    assert!(baton_scheduler::hands_over(&broke, false));
+    assert!(!baton_scheduler::hands_over(&own_error, false));
+    assert!(baton_scheduler::hands_over(&own_error, true));
+    // The task's own failure does not switch engines, nor (agent default) is it retried.
+    let mut other = Scheduler::new(&plan, 0);
+    other.handle(Input::Start);
+    let actions = finish(&mut other, 1, &own_error);
+    assert_failed(&actions);
+    assert_eq!(other.engine(0), 0);
+    // Engine 1 overloaded too: engine 2, the last.
+    finish(&mut sched, 2, &overloaded);
+    sched.handle(Input::RetryDue { task: 0 });
+    assert_eq!(sched.engine(0), 2);
+    // The last engine has the task's one retry, whole, then fails for good.
+    let actions = finish(&mut sched, 3, &overloaded);
+    assert!(
+        matches!(actions[0], Action::RetryLater { attempt: 4, .. }),
+        "{actions:?}"
+    );
+    assert!(
+        actions
+            .iter()
+            .all(|a| !matches!(a, Action::RetryLater { delay, .. } if delay.is_zero()))
+    );
+    assert_eq!(sched.engine(0), 2);
+    sched.handle(Input::RetryDue { task: 0 });
+    let actions = finish(&mut sched, 4, &overloaded);
+    assert_failed(&actions);
+
+    // A takeover puts the task back where its attempts left it, its retries counted from
+    // its last switch.
+    let mut resumed = Scheduler::new(&plan, 0);
+    resumed.continue_after(0, 2, true);
+    resumed.recall_engine(0, [(1, &overloaded), (2, &own_error)]);
+    assert_eq!(resumed.engine(0), 1);
+    resumed.handle(Input::Start);
+    let actions = finish(&mut resumed, 3, &overloaded);
+    assert_eq!(resumed.engine(0), 2, "{actions:?}");
+}

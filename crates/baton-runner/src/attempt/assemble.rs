@@ -16,6 +16,8 @@ pub(crate) struct Assembly<'a> {
     pub shared: &'a Shared,
     /// A planner asked again: the tasks of its plan its answer replaces.
     pub dropped: Vec<u32>,
+    /// The engine of the task's chain the attempt runs on (0: its own).
+    pub engine: u32,
 }
 
 /// Attempt `attempt` of `task`, continuing `resume` if given, or the outcome of an attempt
@@ -34,6 +36,7 @@ pub(crate) fn assemble(
         workspaces,
         shared,
         dropped,
+        engine,
     } = parts;
     let spec_task = graph.task(task);
     let workdir = workspaces
@@ -47,7 +50,14 @@ pub(crate) fn assemble(
             outcome => outcome,
         })?;
     let launch = launcher
-        .prepare(task, attempt, &shared.meter, resume, workdir.as_deref())
+        .prepare(
+            task,
+            attempt,
+            &shared.meter,
+            resume,
+            workdir.as_deref(),
+            engine,
+        )
         .map_err(|error| error.outcome(launcher.redact(&error.to_string())))?;
     let setup = if workspaces.needs_setup(task) {
         spec_task.setup.clone()

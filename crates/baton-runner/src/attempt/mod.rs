@@ -575,6 +575,7 @@ impl Unit {
         let number = progress.rounds;
         let fix = Continue {
             session: round.agent.as_ref().and_then(|a| a.session_id.clone()),
+            engine: round.agent.as_ref().map(|a| a.engine.clone()),
             message,
             fix: Some(number),
         };
@@ -717,6 +718,7 @@ pub(crate) fn continued_session(outcome: &Outcome, usage: &AgentUsage) -> Option
     (progressed && outcome.failure_class() == Some(FailureClass::Infrastructure)).then(|| {
         Continue {
             session: Some(session.clone()),
+            engine: Some(usage.engine.clone()),
             message: cut_short(outcome),
             fix: None,
         }

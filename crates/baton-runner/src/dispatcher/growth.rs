@@ -176,17 +176,20 @@ impl Dispatcher<'_> {
             "Answer with a new plan, in the same shape, for what is left of your goal: tasks that \
              replace the failed and unstarted ones, done differently where the failure says so.",
         );
-        let session = self
+        let (engine, session) = self
             .store
             .attempts(&self.run_id, &self.graph.task(planner).id)
             .ok()
             .and_then(|a| {
-                a.into_iter()
-                    .rev()
-                    .find_map(|a| a.agent.and_then(|u| u.session_id))
-            });
+                a.into_iter().rev().find_map(|a| {
+                    a.agent
+                        .and_then(|u| Some((Some(u.engine), Some(u.session_id?))))
+                })
+            })
+            .unwrap_or_default();
         crate::launch::Continue {
             session,
+            engine,
             message: self.launcher.redact(&message),
             fix: Some(1),
         }

@@ -163,6 +163,16 @@ impl<'a> Dispatcher<'a> {
         for (task, used) in restored.again {
             self.sched
                 .continue_after(task, used, restored.charge_retries);
+            // A run taken over goes on with the engine its attempts left each task on; a
+            // retry starts each chain again from the task's own engine.
+            if restored.charge_retries && self.graph.task(task).has_fallback() {
+                let attempts = self.store.attempts(&self.run_id, &self.graph.task(task).id);
+                let attempts = attempts.unwrap_or_default();
+                let history = attempts
+                    .iter()
+                    .filter_map(|a| Some((a.attempt, a.outcome.as_ref()?)));
+                self.sched.recall_engine(task, history);
+            }
         }
     }
 
@@ -667,6 +677,7 @@ impl<'a> Dispatcher<'a> {
                 workspaces: &mut self.workspaces,
                 shared: &self.shared,
                 dropped,
+                engine: self.sched.engine(task),
             },
             task,
             attempt,
@@ -831,6 +842,15 @@ pub(super) fn plan_of(graph: &Graph) -> Plan {
                     &t.action,
                     TaskAction::Agent { settings, .. }
                         if settings.retry_on == baton_graph::RetryOn::Infrastructure
+                ),
+                fallbacks: match &t.action {
+                    TaskAction::Agent { settings, .. } => settings.fallback.len() as u32,
+                    _ => 0,
+                },
+                fallback_on_any: matches!(
+                    &t.action,
+                    TaskAction::Agent { settings, .. }
+                        if settings.fallback_on == baton_graph::RetryOn::Any
                 ),
                 replanned_by: replanner(graph, i as u32),
                 replans: t.plan.map_or(0, |p| p.replans),

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::handoff_files::{HandoffFile, HandoffFiles};
-use baton_agent::{AgentOptions, EngineKind};
+use baton_agent::EngineKind;
 use baton_exec::handoff::{share_budget, truncate_utf8};
 use baton_exec::{AttemptSpec, Program};
 use baton_graph::template::{
@@ -28,6 +28,7 @@ use crate::out_dir::OutDir;
 use crate::round::shape;
 pub(crate) use crate::round::{Continue, Launch, PreparedAgent, Recipe};
 
+mod agent;
 mod reviewer;
 
 /// Stdout kept in memory per attempt, at least: what is stored as the task's output.
@@ -60,12 +61,29 @@ impl HeldOutput {
 
 /// What stays the same across a task's attempts, worked out at its first launch.
 struct Prepared {
-    program: Result<Program, Arc<LaunchError>>,
     handoff: Option<HandoffFile>,
+    /// How it runs: one way for a shell task; an agent task's own engine, then each of its
+    /// `fallback` engines.
+    choices: Vec<Choice>,
+}
+
+/// One way to run a task: a shell command, or one engine of an agent task's chain.
+struct Choice {
+    program: Result<Program, Arc<LaunchError>>,
     /// What the task gets of baton's own environment.
     passed: Arc<[(OsString, OsString)]>,
     /// For an agent task: its engine, and how its prompt reaches it.
     agent: Option<Arc<PreparedAgent>>,
+}
+
+impl Choice {
+    fn failed(error: Arc<LaunchError>) -> Self {
+        Choice {
+            program: Err(error),
+            passed: Arc::new([]),
+            agent: None,
+        }
+    }
 }
 
 /// What every task gets of baton's environment: what programs need to find themselves, their
@@ -255,8 +273,9 @@ impl Launcher {
         self.dirs.log(&self.graph.task(task).id, attempt)
     }
 
-    /// Attempt `attempt` of `task`, ready to start, or why it cannot be started (a template
-    /// that does not render, an engine this build cannot drive).
+    /// Attempt `attempt` of `task` on `engine` of its chain (0: its own, then its fallbacks),
+    /// ready to start, or why it cannot be started (a template that does not render, an
+    /// engine this build cannot drive).
     pub(crate) fn prepare(
         &mut self,
         task: u32,
@@ -264,21 +283,24 @@ impl Launcher {
         meter: &Meter,
         resume: Option<&Continue>,
         workdir: Option<&std::path::Path>,
+        engine: u32,
     ) -> Result<Launch, Arc<LaunchError>> {
         if !self.prepared.contains_key(&task) {
             let prepared = self.prepare_first(task);
             self.prepared.insert(task, prepared);
         }
         let prepared = self.prepared.get(&task).expect("just prepared");
-        let program = prepared.program.clone()?;
-        let agent = prepared.agent.clone();
+        // Past the end of its chain, the last engine goes on.
+        let choice = &prepared.choices[(engine as usize).min(prepared.choices.len() - 1)];
+        let program = choice.program.clone()?;
+        let agent = choice.agent.clone();
         let spec_task = self.graph.task(task);
         // A file of that name is a leftover (an earlier driver's attempt of the same number,
         // which a takeover runs again): it must not pass for this attempt's output.
         OutDir::lock(&self.out_dir).clear(&self.dirs, &spec_task.id, attempt);
         let mut env: Vec<(OsString, OsString)> =
-            Vec::with_capacity(prepared.passed.len() + spec_task.env.len() + 5);
-        env.extend(prepared.passed.iter().cloned());
+            Vec::with_capacity(choice.passed.len() + spec_task.env.len() + 5);
+        env.extend(choice.passed.iter().cloned());
         env.push(("BATON_TASK_ID".into(), spec_task.id.as_str().into()));
         env.push(("BATON_RUN_ID".into(), self.run_id.as_str().into()));
         env.push(("BATON_ATTEMPT".into(), attempt.to_string().into()));
@@ -465,14 +487,12 @@ impl Launcher {
                 Ok(file) => handoff = Some(file),
                 Err(source) => {
                     return Prepared {
-                        program: Err(Arc::new(LaunchError::File {
+                        handoff: None,
+                        choices: vec![Choice::failed(Arc::new(LaunchError::File {
                             what: "handoff file in",
                             path: self.dirs.handoff.clone(),
                             source,
-                        })),
-                        handoff: None,
-                        passed: Arc::new([]),
-                        agent: None,
+                        }))],
                     };
                 }
             }
@@ -484,134 +504,81 @@ impl Launcher {
                 self.held[need as usize] = None;
             }
         }
-        let mut agent = None;
-        // What the task passes on besides the run's own list.
-        let mut patterns: Vec<String> = spec_task.pass_env.clone();
-        let mut removed: &[&str] = &[];
-        let program = match &spec_task.action {
-            Action::Shell { run } => Template::new(run, &needs_ids)
-                .and_then(|t| t.render(&context, Quote::Shell))
-                .map_err(|e| LaunchError::Template {
-                    field: "run",
-                    message: e.to_string(),
-                })
-                .and_then(|run| {
-                    if run.contains('\0') {
-                        Err(LaunchError::Nul {
-                            what: "`run` (with its templates filled in)".to_owned(),
+        let choices = match &spec_task.action {
+            Action::Shell { run } => vec![
+                self.plain_choice(
+                    task,
+                    Template::new(run, &needs_ids)
+                        .and_then(|t| t.render(&context, Quote::Shell))
+                        .map_err(|e| LaunchError::Template {
+                            field: "run",
+                            message: e.to_string(),
                         })
-                    } else {
-                        Ok(Program::Shell(run))
-                    }
-                }),
+                        .and_then(|run| {
+                            if run.contains('\0') {
+                                Err(LaunchError::Nul {
+                                    what: "`run` (with its templates filled in)".to_owned(),
+                                })
+                            } else {
+                                Ok(Program::Shell(run))
+                            }
+                        }),
+                ),
+            ],
             Action::Agent {
                 engine,
                 prompt,
                 settings,
-            } => match self.agents.engine(engine).cloned() {
-                None => Err(LaunchError::UnknownEngine(engine.to_string())),
-                Some(engine)
-                    if engine.kind == EngineKind::Http
-                        && settings.model.is_none()
-                        && engine.model.is_none() =>
-                {
-                    Err(LaunchError::NoModel(engine.name.clone()))
-                }
-                Some(mut engine) => Template::new(prompt, &needs_ids)
+            } => {
+                let prompt = Template::new(prompt, &needs_ids)
                     .and_then(|t| t.render(&context, Quote::None))
-                    .map_err(|e| LaunchError::Template {
-                        field: "prompt",
-                        message: e.to_string(),
+                    .map_err(|e| {
+                        Arc::new(LaunchError::Template {
+                            field: "prompt",
+                            message: e.to_string(),
+                        })
+                    });
+                // Its own engine, then the ones that stand in for it.
+                let own = baton_graph::EngineChoice {
+                    engine: engine.to_string(),
+                    model: settings.model.clone(),
+                };
+                let own_kind = self.agents.engine(engine).map(|e| e.kind);
+                std::iter::once(&own)
+                    .chain(&settings.fallback)
+                    .enumerate()
+                    .map(|(k, choice)| match &prompt {
+                        Ok(prompt) => self.agent_choice(task, choice, k == 0, own_kind, prompt),
+                        Err(error) => Choice::failed(Arc::clone(error)),
                     })
-                    .map(|prompt| {
-                        if engine.command.is_empty() {
-                            // `http`: baton's own `agent-http` asks the API.
-                            engine.command = std::env::current_exe()
-                                .map(|p| p.to_string_lossy().into_owned())
-                                .unwrap_or_else(|_| "baton".to_owned());
-                        }
-                        if engine.kind == EngineKind::Http {
-                            patterns.push(engine.http_endpoint().2.to_owned());
-                        }
-                        let mut options = AgentOptions {
-                            model: settings.model.clone(),
-                            max_turns: settings.max_turns,
-                            allowed_tools: settings.allowed_tools.clone(),
-                            permission_mode: settings.permission_mode.clone(),
-                            sandbox: settings.sandbox.clone(),
-                            args: settings.args.clone(),
-                        };
-                        // Where the engine can hold the answer to a schema, it does: Claude
-                        // Code's `--json-schema` has the model answer through a tool whose
-                        // input is checked against it (its `result` is then that JSON).
-                        if spec_task.plan.is_some() {
-                            options.args.extend(schema_args(
-                                engine.kind,
-                                crate::planner::PLAN_SCHEMA,
-                                crate::planner::PLAN_SCHEMA_STRICT,
-                                &self
-                                    .dirs
-                                    .handoff
-                                    .join(format!("{}.schema.json", spec_task.id.file_name())),
-                            ));
-                        }
-                        let preamble = match spec_task.plan {
-                            Some(_) => {
-                                let planning =
-                                    crate::planner::preamble(&self.graph, task, &self.root);
-                                Some(match preamble(spec_task) {
-                                    Some(more) => format!("{planning}\n{more}"),
-                                    None => planning,
-                                })
-                            }
-                            None => preamble(spec_task),
-                        };
-                        let prompt_file = self.dirs.prompt(&spec_task.id, "prompt");
-                        let invocation = engine.invocation(
-                            &prompt,
-                            preamble.as_deref(),
-                            &options,
-                            None,
-                            &prompt_file,
-                        );
-                        patterns.extend(engine.kind.pass_env().iter().map(|s| (*s).to_owned()));
-                        patterns.extend(engine.pass_env.iter().cloned());
-                        removed = engine.kind.remove_env();
-                        let program = Program::Exec {
-                            program: invocation.program,
-                            args: invocation.args,
-                        };
-                        let model = settings.model.clone().or_else(|| engine.model.clone());
-                        agent = Some(Arc::new(PreparedAgent {
-                            engine,
-                            prompt: invocation.prompt,
-                            env: invocation.env,
-                            records: invocation.records,
-                            idle_timeout: settings.idle_timeout,
-                            options,
-                            preamble,
-                            prompt_file,
-                            prompt_text: prompt.clone(),
-                            prices: self.agents.prices.clone(),
-                            model,
-                            task_limit: settings.budget.clone(),
-                        }));
-                        program
-                    }),
-            },
-            Action::Noop => Ok(Program::Shell(String::new())),
+                    .collect()
+            }
+            Action::Noop => vec![self.plain_choice(task, Ok(Program::Shell(String::new())))],
         };
-        let passed = if patterns.is_empty() && removed.is_empty() {
-            // Most tasks: the run's list alone, filtered once for all of them.
+        Prepared { handoff, choices }
+    }
+
+    /// A shell task's one way to run: its command, and the environment it passes.
+    fn plain_choice(&self, task: u32, program: Result<Program, LaunchError>) -> Choice {
+        let patterns = &self.graph.task(task).pass_env;
+        Choice {
+            program: program.map_err(Arc::new),
+            passed: self.passed_for(patterns, &[]),
+            agent: None,
+        }
+    }
+
+    /// What a task gets of baton's environment: the run's list alone for most tasks, filtered
+    /// once for all of them.
+    pub(super) fn passed_for(
+        &self,
+        patterns: &[String],
+        removed: &[&str],
+    ) -> Arc<[(OsString, OsString)]> {
+        if patterns.is_empty() && removed.is_empty() {
             Arc::clone(&self.base_passed)
         } else {
-            self.passed(&patterns, removed).into()
-        };
-        Prepared {
-            program: program.map_err(Arc::new),
-            handoff,
-            passed,
-            agent,
+            self.passed(patterns, removed).into()
         }
     }
 

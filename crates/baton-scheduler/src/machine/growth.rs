@@ -47,6 +47,7 @@ impl Scheduler {
         }
         for task in &plan.tasks[old..] {
             self.retries.push(task.retries);
+            self.engines.push(super::engines::Chain::of(task));
             self.backoff.push(task.backoff);
             self.retry_infrastructure_only
                 .push(task.retry_infrastructure_only);

@@ -6,8 +6,10 @@ use baton_model::{Ending, FailureClass, OnFailure, Outcome, RunState, Stopped, T
 
 use crate::backoff::backoff_delay;
 
+mod engines;
 mod growth;
 use crate::plan::{Adjacency, Plan, priorities};
+pub use engines::hands_over;
 
 /// Something that happened, fed to [`Scheduler::handle`].
 #[derive(Debug, Clone, PartialEq)]
@@ -146,8 +148,11 @@ pub struct Scheduler {
     running_conflicts: Vec<u32>,
     /// Attempts launched so far, per task.
     attempts: Vec<u32>,
-    /// Attempts that do not count against `retries` (made before a resume or retry), per task.
+    /// Attempts that do not count against `retries` (made before a resume or retry, or on an
+    /// engine it fell back from), per task.
     uncharged: Vec<u32>,
+    /// Per task, the engine of its chain its next attempt runs on.
+    engines: Vec<engines::Chain>,
     ready: BinaryHeap<(u32, Reverse<u32>)>,
     running: u32,
     done: u32,
@@ -200,6 +205,7 @@ impl Scheduler {
             concurrency: plan.concurrency.max(1),
             on_failure: plan.on_failure,
             retries: plan.tasks.iter().map(|t| t.retries).collect(),
+            engines: plan.tasks.iter().map(engines::Chain::of).collect(),
             backoff: plan.tasks.iter().map(|t| t.backoff).collect(),
             retry_infrastructure_only: plan
                 .tasks
@@ -270,6 +276,28 @@ impl Scheduler {
         let i = task as usize;
         self.attempts[i] = used;
         self.uncharged[i] = if charge { 0 } else { used };
+    }
+
+    /// Puts a task that will run again where its recorded attempts left it in its chain of
+    /// engines: `history` is its attempts' numbers and outcomes, in order. Call after
+    /// [`Scheduler::continue_after`].
+    pub fn recall_engine<'o>(
+        &mut self,
+        task: u32,
+        history: impl IntoIterator<Item = (u32, &'o Outcome)>,
+    ) {
+        let i = task as usize;
+        for (attempt, outcome) in history {
+            if self.engines[i].hand_over(outcome) {
+                self.uncharged[i] = self.uncharged[i].max(attempt);
+            }
+        }
+    }
+
+    /// The engine of `task`'s chain its next attempt runs on: 0 is its own, 1 its first
+    /// fallback, and so on.
+    pub fn engine(&self, task: u32) -> u32 {
+        self.engines[task as usize].at
     }
 
     /// Applies one input and returns what follows from it, in order.
@@ -491,6 +519,18 @@ impl Scheduler {
         if *outcome == Outcome::Cancelled {
             let cause = self.stop.map_or(Cause::Outcome, Cause::Stopped);
             self.fail(task, TaskState::Cancelled, cause, out);
+            return;
+        }
+        if self.stop.is_none() && self.engines[i].hand_over(outcome) {
+            // The next engine, at once and with its retries whole: the last one's own
+            // retries of its API are behind it, and its `retry-after` is not this one's.
+            self.uncharged[i] = attempt;
+            self.phase[i] = Phase::Backoff;
+            out.push(Action::RetryLater {
+                task,
+                attempt: attempt + 1,
+                delay: Duration::ZERO,
+            });
             return;
         }
         let retryable = match outcome.failure_class() {

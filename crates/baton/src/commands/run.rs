@@ -271,7 +271,12 @@ fn check_engines(
     runtime: &tokio::runtime::Runtime,
 ) -> Result<(), Failure> {
     let problems = match runtime.block_on(baton_runner::check_engines(graph, agents)) {
-        Ok(()) => return Ok(()),
+        Ok(notes) => {
+            for note in notes {
+                out::err(&format!("baton: note: {note}"));
+            }
+            return Ok(());
+        }
         Err(problems) => problems,
     };
     refuse_if_any(graph, &problems, "see `baton doctor`")

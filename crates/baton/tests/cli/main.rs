@@ -15,6 +15,7 @@ mod confine;
 mod conflicts;
 mod containment;
 mod examples;
+mod fallback;
 mod fan_out;
 mod flags;
 mod goal;
