@@ -131,6 +131,7 @@ impl Parts {
                 workspaces: &mut self.workspaces,
                 shared: &self.shared,
                 dropped: Vec::new(),
+                engine: 0,
             },
             task,
             attempt,
