@@ -158,14 +158,15 @@ pub(crate) async fn probe_engines(graph: &Graph, config: &AgentConfig) -> Engine
     let mut problems = Vec::new();
     // An API has no default model: say so before anything runs, not at each attempt.
     for task in graph.tasks() {
-        for (name, model) in chain(task) {
+        for (k, (name, model)) in chain(task).into_iter().enumerate() {
             if let Some(engine) = config.engine(name)
                 && engine.kind == baton_agent::EngineKind::Http
                 && model.is_none()
                 && engine.model.is_none()
             {
+                let on = if k == 0 { "the task" } else { "its fallback" };
                 problems.push(format!(
-                    "task `{}`: engine `{}` needs a model: set `model` on the task (or its fallback) or under [engines.{}] in baton.toml",
+                    "task `{}`: engine `{}` needs a model: set `model` on {on} or under [engines.{}] in baton.toml",
                     task.id, engine.name, engine.name
                 ));
             }
