@@ -7,7 +7,7 @@ use baton_agent::{AgentOptions, EngineKind};
 use baton_exec::Program;
 use baton_graph::{Action, EngineChoice};
 
-use super::{Choice, Launcher, preamble, schema_args};
+use super::{Choice, Launcher, PREAMBLE, particulars, schema_args};
 use crate::launch_error::LaunchError;
 use crate::round::PreparedAgent;
 
@@ -79,15 +79,26 @@ impl Launcher {
                     .join(format!("{}.schema.json", spec_task.id.file_name())),
             ));
         }
+        // What is the same for every task first, what is the task's own last: siblings'
+        // prompts then start with the same bytes, which a provider's prompt cache serves.
+        let particulars = particulars(spec_task);
         let preamble = match spec_task.plan {
             Some(_) => {
                 let planning = crate::planner::preamble(&self.graph, task, &self.root);
-                Some(match preamble(spec_task) {
-                    Some(more) => format!("{planning}\n{more}"),
+                Some(match particulars {
+                    Some(_) => format!("{planning}\n{PREAMBLE}"),
                     None => planning,
                 })
             }
-            None => preamble(spec_task),
+            None => particulars.as_ref().map(|_| PREAMBLE.to_owned()),
+        };
+        let told;
+        let prompt = match &particulars {
+            Some(particulars) => {
+                told = format!("{prompt}\n\n{particulars}");
+                told.as_str()
+            }
+            None => prompt,
         };
         let prompt_file = self.dirs.prompt(&spec_task.id, "prompt");
         let invocation =

@@ -720,12 +720,20 @@ pub(crate) fn schema_args(
 }
 
 /// What baton tells an agent beside its task: where it may work and that its work is checked.
-fn preamble(task: &baton_graph::Task) -> Option<String> {
+/// What baton tells every agent of a task with a scope or checks, before its prompt: the same
+/// bytes for every such task, so that a provider's prompt cache serves them to all siblings
+/// (what is particular to the task comes after its prompt: [`particulars`]).
+pub(crate) const PREAMBLE: &str = "You are one task of a larger plan run by baton. What is \
+    particular to this task (the files it may change, the checks its work must pass) is said \
+    after its instructions.";
+
+/// What is particular to `task` that its agent is told after its prompt: its scope and its
+/// checks.
+fn particulars(task: &baton_graph::Task) -> Option<String> {
     let mut lines = Vec::new();
     if !task.scope.is_empty() {
         lines.push(format!(
-            "You are one task of a larger plan run by baton. Change only files matching: {}. \
-             Other tasks own the rest of the repository.",
+            "Change only files matching: {}. Other tasks own the rest of the repository.",
             task.scope.join(", ")
         ));
     }

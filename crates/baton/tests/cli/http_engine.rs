@@ -61,11 +61,20 @@ run = "echo {{ needs.plan.output }}"
         request.header("authorization"),
         Some("Bearer mock-key-0123456789-abcdefghij")
     );
-    // The preamble (the task's scope) went as the system message, the prompt as the user's.
+    // baton's preamble went as the system message, the prompt as the user's, with what is
+    // the task's own (its scope) after it.
     let messages = request.body["messages"].as_array().unwrap();
     assert_eq!(messages[0]["role"], "system");
-    assert!(messages[0]["content"].as_str().unwrap().contains("docs/**"));
-    assert_eq!(messages[1]["content"], "Plan the work. Scope: plan");
+    assert!(
+        messages[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("run by baton")
+    );
+    assert_eq!(
+        messages[1]["content"],
+        "Plan the work. Scope: plan\n\nChange only files matching: docs/**. Other tasks own the rest of the repository."
+    );
     let agent = &out.json_task("plan")["agent"];
     assert_eq!(agent["engine"], "http");
     assert_eq!(agent["input_tokens"], 2_000);
@@ -143,4 +152,63 @@ fn an_http_task_without_a_model_is_told_what_to_set() {
         );
     assert!(!out.state_dir_exists());
     assert!(model.requests().is_empty());
+}
+
+#[test]
+fn sibling_prompts_start_with_the_same_bytes_and_differ_only_at_the_end() {
+    let model = MockModel::start(Script::new().rule(Rule::text("done"))).unwrap();
+    // Two instances of one task: their shared context first, their item and their scopes and
+    // checks (baton's, each task's own) after it.
+    let graph = r#"
+[[task]]
+id = "write"
+engine = "http"
+model = "gpt-5"
+for_each = ["alpha", "beta"]
+scope = ["{{ item }}/**"]
+verify = ["true"]
+prompt = """
+SHARED CONTEXT: the style guide, the schema and the API, the same for every writer.
+Now write the {{ item }} chapter."""
+"#;
+    let out = with_http(Test::new(), &model, "openai")
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(out.json_task("write/alpha")["output"], "done");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    // What a provider caches is the request's prefix: system message, then the user's.
+    let bytes: Vec<String> = requests
+        .iter()
+        .map(|r| serde_json::to_string(&r.body["messages"]).unwrap())
+        .collect();
+    let common = bytes[0]
+        .bytes()
+        .zip(bytes[1].bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let shared = &bytes[0][..common];
+    assert!(
+        shared.ends_with("Now write the "),
+        "they part at the item, not before: {shared}"
+    );
+    assert!(shared.contains("run by baton"), "{shared}");
+    for request in &requests {
+        let user = request.body["messages"][1]["content"].as_str().unwrap();
+        let item = if user.contains("alpha chapter") {
+            "alpha"
+        } else {
+            "beta"
+        };
+        assert!(
+            user.ends_with(&format!(
+                "Change only files matching: {item}/**. Other tasks own the rest of the \
+                 repository.\nWhen you are done, baton will check your work by running: true. \
+                 Make sure they pass."
+            )),
+            "{user}"
+        );
+    }
 }
