@@ -251,6 +251,7 @@ impl Graph {
             let action = validate::action(&spec, t, &mut diags);
             actions.push(action);
             validate::check_planning(t, action, &mut diags);
+            validate::check_candidates(t, action, &mut diags);
             validate::check_paths(t, text, &mut diags);
             // A template names a need as the task wrote it: a sibling's id, or a full one.
             let names: Vec<String> = t

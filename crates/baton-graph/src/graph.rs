@@ -234,6 +234,12 @@ impl RetryOn {
 }
 
 impl Task {
+    /// How many candidates each of its attempts runs at once (`best_of`, `candidates`): 1
+    /// for most tasks.
+    pub fn candidate_count(&self) -> u32 {
+        (self.candidates.len() as u32).max(1)
+    }
+
     /// An agent task with engines to stand in for its own.
     pub fn has_fallback(&self) -> bool {
         matches!(&self.action, Action::Agent { settings, .. } if !settings.fallback.is_empty())
@@ -345,6 +351,11 @@ pub struct Task {
     /// What its planner (or the file) expects it to take and cost: `baton do`'s estimate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimate: Option<Estimate>,
+    /// `best_of = N` (N times its own engine) or `candidates`: the engines each of its
+    /// attempts runs at once, each in a worktree of its own, the best of whose work is its
+    /// result. Empty for most tasks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<EngineChoice>,
 }
 
 /// `estimate = { minutes = 10, usd = 0.5 }`: what a task is expected to take and cost.

@@ -165,6 +165,7 @@ mod tests {
             reviewer: None,
             replaced: false,
             estimate: None,
+            candidates: Vec::new(),
         }
     }
 

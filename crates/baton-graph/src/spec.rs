@@ -210,6 +210,10 @@ pub(crate) struct TaskMore {
     /// `reviewer = { engine, model }`, where it was written.
     pub reviewer: Option<At<crate::graph::Reviewer>>,
     pub estimate: Option<crate::graph::Estimate>,
+    /// `best_of = N`, where it was written.
+    pub best_of: Option<At<u32>>,
+    /// `candidates = [{ engine, model }, …]`, where it was written.
+    pub candidates: Option<At<Vec<crate::graph::EngineChoice>>>,
 }
 
 /// `for_each`, as written.
@@ -263,6 +267,8 @@ static NOTHING_MORE: TaskMore = TaskMore {
     on_failure: None,
     max_replans: None,
     estimate: None,
+    best_of: None,
+    candidates: None,
 };
 
 impl TaskSpec {

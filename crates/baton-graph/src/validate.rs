@@ -68,6 +68,7 @@ pub(crate) fn validate(
         }
         actions.push(action(&spec, task, &mut diags));
         check_planning(task, actions.last().copied().flatten(), &mut diags);
+        check_candidates(task, actions.last().copied().flatten(), &mut diags);
         check_paths(task, source, &mut diags);
         check_templates(task, source, &index, &mut diags);
     }
@@ -701,6 +702,68 @@ fn assemble(
     graph
 }
 
+/// The most candidates one attempt runs at once (`best_of`, `candidates`).
+pub const MAX_CANDIDATES: u32 = 8;
+
+/// `best_of` and `candidates`: on an agent task that is no planner, one of the two, 2 to
+/// [`MAX_CANDIDATES`] of them, and no `fallback` of the task's own (candidates do not fall
+/// back: each is one engine's try).
+pub(crate) fn check_candidates(
+    t: &TaskSpec,
+    action: Option<ActionKind>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let more = t.more();
+    let (field, span, n) = match (&more.best_of, &more.candidates) {
+        (None, None) => return,
+        (Some(best), Some(list)) => {
+            diags.push(
+                Diagnostic::at(list.span.clone(), "give `best_of` or `candidates`, not both")
+                    .related(best.span.clone(), "`best_of` here")
+                    .help("`best_of = N` runs the task's own engine N times; `candidates` names each engine"),
+            );
+            return;
+        }
+        (Some(best), None) => ("best_of", best.span.clone(), best.value),
+        (None, Some(list)) => ("candidates", list.span.clone(), list.value.len() as u32),
+    };
+    let problem = if matches!(action, Some(ActionKind::Shell | ActionKind::Noop)) {
+        Some((
+            format!(
+                "{} is not an agent task: `{field}` runs an agent's prompt several times",
+                task_name(t)
+            ),
+            "give it a `prompt` for an agent engine, or remove the field".to_owned(),
+        ))
+    } else if more.expand.as_ref().is_some_and(|e| e.value) {
+        Some((
+            format!(
+                "{} is a planner: its plan is one answer, not the best of several",
+                task_name(t)
+            ),
+            format!("remove `{field}`"),
+        ))
+    } else if !(2..=MAX_CANDIDATES).contains(&n) {
+        Some((
+            format!("`{field}` asks for {n} candidates; from 2 to {MAX_CANDIDATES} run at once"),
+            "give 2 or more, at most 8".to_owned(),
+        ))
+    } else if more.agent.fallback.is_some() {
+        Some((
+            format!(
+                "{} has both `{field}` and `fallback`: each candidate is one engine's try",
+                task_name(t)
+            ),
+            "list the engines you want as `candidates`, or remove `fallback`".to_owned(),
+        ))
+    } else {
+        None
+    };
+    if let Some((message, help)) = problem {
+        diags.push(Diagnostic::at(span, message).label(field).help(help));
+    }
+}
+
 /// `expand` only on agent tasks; `max_subtasks` and `max_depth` only with it.
 pub(crate) fn check_planning(
     t: &TaskSpec,
@@ -825,6 +888,23 @@ pub(crate) fn task(
         ActionKind::Noop => Action::Noop,
     };
     let more = t.more.map_or_else(TaskMore::default, |more| *more);
+    let candidates = match (&action, more.best_of, more.candidates) {
+        (_, _, Some(list)) => list.value,
+        (
+            Action::Agent {
+                engine, settings, ..
+            },
+            Some(n),
+            None,
+        ) => {
+            let own = crate::graph::EngineChoice {
+                engine: engine.clone(),
+                model: settings.model.clone(),
+            };
+            vec![own; n.value as usize]
+        }
+        _ => Vec::new(),
+    };
     let workspace_asked = more.workspace.or(d.workspace).is_some();
     let workspace = more.workspace.or(d.workspace).unwrap_or(match action {
         Action::Agent { .. } => Workspace::Worktree,
@@ -834,7 +914,6 @@ pub(crate) fn task(
     Task {
         id: TaskId::new(t.id.expect("validated").value).expect("validated"),
         needs,
-        action,
         timeout: more.timeout.or(d.timeout),
         retries: more.retries.or(d.retries).unwrap_or(0),
         backoff: more.backoff.or(d.backoff).unwrap_or(DEFAULT_BACKOFF),
@@ -898,5 +977,7 @@ pub(crate) fn task(
         reviewer: more.reviewer.map(|r| r.value),
         replaced: false,
         estimate: more.estimate,
+        candidates,
+        action,
     }
 }

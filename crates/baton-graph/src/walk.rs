@@ -92,6 +92,8 @@ const TASK_OWN_FIELDS: &[&str] = &[
     "on_failure",
     "max_replans",
     "estimate",
+    "best_of",
+    "candidates",
 ];
 pub(crate) const TASK_FIELDS: &[&[&str]] = &[TASK_OWN_FIELDS, AGENT_FIELDS, AGENT_TASK_FIELDS];
 
@@ -492,9 +494,10 @@ impl Walker<'_> {
         Some(At::new(reviewer, e.key_span.clone()))
     }
 
-    /// `fallback = ["codex", { engine = "gemini", model = "gemini-2.5-pro" }]`: agent
-    /// engines, each a name or a table with its model.
-    fn fallback(&mut self, e: &Entry) -> Option<Vec<crate::graph::EngineChoice>> {
+    /// `fallback = ["codex", { engine = "gemini", model = "gemini-2.5-pro" }]` (or
+    /// `candidates`): agent engines, each a name or a table with its model; `one` names an
+    /// entry in messages.
+    fn engine_list(&mut self, e: &Entry, one: &str) -> Option<Vec<crate::graph::EngineChoice>> {
         let Kind::Array(items) = &e.value.kind else {
             self.wrong_type(
                 e,
@@ -505,13 +508,13 @@ impl Walker<'_> {
         let mut list = Vec::with_capacity(items.len());
         for item in items {
             let entry = Entry {
-                key: "fallback[]".to_owned(),
+                key: format!("{}[]", e.key),
                 key_span: item.span.clone(),
                 value: item.clone(),
             };
             let choice = match &item.kind {
                 Kind::Str(_) => {
-                    self.agent_engine(&entry)
+                    self.agent_engine(&entry, one)
                         .map(|engine| crate::graph::EngineChoice {
                             engine,
                             model: None,
@@ -519,9 +522,9 @@ impl Walker<'_> {
                 }
                 Kind::Table(table) => {
                     let (mut engine, mut model) = (None, None);
-                    self.each_field(table, "a fallback", &[&["engine", "model"]], |w, f| {
+                    self.each_field(table, one, &[&["engine", "model"]], |w, f| {
                         match f.key.as_str() {
-                            "engine" => engine = w.agent_engine(f),
+                            "engine" => engine = w.agent_engine(f, one),
                             "model" => model = w.string(f).map(|s| s.value),
                             _ => return false,
                         }
@@ -529,14 +532,14 @@ impl Walker<'_> {
                     });
                     if engine.is_none() && !table.iter().any(|f| f.key == "engine") {
                         self.diags.push(
-                            Diagnostic::at(item.span.clone(), "a fallback needs its `engine`")
+                            Diagnostic::at(item.span.clone(), format!("{one} needs its `engine`"))
                                 .help("write `{ engine = \"codex\", model = \"…\" }`"),
                         );
                     }
                     engine.map(|engine| crate::graph::EngineChoice { engine, model })
                 }
                 _ => {
-                    self.wrong_type_node("fallback[]", item, "an engine's name or a table");
+                    self.wrong_type_node(&entry.key, item, "an engine's name or a table");
                     None
                 }
             };
@@ -546,11 +549,11 @@ impl Walker<'_> {
     }
 
     /// An engine that is an agent: not `shell` or `noop`.
-    fn agent_engine(&mut self, e: &Entry) -> Option<String> {
+    fn agent_engine(&mut self, e: &Entry, one: &str) -> Option<String> {
         let engine = self.engine(e)?;
         if matches!(engine.value, "shell" | "noop") {
             self.diags.push(
-                Diagnostic::at(engine.span, format!("a fallback is an agent, not `{}`", engine.value))
+                Diagnostic::at(engine.span, format!("{one} is an agent, not `{}`", engine.value))
                     .label("not an agent")
                     .help("name an agent engine (claude, codex, gemini, aider, http, or one of baton.toml)"),
             );
@@ -744,7 +747,7 @@ impl Walker<'_> {
             "idle_timeout" => a.idle_timeout = self.duration(e),
             "retry_on" => a.retry_on = self.choice(e, RetryOn::NAMES, RetryOn::parse),
             "budget" => a.budget = Some(self.budget_in(e, "a task's budget")),
-            "fallback" => a.fallback = self.fallback(e),
+            "fallback" => a.fallback = self.engine_list(e, "a fallback"),
             "fallback_on" => a.fallback_on = self.choice(e, RetryOn::NAMES, RetryOn::parse),
             _ => return false,
         }
@@ -883,6 +886,14 @@ impl Walker<'_> {
                     t.more_mut().max_replans = w.count(e, 0).map(|n| At::new(n, e.key_span.clone()))
                 }
                 "reviewer" => t.more_mut().reviewer = w.reviewer(e),
+                "best_of" => {
+                    t.more_mut().best_of = w.count(e, 2).map(|n| At::new(n, e.key_span.clone()))
+                }
+                "candidates" => {
+                    t.more_mut().candidates = w
+                        .engine_list(e, "a candidate")
+                        .map(|list| At::new(list, e.key_span.clone()))
+                }
                 "max_depth" => {
                     t.more_mut().max_depth = w.count(e, 1).map(|n| At::new(n, e.key_span.clone()))
                 }

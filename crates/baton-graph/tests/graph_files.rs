@@ -938,3 +938,107 @@ worktree_include = ["καλά"]
     assert_eq!(t.cwd.as_deref(), Some(Path::new("outils/ünïcödé")));
     assert_eq!(t.worktree_include, ["καλά"]);
 }
+
+#[test]
+fn fallbacks_and_candidates_are_engines_with_their_models() {
+    let graph = ok(
+        "engines.toml",
+        r#"
+[defaults]
+fallback = ["codex", { engine = "gemini", model = "gemini-2.5-pro" }]
+
+[[task]]
+id = "a"
+prompt = "x"
+
+[[task]]
+id = "b"
+engine = "codex"
+model = "gpt-5"
+prompt = "x"
+best_of = 3
+
+[[task]]
+id = "c"
+prompt = "x"
+candidates = ["claude", { engine = "codex", model = "o3" }]
+"#,
+    );
+    let Action::Agent { settings, .. } = &graph.task(0).action else {
+        panic!()
+    };
+    let names: Vec<String> = settings.fallback.iter().map(ToString::to_string).collect();
+    assert_eq!(names, ["codex", "gemini/gemini-2.5-pro"]);
+    assert!(graph.task(0).candidates.is_empty());
+    // `best_of`: the task's own engine and model, N times.
+    let b: Vec<String> = graph
+        .task(1)
+        .candidates
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(b, ["codex/gpt-5", "codex/gpt-5", "codex/gpt-5"]);
+    assert_eq!(graph.task(1).candidate_count(), 3);
+    let c: Vec<String> = graph
+        .task(2)
+        .candidates
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(c, ["claude", "codex/o3"]);
+    assert_eq!(graph.task(0).candidate_count(), 1);
+}
+
+#[test]
+fn candidate_and_fallback_mistakes_are_named() {
+    let e = err(
+        "bad.toml",
+        r#"
+[[task]]
+id = "a"
+run = "true"
+best_of = 2
+
+[[task]]
+id = "b"
+prompt = "x"
+best_of = 9
+
+[[task]]
+id = "c"
+prompt = "x"
+best_of = 2
+candidates = ["codex", "claude"]
+
+[[task]]
+id = "d"
+prompt = "x"
+best_of = 2
+fallback = ["codex"]
+
+[[task]]
+id = "e"
+prompt = "x"
+fallback = ["shell", { model = "m" }, 3]
+
+[[task]]
+id = "f"
+prompt = "x"
+expand = true
+best_of = 2
+"#,
+    )
+    .to_string();
+    for expected in [
+        "task `a` is not an agent task: `best_of` runs an agent's prompt several times",
+        "`best_of` asks for 9 candidates; from 2 to 8 run at once",
+        "give `best_of` or `candidates`, not both",
+        "task `d` has both `best_of` and `fallback`: each candidate is one engine's try",
+        "a fallback is an agent, not `shell`",
+        "a fallback needs its `engine`",
+        "`fallback[]` must be an engine's name or a table, not an integer",
+        "task `f` is a planner: its plan is one answer, not the best of several",
+    ] {
+        assert!(e.contains(expected), "missing {expected:?} in:\n{e}");
+    }
+}

@@ -165,6 +165,15 @@ pub enum EventKind {
         #[serde(flatten)]
         review: crate::Review,
     },
+    /// A best-of task's candidates (attempts run at once) all ended: which won and why
+    /// (`winner: None`: none passed). Its winner's work is the task's branch now.
+    Picked {
+        task: TaskId,
+        candidates: Vec<crate::Candidate>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        winner: Option<u32>,
+        why: String,
+    },
     /// `failed`, one of planner `task`'s tasks, failed for good, and the planner is asked again
     /// (`on_failure = "replan"`): its next attempt answers with a plan for what is left.
     Replanning {
@@ -201,6 +210,7 @@ impl EventKind {
             | Self::TaskDecided { task, .. }
             | Self::GraphExpanded { task, .. }
             | Self::Reviewed { task, .. }
+            | Self::Picked { task, .. }
             | Self::Replanning { task, .. } => Some(task),
             Self::Checked { task, .. } => task.as_ref(),
             Self::RunStarted { .. }
@@ -232,6 +242,7 @@ impl EventKind {
             Self::TaskFinished { .. } => "task-finished",
             Self::GraphExpanded { .. } => "graph-expanded",
             Self::Reviewed { .. } => "reviewed",
+            Self::Picked { .. } => "picked",
             Self::Replanning { .. } => "replanning",
         }
     }

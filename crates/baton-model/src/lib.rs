@@ -3,6 +3,7 @@
 //! read, and [`RunView`], the one fold of that log into a run's state. Nothing here performs
 //! I/O.
 
+mod candidate;
 mod containment;
 mod event;
 mod evidence;
@@ -16,6 +17,7 @@ mod usage;
 mod verdict;
 mod view;
 
+pub use candidate::{Candidate, pick};
 pub use containment::Containment;
 pub use event::{EVENT_SCHEMA_VERSION, Event, EventKind};
 pub use evidence::{ChangeKind, CheckResult, Evidence, FileChange};

@@ -247,6 +247,7 @@ impl RunView {
             (
                 EventKind::TaskDecided { .. }
                 | EventKind::Reviewed { .. }
+                | EventKind::Picked { .. }
                 | EventKind::Replanning { .. }
                 | EventKind::BudgetChanged { .. }
                 | EventKind::WorkspaceCommitted { .. }

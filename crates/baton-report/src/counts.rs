@@ -83,6 +83,7 @@ impl StateCounts {
             | EventKind::TaskWaiting { .. }
             | EventKind::TaskDecided { .. }
             | EventKind::Reviewed { .. }
+            | EventKind::Picked { .. }
             | EventKind::Replanning { .. } => {}
         }
     }

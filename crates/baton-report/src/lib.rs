@@ -20,7 +20,7 @@ pub use plain::PlainReporter;
 pub use reporter::{NullReporter, Reporter, RunInfo};
 pub use result::{
     AttemptEngine, FailedCheck, MergedResult, RESULT_SCHEMA_VERSION, ResultCheck, ResultConflict,
-    RunResult, RunSection, TaskAgent, TaskResult, TaskWorkspace, Totals,
+    RunResult, RunSection, TaskAgent, TaskCandidates, TaskResult, TaskWorkspace, Totals,
 };
 pub use spend::{ModelSpend, RunSpend, Spend, budget_text, format_tokens, format_usd};
 pub use terminal::{display_width, pad, terminal_safe};

@@ -164,6 +164,9 @@ impl Reporter for LiveReporter {
                         "baton: {failed} failed: {task} plans what is left again"
                     ));
                 }
+                EventKind::Picked { task, why, .. } => {
+                    self.println(format!("baton: {task}: {why}"));
+                }
                 EventKind::RunStarted { .. }
                 | EventKind::RunFinished { .. }
                 | EventKind::TaskReset { .. }

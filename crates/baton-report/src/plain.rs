@@ -69,6 +69,7 @@ impl<W: Write> Reporter for PlainReporter<W> {
                 EventKind::RunStopping { reason } => format!("baton: stopping: {reason}"),
                 EventKind::GraphExpanded { task, added, .. } => describe_added(task, added),
                 EventKind::Reviewed { task, review, .. } => describe_review(task, review),
+                EventKind::Picked { task, why, .. } => format!("baton: {task}: {why}"),
                 EventKind::Replanning { task, failed } => {
                     format!("baton: {failed} failed: {task} plans what is left again")
                 }

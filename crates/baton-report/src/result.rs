@@ -187,6 +187,19 @@ pub struct TaskResult {
     /// A planner's: the tasks its answer added (they follow it in the list).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub planned: Vec<String>,
+    /// A best-of task's: its last attempt's candidates, which won and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidates: Option<Box<TaskCandidates>>,
+}
+
+/// A best-of task's candidates, as judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskCandidates {
+    /// The winning candidate (1 for the first); `None`: none passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub winner: Option<u32>,
+    pub why: String,
+    pub list: Vec<baton_model::Candidate>,
 }
 
 /// A check that failed: which, how, the end of what it printed, and where all of it is.

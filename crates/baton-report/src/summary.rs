@@ -235,6 +235,13 @@ fn detail(task: &crate::TaskResult, run: &str) -> String {
             ));
         }
     }
+    if let Some(candidates) = &task.candidates {
+        parts.push(format!(
+            "best of {}: {}",
+            candidates.list.len(),
+            candidates.why
+        ));
+    }
     if let Some(agent) = &task.agent {
         parts.extend(agent.fallbacks());
         parts.push(format!(

@@ -117,8 +117,15 @@ impl LineWatcher for AgentWatch {
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// An agent task's engines, in the order its attempts use them: its own (with the task's
-/// model), then its `fallback`s.
+/// model), then its `fallback`s; or its candidates.
 fn chain(task: &baton_graph::Task) -> Vec<(&str, Option<&str>)> {
+    if !task.candidates.is_empty() {
+        return task
+            .candidates
+            .iter()
+            .map(|c| (c.engine.as_str(), c.model.as_deref()))
+            .collect();
+    }
     match &task.action {
         Action::Agent {
             engine, settings, ..

@@ -168,6 +168,48 @@ impl Meter {
         fits_usd && fits_tokens
     }
 
+    /// Whether `n` agent attempts started at once fit (a best-of task's candidates, all
+    /// reserved before any starts): as [`Meter::can_start`], each expected to spend the
+    /// average of the finished attempts, or `each` (the task's estimate) where that is more.
+    /// `Err` says why not.
+    pub(crate) fn can_start_many(&self, n: u32, each: Option<f64>) -> Result<(), String> {
+        let state = self.state();
+        if state.limit.is_unlimited() {
+            return Ok(());
+        }
+        let average = state.average();
+        let one = Spent {
+            usd: average.usd.max(each.unwrap_or(0.0)),
+            tokens: average.tokens,
+        };
+        let running = state.running(average);
+        let all = Spent {
+            usd: one.usd * f64::from(n),
+            tokens: one.tokens.saturating_mul(u64::from(n)),
+        };
+        let total = state.spent.plus(running).plus(all);
+        let fits_usd = state.limit.usd.is_none_or(|limit| total.usd < limit);
+        let fits_tokens = state.limit.tokens.is_none_or(|limit| total.tokens < limit);
+        if fits_usd && fits_tokens {
+            return Ok(());
+        }
+        Err(match state.limit.usd.filter(|_| !fits_usd) {
+            Some(limit) => format!(
+                "run budget: {n} candidates at {} each would pass {} ({} spent, {} reserved for the running agents)",
+                format_usd(one.usd),
+                format_usd(limit),
+                format_usd(state.spent.usd),
+                format_usd(running.usd)
+            ),
+            None => format!(
+                "run budget: {n} candidates at {} tokens each would pass {} tokens ({} spent)",
+                one.tokens,
+                state.limit.tokens.unwrap_or_default(),
+                state.spent.tokens
+            ),
+        })
+    }
+
     /// Why the budget stops the run, for its reason: what is spent, what is reserved for the
     /// running agents and the next one (the average of the finished ones), and the limit —
     /// apart, since a budget that cannot cover the next agent is not all spent.
@@ -203,15 +245,25 @@ impl State {
     /// average of the finished attempts, or what they spent already), and the average for one
     /// more.
     fn reserved(&self) -> Spent {
-        let average = if self.finished == 0 {
+        let average = self.average();
+        average.plus(self.running(average))
+    }
+
+    /// What a finished attempt spent, on average.
+    fn average(&self) -> Spent {
+        if self.finished == 0 {
             Spent::default()
         } else {
             Spent {
                 usd: self.spent.usd / f64::from(self.finished),
                 tokens: self.spent.tokens / u64::from(self.finished),
             }
-        };
-        let mut reserved = average;
+        }
+    }
+
+    /// What the running agents are likely to spend in all: at least `average` each.
+    fn running(&self, average: Spent) -> Spent {
+        let mut reserved = Spent::default();
         for live in self.live.values() {
             reserved.usd += live.usd.max(average.usd);
             reserved.tokens += live.tokens.max(average.tokens);

@@ -67,6 +67,36 @@ pub fn build_observed_result(
     let mut spend: Option<RunSpend> = None;
     let mut agents: std::collections::HashMap<baton_model::TaskId, (u32, TaskAgent)> =
         std::collections::HashMap::new();
+    // Best-of tasks: their last attempt's candidates, and the attempt that won, whose end and
+    // work are the task's.
+    let mut picks: std::collections::HashMap<baton_model::TaskId, baton_report::TaskCandidates> =
+        std::collections::HashMap::new();
+    for event in store.events_of_kind(run, "picked")? {
+        if let baton_model::EventKind::Picked {
+            task,
+            candidates,
+            winner,
+            why,
+        } = event.kind
+        {
+            picks.insert(
+                task,
+                baton_report::TaskCandidates {
+                    winner,
+                    why,
+                    list: candidates,
+                },
+            );
+        }
+    }
+    let winning = |task: &baton_model::TaskId| {
+        let pick = picks.get(task)?;
+        let w = pick.winner?;
+        pick.list
+            .iter()
+            .find(|c| c.candidate == w)
+            .map(|c| c.attempt)
+    };
     store.each_attempt(run, &mut |attempt| {
         driven.saw(attempt.started_at_ms);
         if let Some(end) = attempt.ended_at_ms {
@@ -111,9 +141,12 @@ pub fn build_observed_result(
                 end.saturating_sub(started).max(0) as u64,
             ));
         }
-        let newer = last
-            .get(&attempt.task)
-            .is_none_or(|(number, ..)| attempt.attempt > *number);
+        let newer = match winning(&attempt.task) {
+            Some(won) => attempt.attempt == won,
+            None => last
+                .get(&attempt.task)
+                .is_none_or(|(number, ..)| attempt.attempt > *number),
+        };
         if newer {
             last.insert(
                 attempt.task,
@@ -133,13 +166,23 @@ pub fn build_observed_result(
     for event in store.events_of_kind(run, "workspace-committed")? {
         if let baton_model::EventKind::WorkspaceCommitted {
             task,
-            branch,
+            attempt,
+            mut branch,
             commit,
             evidence,
             scope_violations,
             ..
         } = event.kind
         {
+            // A best-of task's work is its winner's, on the task's own branch now.
+            if let Some(won) = winning(&task) {
+                if attempt != won {
+                    continue;
+                }
+                if let Some((own, _)) = branch.rsplit_once('@') {
+                    branch = own.to_owned();
+                }
+            }
             let entry = workspaces.entry(task.to_string());
             let previous = match &entry {
                 std::collections::hash_map::Entry::Occupied(o) => o.get().commit.clone(),
@@ -255,7 +298,10 @@ pub fn build_observed_result(
                 agent: agents.remove(&t.task).map(|(_, mut agent)| {
                     agent.engines.sort_by_key(|a| a.attempt);
                     let first = agent.engines.first().map(|a| &a.engine);
-                    if agent.engines.iter().all(|a| Some(&a.engine) == first) {
+                    // A best-of task's engines are its candidates', said there.
+                    if picks.contains_key(&t.task)
+                        || agent.engines.iter().all(|a| Some(&a.engine) == first)
+                    {
                         // One engine throughout: `engine` says it.
                         agent.engines.clear();
                     }
@@ -266,6 +312,7 @@ pub fn build_observed_result(
                 check,
                 review,
                 planned: planned.remove(&t.task).unwrap_or_default(),
+                candidates: picks.remove(&t.task).map(Box::new),
             }
         })
         .collect();

@@ -14,6 +14,8 @@ use baton_workspace::{Drivers, GitError, MergeOutcome, Repo, TaskStart};
 
 use crate::RunDirs;
 
+mod candidates;
+
 /// One task's worktree.
 #[derive(Debug, Clone)]
 pub(crate) struct TaskTree {
@@ -41,6 +43,8 @@ pub(crate) struct Workspaces {
     changed: Vec<Vec<String>>,
     /// The run's directories: where each worktree's start is kept for a takeover.
     run_dirs: RunDirs,
+    /// Best-of tasks' candidates after the first, by (task, candidate): their worktrees.
+    candidate_trees: std::collections::HashMap<(u32, u32), TaskTree>,
 }
 
 /// What an attempt commits to: a task's worktree and what its changes are held to. A value,
@@ -257,6 +261,7 @@ impl Workspaces {
             fresh: Vec::new(),
             changed: Vec::new(),
             run_dirs: RunDirs::new(state_dir, run),
+            candidate_trees: Default::default(),
         };
         if !graph
             .tasks()
@@ -304,6 +309,7 @@ impl Workspaces {
             fresh: vec![false; graph.len()],
             changed: vec![Vec::new(); graph.len()],
             run_dirs: RunDirs::new(state_dir, run),
+            candidate_trees: Default::default(),
         })
     }
 

@@ -367,6 +367,7 @@ fn apply_event(
         // No column changes, but the task must be the run's, as for every event about a task.
         EventKind::TaskDecided { task, .. }
         | EventKind::Reviewed { task, .. }
+        | EventKind::Picked { task, .. }
         | EventKind::Replanning { task, .. }
         | EventKind::WorkspaceCommitted { task, .. }
         | EventKind::Checked {

@@ -162,6 +162,9 @@ pub struct DiffArgs {
     pub run: String,
     /// A task; without one, the run's merged result.
     pub task: Option<String>,
+    /// A best-of task's candidate K (from 1): its work, won or not.
+    #[arg(long, value_name = "K", requires = "task", value_parser = clap::value_parser!(u32).range(1..))]
+    pub candidate: Option<u32>,
 }
 
 #[derive(Debug, Args)]

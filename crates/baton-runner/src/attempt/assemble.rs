@@ -16,8 +16,11 @@ pub(crate) struct Assembly<'a> {
     pub shared: &'a Shared,
     /// A planner asked again: the tasks of its plan its answer replaces.
     pub dropped: Vec<u32>,
-    /// The engine of the task's chain the attempt runs on (0: its own).
+    /// The engine of the task's chain the attempt runs on (0: its own), or the index of its
+    /// candidate's engine.
     pub engine: u32,
+    /// A best-of task's candidate (1 for the first): it works in a worktree of its own.
+    pub candidate: Option<u32>,
 }
 
 /// Attempt `attempt` of `task`, continuing `resume` if given, or the outcome of an attempt
@@ -37,18 +40,21 @@ pub(crate) fn assemble(
         shared,
         dropped,
         engine,
+        candidate,
     } = parts;
     let spec_task = graph.task(task);
-    let workdir = workspaces
-        .prepare(graph, task)
-        .map_err(|outcome| match outcome {
-            // File names are a task's output too: a secret can be one.
-            Outcome::MergeConflict { incoming, files } => Outcome::MergeConflict {
-                incoming,
-                files: files.iter().map(|f| launcher.redact(f)).collect(),
-            },
-            outcome => outcome,
-        })?;
+    let workdir = match candidate {
+        Some(k) => workspaces.prepare_candidate(graph, task, k),
+        None => workspaces.prepare(graph, task),
+    };
+    let workdir = workdir.map_err(|outcome| match outcome {
+        // File names are a task's output too: a secret can be one.
+        Outcome::MergeConflict { incoming, files } => Outcome::MergeConflict {
+            incoming,
+            files: files.iter().map(|f| launcher.redact(f)).collect(),
+        },
+        outcome => outcome,
+    })?;
     let launch = launcher
         .prepare(
             task,
@@ -59,7 +65,9 @@ pub(crate) fn assemble(
             engine,
         )
         .map_err(|error| error.outcome(launcher.redact(&error.to_string())))?;
-    let setup = if workspaces.needs_setup(task) {
+    // A candidate after the first works in a worktree of its own: its setup runs there (as
+    // setup must, it may run again).
+    let setup = if workspaces.needs_setup(task) || candidate.is_some_and(|k| k > 1) {
         spec_task.setup.clone()
     } else {
         Vec::new()
@@ -74,9 +82,11 @@ pub(crate) fn assemble(
             setup,
             verify: spec_task.verify.clone(),
             fix_attempts: spec_task.fix_attempts,
-            tree: workspaces
-                .tree_work(graph, task)
-                .map(|tree| tree.keeping_out(launch.keep_out)),
+            tree: match candidate {
+                Some(k) => workspaces.candidate_work(graph, task, k),
+                None => workspaces.tree_work(graph, task),
+            }
+            .map(|tree| tree.keeping_out(launch.keep_out)),
             plan: spec_task
                 .plan
                 .map(|_| (std::sync::Arc::clone(graph), dropped)),

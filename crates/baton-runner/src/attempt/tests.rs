@@ -132,6 +132,7 @@ impl Parts {
                 shared: &self.shared,
                 dropped: Vec::new(),
                 engine: 0,
+                candidate: None,
             },
             task,
             attempt,

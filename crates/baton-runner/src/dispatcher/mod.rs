@@ -33,6 +33,7 @@ use crate::recorder::Recorder;
 use crate::takeover::Restored;
 use crate::workspace::Workspaces;
 
+mod candidates;
 mod growth;
 
 /// Most events one turn produces. No-op tasks finish inside a turn, so a graph of them would
@@ -82,6 +83,17 @@ pub(crate) struct Dispatcher<'a> {
     /// The state the run finished in.
     final_state: Option<RunState>,
     approvals: Approvals,
+    /// Best-of tasks whose candidates are running.
+    gathering: HashMap<u32, candidates::Gathering>,
+}
+
+/// What an attempt's `attempt-finished` records beside its outcome, and the events after it.
+struct Record {
+    duration: std::time::Duration,
+    agent: Option<Box<baton_model::AgentUsage>>,
+    containment: Option<baton_model::Containment>,
+    committed: Option<EventKind>,
+    checks: Option<Vec<baton_model::CheckResult>>,
 }
 
 /// What one turn has to work through.
@@ -136,6 +148,7 @@ impl<'a> Dispatcher<'a> {
             workspaces,
             warnings: false,
             final_state: None,
+            gathering: HashMap::new(),
             approvals: Approvals::default(),
         }
     }
@@ -161,6 +174,8 @@ impl<'a> Dispatcher<'a> {
             self.launcher.hold_output(task, output);
         }
         for (task, used) in restored.again {
+            // A best-of task's attempts are its candidates: the scheduler counts launches.
+            let used = used.div_ceil(self.graph.task(task).candidate_count());
             self.sched
                 .continue_after(task, used, restored.charge_retries);
             // A run taken over goes on with the engine its attempts left each task on; a
@@ -460,6 +475,9 @@ impl<'a> Dispatcher<'a> {
 
     /// Records an attempt that ended and tells the scheduler how.
     fn apply(&mut self, done: AttemptDone, turn: &mut Turn) {
+        let Some(done) = self.candidate_ended(done, turn) else {
+            return;
+        };
         let AttemptDone {
             task,
             attempt,
@@ -525,26 +543,18 @@ impl<'a> Dispatcher<'a> {
         if let Some(head) = head {
             self.workspaces.succeeded(task, head);
         }
-        let id = self.graph.task(task).id.clone();
-        self.ledger.push(EventKind::AttemptFinished {
-            task: id.clone(),
+        self.record_finished(
+            task,
             attempt,
-            outcome: outcome.clone(),
-            duration_ms: duration.as_millis() as u64,
-            agent,
-            containment,
-        });
-        if let Some(committed) = committed {
-            self.ledger.push(committed);
-        }
-        if let Some(checks) = checks {
-            self.ledger.push(EventKind::Checked {
-                task: Some(id.clone()),
-                attempt: Some(attempt),
+            &outcome,
+            Record {
+                duration,
+                agent,
+                containment,
+                committed,
                 checks,
-                blamed: None,
-            });
-        }
+            },
+        );
         self.ended(
             task,
             attempt,
@@ -558,6 +568,31 @@ impl<'a> Dispatcher<'a> {
         }
     }
 
+    /// Records that attempt `attempt` of `task` ended as `outcome`: its `attempt-finished`,
+    /// then what it committed and what its checks found.
+    fn record_finished(&mut self, task: u32, attempt: u32, outcome: &Outcome, record: Record) {
+        let id = self.graph.task(task).id.clone();
+        self.ledger.push(EventKind::AttemptFinished {
+            task: id.clone(),
+            attempt,
+            outcome: outcome.clone(),
+            duration_ms: record.duration.as_millis() as u64,
+            agent: record.agent,
+            containment: record.containment,
+        });
+        if let Some(committed) = record.committed {
+            self.ledger.push(committed);
+        }
+        if let Some(checks) = record.checks {
+            self.ledger.push(EventKind::Checked {
+                task: Some(id),
+                attempt: Some(attempt),
+                checks,
+                blamed: None,
+            });
+        }
+    }
+
     /// An attempt's end, once its `attempt-finished` is recorded: its output stored and held
     /// for its dependents, and the scheduler told.
     fn ended(
@@ -565,6 +600,39 @@ impl<'a> Dispatcher<'a> {
         task: u32,
         attempt: u32,
         (outcome, output, output_bytes, stderr_tail): (Outcome, HeldOutput, u64, String),
+        turn: &mut Turn,
+    ) {
+        self.record_output(task, attempt, &output, output_bytes, &stderr_tail);
+        self.concluded(task, attempt, (outcome, output, stderr_tail), turn);
+    }
+
+    /// Stores what attempt `attempt` of `task` printed.
+    fn record_output(
+        &mut self,
+        task: u32,
+        attempt: u32,
+        output: &HeldOutput,
+        output_bytes: u64,
+        stderr_tail: &str,
+    ) {
+        self.ledger.push_output(AttemptOutput {
+            task: self.graph.task(task).id.clone(),
+            attempt,
+            output: output.text.clone(),
+            output_bytes,
+            output_json: output.json.as_ref().map(ToString::to_string),
+            stderr_tail: stderr_tail.to_owned(),
+            log_path: self.launcher.log_path(task, attempt).display().to_string(),
+        });
+    }
+
+    /// The scheduler's attempt `attempt` of `task` ended as `outcome`: its output is held for
+    /// its dependents, what it said kept for its planner, and the scheduler told.
+    fn concluded(
+        &mut self,
+        task: u32,
+        attempt: u32,
+        (outcome, output, stderr_tail): (Outcome, HeldOutput, String),
         turn: &mut Turn,
     ) {
         if outcome.is_success() {
@@ -582,15 +650,6 @@ impl<'a> Dispatcher<'a> {
             self.last_words
                 .insert(task, said[start..].trim().to_owned());
         }
-        self.ledger.push_output(AttemptOutput {
-            task: self.graph.task(task).id.clone(),
-            attempt,
-            output: output.text.clone(),
-            output_bytes,
-            output_json: output.json.as_ref().map(ToString::to_string),
-            stderr_tail,
-            log_path: self.launcher.log_path(task, attempt).display().to_string(),
-        });
         self.ledger.mark_end(task);
         self.launcher.hold_output(task, output);
         self.last_outcome[task as usize] = Some(outcome.clone());
@@ -661,6 +720,9 @@ impl<'a> Dispatcher<'a> {
     /// Starts attempt `attempt` of `task` as a unit of its own; one that cannot start (its
     /// worktree or command line cannot be made) is recorded as an attempt that ended at once.
     fn launch(&mut self, task: u32, attempt: u32, agent: bool) {
+        if self.graph.task(task).candidate_count() > 1 {
+            return self.launch_candidates(task, attempt);
+        }
         let id = self.graph.task(task).id.clone();
         let mut resume = self.sessions.remove(&task);
         // A planner asked again is told what came of its plan, in its session.
@@ -678,6 +740,7 @@ impl<'a> Dispatcher<'a> {
                 shared: &self.shared,
                 dropped,
                 engine: self.sched.engine(task),
+                candidate: None,
             },
             task,
             attempt,

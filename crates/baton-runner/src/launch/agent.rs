@@ -13,14 +13,14 @@ use crate::round::PreparedAgent;
 
 impl Launcher {
     /// `task` run by `choice` (`own`: its own engine, whose kind is `own_kind`), told
-    /// `prompt`.
+    /// `prompt`, from a prompt file named after `slot`.
     pub(super) fn agent_choice(
         &self,
         task: u32,
         choice: &EngineChoice,
-        own: bool,
-        own_kind: Option<EngineKind>,
+        (own, own_kind): (bool, Option<EngineKind>),
         prompt: &str,
+        slot: &str,
     ) -> Choice {
         let spec_task = self.graph.task(task);
         let Action::Agent { settings, .. } = &spec_task.action else {
@@ -100,7 +100,7 @@ impl Launcher {
             }
             None => prompt,
         };
-        let prompt_file = self.dirs.prompt(&spec_task.id, "prompt");
+        let prompt_file = self.dirs.prompt(&spec_task.id, slot);
         let invocation =
             engine.invocation(prompt, preamble.as_deref(), &options, None, &prompt_file);
         patterns.extend(engine.kind.pass_env().iter().map(|s| (*s).to_owned()));

@@ -538,17 +538,31 @@ impl Launcher {
                             message: e.to_string(),
                         })
                     });
-                // Its own engine, then the ones that stand in for it.
+                // Its own engine, then the ones that stand in for it; or its candidates, which
+                // run at once, each with a prompt file of its own.
                 let own = baton_graph::EngineChoice {
                     engine: engine.to_string(),
                     model: settings.model.clone(),
                 };
                 let own_kind = self.agents.engine(engine).map(|e| e.kind);
-                std::iter::once(&own)
-                    .chain(&settings.fallback)
+                let candidates = !spec_task.candidates.is_empty();
+                let chain: Vec<&baton_graph::EngineChoice> = if candidates {
+                    spec_task.candidates.iter().collect()
+                } else {
+                    std::iter::once(&own).chain(&settings.fallback).collect()
+                };
+                chain
+                    .into_iter()
                     .enumerate()
                     .map(|(k, choice)| match &prompt {
-                        Ok(prompt) => self.agent_choice(task, choice, k == 0, own_kind, prompt),
+                        Ok(prompt) => {
+                            let slot = match candidates {
+                                true => format!("candidate-{}", k + 1),
+                                false => "prompt".to_owned(),
+                            };
+                            let own = k == 0 && !candidates;
+                            self.agent_choice(task, choice, (own, own_kind), prompt, &slot)
+                        }
                         Err(error) => Choice::failed(Arc::clone(error)),
                     })
                     .collect()

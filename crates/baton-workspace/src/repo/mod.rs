@@ -234,6 +234,19 @@ impl Repo {
         Ok(())
     }
 
+    /// Points `branch` at `commit`, making it if need be (a best-of task's winner becomes
+    /// its branch). A branch checked out in a worktree moves under it: the caller sets that
+    /// worktree aside.
+    pub fn set_branch(&self, branch: &str, commit: &str) -> Result<(), GitError> {
+        let commit = self.commit_id(commit)?;
+        let reference = format!("refs/heads/{branch}");
+        self.git.output(
+            &self.root,
+            &["update-ref", "-m", "baton: pick", &reference, &commit],
+        )?;
+        Ok(())
+    }
+
     /// The commit a branch points at, if it exists.
     pub fn branch_commit(&self, branch: &str) -> Result<Option<String>, GitError> {
         let spec = format!("refs/heads/{branch}^{{commit}}");

@@ -70,6 +70,22 @@ pub fn diff(args: DiffArgs, store_url: Option<&str>) -> Result<i32, Failure> {
                     run.id
                 )));
             };
+            // A best-of task's candidates work on `TASK@K`; its own branch holds the winner's.
+            let own = branch.split('@').next().unwrap_or(&branch).to_owned();
+            let branch = match args.candidate {
+                None => own,
+                Some(k) => {
+                    let candidate = format!("{own}@{k}");
+                    let exists = repo.branch_commit(&candidate).ok().flatten().is_some();
+                    if exists || k != 1 {
+                        candidate
+                    } else {
+                        // Candidate 1 works on the task's own branch; it has a branch of its
+                        // own once another candidate won.
+                        own
+                    }
+                }
+            };
             let head = repo
                 .branch_commit(&branch)
                 .context("cannot read the task's branch")?

@@ -94,6 +94,7 @@ fn describe(event: &Event) -> String {
         EventKind::Replanning { task, failed } => {
             format!("{task}: `{failed}` failed; asked to plan what is left")
         }
+        EventKind::Picked { task, why, .. } => format!("{task}: {why}"),
         EventKind::Reviewed {
             task,
             attempt,

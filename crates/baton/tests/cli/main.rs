@@ -5,6 +5,7 @@
 mod agents;
 mod aider;
 mod approval;
+mod best_of;
 mod custom_engines;
 mod doctor;
 mod procs;

@@ -1,0 +1,296 @@
+//! Best-of tasks (`best_of = N`, `candidates = [...]`). One attempt of the scheduler's is N
+//! candidates at once, each recorded as an attempt of its own (numbers `(a-1)·N+1 ..= a·N`
+//! for the scheduler's attempt `a`), each in a worktree of its own from the same start, each
+//! through the task's checks and review; once all N have ended, the best is picked
+//! ([`baton_model::pick`]) and its end is the task's. To the scheduler the N are one task:
+//! one slot, one scope.
+
+use baton_model::{Candidate, EventKind, Outcome};
+use baton_scheduler::StopCause;
+
+use super::{Dispatcher, Record, Turn};
+use crate::attempt::{Assembly, AttemptDone, assemble};
+use crate::launch::HeldOutput;
+
+/// The recorded attempt number of candidate `k` (from 1) of the scheduler's attempt
+/// `launch` of a task with `n` candidates.
+pub(crate) fn recorded_attempt(launch: u32, n: u32, k: u32) -> u32 {
+    (launch - 1) * n + k
+}
+
+/// A best-of attempt whose candidates are running: what has come of those that ended.
+pub(super) struct Gathering {
+    /// The scheduler's attempt.
+    launch: u32,
+    /// How many candidates it waits for.
+    expected: u32,
+    ended: Vec<Ended>,
+}
+
+/// One candidate's end.
+struct Ended {
+    candidate: Candidate,
+    outcome: Outcome,
+    output: HeldOutput,
+    stderr_tail: String,
+    head: Option<String>,
+    changed: Option<Vec<String>>,
+    review_warnings: bool,
+}
+
+impl Dispatcher<'_> {
+    /// Starts the scheduler's attempt `launch` of best-of task `task`: its N candidates at
+    /// once, once the run's budget can take all of them.
+    pub(super) fn launch_candidates(&mut self, task: u32, launch: u32) {
+        let spec = self.graph.task(task);
+        let n = spec.candidate_count();
+        let id = spec.id.clone();
+        let refused = if !self.workspaces.active() {
+            Some(Outcome::LaunchFailed {
+                error: "a best-of task's candidates each need a worktree of their own: run \
+                        it in a git repository with a commit"
+                    .to_owned(),
+            })
+        } else {
+            let each = spec.estimate.and_then(|e| e.usd);
+            self.shared
+                .meter
+                .can_start_many(n, each)
+                .err()
+                .map(|limit| Outcome::OverBudget {
+                    limit,
+                    spent_usd: None,
+                    tokens: 0,
+                })
+        };
+        if let Some(outcome) = refused {
+            // None starts: one attempt, recorded as never started, says why.
+            self.gathering.insert(
+                task,
+                Gathering {
+                    launch,
+                    expected: 1,
+                    ended: Vec::new(),
+                },
+            );
+            let attempt = recorded_attempt(launch, n, 1);
+            self.ledger.push(EventKind::AttemptStarted {
+                task: id,
+                attempt,
+                pid: None,
+            });
+            let done = AttemptDone::never_started(task, attempt, outcome);
+            self.units.spawn(std::future::ready(done));
+            return;
+        }
+        self.gathering.insert(
+            task,
+            Gathering {
+                launch,
+                expected: n,
+                ended: Vec::new(),
+            },
+        );
+        // The caller counted one agent: the others join it.
+        self.agents_running += n - 1;
+        for k in 1..=n {
+            let attempt = recorded_attempt(launch, n, k);
+            let assembled = assemble(
+                Assembly {
+                    graph: &self.graph,
+                    launcher: &mut self.launcher,
+                    workspaces: &mut self.workspaces,
+                    shared: &self.shared,
+                    dropped: Vec::new(),
+                    engine: k - 1,
+                    candidate: Some(k),
+                },
+                task,
+                attempt,
+                true,
+                None,
+            );
+            match assembled {
+                Ok(unit) => {
+                    let started = unit.start();
+                    self.ledger.push(EventKind::AttemptStarted {
+                        task: id.clone(),
+                        attempt,
+                        pid: started.pid,
+                    });
+                    self.units.spawn(started.rest.finish_caught(id.clone()));
+                }
+                Err(outcome) => {
+                    self.ledger.push(EventKind::AttemptStarted {
+                        task: id.clone(),
+                        attempt,
+                        pid: None,
+                    });
+                    let done = AttemptDone::never_started(task, attempt, outcome);
+                    self.units.spawn(std::future::ready(done));
+                }
+            }
+        }
+    }
+
+    /// Records a candidate's end, and once the last of its attempt's candidates ended, picks
+    /// the winner and ends the scheduler's attempt. `Some` gives back an end that is no
+    /// candidate's.
+    pub(super) fn candidate_ended(
+        &mut self,
+        done: AttemptDone,
+        turn: &mut Turn,
+    ) -> Option<AttemptDone> {
+        if !self.gathering.contains_key(&done.task) {
+            return Some(done);
+        }
+        let (task, attempt) = (done.task, done.attempt);
+        let spec = self.graph.task(task);
+        let n = spec.candidate_count();
+        let k = (attempt - 1) % n + 1;
+        self.log_bytes += done.log_bytes;
+        self.agents_running = self.agents_running.saturating_sub(1);
+        if done.agent.is_none() {
+            self.shared
+                .meter
+                .finish((task, attempt), &baton_model::AgentUsage::default());
+        }
+        if done.set_up && k == 1 {
+            self.workspaces.set_up(task);
+        }
+        self.warnings |= done.scope_warning;
+        let choice = spec.candidates.get(k as usize - 1);
+        let (mut lines, mut files) = (0, 0);
+        if let Some(EventKind::WorkspaceCommitted { evidence, .. }) = &done.committed {
+            lines = evidence.lines_added + evidence.lines_removed;
+            files = evidence.files.len() as u32;
+        }
+        let candidate = Candidate {
+            candidate: k,
+            attempt,
+            engine: done
+                .agent
+                .as_ref()
+                .map(|a| a.engine.clone())
+                .or_else(|| choice.map(|c| c.engine.clone()))
+                .unwrap_or_default(),
+            model: done
+                .agent
+                .as_ref()
+                .and_then(|a| a.model.clone())
+                .or_else(|| choice.and_then(|c| c.model.clone())),
+            passed: done.outcome.is_success(),
+            warnings: done.review_warnings,
+            lines,
+            files,
+            branch: self
+                .workspaces
+                .active()
+                .then(|| self.workspaces.candidate_branch(&self.graph, task, k)),
+            outcome: match done.outcome.is_success() {
+                true => "succeeded".to_owned(),
+                false => done.outcome.to_string(),
+            },
+        };
+        self.record_finished(
+            task,
+            attempt,
+            &done.outcome,
+            Record {
+                duration: done.duration,
+                agent: done.agent,
+                containment: done.containment,
+                committed: done.committed,
+                checks: done.checks,
+            },
+        );
+        self.record_output(
+            task,
+            attempt,
+            &done.output,
+            done.output_bytes,
+            &done.stderr_tail,
+        );
+        let gathering = self.gathering.get_mut(&task).expect("checked above");
+        gathering.ended.push(Ended {
+            candidate,
+            outcome: done.outcome,
+            output: done.output,
+            stderr_tail: done.stderr_tail,
+            head: done.head,
+            changed: done.changed,
+            review_warnings: done.review_warnings,
+        });
+        if (gathering.ended.len() as u32) < gathering.expected {
+            return None;
+        }
+        let Gathering {
+            launch, mut ended, ..
+        } = self.gathering.remove(&task).expect("checked above");
+        ended.sort_by_key(|e| e.candidate.candidate);
+        self.judge(task, launch, ended, turn);
+        None
+    }
+
+    /// All of the scheduler's attempt `launch` of `task` ended: the winner's work becomes
+    /// the task's, and its end the attempt's.
+    fn judge(&mut self, task: u32, launch: u32, ended: Vec<Ended>, turn: &mut Turn) {
+        let mut candidates: Vec<Candidate> = ended.iter().map(|e| e.candidate.clone()).collect();
+        let (winner, why) = baton_model::pick(&candidates);
+        if winner == Some(1) {
+            // The first works on the task's own branch, which it keeps.
+            for c in candidates.iter_mut().filter(|c| c.candidate == 1) {
+                if let Some(own) = c.branch.as_deref().and_then(|b| b.strip_suffix("@1")) {
+                    c.branch = Some(own.to_owned());
+                }
+            }
+        }
+        self.ledger.push(EventKind::Picked {
+            task: self.graph.task(task).id.clone(),
+            candidates,
+            winner,
+            why,
+        });
+        let mut head = None;
+        let chosen = match winner {
+            Some(w) => {
+                let graph = std::sync::Arc::clone(&self.graph);
+                head = self.workspaces.pick(&graph, task, w);
+                ended
+                    .into_iter()
+                    .find(|e| e.candidate.candidate == w)
+                    .expect("the winner is a candidate")
+            }
+            // None passed: the attempt ends as the first that failed for the machinery
+            // (another attempt may fare better), else as the first candidate.
+            None => {
+                let at = ended
+                    .iter()
+                    .position(|e| {
+                        e.outcome.failure_class() == Some(baton_model::FailureClass::Infrastructure)
+                    })
+                    .unwrap_or(0);
+                ended.into_iter().nth(at).expect("one candidate at least")
+            }
+        };
+        if let Some(changed) = chosen.changed {
+            self.workspaces.changed(task, changed);
+        }
+        self.warnings |= chosen.review_warnings;
+        if let Some(head) = head.or(chosen.head).filter(|_| winner.is_some()) {
+            self.workspaces.succeeded(task, head);
+        }
+        self.concluded(
+            task,
+            launch,
+            (chosen.outcome, chosen.output, chosen.stderr_tail),
+            turn,
+        );
+        if self.shared.meter.exhausted() {
+            turn.inputs
+                .push_back(baton_scheduler::Input::Stop(StopCause::BudgetSpent));
+        } else if self.soft_pause() {
+            turn.inputs.push_back(baton_scheduler::Input::Pause);
+        }
+    }
+}

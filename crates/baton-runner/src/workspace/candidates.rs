@@ -1,0 +1,151 @@
+//! A best-of task's candidates' worktrees. Candidate 1 works in the task's own worktree, on
+//! its branch; each other candidate `k` in `TASK@k`, on `baton/RUN/TASK@k`, from the commit
+//! the task's own started at (its dependencies' work, merged once). The winner's work becomes
+//! the task's branch; every other candidate's stays on a branch of its own.
+
+use std::path::PathBuf;
+
+use baton_graph::{Graph, ScopePolicy};
+use baton_model::Outcome;
+use baton_workspace::{MergeOutcome, TaskStart};
+
+use super::{TaskTree, TreeWork, Workspaces};
+
+impl Workspaces {
+    /// The name of candidate `k`'s worktree and (after `baton/RUN/`) branch.
+    fn candidate_name(graph: &Graph, task: u32, k: u32) -> String {
+        format!("{}@{k}", graph.task(task).id.file_name())
+    }
+
+    /// Candidate `k`'s worktree, made at its first attempt (`None`: the task has none).
+    pub(crate) fn prepare_candidate(
+        &mut self,
+        graph: &Graph,
+        task: u32,
+        k: u32,
+    ) -> Result<Option<PathBuf>, Outcome> {
+        let own = self.prepare(graph, task)?;
+        if k == 1 || own.is_none() {
+            return Ok(own);
+        }
+        if let Some(tree) = self.candidate_trees.get(&(task, k)) {
+            return Ok(Some(tree.path.clone()));
+        }
+        let start = self.trees[task as usize]
+            .as_ref()
+            .expect("prepared above")
+            .start
+            .clone();
+        let repo = self.repo.as_ref().expect("the task has a worktree");
+        let name = Self::candidate_name(graph, task, k);
+        let path = self.dir.join(&name);
+        let branch = format!("baton/{}/{name}", self.run);
+        let spawn_error = |error: String| Outcome::SpawnFailed { error };
+        let mine = repo.worktree_branch(&path).ok().flatten().as_deref() == Some(branch.as_str());
+        if path.join(".git").exists() && mine {
+            // An earlier driver's (or an earlier attempt's): what it left is kept first.
+            let _ = repo.commit_all(
+                &path,
+                &format!("baton: checkpoint of {name} in run {}", self.run),
+            );
+        } else {
+            if path.exists() {
+                let _ = repo.remove_worktree(&path);
+                let _ = std::fs::remove_dir_all(&path);
+            }
+            let made = match repo.branch_commit(&branch) {
+                Ok(Some(_)) => repo.add_branch_worktree(&path, &branch).map(|()| None),
+                _ => repo
+                    .add_task_worktree(&path, &branch, &TaskStart::Commit(start.clone()))
+                    .map(Some),
+            };
+            match made {
+                Ok(None | Some(MergeOutcome::Merged(_))) => {}
+                Ok(Some(MergeOutcome::Conflict(_))) => {
+                    return Err(spawn_error(format!(
+                        "cannot make {name}'s worktree: a conflict"
+                    )));
+                }
+                Err(e) => {
+                    return Err(spawn_error(format!(
+                        "cannot create candidate {k}'s worktree {}: {e}",
+                        path.display()
+                    )));
+                }
+            }
+            super::include(&repo.root, &path, &graph.task(task).worktree_include);
+        }
+        self.candidate_trees.insert(
+            (task, k),
+            TaskTree {
+                path: path.clone(),
+                branch,
+                start,
+            },
+        );
+        Ok(Some(path))
+    }
+
+    /// What candidate `k`'s attempt commits to.
+    pub(crate) fn candidate_work(&self, graph: &Graph, task: u32, k: u32) -> Option<TreeWork> {
+        if k == 1 {
+            return self.tree_work(graph, task);
+        }
+        let tree = self.candidate_trees.get(&(task, k))?.clone();
+        let spec = graph.task(task);
+        Some(TreeWork {
+            repo: self.repo.clone()?,
+            tree,
+            run: self.run.clone(),
+            task: spec.id.clone(),
+            scope: spec.scope.clone(),
+            enforce: spec.scope_policy == ScopePolicy::Enforce,
+            keep_out: &[],
+        })
+    }
+
+    /// Candidate `winner` is the task's result: the task's branch moves to its work
+    /// (candidate 1's stays, on `TASK@1`, when it lost), and the other candidates' worktrees
+    /// go (their branches stay). Returns the winner's commit, for [`Workspaces::succeeded`].
+    pub(crate) fn pick(&mut self, graph: &Graph, task: u32, winner: u32) -> Option<String> {
+        let (Some(repo), Some(Some(own))) = (&self.repo, self.trees.get(task as usize)) else {
+            return None;
+        };
+        let first = repo.branch_commit(&own.branch).ok().flatten();
+        let head = if winner == 1 {
+            first
+        } else {
+            let head = repo
+                .branch_commit(&self.candidate_branch(graph, task, winner))
+                .ok()
+                .flatten()?;
+            if let Some(first) = first {
+                let _ = repo.set_branch(&self.candidate_branch(graph, task, 1), &first);
+            }
+            let _ = repo.set_branch(&own.branch, &head);
+            Some(head)
+        };
+        let mut done: Vec<u32> = self
+            .candidate_trees
+            .keys()
+            .filter(|(t, _)| *t == task)
+            .map(|(_, k)| *k)
+            .collect();
+        done.sort_unstable();
+        for k in done {
+            if let Some(tree) = self.candidate_trees.remove(&(task, k)) {
+                let _ = repo.remove_worktree(&tree.path);
+            }
+        }
+        head
+    }
+
+    /// The branch candidate `k` of `task` worked on.
+    pub(crate) fn candidate_branch(&self, graph: &Graph, task: u32, k: u32) -> String {
+        format!(
+            "baton/{}/{}",
+            self.run,
+            Self::candidate_name(graph, task, k)
+        )
+    }
+}

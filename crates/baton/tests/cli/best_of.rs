@@ -1,0 +1,140 @@
+//! Best-of-N (`best_of`, `candidates`): a task's attempt runs N candidates at once, each in
+//! its own worktree from the same start, each through the task's checks; the winner's branch
+//! becomes the task's result and the others are kept as branches.
+
+use baton_model::{EventKind, TaskState};
+
+use crate::workspaces::{git, repo_with};
+
+/// `command` engines that write `out.txt` in their worktree: `big` five lines, `small` one,
+/// `broken` one its check refuses.
+fn engines() -> String {
+    let engine = |name: &str, script: &str| {
+        format!(
+            "[engines.{name}]\nkind = \"command\"\ncommand = \"sh\"\nargs = [\"-c\", \"{script}\"]\n"
+        )
+    };
+    [
+        engine(
+            "big",
+            "printf 'a\\\\nb\\\\nc\\\\nd\\\\ne\\\\n' > out.txt; echo big wrote",
+        ),
+        engine("small", "printf 'a\\\\n' > out.txt; echo small wrote"),
+        engine(
+            "broken",
+            "printf 'broken\\\\n' > out.txt; echo broken wrote",
+        ),
+    ]
+    .concat()
+}
+
+const GRAPH: &str = r#"
+[[task]]
+id = "write"
+candidates = ["big", "broken", { engine = "small", model = "tiny" }]
+prompt = "write out.txt"
+verify = ["! grep -q broken out.txt"]
+
+[[task]]
+id = "echo"
+needs = ["write"]
+run = "printf '%s' {{ needs.write.output }}"
+"#;
+
+#[test]
+fn the_smallest_change_that_passes_its_checks_wins_and_the_others_are_kept() {
+    let test = repo_with(GRAPH).file("baton.toml", engines());
+    let root = test.path().to_owned();
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+
+    // Three candidates, recorded as three attempts, one on each engine.
+    let attempts = out.store().attempts("write");
+    let engines: Vec<_> = attempts
+        .iter()
+        .map(|a| a.agent.as_ref().unwrap().engine.clone())
+        .collect();
+    assert_eq!(engines, ["big", "broken", "small"]);
+    assert_eq!(out.store().task("write").status, TaskState::Succeeded);
+
+    // The winner's work is the task's branch, and what its dependent started from.
+    let show = |rev: &str| git(&root, &["show", &format!("{rev}:out.txt")]);
+    assert_eq!(show(&format!("baton/{run}/write")), "a");
+    assert_eq!(show(&format!("baton/{run}/result")), "a");
+    assert_eq!(out.json_task("echo")["output"], "small wrote");
+    // The others stay, as branches.
+    assert_eq!(show(&format!("baton/{run}/write@1")), "a\nb\nc\nd\ne");
+    assert_eq!(show(&format!("baton/{run}/write@2")), "broken");
+
+    // Why the winner won is recorded, shown, and in the result.
+    let picked = out
+        .store()
+        .events_of(|k| matches!(k, EventKind::Picked { .. }));
+    let [
+        EventKind::Picked {
+            winner,
+            why,
+            candidates,
+            ..
+        },
+    ] = picked.as_slice()
+    else {
+        panic!("{picked:?}");
+    };
+    assert_eq!(*winner, Some(3));
+    assert_eq!(
+        why,
+        "candidate 3 won: the smallest change of those that passed (1 line, against 5 lines of candidate 1); candidate 2 failed"
+    );
+    assert!(!candidates[1].passed);
+    let json = out.json_task("write");
+    assert_eq!(json["candidates"]["winner"], 3, "{json}");
+    assert_eq!(json["candidates"]["list"][2]["engine"], "small", "{json}");
+    assert_eq!(json["candidates"]["list"][2]["model"], "tiny", "{json}");
+    assert_eq!(json["candidates"]["list"][1]["passed"], false, "{json}");
+    assert_eq!(json["workspace"]["evidence"]["lines_added"], 1, "{json}");
+    let status = out.then().args(&["status"]).run().status(0);
+    let status = status.stdout_contains("candidate 3 won: the smallest change");
+    // Each candidate's work can be looked at.
+    let diff = status
+        .then()
+        .args(&["diff", &run, "write", "--candidate", "1"])
+        .run()
+        .status(0);
+    assert!(diff.stdout.contains("+e"), "{}", diff.stdout);
+}
+
+#[test]
+fn a_budget_too_small_for_every_candidate_starts_none() {
+    let graph = r#"
+[run]
+budget = { usd = 1 }
+
+[[task]]
+id = "write"
+engine = "small"
+best_of = 3
+estimate = { usd = 0.5 }
+prompt = "write out.txt"
+"#;
+    let test = repo_with(graph).file("baton.toml", engines());
+    let root = test.path().to_owned();
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(1);
+    let attempts = out.store().attempts("write");
+    assert_eq!(attempts.len(), 1, "{attempts:?}");
+    assert!(attempts[0].agent.is_none(), "nothing ran: {attempts:?}");
+    let reason = out.json_task("write")["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        reason.contains("3 candidates at $0.50 each would pass $1.00"),
+        "{reason}"
+    );
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    let branches = git(&root, &["branch", "--list", &format!("baton/{run}/write*")]);
+    assert!(
+        !branches.contains('@'),
+        "no candidate's worktree was made: {branches}"
+    );
+}
