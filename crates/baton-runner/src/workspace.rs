@@ -514,6 +514,11 @@ impl Workspaces {
     /// made it. `None` for a task without a worktree.
     pub(crate) fn tree_work(&self, graph: &Graph, task: u32) -> Option<TreeWork> {
         let tree = self.trees.get(task as usize)?.clone()?;
+        self.work_in(graph, task, tree)
+    }
+
+    /// What an attempt of `task` working in `tree` commits to.
+    fn work_in(&self, graph: &Graph, task: u32, tree: TaskTree) -> Option<TreeWork> {
         let spec = graph.task(task);
         Some(TreeWork {
             repo: self.repo.clone()?,

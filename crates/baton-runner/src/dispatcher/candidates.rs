@@ -8,7 +8,8 @@
 use baton_model::{Candidate, EventKind, Outcome};
 use baton_scheduler::StopCause;
 
-use super::{Dispatcher, Record, Turn};
+use super::ending::Record;
+use super::{Dispatcher, Turn};
 use crate::attempt::{Assembly, AttemptDone, assemble};
 use crate::launch::HeldOutput;
 
@@ -73,15 +74,7 @@ impl Dispatcher<'_> {
                     ended: Vec::new(),
                 },
             );
-            let attempt = recorded_attempt(launch, n, 1);
-            self.ledger.push(EventKind::AttemptStarted {
-                task: id,
-                attempt,
-                pid: None,
-            });
-            let done = AttemptDone::never_started(task, attempt, outcome);
-            self.units.spawn(std::future::ready(done));
-            return;
+            return self.never_started(task, recorded_attempt(launch, n, 1), outcome);
         }
         self.gathering.insert(
             task,
@@ -120,15 +113,7 @@ impl Dispatcher<'_> {
                     });
                     self.units.spawn(started.rest.finish_caught(id.clone()));
                 }
-                Err(outcome) => {
-                    self.ledger.push(EventKind::AttemptStarted {
-                        task: id.clone(),
-                        attempt,
-                        pid: None,
-                    });
-                    let done = AttemptDone::never_started(task, attempt, outcome);
-                    self.units.spawn(std::future::ready(done));
-                }
+                Err(outcome) => self.never_started(task, attempt, outcome),
             }
         }
     }

@@ -15,7 +15,7 @@ use baton_graph::{Action as TaskAction, Graph};
 use baton_model::{Event, EventKind, Outcome, RunId, RunState, TaskState};
 use baton_report::Reporter;
 use baton_scheduler::{Action, Cause, Input, Plan, PlanTask, Scheduler, StopCause};
-use baton_store::{AttemptOutput, Store, StoreError};
+use baton_store::{Store, StoreError};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
@@ -34,6 +34,8 @@ use crate::takeover::Restored;
 use crate::workspace::Workspaces;
 
 mod candidates;
+mod ending;
+use ending::Record;
 mod growth;
 
 /// Most events one turn produces. No-op tasks finish inside a turn, so a graph of them would
@@ -85,15 +87,6 @@ pub(crate) struct Dispatcher<'a> {
     approvals: Approvals,
     /// Best-of tasks whose candidates are running.
     gathering: HashMap<u32, candidates::Gathering>,
-}
-
-/// What an attempt's `attempt-finished` records beside its outcome, and the events after it.
-struct Record {
-    duration: std::time::Duration,
-    agent: Option<Box<baton_model::AgentUsage>>,
-    containment: Option<baton_model::Containment>,
-    committed: Option<EventKind>,
-    checks: Option<Vec<baton_model::CheckResult>>,
 }
 
 /// What one turn has to work through.
@@ -568,98 +561,6 @@ impl<'a> Dispatcher<'a> {
         }
     }
 
-    /// Records that attempt `attempt` of `task` ended as `outcome`: its `attempt-finished`,
-    /// then what it committed and what its checks found.
-    fn record_finished(&mut self, task: u32, attempt: u32, outcome: &Outcome, record: Record) {
-        let id = self.graph.task(task).id.clone();
-        self.ledger.push(EventKind::AttemptFinished {
-            task: id.clone(),
-            attempt,
-            outcome: outcome.clone(),
-            duration_ms: record.duration.as_millis() as u64,
-            agent: record.agent,
-            containment: record.containment,
-        });
-        if let Some(committed) = record.committed {
-            self.ledger.push(committed);
-        }
-        if let Some(checks) = record.checks {
-            self.ledger.push(EventKind::Checked {
-                task: Some(id),
-                attempt: Some(attempt),
-                checks,
-                blamed: None,
-            });
-        }
-    }
-
-    /// An attempt's end, once its `attempt-finished` is recorded: its output stored and held
-    /// for its dependents, and the scheduler told.
-    fn ended(
-        &mut self,
-        task: u32,
-        attempt: u32,
-        (outcome, output, output_bytes, stderr_tail): (Outcome, HeldOutput, u64, String),
-        turn: &mut Turn,
-    ) {
-        self.record_output(task, attempt, &output, output_bytes, &stderr_tail);
-        self.concluded(task, attempt, (outcome, output, stderr_tail), turn);
-    }
-
-    /// Stores what attempt `attempt` of `task` printed.
-    fn record_output(
-        &mut self,
-        task: u32,
-        attempt: u32,
-        output: &HeldOutput,
-        output_bytes: u64,
-        stderr_tail: &str,
-    ) {
-        self.ledger.push_output(AttemptOutput {
-            task: self.graph.task(task).id.clone(),
-            attempt,
-            output: output.text.clone(),
-            output_bytes,
-            output_json: output.json.as_ref().map(ToString::to_string),
-            stderr_tail: stderr_tail.to_owned(),
-            log_path: self.launcher.log_path(task, attempt).display().to_string(),
-        });
-    }
-
-    /// The scheduler's attempt `attempt` of `task` ended as `outcome`: its output is held for
-    /// its dependents, what it said kept for its planner, and the scheduler told.
-    fn concluded(
-        &mut self,
-        task: u32,
-        attempt: u32,
-        (outcome, output, stderr_tail): (Outcome, HeldOutput, String),
-        turn: &mut Turn,
-    ) {
-        if outcome.is_success() {
-            self.last_words.remove(&task);
-        } else {
-            let said = if stderr_tail.trim().is_empty() {
-                &output.text
-            } else {
-                &stderr_tail
-            };
-            let start = said.len().saturating_sub(2048);
-            let start = (start..said.len())
-                .find(|&i| said.is_char_boundary(i))
-                .unwrap_or(said.len());
-            self.last_words
-                .insert(task, said[start..].trim().to_owned());
-        }
-        self.ledger.mark_end(task);
-        self.launcher.hold_output(task, output);
-        self.last_outcome[task as usize] = Some(outcome.clone());
-        turn.inputs.push_back(Input::Finished {
-            task,
-            attempt,
-            outcome,
-        });
-    }
-
     /// Sets aside the turn's launches that need a predecessor's end not recorded yet.
     fn defer_unrecorded(&mut self, turn: &mut Turn) {
         let graph = Arc::clone(&self.graph);
@@ -749,16 +650,7 @@ impl<'a> Dispatcher<'a> {
         );
         let unit = match assembled {
             Ok(unit) => unit,
-            Err(outcome) => {
-                self.ledger.push(EventKind::AttemptStarted {
-                    task: id,
-                    attempt,
-                    pid: None,
-                });
-                let done = AttemptDone::never_started(task, attempt, outcome);
-                self.units.spawn(std::future::ready(done));
-                return;
-            }
+            Err(outcome) => return self.never_started(task, attempt, outcome),
         };
         // A unit that sets a new worktree up first starts its process later: its pid is
         // then not known when its start is recorded.

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use baton_graph::{Graph, ScopePolicy};
+use baton_graph::Graph;
 use baton_model::Outcome;
 use baton_workspace::{MergeOutcome, TaskStart};
 
@@ -92,16 +92,7 @@ impl Workspaces {
             return self.tree_work(graph, task);
         }
         let tree = self.candidate_trees.get(&(task, k))?.clone();
-        let spec = graph.task(task);
-        Some(TreeWork {
-            repo: self.repo.clone()?,
-            tree,
-            run: self.run.clone(),
-            task: spec.id.clone(),
-            scope: spec.scope.clone(),
-            enforce: spec.scope_policy == ScopePolicy::Enforce,
-            keep_out: &[],
-        })
+        self.work_in(graph, task, tree)
     }
 
     /// Candidate `winner` is the task's result: the task's branch moves to its work

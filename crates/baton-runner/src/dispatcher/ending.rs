@@ -1,0 +1,130 @@
+//! How an attempt's end is recorded: its `attempt-finished` and the events after it, what it
+//! printed, and the scheduler told — or, for an attempt that never started, all of it at once.
+
+use baton_model::{EventKind, Outcome};
+use baton_scheduler::Input;
+use baton_store::AttemptOutput;
+
+use super::{Dispatcher, Turn};
+use crate::attempt::AttemptDone;
+use crate::launch::HeldOutput;
+
+/// What an attempt's `attempt-finished` records beside its outcome, and the events after it.
+pub(super) struct Record {
+    pub(super) duration: std::time::Duration,
+    pub(super) agent: Option<Box<baton_model::AgentUsage>>,
+    pub(super) containment: Option<baton_model::Containment>,
+    pub(super) committed: Option<EventKind>,
+    pub(super) checks: Option<Vec<baton_model::CheckResult>>,
+}
+
+impl Dispatcher<'_> {
+    /// Records that attempt `attempt` of `task` ended as `outcome`: its `attempt-finished`,
+    /// then what it committed and what its checks found.
+    pub(super) fn record_finished(
+        &mut self,
+        task: u32,
+        attempt: u32,
+        outcome: &Outcome,
+        record: Record,
+    ) {
+        let id = self.graph.task(task).id.clone();
+        self.ledger.push(EventKind::AttemptFinished {
+            task: id.clone(),
+            attempt,
+            outcome: outcome.clone(),
+            duration_ms: record.duration.as_millis() as u64,
+            agent: record.agent,
+            containment: record.containment,
+        });
+        if let Some(committed) = record.committed {
+            self.ledger.push(committed);
+        }
+        if let Some(checks) = record.checks {
+            self.ledger.push(EventKind::Checked {
+                task: Some(id),
+                attempt: Some(attempt),
+                checks,
+                blamed: None,
+            });
+        }
+    }
+
+    /// An attempt's end, once its `attempt-finished` is recorded: its output stored and held
+    /// for its dependents, and the scheduler told.
+    pub(super) fn ended(
+        &mut self,
+        task: u32,
+        attempt: u32,
+        (outcome, output, output_bytes, stderr_tail): (Outcome, HeldOutput, u64, String),
+        turn: &mut Turn,
+    ) {
+        self.record_output(task, attempt, &output, output_bytes, &stderr_tail);
+        self.concluded(task, attempt, (outcome, output, stderr_tail), turn);
+    }
+
+    /// Stores what attempt `attempt` of `task` printed.
+    pub(super) fn record_output(
+        &mut self,
+        task: u32,
+        attempt: u32,
+        output: &HeldOutput,
+        output_bytes: u64,
+        stderr_tail: &str,
+    ) {
+        self.ledger.push_output(AttemptOutput {
+            task: self.graph.task(task).id.clone(),
+            attempt,
+            output: output.text.clone(),
+            output_bytes,
+            output_json: output.json.as_ref().map(ToString::to_string),
+            stderr_tail: stderr_tail.to_owned(),
+            log_path: self.launcher.log_path(task, attempt).display().to_string(),
+        });
+    }
+
+    /// The scheduler's attempt `attempt` of `task` ended as `outcome`: its output is held for
+    /// its dependents, what it said kept for its planner, and the scheduler told.
+    pub(super) fn concluded(
+        &mut self,
+        task: u32,
+        attempt: u32,
+        (outcome, output, stderr_tail): (Outcome, HeldOutput, String),
+        turn: &mut Turn,
+    ) {
+        if outcome.is_success() {
+            self.last_words.remove(&task);
+        } else {
+            let said = if stderr_tail.trim().is_empty() {
+                &output.text
+            } else {
+                &stderr_tail
+            };
+            let start = said.len().saturating_sub(2048);
+            let start = (start..said.len())
+                .find(|&i| said.is_char_boundary(i))
+                .unwrap_or(said.len());
+            self.last_words
+                .insert(task, said[start..].trim().to_owned());
+        }
+        self.ledger.mark_end(task);
+        self.launcher.hold_output(task, output);
+        self.last_outcome[task as usize] = Some(outcome.clone());
+        turn.inputs.push_back(Input::Finished {
+            task,
+            attempt,
+            outcome,
+        });
+    }
+
+    /// Records attempt `attempt` of `task` as one that ended as `outcome` before it started.
+    pub(super) fn never_started(&mut self, task: u32, attempt: u32, outcome: Outcome) {
+        self.ledger.push(EventKind::AttemptStarted {
+            task: self.graph.task(task).id.clone(),
+            attempt,
+            pid: None,
+        });
+        let done = AttemptDone::never_started(task, attempt, outcome);
+        self.units.spawn(std::future::ready(done));
+    }
+}
