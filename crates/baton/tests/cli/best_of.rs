@@ -138,3 +138,47 @@ prompt = "write out.txt"
         "no candidate's worktree was made: {branches}"
     );
 }
+
+#[test]
+fn two_claude_code_candidates_each_work_in_their_own_worktree() {
+    use baton_mock_model::{MockModel, Rule, Script};
+    // Claude Code tells the model its working directory: the second candidate's is its own.
+    let bash = |command: &str| {
+        Rule::tool_use(
+            "Bash",
+            serde_json::json!({"command": command, "description": "write"}),
+        )
+    };
+    let script = Script::new()
+        .rule(Rule::text("Candidate done").when_last_contains("toolu_mock"))
+        .rule(bash("printf 'one\\n' > out.txt").when_contains("write@2"))
+        .rule(bash("printf 'a\\nb\\nc\\n' > out.txt"));
+    let model = MockModel::start(script).unwrap();
+    let graph = r#"
+[[task]]
+id = "write"
+engine = "claude"
+best_of = 2
+allowed_tools = ["Bash"]
+timeout = "2m"
+prompt = "write out.txt"
+"#;
+    let test = crate::agents::with_claude(repo_with(graph), &model);
+    let root = test.path().to_owned();
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    let attempts = out.store().attempts("write");
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    // Each candidate had a session of its own.
+    let sessions: Vec<_> = attempts
+        .iter()
+        .map(|a| a.agent.as_ref().unwrap().session_id.clone().unwrap())
+        .collect();
+    assert_ne!(sessions[0], sessions[1]);
+    let show = |rev: &str| git(&root, &["show", &format!("{rev}:out.txt")]);
+    assert_eq!(show(&format!("baton/{run}/write")), "one");
+    assert_eq!(show(&format!("baton/{run}/write@1")), "a\nb\nc");
+    let candidates = &out.json_task("write")["candidates"];
+    assert_eq!(candidates["winner"], 2, "{candidates}");
+    assert_eq!(out.json_task("write")["output"], "Candidate done");
+}
