@@ -63,10 +63,29 @@ pub enum Command {
     /// Show which agent engines are installed (and their versions), which config files are
     /// read, and what is missing.
     Doctor(DoctorArgs),
+    /// Print a completion script for SHELL, to source or put where the shell looks:
+    /// `baton completions bash > ~/.local/share/bash-completion/completions/baton`.
+    Completions(CompletionsArgs),
+    /// Print baton's man page (roff), or write one page per command into a directory:
+    /// `baton man | man -l -`, `baton man --dir ~/.local/share/man/man1`.
+    Man(ManArgs),
     /// The `http` engine's agent: asks a model API with the prompt on stdin and prints JSON
     /// lines. baton runs it for `engine = "http"` tasks; not meant to be run by hand.
     #[command(hide = true)]
     AgentHttp(AgentHttpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `baton.1` and a `baton-COMMAND.1` per command here instead of printing `baton.1`.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

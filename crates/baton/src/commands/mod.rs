@@ -14,6 +14,7 @@ pub mod prune;
 mod records;
 mod run;
 mod runs;
+mod shell;
 mod status;
 
 use crate::cli::{Cli, Command};
@@ -38,6 +39,8 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Reject(args) => run::reject(args, cli.store.as_deref()),
         Command::Diff(args) => diff::diff(args, cli.store.as_deref()),
         Command::Apply(args) => diff::apply(args, cli.store.as_deref()),
+        Command::Completions(args) => shell::completions(&args),
+        Command::Man(args) => shell::man(&args),
         Command::AgentHttp(args) => agent_http::agent_http(args),
     }
 }

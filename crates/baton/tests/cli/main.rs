@@ -36,6 +36,7 @@ mod resume;
 mod retry;
 mod review;
 mod scheduling;
+mod shell;
 mod stdout;
 mod store_access;
 mod terminal;
