@@ -26,6 +26,39 @@ use serde::Deserialize;
 pub struct AgentConfig {
     engines: BTreeMap<String, Engine>,
     pub prices: PriceTable,
+    /// `[notify]`: whom to tell when a run ends or a task waits for a person.
+    pub notify: NotifyConfig,
+}
+
+/// `[notify]` in `baton.toml`: a command run, and a URL POSTed to, with a small JSON body,
+/// when a run ends or a task starts waiting for a person.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyConfig {
+    /// Run with `sh -c`, the body on its stdin.
+    pub command: Option<String>,
+    /// POSTed the body as `application/json`.
+    pub webhook: Option<String>,
+    /// Which of `run-finished` and `task-waiting` (default: both).
+    pub on: Option<Vec<NotifyOn>>,
+}
+
+/// What a notification is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NotifyOn {
+    RunFinished,
+    TaskWaiting,
+}
+
+impl NotifyConfig {
+    pub fn wants(&self, on: NotifyOn) -> bool {
+        self.on.as_ref().is_none_or(|list| list.contains(&on))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.command.is_none() && self.webhook.is_none()
+    }
 }
 
 impl Default for AgentConfig {
@@ -36,6 +69,7 @@ impl Default for AgentConfig {
                 .map(|kind| (kind.name().to_owned(), Engine::builtin(*kind)))
                 .collect(),
             prices: PriceTable::builtin(),
+            notify: NotifyConfig::default(),
         }
     }
 }
@@ -55,6 +89,7 @@ struct File {
     engines: BTreeMap<String, EngineSection>,
     #[serde(default)]
     prices: BTreeMap<String, Price>,
+    notify: Option<NotifyConfig>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -128,6 +163,13 @@ impl AgentConfig {
             });
             error(format!("{}{}", at.unwrap_or_default(), e.message()))
         })?;
+        if let Some(notify) = file.notify {
+            // The project's file over the user's, field by field.
+            let mine = &mut self.notify;
+            mine.command = notify.command.or(mine.command.take());
+            mine.webhook = notify.webhook.or(mine.webhook.take());
+            mine.on = notify.on.or(mine.on.take());
+        }
         for (name, section) in file.engines {
             let kind = match &section.kind {
                 None => None,

@@ -39,7 +39,7 @@ mod stamp;
 mod takeover;
 mod workspace;
 
-pub use config::{AgentConfig, ConfigError};
+pub use config::{AgentConfig, ConfigError, NotifyConfig, NotifyOn};
 pub use drive::{RunConfig, RunError, StopRequest, resume, run};
 
 /// `COMMAND --version` of an engine: its version (`None` if it printed none baton can read),

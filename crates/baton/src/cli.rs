@@ -158,6 +158,11 @@ pub struct DriveArgs {
     /// Print the run result as JSON (schema documented in docs/JSON.md).
     #[arg(long)]
     pub json: bool,
+    /// Tell TARGET when the run ends or a task waits for a person: an `http(s)://` URL is
+    /// POSTed a JSON body, anything else is run with `sh -c`, the body on its stdin (over
+    /// `[notify]` in baton.toml).
+    #[arg(long, value_name = "TARGET")]
+    pub notify: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@ mod cli;
 mod commands;
 mod diagnostics;
 mod exit;
+mod notify;
 mod out;
 mod project;
 

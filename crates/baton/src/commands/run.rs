@@ -188,7 +188,15 @@ pub(super) fn execute(
         check_stored(store, run, &agents, &runtime)?;
     }
     let (stop_tx, stop_rx) = mpsc::unbounded_channel();
-    let mut reporter = reporter(args);
+    let mut notify = agents.notify.clone();
+    match args.notify.as_deref() {
+        Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
+            notify.webhook = Some(url.to_owned());
+        }
+        Some(command) => notify.command = Some(command.to_owned()),
+        None => {}
+    }
+    let mut reporter = crate::notify::Notifying::around(reporter(args), notify);
     let config = RunConfig {
         root: project.root.clone(),
         state_dir: project.state_dir.clone(),
