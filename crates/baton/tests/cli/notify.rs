@@ -30,7 +30,7 @@ fn receiver() -> (String, Arc<Mutex<Vec<serde_json::Value>>>) {
             assert!(head[0].starts_with("POST /hook "), "{head:?}");
             assert!(
                 head.iter()
-                    .any(|h| h.to_ascii_lowercase() == "content-type: application/json\r\n"),
+                    .any(|h| h.eq_ignore_ascii_case("content-type: application/json\r\n")),
                 "{head:?}"
             );
             kept.lock()
