@@ -48,7 +48,9 @@ fn the_man_pages_cover_every_command() {
     assert!(out.stdout.contains(".TH baton 1"), "{}", out.stdout);
     assert!(out.stdout.contains("Run a graph file"));
     let dir = out.path().join("man1");
-    out.then()
+    // Kept until the end: the test's directory goes with it.
+    let written = out
+        .then()
         .args(&["man", "--dir", dir.to_str().unwrap()])
         .run()
         .status(0)
@@ -58,4 +60,5 @@ fn the_man_pages_cover_every_command() {
     assert!(run.contains("concurrency"), "{run}");
     // The hidden command a user never types has no page.
     assert!(!dir.join("baton-agent-http.1").exists());
+    drop(written);
 }
