@@ -96,6 +96,10 @@ pub struct AgentReport {
     /// was cut short by the API, not by the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_retrying: Option<String>,
+    /// The agent's latest tool call or edit, in a few words (`Edit …/src/lib.rs`,
+    /// `Bash cargo test`): for the live view, not the record.
+    #[serde(skip)]
+    pub doing: Option<String>,
 }
 
 impl AgentReport {

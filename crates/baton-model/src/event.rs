@@ -150,6 +150,20 @@ pub enum EventKind {
         attempt: u32,
         delay_ms: u64,
     },
+    /// What a running agent attempt is doing, read from its stream as it goes: its latest tool
+    /// call or edit (`doing`), and what it has spent so far. Sent when what it does changes (at
+    /// most about once a second per attempt) and now and then as its tokens grow; the attempt's
+    /// `attempt-finished` carries the exact accounting. For the live views; no state changes.
+    AgentActivity {
+        task: TaskId,
+        attempt: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        doing: Option<String>,
+        #[serde(default)]
+        tokens: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+    },
     /// A task reached a terminal state. `reason` says why it failed, was blocked or skipped.
     TaskFinished {
         task: TaskId,
@@ -203,6 +217,7 @@ impl EventKind {
             Self::AttemptStarted { task, .. }
             | Self::AttemptFinished { task, .. }
             | Self::RetryScheduled { task, .. }
+            | Self::AgentActivity { task, .. }
             | Self::TaskFinished { task, .. }
             | Self::TaskReset { task }
             | Self::WorkspaceCommitted { task, .. }
@@ -239,6 +254,7 @@ impl EventKind {
             Self::AttemptStarted { .. } => "attempt-started",
             Self::AttemptFinished { .. } => "attempt-finished",
             Self::RetryScheduled { .. } => "retry-scheduled",
+            Self::AgentActivity { .. } => "agent-activity",
             Self::TaskFinished { .. } => "task-finished",
             Self::GraphExpanded { .. } => "graph-expanded",
             Self::Reviewed { .. } => "reviewed",

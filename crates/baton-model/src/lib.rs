@@ -32,4 +32,4 @@ pub use review::{Review, ReviewVerdict};
 pub use state::{RunState, TaskState};
 pub use usage::AgentUsage;
 pub use verdict::{Ending, Merge, Stopped, observed};
-pub use view::{Anomaly, AttemptView, RunHead, RunView, TaskView};
+pub use view::{Activity, Anomaly, AttemptView, RunHead, RunView, TaskView};

@@ -43,6 +43,18 @@ pub struct AttemptView {
     pub duration_ms: Option<u64>,
     pub agent: Option<Box<AgentUsage>>,
     pub containment: Option<Containment>,
+    /// What the agent was last seen doing while the attempt ran (`agent-activity`).
+    pub activity: Option<Activity>,
+}
+
+/// A running agent's latest `agent-activity`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Activity {
+    /// Its latest tool call or edit, where it said one.
+    pub doing: Option<String>,
+    pub at_ms: i64,
+    pub tokens: u64,
+    pub cost_usd: Option<f64>,
 }
 
 /// Something in the log that cannot be applied; `seq` is the event's.
@@ -109,7 +121,8 @@ impl fmt::Display for Anomaly {
 /// task `pending`, in graph order) and applies events one at a time, each in O(1). What it
 /// holds after the whole log is what the store's `runs`, `tasks` and `attempts` tables hold for
 /// the run, column for column, except the outputs of attempts, which are not events (they
-/// travel beside them, as the store's `AttemptOutput`) and are left out here.
+/// travel beside them, as the store's `AttemptOutput`) and are left out here, and a running
+/// agent's latest activity, which the views show and the tables do not keep.
 ///
 /// | event | change |
 /// |---|---|
@@ -119,6 +132,7 @@ impl fmt::Display for Anomaly {
 /// | `attempt-started` | new attempt (start, pid); task `running`, `attempts` = highest started, start = first attempt's; end, reason, exit code and pending retry cleared |
 /// | `attempt-finished` | attempt end, outcome, exit code, duration, agent usage, containment; the task's exit code, if it is the task's latest attempt |
 /// | `retry-scheduled` | task `pending`, `next_attempt` and `retry_at_ms` (= event time + delay) |
+/// | `agent-activity` | the attempt's `activity` (kept where the event names no tool) |
 /// | `task-waiting` | task `waiting` |
 /// | `task-reset` | task `pending`; reason, end and pending retry cleared (the exit code stays) |
 /// | `task-finished` | task status, reason and end; pending retry cleared |
@@ -221,6 +235,28 @@ impl RunView {
                 task.next_attempt = Some(*attempt);
                 task.retry_at_ms =
                     Some(at.saturating_add(i64::try_from(*delay_ms).unwrap_or(i64::MAX)));
+            }
+            (
+                EventKind::AgentActivity {
+                    attempt,
+                    doing,
+                    tokens,
+                    cost_usd,
+                    ..
+                },
+                Some(i),
+            ) => {
+                if let Some(view) = find(&mut self.attempts[i], *attempt) {
+                    let doing = doing
+                        .clone()
+                        .or_else(|| view.activity.as_ref().and_then(|a| a.doing.clone()));
+                    view.activity = Some(Activity {
+                        doing,
+                        at_ms: at,
+                        tokens: *tokens,
+                        cost_usd: *cost_usd,
+                    });
+                }
             }
             (EventKind::TaskWaiting { .. }, Some(i)) => self.set_status(i, TaskState::Waiting),
             (EventKind::TaskReset { .. }, Some(i)) => {
@@ -345,6 +381,7 @@ impl RunView {
             duration_ms: None,
             agent: None,
             containment: None,
+            activity: None,
         });
         self.set_status(i, TaskState::Running);
         let view = &mut self.tasks[i];

@@ -84,6 +84,7 @@ impl StateCounts {
             | EventKind::TaskDecided { .. }
             | EventKind::Reviewed { .. }
             | EventKind::Picked { .. }
+            | EventKind::AgentActivity { .. }
             | EventKind::Replanning { .. } => {}
         }
     }

@@ -4,6 +4,7 @@
 //! matters: killing a reporter loses nothing. The [`RunResult`] is the versioned JSON document
 //! `baton run --json` prints; [`summary`] renders the same data as a table.
 
+mod board;
 mod counts;
 mod live;
 mod plain;
@@ -14,6 +15,7 @@ pub mod summary;
 mod terminal;
 mod timeline;
 
+pub use board::{Board, Paint, QUIET_AFTER};
 pub use counts::StateCounts;
 pub use live::LiveReporter;
 pub use plain::PlainReporter;

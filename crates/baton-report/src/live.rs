@@ -1,58 +1,91 @@
-use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
-use baton_model::{Event, EventKind, TaskId, TaskState};
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use baton_model::{Event, EventKind, TaskState};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::plain::{TaskClock, describe_finish, describe_retry};
-use crate::{Reporter, RunInfo, RunResult, StateCounts};
+use crate::{Board, Paint, Reporter, RunInfo, RunResult};
 
-/// Running tasks shown with their own line; more are summed up in the header.
-const MAX_TASK_LINES: usize = 16;
+/// How often the picture is drawn again: elapsed times and spinners move between events.
+const REDRAW: Duration = Duration::from_millis(100);
 /// Above this many tasks, successes are not listed one by one, only counted.
 const LIST_SUCCESSES_UP_TO: u32 = 200;
 
-/// The live view on a terminal: a header with counts by state, one line per running task with
-/// its elapsed time, and a line printed above them as each task ends.
+/// The live view on a terminal: the [`Board`] (the run's header, what needs a person, what
+/// runs and what each agent is doing), drawn in place by a thread of its own ten times a
+/// second, with a line printed above it as each task ends. The drawing is indicatif's: it
+/// redraws only the lines it drew, in one write.
 pub struct LiveReporter {
-    multi: MultiProgress,
-    header: ProgressBar,
-    bars: HashMap<TaskId, ProgressBar>,
-    counts: StateCounts,
+    bar: ProgressBar,
+    board: Arc<Mutex<Option<Board>>>,
+    stop: Arc<AtomicBool>,
+    drawer: Option<JoinHandle<()>>,
     clock: TaskClock,
     list_successes: bool,
-    run_id: Option<String>,
+    run_id: String,
+    paint: Paint,
 }
 
 impl LiveReporter {
     pub fn new() -> Self {
-        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(10));
-        let header = multi.add(ProgressBar::new_spinner());
-        header.set_style(
-            ProgressStyle::with_template("{spinner:.cyan} [{elapsed_precise}] {msg}")
-                .expect("static template"),
-        );
-        header.enable_steady_tick(Duration::from_millis(100));
+        Self::to(ProgressDrawTarget::stderr_with_hz(20), Paint::from_env())
+    }
+
+    fn to(target: ProgressDrawTarget, paint: Paint) -> Self {
+        let bar = ProgressBar::with_draw_target(None, target);
+        bar.set_style(ProgressStyle::with_template("{msg}").expect("static template"));
         Self {
-            multi,
-            header,
-            bars: HashMap::new(),
-            counts: StateCounts::default(),
+            bar,
+            board: Arc::new(Mutex::new(None)),
+            stop: Arc::new(AtomicBool::new(false)),
+            drawer: None,
             clock: TaskClock::default(),
             list_successes: true,
-            run_id: None,
+            run_id: String::new(),
+            paint,
         }
     }
 
-    fn task_style() -> ProgressStyle {
-        ProgressStyle::with_template("  {spinner:.green} {elapsed:>4} {msg}")
-            .expect("static template")
+    fn println(&self, line: String) {
+        // `println` on a hidden target (not a terminal) is dropped, which is right.
+        // Reasons carry what tasks printed and the names of files they made.
+        self.bar.println(crate::terminal_safe(&line));
     }
 
-    fn println(&self, line: String) {
-        // `println` on a hidden target (not a terminal) is silently dropped, which is right.
-        // Reasons carry what tasks printed and the names of files they made.
-        let _ = self.multi.println(crate::terminal_safe(&line));
+    fn start_drawing(&mut self) {
+        let (bar, board, stop, paint) = (
+            self.bar.clone(),
+            Arc::clone(&self.board),
+            Arc::clone(&self.stop),
+            self.paint,
+        );
+        let drawer = std::thread::Builder::new()
+            .name("baton-live".to_owned())
+            .spawn(move || {
+                let term = console::Term::stderr();
+                while !stop.load(Ordering::Relaxed) {
+                    let (rows, cols) = term.size();
+                    let frame = board.lock().ok().and_then(|board| {
+                        board.as_ref().map(|board| {
+                            board.frame(
+                                now_ms(),
+                                usize::from(cols).max(20),
+                                usize::from(rows).saturating_sub(2).max(3),
+                                paint,
+                            )
+                        })
+                    });
+                    if let Some(frame) = frame {
+                        bar.set_message(frame.join("\n"));
+                    }
+                    std::thread::sleep(REDRAW);
+                }
+            });
+        // Without a thread the picture is drawn as events come.
+        self.drawer = drawer.ok();
     }
 }
 
@@ -62,12 +95,16 @@ impl Default for LiveReporter {
     }
 }
 
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 impl Reporter for LiveReporter {
     fn run_started(&mut self, info: &RunInfo) {
-        self.counts = StateCounts::new(info.tasks);
-        self.counts.earlier = info.earlier;
         self.list_successes = info.tasks <= LIST_SUCCESSES_UP_TO;
-        self.run_id = Some(info.run_id.to_string());
+        self.run_id = info.run_id.to_string();
         self.println(format!(
             "baton: run {} of `{}`: {} task{}, concurrency {}",
             info.run_id,
@@ -76,114 +113,94 @@ impl Reporter for LiveReporter {
             if info.tasks == 1 { "" } else { "s" },
             info.concurrency
         ));
-        self.header.set_message(self.counts.to_string());
+        if let Ok(mut board) = self.board.lock() {
+            *board = Some(Board::new(info));
+        }
+        if !self.bar.is_hidden() {
+            self.start_drawing();
+        }
     }
 
     fn events(&mut self, events: &[Event]) {
+        if let Ok(mut board) = self.board.lock()
+            && let Some(board) = board.as_mut()
+        {
+            for event in events {
+                board.apply(event);
+            }
+        }
         for event in events {
-            self.counts.apply(&event.kind);
             self.clock.apply(event);
-            match &event.kind {
-                EventKind::AttemptStarted { task, attempt, .. } => {
-                    if self.bars.len() < MAX_TASK_LINES {
-                        let bar = self.multi.add(ProgressBar::new_spinner());
-                        bar.set_style(Self::task_style());
-                        let retry = if *attempt > 1 {
-                            format!(" (attempt {attempt})")
-                        } else {
-                            String::new()
-                        };
-                        bar.set_message(format!("{task}{retry}"));
-                        bar.enable_steady_tick(Duration::from_millis(100));
-                        self.bars.insert(task.clone(), bar);
-                    }
-                }
-                EventKind::AttemptFinished { task, .. } => {
-                    if let Some(bar) = self.bars.remove(task) {
-                        bar.finish_and_clear();
-                        self.multi.remove(&bar);
-                    }
-                }
+            let line = match &event.kind {
                 EventKind::RetryScheduled {
                     task,
                     attempt,
                     delay_ms,
-                } => self.println(describe_retry(task, *attempt, *delay_ms)),
+                } => describe_retry(task, *attempt, *delay_ms),
                 EventKind::TaskFinished {
                     task,
                     state,
                     reason,
-                } => {
-                    if *state != TaskState::Succeeded || self.list_successes {
-                        let timing = self.clock.finished(task, event.at_ms);
-                        self.println(describe_finish(task, *state, reason.as_deref(), timing));
-                    }
+                } if *state != TaskState::Succeeded || self.list_successes => {
+                    let timing = self.clock.finished(task, event.at_ms);
+                    describe_finish(task, *state, reason.as_deref(), timing)
                 }
-                EventKind::RunStopping { reason } => {
-                    self.println(format!("baton: stopping: {reason}"));
-                }
-                EventKind::RunResumed { retry } => self.println(format!(
+                EventKind::RunStopping { reason } => format!("baton: stopping: {reason}"),
+                EventKind::RunResumed { retry } => format!(
                     "baton: {} the run",
                     if *retry {
                         "retrying tasks of"
                     } else {
                         "resuming"
                     }
-                )),
-                EventKind::BudgetChanged { usd, tokens, .. } => {
-                    self.println(format!(
-                        "baton: budget now {}",
-                        crate::spend::budget_text(*usd, *tokens)
-                    ));
-                }
+                ),
+                EventKind::BudgetChanged { usd, tokens, .. } => format!(
+                    "baton: budget now {}",
+                    crate::spend::budget_text(*usd, *tokens)
+                ),
                 EventKind::GraphExpanded { task, added, .. } => {
-                    self.println(crate::plain::describe_added(task, added));
-                    self.header.set_message(self.counts.to_string());
+                    crate::plain::describe_added(task, added)
                 }
-                EventKind::TaskWaiting { task } => {
-                    self.println(format!(
-                        "baton: {task} waits for approval: `baton approve {run} {task}` or `baton reject {run} {task}`",
-                        run = self.run_id.as_deref().unwrap_or("RUN")
-                    ));
-                }
+                EventKind::TaskWaiting { task } => format!(
+                    "baton: {task} waits for approval: `baton approve {run} {task}` or `baton reject {run} {task}`",
+                    run = self.run_id
+                ),
                 EventKind::WorkspaceCommitted {
                     task,
                     scope_violations,
                     ..
-                } if !scope_violations.is_empty() => {
-                    self.println(format!(
-                        "baton: {task} changed files outside its scope: {}",
-                        scope_violations.join(", ")
-                    ));
-                }
+                } if !scope_violations.is_empty() => format!(
+                    "baton: {task} changed files outside its scope: {}",
+                    scope_violations.join(", ")
+                ),
                 EventKind::Reviewed { task, review, .. } => {
-                    self.println(crate::plain::describe_review(task, review));
+                    crate::plain::describe_review(task, review)
                 }
                 EventKind::Replanning { task, failed } => {
-                    self.println(format!(
-                        "baton: {failed} failed: {task} plans what is left again"
-                    ));
+                    format!("baton: {failed} failed: {task} plans what is left again")
                 }
-                EventKind::Picked { task, why, .. } => {
-                    self.println(format!("baton: {task}: {why}"));
-                }
-                EventKind::RunStarted { .. }
-                | EventKind::RunFinished { .. }
-                | EventKind::TaskReset { .. }
-                | EventKind::WorkspaceCommitted { .. }
-                | EventKind::ResultMerged { .. }
-                | EventKind::Checked { .. }
-                | EventKind::TaskDecided { .. } => {}
-            }
+                EventKind::Picked { task, why, .. } => format!("baton: {task}: {why}"),
+                _ => continue,
+            };
+            self.println(line);
         }
-        self.header.set_message(self.counts.to_string());
     }
 
     fn run_finished(&mut self, _: &RunResult) {
-        for (_, bar) in self.bars.drain() {
-            bar.finish_and_clear();
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(drawer) = self.drawer.take() {
+            let _ = drawer.join();
         }
-        self.header.finish_and_clear();
-        let _ = self.multi.clear();
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Drop for LiveReporter {
+    fn drop(&mut self) {
+        // A run that failed before its end still takes its picture away.
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(drawer) = self.drawer.take() {
+            let _ = drawer.join();
+        }
     }
 }

@@ -1,4 +1,4 @@
-use baton_model::{Event, RunId};
+use baton_model::{Event, RunId, RunView};
 
 use crate::RunResult;
 
@@ -11,6 +11,14 @@ pub struct RunInfo {
     pub concurrency: u32,
     /// Tasks that had ended before this process took the run over (resume, retry).
     pub earlier: u32,
+    /// The run as its stored events leave it when this process starts reporting: every task
+    /// pending for a new run, what happened before for a run taken over or watched.
+    pub view: RunView,
+    /// When the run first started, where known.
+    pub started_at_ms: Option<i64>,
+    /// The run's hard budget.
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<u64>,
 }
 
 /// Receives a run's events after they are recorded. Implementations must not block for long:

@@ -7,7 +7,7 @@ use std::time::Duration;
 use baton_agent::{AgentReport, Engine, StreamParser, Verdict, Version, VersionCheck};
 use baton_exec::{AttemptReport, LineWatcher, WatchSignal};
 use baton_graph::{Action, Budget, Graph};
-use baton_model::{AgentUsage, FailureClass, Outcome};
+use baton_model::{AgentUsage, Event, EventKind, FailureClass, Outcome, TaskId};
 
 use crate::budget::{Exceeded, Meter, Spent, budget_tokens, over};
 use crate::config::AgentConfig;
@@ -22,6 +22,72 @@ pub(crate) struct AgentWatch {
     last: Spent,
     /// Where the CLI writes its own record (aider), read once it exits.
     pub(crate) records: Option<baton_agent::RecordFiles>,
+    /// Where what the agent is doing is told, as it changes.
+    pub(crate) news: Option<Telling>,
+}
+
+/// Where a running agent's activity goes: the run's progress channel, as `agent-activity`
+/// events about attempt `attempt` of `task`.
+#[derive(Clone)]
+pub(crate) struct News {
+    pub(crate) tx: tokio::sync::mpsc::UnboundedSender<Event>,
+    pub(crate) task: TaskId,
+    pub(crate) attempt: u32,
+}
+
+/// A new `doing` is told at most this often: an agent may make several calls a second.
+const TELL_DOING_EVERY: Duration = Duration::from_secs(1);
+/// Tokens alone are told at most this often: the live view's figures, not the budget's.
+const TELL_TOKENS_EVERY: Duration = Duration::from_secs(10);
+
+/// [`News`] and what was told last, so that only changes are told, and not too often. What
+/// changed within the wait is told with the next line after it.
+pub(crate) struct Telling {
+    news: News,
+    told_at: Option<std::time::Instant>,
+    doing: Option<String>,
+    tokens: u64,
+}
+
+impl Telling {
+    pub(crate) fn new(news: News) -> Self {
+        Self {
+            news,
+            told_at: None,
+            doing: None,
+            tokens: 0,
+        }
+    }
+
+    fn tell(&mut self, parser: &StreamParser) {
+        let doing = parser.doing();
+        let (cost, usage) = parser.spent();
+        let tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+        let since = self.told_at.map(|at| at.elapsed());
+        let due = if doing != self.doing {
+            since.is_none_or(|s| s >= TELL_DOING_EVERY)
+        } else {
+            tokens != self.tokens && since.is_none_or(|s| s >= TELL_TOKENS_EVERY)
+        };
+        if !due {
+            return;
+        }
+        self.told_at = Some(std::time::Instant::now());
+        self.tokens = tokens;
+        self.doing.clone_from(&doing);
+        // A run that is over has no one to tell: the event is dropped with the channel.
+        let _ = self.news.tx.send(Event {
+            seq: 0,
+            at_ms: crate::stamp::now_ms(),
+            kind: EventKind::AgentActivity {
+                task: self.news.task.clone(),
+                attempt: self.news.attempt,
+                doing,
+                tokens,
+                cost_usd: cost,
+            },
+        });
+    }
 }
 
 struct WatchBudget {
@@ -50,6 +116,7 @@ impl AgentWatch {
             exceeded: None,
             last: Spent::default(),
             records: None,
+            news: None,
         }
     }
 
@@ -96,6 +163,9 @@ impl AgentWatch {
 impl LineWatcher for AgentWatch {
     fn line(&mut self, line: &[u8]) -> WatchSignal {
         let signal = self.parser.line(line);
+        if let Some(news) = &mut self.news {
+            news.tell(&self.parser);
+        }
         if self.exceeded.is_none()
             && let Some(exceeded) = self.check()
         {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_graph::{Action as TaskAction, Graph};
-use baton_model::{Event, EventKind, RunId};
+use baton_model::{Event, EventKind, RunId, RunView};
 use baton_report::{Reporter, RunInfo, RunResult};
 use baton_store::{Lease, NewRun, Store, StoreError};
 use tokio::sync::mpsc;
@@ -213,12 +213,25 @@ async fn drive_run(
         lease,
         workspaces,
     } = held;
+    let budget = restored
+        .budget
+        .clone()
+        .unwrap_or_else(|| graph.run_settings().budget.clone());
+    // The views start from what the store holds: a run taken over shows what went before.
+    let view = baton_store::fold(store, &run_id).map_or_else(
+        |_| RunView::new(graph.tasks().iter().map(|t| t.id.clone())),
+        |(view, _)| view,
+    );
     reporter.run_started(&RunInfo {
         run_id: run_id.clone(),
         name: graph.name().to_owned(),
         tasks: graph.len() as u32,
         concurrency: graph.run_settings().concurrency,
         earlier: restored.terminal.len() as u32,
+        view,
+        started_at_ms: store.run(&run_id).ok().flatten().map(|r| r.started_at_ms),
+        budget_usd: budget.usd,
+        budget_tokens: budget.tokens,
     });
     // Commits are made on a thread of their own, off the path from one task's end to the next
     // one's start.

@@ -66,8 +66,17 @@ pub(crate) struct Recipe {
     /// none.
     pub(crate) reviewer: Option<Result<Arc<Reviewer>, String>>,
     pub(crate) fix_feedback: PathBuf,
+    pub(crate) watching: Watching,
+}
+
+/// What an agent's stream is watched for, in every round of one attempt: its spend against the
+/// run's and the task's budgets (`meter`, `key` = `(task, attempt)`), and what it is doing, told
+/// to the live views (`news`).
+#[derive(Clone)]
+pub(crate) struct Watching {
     pub(crate) meter: Meter,
     pub(crate) key: (u32, u32),
+    pub(crate) news: Option<crate::agent::News>,
 }
 
 impl Recipe {
@@ -89,8 +98,7 @@ impl Recipe {
             self.agent.as_deref(),
             Some(fix),
             &self.fix_feedback,
-            &self.meter,
-            self.key,
+            &self.watching,
         )?;
         Ok((spec, watcher))
     }
@@ -155,8 +163,7 @@ impl Recipe {
                 Some(&reviewer),
                 None,
                 &self.fix_feedback,
-                &self.meter,
-                self.key,
+                &self.watching,
             )
             .map(|watcher| (spec, watcher)),
         )
@@ -171,8 +178,7 @@ pub(crate) fn shape(
     agent: Option<&PreparedAgent>,
     resume: Option<&Continue>,
     fix_feedback: &std::path::Path,
-    meter: &Meter,
-    key: (u32, u32),
+    watching: &Watching,
 ) -> Result<Option<Box<dyn LineWatcher>>, LaunchError> {
     let Some(agent) = agent else {
         if let Some(Continue {
@@ -265,8 +271,14 @@ pub(crate) fn shape(
     if let Some(model) = &agent.model {
         parser.assume_model(model);
     }
-    let mut watch = AgentWatch::new(parser, meter, key, agent.task_limit.clone());
+    let mut watch = AgentWatch::new(
+        parser,
+        &watching.meter,
+        watching.key,
+        agent.task_limit.clone(),
+    );
     watch.records = agent.records.clone();
+    watch.news = watching.news.clone().map(crate::agent::Telling::new);
     Ok(Some(Box::new(watch)))
 }
 

@@ -51,6 +51,8 @@ fn attempt_view(attempt: &AttemptRecord) -> AttemptView {
         duration_ms: attempt.duration_ms,
         agent: attempt.agent.clone().map(Box::new),
         containment: attempt.containment,
+        // Live news, not a column: compared as the events give it.
+        activity: None,
     }
 }
 
@@ -198,7 +200,10 @@ fn compare(
                 "attempt {number} of {task} is missing from the table"
             )),
             Some(attempt) => {
-                let table = attempt_view(attempt);
+                let table = AttemptView {
+                    activity: events.activity.clone(),
+                    ..attempt_view(attempt)
+                };
                 if table != *events {
                     problems.push(format!(
                         "attempt {number} of {task}: the table has {table:?}, the events give \

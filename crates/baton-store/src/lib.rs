@@ -17,6 +17,7 @@ mod decode;
 mod driver;
 mod durability;
 mod error;
+mod fold;
 mod migrate;
 mod private_fs;
 mod project;
@@ -31,6 +32,7 @@ pub use approvals::Decision;
 pub use driver::{Claim, LEASE_TERM, Lease, Liveness};
 pub use durability::Durability;
 pub use error::StoreError;
+pub use fold::{fold, initial_view};
 pub use migrate::SCHEMA_VERSION;
 pub use records::{
     AttemptOutput, AttemptRecord, Driver, NewRun, RunRecord, RunSummary, TaskRecord,

@@ -369,6 +369,7 @@ fn apply_event(
         | EventKind::Reviewed { task, .. }
         | EventKind::Picked { task, .. }
         | EventKind::Replanning { task, .. }
+        | EventKind::AgentActivity { task, .. }
         | EventKind::WorkspaceCommitted { task, .. }
         | EventKind::Checked {
             task: Some(task), ..

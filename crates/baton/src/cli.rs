@@ -38,6 +38,9 @@ pub enum Command {
     Logs(LogsArgs),
     /// Print a run's event log.
     Events(EventsArgs),
+    /// Watch a run driven by another process (another terminal, a CI job): the live view
+    /// `baton run` shows, until the run ends, then its status.
+    Watch(WatchArgs),
     /// Finish a run whose driver died (or that was cancelled): tasks that succeeded are not
     /// run again; attempts cut short are recorded as interrupted and run again.
     Resume(ResumeArgs),
@@ -305,6 +308,19 @@ pub struct EventsArgs {
     /// One JSON object per line.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// A run id, or a unique prefix of one. Default: the latest run.
+    pub run: Option<String>,
+    /// Its events as they are recorded, one JSON object per line (as `baton events --follow
+    /// --json`), instead of the view.
+    #[arg(long)]
+    pub json: bool,
+    /// No view: only the status once the run ends.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

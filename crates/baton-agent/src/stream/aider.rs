@@ -41,6 +41,8 @@ pub(super) fn line(report: &mut AgentReport, state: &mut State, line: &str) -> L
         report.model = Some(model.to_owned());
     } else if let Some(rest) = line.strip_prefix("litellm.") {
         api_error(report, state, rest);
+    } else if let Some(path) = line.strip_prefix("Applied edit to ") {
+        report.doing = Some(super::doing::edit(path.trim()));
     } else if line.starts_with("Retrying in ") {
         // It is retrying the error it just printed: an attempt whose time runs out now was
         // cut short by the API.

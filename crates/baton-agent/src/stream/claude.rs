@@ -64,7 +64,13 @@ fn assistant(report: &mut AgentReport, state: &mut State, message: &Value) {
     if let Some(content) = message.get("content").and_then(Value::as_array) {
         for block in content {
             match str_at(block, "type") {
-                Some("tool_use") => report.tool_calls = report.tool_calls.saturating_add(1),
+                Some("tool_use") => {
+                    report.tool_calls = report.tool_calls.saturating_add(1);
+                    report.doing = Some(super::doing::tool(
+                        str_at(block, "name").unwrap_or("a tool"),
+                        block.get("input"),
+                    ));
+                }
                 Some("text") => text.push_str(str_at(block, "text").unwrap_or_default()),
                 _ => {}
             }

@@ -65,6 +65,11 @@ pub(super) fn line(report: &mut AgentReport, value: &Value) -> Option<LineSignal
         }
         "item.started" | "item.updated" | "item.completed" => {
             let item = value.get("item")?;
+            if ty == "item.started"
+                && let Some(doing) = super::doing::codex_item(item)
+            {
+                report.doing = Some(doing);
+            }
             if ty == "item.completed" {
                 item_completed(report, item);
             }

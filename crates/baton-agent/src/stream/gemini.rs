@@ -37,7 +37,13 @@ pub(super) fn line(
                 }
             }
         }
-        "tool_use" => report.tool_calls = report.tool_calls.saturating_add(1),
+        "tool_use" => {
+            report.tool_calls = report.tool_calls.saturating_add(1);
+            report.doing = Some(super::doing::tool(
+                str_at(value, "tool_name").unwrap_or("a tool"),
+                value.get("parameters"),
+            ));
+        }
         "error" => {
             // `severity: warning` is a notice the run goes on after (a retry, a blocked
             // sub-agent): kept out of `errors` so that it is not blamed for a failure.

@@ -7,6 +7,7 @@
 mod aider;
 mod claude;
 mod codex;
+mod doing;
 mod gemini;
 mod http;
 #[cfg(test)]
@@ -132,6 +133,15 @@ impl StreamParser {
         let mut report = self.report.clone();
         self.estimate(&mut report);
         report
+    }
+
+    /// What the agent is doing now, in a few words: waiting for its model API while it
+    /// retries one, else its latest tool call or edit.
+    pub fn doing(&self) -> Option<String> {
+        match &self.report.api_retrying {
+            Some(error) => Some(doing::waiting_for_the_api(error)),
+            None => self.report.doing.clone(),
+        }
     }
 
     /// What the attempt has cost so far (the agent's own figure once it gave one, else the

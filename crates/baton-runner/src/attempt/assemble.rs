@@ -55,15 +55,17 @@ pub(crate) fn assemble(
         },
         outcome => outcome,
     })?;
-    let launch = launcher
-        .prepare(
-            task,
+    let watching = crate::round::Watching {
+        meter: shared.meter.clone(),
+        key: (task, attempt),
+        news: Some(crate::agent::News {
+            tx: shared.progress.clone(),
+            task: spec_task.id.clone(),
             attempt,
-            &shared.meter,
-            resume,
-            workdir.as_deref(),
-            engine,
-        )
+        }),
+    };
+    let launch = launcher
+        .prepare(task, attempt, &watching, resume, workdir.as_deref(), engine)
         .map_err(|error| error.outcome(launcher.redact(&error.to_string())))?;
     // A candidate after the first works in a worktree of its own: its setup runs there (as
     // setup must, it may run again).

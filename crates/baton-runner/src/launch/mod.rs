@@ -19,7 +19,6 @@ use baton_model::{RunId, TaskState};
 use baton_redact::{Redactor, RedactorConfig, secret_env_values};
 
 use crate::RunConfig;
-use crate::budget::Meter;
 pub(crate) use crate::collect::collect_output;
 use crate::config::AgentConfig;
 use crate::launch_error::LaunchError;
@@ -280,7 +279,7 @@ impl Launcher {
         &mut self,
         task: u32,
         attempt: u32,
-        meter: &Meter,
+        watching: &crate::round::Watching,
         resume: Option<&Continue>,
         workdir: Option<&std::path::Path>,
         engine: u32,
@@ -384,17 +383,9 @@ impl Launcher {
             agent: agent.clone(),
             reviewer,
             fix_feedback: fix_feedback.clone(),
-            meter: meter.clone(),
-            key: (task, attempt),
+            watching: watching.clone(),
         });
-        let watcher = shape(
-            &mut spec,
-            agent.as_deref(),
-            resume,
-            &fix_feedback,
-            meter,
-            (task, attempt),
-        )?;
+        let watcher = shape(&mut spec, agent.as_deref(), resume, &fix_feedback, watching)?;
         Ok(Launch {
             spec,
             watcher,

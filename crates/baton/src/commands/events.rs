@@ -95,6 +95,23 @@ fn describe(event: &Event) -> String {
             format!("{task}: `{failed}` failed; asked to plan what is left")
         }
         EventKind::Picked { task, why, .. } => format!("{task}: {why}"),
+        EventKind::AgentActivity {
+            task,
+            attempt,
+            doing,
+            tokens,
+            cost_usd,
+        } => {
+            let mut text = format!("{task}#{attempt}:");
+            if let Some(doing) = doing {
+                text.push_str(&format!(" {doing} ·"));
+            }
+            text.push_str(&format!(" {} tokens", baton_report::format_tokens(*tokens)));
+            if let Some(usd) = cost_usd {
+                text.push_str(&format!(" {}", baton_report::format_usd(*usd)));
+            }
+            text
+        }
         EventKind::Reviewed {
             task,
             attempt,

@@ -16,6 +16,7 @@ mod run;
 mod runs;
 mod shell;
 mod status;
+mod watch;
 
 use crate::cli::{Cli, Command};
 use crate::exit::Failure;
@@ -30,6 +31,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Status(args) => status::status(args, cli.store.as_deref()),
         Command::Logs(args) => logs::logs(args, cli.store.as_deref()),
         Command::Events(args) => events::events(args, cli.store.as_deref()),
+        Command::Watch(args) => watch::watch(args, cli.store.as_deref()),
         Command::Resume(args) => run::resume(args, cli.store.as_deref()),
         Command::Retry(args) => run::retry(args, cli.store.as_deref()),
         Command::Cancel(args) => cancel::cancel(args, cli.store.as_deref()),

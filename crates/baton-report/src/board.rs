@@ -1,0 +1,510 @@
+//! The live view's picture of a run: the one fold of its events ([`RunView`]) and the little
+//! it adds for people (since when a task waits, the budget), drawn as lines that fit a terminal.
+//! What needs a person comes first, then what is working, each running agent with what it is
+//! doing; finished tasks are not here: they scroll above, one line each, as they end.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use baton_model::{Event, EventKind, RunView, TaskId, TaskState, format_duration};
+
+use crate::{RunInfo, StateCounts, display_width, format_tokens, format_usd, terminal_safe};
+
+/// A running agent that has said nothing for this long is shown as quiet.
+pub const QUIET_AFTER: Duration = Duration::from_secs(60);
+
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/// A run as the live view shows it.
+#[derive(Debug, Clone)]
+pub struct Board {
+    view: RunView,
+    run_id: String,
+    name: String,
+    started_at_ms: Option<i64>,
+    budget_usd: Option<f64>,
+    budget_tokens: Option<u64>,
+    /// When each task that waits for approval began to wait.
+    waiting_since: HashMap<TaskId, i64>,
+    /// Why the run stops launching tasks, once it does.
+    stopping: Option<String>,
+}
+
+/// How lines are painted: ANSI colours on a terminal that wants them, else none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Paint {
+    Plain,
+    Color,
+}
+
+impl Paint {
+    /// Colours unless `NO_COLOR` is set (to anything but empty) or the terminal is dumb.
+    pub fn from_env() -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        if no_color || dumb {
+            Self::Plain
+        } else {
+            Self::Color
+        }
+    }
+
+    fn paint(self, code: &str, text: String) -> String {
+        match self {
+            Self::Plain => text,
+            Self::Color => format!("\u{1b}[{code}m{text}\u{1b}[0m"),
+        }
+    }
+}
+
+/// One line of the picture before it is fitted and painted: its text and its colour.
+struct Line {
+    text: String,
+    code: &'static str,
+}
+
+impl Line {
+    fn new(code: &'static str, text: String) -> Self {
+        Self { text, code }
+    }
+}
+
+impl Board {
+    pub fn new(info: &RunInfo) -> Self {
+        Self {
+            view: info.view.clone(),
+            run_id: info.run_id.to_string(),
+            name: info.name.clone(),
+            started_at_ms: info.started_at_ms,
+            budget_usd: info.budget_usd,
+            budget_tokens: info.budget_tokens,
+            waiting_since: HashMap::new(),
+            stopping: None,
+        }
+    }
+
+    pub fn view(&self) -> &RunView {
+        &self.view
+    }
+
+    pub fn apply(&mut self, event: &Event) {
+        self.view.apply(event);
+        match &event.kind {
+            EventKind::RunStarted { .. } | EventKind::RunResumed { .. } => {
+                self.started_at_ms.get_or_insert(event.at_ms);
+                self.stopping = None;
+            }
+            EventKind::TaskWaiting { task } => {
+                self.waiting_since.insert(task.clone(), event.at_ms);
+            }
+            EventKind::TaskDecided { task, .. } | EventKind::TaskFinished { task, .. } => {
+                self.waiting_since.remove(task);
+            }
+            EventKind::RunStopping { reason } => self.stopping = Some(reason.clone()),
+            EventKind::BudgetChanged { usd, tokens, .. } => {
+                self.budget_usd = *usd;
+                self.budget_tokens = *tokens;
+            }
+            _ => {}
+        }
+    }
+
+    /// What every agent attempt spent: the exact figures of those that ended, the latest
+    /// told of those still running.
+    fn spent(&self) -> (u64, f64) {
+        let mut tokens = 0;
+        let mut usd = 0.0;
+        for (_, attempt) in self.view.all_attempts() {
+            if let Some(agent) = &attempt.agent {
+                tokens += agent.input_tokens
+                    + agent.output_tokens
+                    + agent.cache_read_tokens
+                    + agent.cache_write_tokens;
+                usd += agent.cost_usd.unwrap_or(0.0);
+            } else if attempt.ended_at_ms.is_none()
+                && let Some(activity) = &attempt.activity
+            {
+                tokens += activity.tokens;
+                usd += activity.cost_usd.unwrap_or(0.0);
+            }
+        }
+        (tokens, usd)
+    }
+
+    /// The picture at `now_ms`, as at most `height` lines of at most `width` columns.
+    pub fn frame(&self, now_ms: i64, width: usize, height: usize, paint: Paint) -> Vec<String> {
+        let mut lines = vec![Line::new("1", self.header(now_ms))];
+        let mut people = Vec::new();
+        let mut running = Vec::new();
+        for (id, task) in self.view.tasks() {
+            match task.status {
+                TaskState::Waiting => {
+                    let since = self.waiting_since.get(id).copied();
+                    people.push((since, self.waits(id, "waits for approval", since, now_ms)));
+                }
+                TaskState::NeedsHuman => {
+                    let mut line = self.waits(id, "needs a person", task.ended_at_ms, now_ms);
+                    if let Some(reason) = &task.reason {
+                        line.text.push_str(&format!(": {reason}"));
+                    }
+                    people.push((task.ended_at_ms, line));
+                }
+                TaskState::Running => running.push(id),
+                _ => {}
+            }
+        }
+        if let Some(reason) = &self.stopping {
+            lines.push(Line::new("33", format!("  stopping: {reason}")));
+        }
+        if !people.is_empty() {
+            lines.push(Line::new("1;33", "needs you".to_owned()));
+            // Longest waiting first.
+            people.sort_by_key(|(since, _)| since.unwrap_or(i64::MAX));
+            lines.extend(people.into_iter().map(|(_, line)| line));
+        }
+        if !running.is_empty() {
+            lines.push(Line::new("1", "running".to_owned()));
+            let column = running
+                .iter()
+                .map(|id| display_width(id.as_str()))
+                .max()
+                .unwrap_or(0)
+                .min(28);
+            let mut rows: Vec<(i64, Line)> = running
+                .into_iter()
+                .map(|id| self.working(id, column, now_ms))
+                .collect();
+            rows.sort_by_key(|(started, _)| *started);
+            let room = height.saturating_sub(lines.len());
+            let shown = if rows.len() > room {
+                room.saturating_sub(1)
+            } else {
+                rows.len()
+            };
+            let more = rows.len() - shown;
+            lines.extend(rows.into_iter().take(shown).map(|(_, line)| line));
+            if more > 0 {
+                lines.push(Line::new("2", format!("  … and {more} more running")));
+            }
+        }
+        lines
+            .into_iter()
+            .take(height.max(1))
+            .map(|line| paint.paint(line.code, fit(&terminal_safe(&line.text), width)))
+            .collect()
+    }
+
+    /// `baton · run ID · name · 3/8 done (2 ok · 1 failed) · 2 running · 1m10s · 41.2k tokens ·
+    /// $0.42 of $5.00`.
+    fn header(&self, now_ms: i64) -> String {
+        let counts = StateCounts::of(&self.view);
+        let total = counts.total;
+        let done = counts.finished();
+        let mut parts = vec![format!("baton {}", self.run_id), format!("`{}`", self.name)];
+        let ended: Vec<String> = [
+            (counts.succeeded, "ok"),
+            (counts.failed, "failed"),
+            (counts.timed_out, "timed out"),
+            (counts.cancelled, "cancelled"),
+            (counts.blocked, "blocked"),
+            (counts.skipped, "skipped"),
+            (counts.other, "other"),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, label)| format!("{n} {label}"))
+        .collect();
+        parts.push(if ended.is_empty() {
+            format!("{done}/{total} done")
+        } else {
+            format!("{done}/{total} done ({})", ended.join(", "))
+        });
+        if counts.running > 0 {
+            parts.push(format!("{} running", counts.running));
+        }
+        if counts.retrying > 0 {
+            parts.push(format!("{} to retry", counts.retrying));
+        }
+        let waiting = self.view.count(TaskState::Waiting) + self.view.count(TaskState::NeedsHuman);
+        if waiting > 0 {
+            parts.push(format!(
+                "{waiting} need{} you",
+                if waiting == 1 { "s" } else { "" }
+            ));
+        }
+        if let Some(start) = self.started_at_ms {
+            parts.push(since(start, now_ms));
+        }
+        let (tokens, usd) = self.spent();
+        if tokens > 0 || self.budget_tokens.is_some() {
+            parts.push(match self.budget_tokens {
+                Some(limit) => format!(
+                    "{} of {} tokens",
+                    format_tokens(tokens),
+                    format_tokens(limit)
+                ),
+                None => format!("{} tokens", format_tokens(tokens)),
+            });
+        }
+        if usd > 0.0 || self.budget_usd.is_some() {
+            parts.push(match self.budget_usd {
+                Some(limit) => format!("{} of {}", format_usd(usd), format_usd(limit)),
+                None => format_usd(usd),
+            });
+        }
+        parts.join(" · ")
+    }
+
+    /// `  ⏸ deploy  waits for approval for 1m02s: baton approve RUN deploy`.
+    fn waits(&self, id: &TaskId, what: &str, since_ms: Option<i64>, now_ms: i64) -> Line {
+        let mut text = format!("  ⏸ {id}  {what}");
+        if let Some(at) = since_ms {
+            text.push_str(&format!(" for {}", since(at, now_ms)));
+        }
+        if what.starts_with("waits") {
+            text.push_str(&format!(
+                " · baton approve {run} {id} (or reject)",
+                run = self.run_id
+            ));
+        }
+        Line::new("33", text)
+    }
+
+    /// A running task's line and when its attempt started.
+    fn working(&self, id: &TaskId, column: usize, now_ms: i64) -> (i64, Line) {
+        let attempt = self.view.attempts(id).last();
+        let started = attempt.map_or(now_ms, |a| a.started_at_ms);
+        let spin = SPINNER[((now_ms / 100).rem_euclid(SPINNER.len() as i64)) as usize];
+        let mut text = format!(
+            "  {spin} {} {:>6}",
+            crate::pad(id.as_str(), column),
+            since(started, now_ms)
+        );
+        let number = attempt.map_or(1, |a| a.attempt);
+        if number > 1 {
+            text.push_str(&format!("  attempt {number}"));
+        }
+        let mut code = "";
+        if let Some(activity) = attempt.and_then(|a| a.activity.as_ref()) {
+            if let Some(doing) = &activity.doing {
+                text.push_str(&format!("  {doing}"));
+            }
+            let quiet = now_ms.saturating_sub(activity.at_ms);
+            if quiet >= QUIET_AFTER.as_millis() as i64 {
+                text.push_str(&format!("  · quiet for {}", since(activity.at_ms, now_ms)));
+                code = "33";
+            }
+            if activity.tokens > 0 {
+                text.push_str(&format!("  · {} tokens", format_tokens(activity.tokens)));
+            }
+            if let Some(usd) = activity.cost_usd.filter(|usd| *usd > 0.0) {
+                text.push_str(&format!(" {}", format_usd(usd)));
+            }
+        }
+        (started, Line::new(code, text))
+    }
+}
+
+/// `1m10s` from `from_ms` to `now_ms`, whole seconds from a minute on.
+fn since(from_ms: i64, now_ms: i64) -> String {
+    let ms = now_ms.saturating_sub(from_ms).max(0) as u64;
+    let d = Duration::from_millis(ms);
+    if ms < 60_000 {
+        format!("{}s", ms / 1000)
+    } else {
+        format_duration(d)
+    }
+}
+
+/// `text` cut to `width` columns, with `…` where it was cut.
+fn fit(text: &str, width: usize) -> String {
+    if display_width(text) <= width {
+        return text.to_owned();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w + 1 > width {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_model::{AgentUsage, Outcome, RunId};
+
+    use super::*;
+
+    fn id(name: &str) -> TaskId {
+        TaskId::new(name).unwrap()
+    }
+
+    fn at(at_ms: i64, kind: EventKind) -> Event {
+        Event {
+            seq: 0,
+            at_ms,
+            kind,
+        }
+    }
+
+    fn board() -> Board {
+        let info = RunInfo {
+            run_id: RunId::new("20261201-120000-ab12").unwrap(),
+            name: "refactor".to_owned(),
+            tasks: 4,
+            concurrency: 4,
+            earlier: 0,
+            view: RunView::new(["api", "docs", "deploy", "lint"].map(id)),
+            started_at_ms: Some(0),
+            budget_usd: Some(5.0),
+            budget_tokens: None,
+        };
+        let mut board = Board::new(&info);
+        for event in [
+            at(
+                0,
+                EventKind::AttemptStarted {
+                    task: id("api"),
+                    attempt: 1,
+                    pid: None,
+                },
+            ),
+            at(
+                1_000,
+                EventKind::AttemptStarted {
+                    task: id("docs"),
+                    attempt: 1,
+                    pid: None,
+                },
+            ),
+            at(
+                2_000,
+                EventKind::AgentActivity {
+                    task: id("api"),
+                    attempt: 1,
+                    doing: Some("Edit …/api/src/lib.rs".to_owned()),
+                    tokens: 12_300,
+                    cost_usd: Some(0.08),
+                },
+            ),
+            at(
+                3_000,
+                EventKind::AgentActivity {
+                    task: id("docs"),
+                    attempt: 1,
+                    doing: Some("Bash cargo doc".to_owned()),
+                    tokens: 900,
+                    cost_usd: None,
+                },
+            ),
+            at(
+                4_000,
+                EventKind::AttemptStarted {
+                    task: id("lint"),
+                    attempt: 1,
+                    pid: None,
+                },
+            ),
+            at(
+                5_000,
+                EventKind::AttemptFinished {
+                    task: id("lint"),
+                    attempt: 1,
+                    outcome: Outcome::Exited { code: 0 },
+                    duration_ms: 1_000,
+                    agent: Some(Box::new(AgentUsage {
+                        engine: "claude".to_owned(),
+                        input_tokens: 1_000,
+                        cost_usd: Some(0.10),
+                        ..AgentUsage::default()
+                    })),
+                    containment: None,
+                },
+            ),
+            at(
+                5_000,
+                EventKind::TaskFinished {
+                    task: id("lint"),
+                    state: TaskState::Succeeded,
+                    reason: None,
+                },
+            ),
+            at(6_000, EventKind::TaskWaiting { task: id("deploy") }),
+        ] {
+            board.apply(&event);
+        }
+        board
+    }
+
+    #[test]
+    fn what_needs_a_person_comes_first_then_what_works() {
+        let frame = board().frame(100_000, 200, 40, Paint::Plain);
+        assert_eq!(
+            frame,
+            [
+                "baton 20261201-120000-ab12 · `refactor` · 1/4 done (1 ok) · 2 running · 1 needs you · 1m40s · 14.2k tokens · $0.18 of $5.00",
+                "needs you",
+                "  ⏸ deploy  waits for approval for 1m34s · baton approve 20261201-120000-ab12 deploy (or reject)",
+                "running",
+                "  ⠋ api   1m40s  Edit …/api/src/lib.rs  · quiet for 1m38s  · 12.3k tokens $0.08",
+                "  ⠋ docs  1m39s  Bash cargo doc  · quiet for 1m37s  · 900 tokens",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_agent_that_spoke_lately_is_not_quiet() {
+        let frame = board().frame(30_000, 200, 40, Paint::Plain);
+        assert_eq!(
+            frame[4],
+            "  ⠋ api     30s  Edit …/api/src/lib.rs  · 12.3k tokens $0.08"
+        );
+    }
+
+    #[test]
+    fn lines_fit_the_terminal_and_rows_that_do_not_fit_are_counted() {
+        let frame = board().frame(30_000, 40, 5, Paint::Plain);
+        assert!(frame.iter().all(|l| display_width(l) <= 40), "{frame:#?}");
+        assert_eq!(frame.len(), 5, "{frame:#?}");
+        assert_eq!(frame[4], "  … and 2 more running");
+        assert!(frame[0].ends_with('…'), "{}", frame[0]);
+    }
+
+    #[test]
+    fn colour_is_only_painted_when_asked() {
+        let plain = board().frame(30_000, 200, 40, Paint::Plain);
+        assert!(plain.iter().all(|l| !l.contains('\u{1b}')));
+        let color = board().frame(30_000, 200, 40, Paint::Color);
+        assert!(color[1].starts_with("\u{1b}[1;33m"), "{:?}", color[1]);
+    }
+
+    #[test]
+    fn a_decision_takes_the_task_out_of_needs_you() {
+        let mut board = board();
+        board.apply(&at(
+            7_000,
+            EventKind::TaskDecided {
+                task: id("deploy"),
+                approved: true,
+                reason: None,
+            },
+        ));
+        board.apply(&at(
+            7_000,
+            EventKind::AttemptStarted {
+                task: id("deploy"),
+                attempt: 1,
+                pid: None,
+            },
+        ));
+        let frame = board.frame(30_000, 200, 40, Paint::Plain);
+        assert!(!frame.iter().any(|l| l == "needs you"), "{frame:#?}");
+        assert!(frame.iter().any(|l| l.contains("deploy")), "{frame:#?}");
+    }
+}
