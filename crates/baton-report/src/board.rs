@@ -10,8 +10,18 @@ use baton_model::{Event, EventKind, RunView, TaskId, TaskState, format_duration}
 
 use crate::{RunInfo, StateCounts, display_width, format_tokens, format_usd, terminal_safe};
 
-/// A running agent that has said nothing for this long is shown as quiet.
+/// A running agent that has said nothing for this long is shown as quiet (`BATON_QUIET_AFTER`
+/// sets another, like `5m`).
 pub const QUIET_AFTER: Duration = Duration::from_secs(60);
+
+/// How long an agent may say nothing before it is shown as quiet: `BATON_QUIET_AFTER`, else
+/// [`QUIET_AFTER`].
+pub fn quiet_after_from_env() -> Duration {
+    std::env::var("BATON_QUIET_AFTER")
+        .ok()
+        .and_then(|text| baton_model::parse_duration(&text).ok())
+        .unwrap_or(QUIET_AFTER)
+}
 
 const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
@@ -28,6 +38,7 @@ pub struct Board {
     waiting_since: HashMap<TaskId, i64>,
     /// Why the run stops launching tasks, once it does.
     stopping: Option<String>,
+    quiet_after: Duration,
 }
 
 /// How lines are painted: ANSI colours on a terminal that wants them, else none.
@@ -80,7 +91,14 @@ impl Board {
             budget_tokens: info.budget_tokens,
             waiting_since: HashMap::new(),
             stopping: None,
+            quiet_after: QUIET_AFTER,
         }
+    }
+
+    /// Shows an agent as quiet once it said nothing for `quiet_after`.
+    pub fn quiet_after(mut self, quiet_after: Duration) -> Self {
+        self.quiet_after = quiet_after;
+        self
     }
 
     pub fn view(&self) -> &RunView {
@@ -133,7 +151,7 @@ impl Board {
 
     /// The picture at `now_ms`, as at most `height` lines of at most `width` columns.
     pub fn frame(&self, now_ms: i64, width: usize, height: usize, paint: Paint) -> Vec<String> {
-        let mut lines = vec![Line::new("1", self.header(now_ms))];
+        let mut lines = vec![Line::new("1", self.header(now_ms, width))];
         let mut people = Vec::new();
         let mut running = Vec::new();
         for (id, task) in self.view.tasks() {
@@ -194,13 +212,13 @@ impl Board {
             .collect()
     }
 
-    /// `baton · run ID · name · 3/8 done (2 ok · 1 failed) · 2 running · 1m10s · 41.2k tokens ·
-    /// $0.42 of $5.00`.
-    fn header(&self, now_ms: i64) -> String {
+    /// `baton ID · `name` · 3/8 done (2 ok, 1 failed) · 2 running · 1m10s · 41.2k tokens ·
+    /// $0.42 of $5.00`, fitted to `width` by leaving out the name, then the run's id.
+    fn header(&self, now_ms: i64, width: usize) -> String {
         let counts = StateCounts::of(&self.view);
         let total = counts.total;
         let done = counts.finished();
-        let mut parts = vec![format!("baton {}", self.run_id), format!("`{}`", self.name)];
+        let mut parts = Vec::new();
         let ended: Vec<String> = [
             (counts.succeeded, "ok"),
             (counts.failed, "failed"),
@@ -252,7 +270,16 @@ impl Board {
                 None => format_usd(usd),
             });
         }
-        parts.join(" · ")
+        let progress = parts.join(" · ");
+        let name = terminal_safe(&self.name);
+        [
+            format!("baton {} · `{name}` · {progress}", self.run_id),
+            format!("baton {} · {progress}", self.run_id),
+            format!("baton · {progress}"),
+        ]
+        .into_iter()
+        .find(|header| display_width(header) <= width)
+        .unwrap_or_else(|| format!("baton · {progress}"))
     }
 
     /// `  ⏸ deploy  waits for approval for 1m02s: baton approve RUN deploy`.
@@ -290,7 +317,7 @@ impl Board {
                 text.push_str(&format!("  {doing}"));
             }
             let quiet = now_ms.saturating_sub(activity.at_ms);
-            if quiet >= QUIET_AFTER.as_millis() as i64 {
+            if quiet >= self.quiet_after.as_millis() as i64 {
                 text.push_str(&format!("  · quiet for {}", since(activity.at_ms, now_ms)));
                 code = "33";
             }

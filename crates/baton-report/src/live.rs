@@ -114,7 +114,7 @@ impl Reporter for LiveReporter {
             info.concurrency
         ));
         if let Ok(mut board) = self.board.lock() {
-            *board = Some(Board::new(info));
+            *board = Some(Board::new(info).quiet_after(crate::board::quiet_after_from_env()));
         }
         if !self.bar.is_hidden() {
             self.start_drawing();

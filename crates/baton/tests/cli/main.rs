@@ -26,6 +26,7 @@ mod http_engine;
 mod interrupt;
 mod kill;
 mod legacy;
+mod live;
 mod notify;
 mod on_failure;
 mod output;

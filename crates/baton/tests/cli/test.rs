@@ -165,6 +165,49 @@ impl Test {
         &self.root
     }
 
+    /// What every baton a test starts runs with, in the repository (or the directory under it
+    /// the test chose).
+    fn environment(&self, command: &mut Command, runtime: &Path) {
+        command
+            .current_dir(self.root.join(&self.cwd))
+            .env_remove("BATON_STORE")
+            .env_remove("BATON_SYNC")
+            .env("NO_COLOR", "1")
+            .env("XDG_RUNTIME_DIR", runtime)
+            .env(MARKER, self.tmp.path())
+            // Tasks get only what they are given of baton's environment: the marker must
+            // reach them so that cleanup can find their processes.
+            .env("BATON_PASS_ENV", MARKER)
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+    }
+
+    /// Starts baton on a terminal of `cols` × `rows`: a tmux session of the test's own, whose
+    /// screen the test reads as a person would see it.
+    pub fn on_terminal(self, cols: u16, rows: u16) -> Screen {
+        let runtime = self.tmp.path().join("runtime");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&runtime)
+            .expect("runtime dir");
+        let screen = Screen {
+            socket: self.tmp.path().join("tmux.sock"),
+            windows: 0,
+            test: self,
+        };
+        let mut command = screen.tmux();
+        command.args(["new-session", "-d", "-s", "baton", "-n", "w0"]);
+        command.args(["-x", &cols.to_string(), "-y", &rows.to_string()]);
+        command.arg(screen.shell_line(&screen.test.args));
+        // The server starts here, with baton's environment: every window inherits it.
+        screen.test.environment(&mut command, &runtime);
+        let status = command
+            .status()
+            .expect("tmux (the test command installs it)");
+        assert!(status.success(), "tmux new-session failed");
+        screen
+    }
+
     /// Runs baton to the end (bounded by [`RUN_LIMIT`]).
     pub fn run(self) -> Output {
         self.spawn().wait(RUN_LIMIT)
@@ -220,20 +263,8 @@ impl Test {
                 File::open(&path).expect("typed input").into()
             }
         };
-        command
-            .current_dir(self.root.join(&self.cwd))
-            .env_remove("BATON_STORE")
-            .env_remove("BATON_SYNC")
-            .env("NO_COLOR", "1")
-            .env("XDG_RUNTIME_DIR", &runtime)
-            .env(MARKER, self.tmp.path())
-            // Tasks get only what they are given of baton's environment: the marker must
-            // reach them so that cleanup can find their processes.
-            .env("BATON_PASS_ENV", MARKER)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(stdin)
-            .stdout(stdout)
-            .stderr(stderr);
+        self.environment(&mut command, &runtime);
+        command.stdin(stdin).stdout(stdout).stderr(stderr);
         let child = command.spawn().expect("spawn baton");
         Running {
             test: Some(self),
@@ -651,4 +682,97 @@ pub fn running_long_task(with_next: bool) -> Running {
         root.join("started").exists().then_some(())
     });
     running
+}
+
+/// A terminal (tmux) with baton running in it.
+pub struct Screen {
+    test: Test,
+    socket: PathBuf,
+    /// Windows opened after the first.
+    windows: u32,
+}
+
+impl Screen {
+    fn tmux(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command.arg("-S").arg(&self.socket).stdin(Stdio::null());
+        command
+    }
+
+    /// `baton ARGS`, then a shell that keeps the window (and what baton printed) open.
+    fn shell_line(&self, args: &[OsString]) -> String {
+        let words: Vec<String> = std::iter::once(OsString::from(BATON))
+            .chain(args.iter().cloned())
+            .map(|w| format!("'{}'", w.to_string_lossy().replace('\'', "'\\''")))
+            .collect();
+        format!("{}; echo \"[exit $?]\"; sleep 600", words.join(" "))
+    }
+
+    /// Opens another window running `baton ARGS` there; returns its name.
+    pub fn open(&mut self, args: &[&str]) -> String {
+        self.windows += 1;
+        let name = format!("w{}", self.windows);
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        let status = self
+            .tmux()
+            .args(["new-window", "-d", "-t", "baton", "-n", &name, "-c"])
+            .arg(self.test.root.join(&self.test.cwd))
+            .arg(self.shell_line(&args))
+            .status()
+            .expect("tmux new-window");
+        assert!(status.success(), "tmux new-window failed");
+        name
+    }
+
+    /// What window `window` shows now, line by line, as plain text.
+    pub fn text(&self, window: &str) -> String {
+        let out = self
+            .tmux()
+            .args(["capture-pane", "-p", "-t", &format!("baton:{window}")])
+            .output()
+            .expect("tmux capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until window `window` shows what `done` accepts; what it shows then.
+    #[track_caller]
+    pub fn wait_until(&self, window: &str, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let text = self.text(window);
+            if done(&text) {
+                return text;
+            }
+            if start.elapsed() > RUN_LIMIT {
+                panic!("window {window} never showed {what}; it shows:\n{text}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until window `window` shows `text`; what it shows then.
+    #[track_caller]
+    pub fn wait_for(&self, window: &str, text: &str) -> String {
+        self.wait_until(window, &format!("{text:?}"), |screen| screen.contains(text))
+    }
+
+    /// Runs `baton ARGS` to its end beside the terminal, in the same repository.
+    pub fn baton(&self, args: &[&str]) -> std::process::Output {
+        let mut command = Command::new(BATON);
+        command.args(args).stdin(Stdio::null());
+        self.test
+            .environment(&mut command, &self.test.tmp.path().join("runtime"));
+        command.output().expect("run baton")
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        let _ = self
+            .tmux()
+            .arg("kill-server")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
 }
