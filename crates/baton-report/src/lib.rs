@@ -6,6 +6,7 @@
 
 mod board;
 mod counts;
+mod html;
 mod live;
 mod plain;
 mod reporter;
@@ -17,6 +18,7 @@ mod timeline;
 
 pub use board::{Board, Paint, QUIET_AFTER};
 pub use counts::StateCounts;
+pub use html::{GraphTask, ReportInput, render as render_html};
 pub use live::LiveReporter;
 pub use plain::PlainReporter;
 pub use reporter::{NullReporter, Reporter, RunInfo};

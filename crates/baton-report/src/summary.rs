@@ -128,20 +128,7 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
             result.run.id
         );
     }
-    out.push_str(&failed_checks(result));
-    let trouble = merge_trouble(result);
-    if trouble.is_empty() && !result.next.is_empty() {
-        // Any other run that did not succeed: what to type next.
-        if !out.ends_with("\n\n") {
-            out.push('\n');
-        }
-        let _ = writeln!(out, "next:");
-        for command in &result.next {
-            let _ = writeln!(out, "  {command}");
-        }
-        out.push('\n');
-    }
-    out.push_str(&trouble);
+    append_why(&mut out, result);
     if let Some(timeline) = &result.timeline
         && !timeline.running.is_empty()
     {
@@ -428,6 +415,31 @@ fn last_line(text: &str) -> Option<String> {
     } else {
         clean.into_owned()
     })
+}
+
+/// Why a run did not succeed, below the table: the checks that failed and their tails, a
+/// conflict or a check the merge broke, and what to type next. Empty for a run that succeeded.
+pub fn why(result: &RunResult) -> String {
+    let mut out = String::new();
+    append_why(&mut out, result);
+    out
+}
+
+fn append_why(out: &mut String, result: &RunResult) {
+    out.push_str(&failed_checks(result));
+    let trouble = merge_trouble(result);
+    if trouble.is_empty() && !result.next.is_empty() {
+        // Any other run that did not succeed: what to type next.
+        if !out.ends_with("\n\n") {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "next:");
+        for command in &result.next {
+            let _ = writeln!(out, "  {command}");
+        }
+        out.push('\n');
+    }
+    out.push_str(&trouble);
 }
 
 /// One line: `baton: `quickstart` succeeded in 3.1s: 7 tasks, 7 ok, 8 attempts (run …)`.

@@ -38,6 +38,9 @@ pub enum Command {
     Logs(LogsArgs),
     /// Print a run's event log.
     Events(EventsArgs),
+    /// Write a run as one self-contained HTML page: the outcome and why, the task graph, a
+    /// timeline of every attempt, concurrency, each task's details, the spend.
+    Report(ReportArgs),
     /// Watch a run driven by another process (another terminal, a CI job): the live view
     /// `baton run` shows, until the run ends, then its status.
     Watch(WatchArgs),
@@ -308,6 +311,15 @@ pub struct EventsArgs {
     /// One JSON object per line.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A run id, or a unique prefix of one. Default: the latest run.
+    pub run: Option<String>,
+    /// Where to write the page (`-`: standard output). Default: `.baton/reports/RUN.html`.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -12,6 +12,7 @@ mod logs;
 mod plan;
 pub mod prune;
 mod records;
+mod report;
 mod run;
 mod runs;
 mod shell;
@@ -31,6 +32,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Status(args) => status::status(args, cli.store.as_deref()),
         Command::Logs(args) => logs::logs(args, cli.store.as_deref()),
         Command::Events(args) => events::events(args, cli.store.as_deref()),
+        Command::Report(args) => report::report(args, cli.store.as_deref()),
         Command::Watch(args) => watch::watch(args, cli.store.as_deref()),
         Command::Resume(args) => run::resume(args, cli.store.as_deref()),
         Command::Retry(args) => run::retry(args, cli.store.as_deref()),

@@ -34,6 +34,7 @@ mod plan;
 mod planning;
 mod prune;
 mod redaction;
+mod report;
 mod resume;
 mod retry;
 mod review;

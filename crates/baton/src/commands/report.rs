@@ -1,0 +1,117 @@
+//! `baton report [RUN] [-o FILE]`: the run as one HTML page that needs nothing else (see
+//! `baton_report::render_html`), from what the store recorded.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use baton_graph::{Action, Graph};
+use baton_report::{GraphTask, ReportInput};
+
+use super::records;
+use crate::cli::ReportArgs;
+use crate::exit::{self, Failure};
+use crate::out;
+
+pub fn report(args: ReportArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    let (project, store) = records::open_with_project(store_url)?;
+    let run = records::resolve(&*store, args.run.as_deref())?;
+    let state = records::effective_state(&run);
+    let result =
+        baton_runner::build_observed_result(&*store, &run.id, &project.state_dir, Some(state))?;
+    let (view, _) = baton_store::fold(&*store, &run.id)?;
+    let mut events = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store.events(&run.id, after, 10_000)?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        events.extend(page);
+    }
+    // A graph that cannot be read back (a run of an older baton) is drawn without edges.
+    let graph = baton_runner::recorded_graph(&*store, &run.id)
+        .map(|graph| shape(&graph))
+        .unwrap_or_else(|_| {
+            view.tasks()
+                .map(|(id, _)| GraphTask {
+                    id: id.clone(),
+                    needs: Vec::new(),
+                    planner: None,
+                    kind: "task",
+                })
+                .collect()
+        });
+    let page = baton_report::render_html(&ReportInput {
+        result: &result,
+        view: &view,
+        events: &events,
+        graph: &graph,
+        now_ms: now_ms(),
+    })
+    .context("cannot lay out the report")?;
+    let path = match args.output {
+        Some(path) if path.as_os_str() == "-" => {
+            out::Stdout::new("the report").task_output(page.as_bytes())?;
+            return Ok(exit::SUCCESS);
+        }
+        Some(path) => path,
+        None => project
+            .state_dir
+            .join("reports")
+            .join(format!("{}.html", run.id)),
+    };
+    write(&path, &page)?;
+    out::line(
+        "where the report went",
+        &format!(
+            "baton: wrote the report of run {} to {}",
+            run.id,
+            path.display()
+        ),
+    )?;
+    Ok(exit::SUCCESS)
+}
+
+/// The graph as the report draws it: each task with the ids of what it needs and of the
+/// planner that added it.
+fn shape(graph: &Graph) -> Vec<GraphTask> {
+    graph
+        .tasks()
+        .iter()
+        .map(|task| GraphTask {
+            id: task.id.clone(),
+            needs: task
+                .needs
+                .iter()
+                .map(|&n| graph.task(n).id.clone())
+                .collect(),
+            planner: task.parent.map(|p| graph.task(p).id.clone()),
+            kind: if task.plan.is_some() {
+                "planner"
+            } else {
+                match task.action {
+                    Action::Agent { .. } => "agent",
+                    Action::Shell { .. } => "shell",
+                    Action::Noop => "noop",
+                }
+            },
+        })
+        .collect()
+}
+
+fn write(path: &std::path::Path, page: &str) -> Result<(), Failure> {
+    let bad =
+        |e: std::io::Error| Failure::BadInput(format!("cannot write {}: {e}", path.display()));
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(bad)?;
+    }
+    // Whole or not at all: a page half written is worse than none.
+    let tmp: PathBuf = path.with_extension("html.partial");
+    std::fs::write(&tmp, page).map_err(bad)?;
+    std::fs::rename(&tmp, path).map_err(bad)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
