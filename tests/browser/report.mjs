@@ -38,7 +38,7 @@ try {
     await page.locator('.gantt .bar').last().click();
     await page.waitForTimeout(300);
     opened = await page.evaluate(() => {
-      const card = document.querySelector('details.task:target');
+      const card = document.querySelector('details.task.target, details.task:target');
       return card ? { id: card.querySelector('.id').textContent, open: card.open } : null;
     });
   }

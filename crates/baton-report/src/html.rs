@@ -37,14 +37,94 @@ pub struct ReportInput<'a> {
     pub graph: &'a [GraphTask],
     /// When the report is made: the end of what is still running.
     pub now_ms: i64,
+    /// Served by `baton serve`: the page follows the run and has its buttons.
+    pub live: Option<Live>,
+}
+
+/// What the dashboard's page knows beyond the report's.
+#[derive(Debug, Clone, Serialize)]
+pub struct Live {
+    pub run: String,
+    /// The dashboard's token: the page's requests that act carry it.
+    pub token: String,
+    /// The run is over (or its driver gone): nothing more comes.
+    pub finished: bool,
+    pub resumable: bool,
+    pub retryable: bool,
+    /// It waits at its soft budget.
+    pub soft_paused: bool,
+}
+
+/// What the dashboard's task page shows beyond the task's card.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TaskExtras {
+    /// What the task changed on its branch, as a unified diff.
+    pub diff: Option<String>,
+    /// The attempt whose log the page streams.
+    pub attempt: Option<u32>,
+}
+
+fn templates() -> Result<minijinja::Environment<'static>, minijinja::Error> {
+    let mut env = minijinja::Environment::new();
+    env.add_template("style.css", include_str!("style.css"))?;
+    env.add_template("card.html", include_str!("card.html"))?;
+    env.add_template("actions.js", include_str!("actions.js"))?;
+    env.add_template("report.html", include_str!("report.html"))?;
+    env.add_template("task.html", include_str!("task.html"))?;
+    Ok(env)
 }
 
 /// The page.
 pub fn render(input: &ReportInput<'_>) -> Result<String, minijinja::Error> {
-    let mut env = minijinja::Environment::new();
-    env.add_template("report.html", include_str!("report.html"))?;
+    let env = templates()?;
     let page = Page::of(input);
     env.get_template("report.html")?.render(&page)
+}
+
+/// The dashboard's page of one task: its card, its diff, its log as it grows, its buttons.
+/// `None` when the run has no such task.
+pub fn render_task(
+    input: &ReportInput<'_>,
+    task: &str,
+    extras: &TaskExtras,
+) -> Result<Option<String>, minijinja::Error> {
+    let env = templates()?;
+    let page = Page::of(input);
+    let Some(card) = page.tasks.iter().find(|t| t.id == task) else {
+        return Ok(None);
+    };
+    let diff: Vec<DiffLine> = extras
+        .diff
+        .as_deref()
+        .unwrap_or_default()
+        .lines()
+        .map(|line| DiffLine {
+            class: match line.as_bytes().first() {
+                _ if line.starts_with("+++") || line.starts_with("---") => "file",
+                Some(b'+') => "add",
+                Some(b'-') => "del",
+                Some(b'@') => "hunk",
+                _ if line.starts_with("diff ") => "file",
+                _ => "",
+            },
+            text: line.to_owned(),
+        })
+        .collect();
+    env.get_template("task.html")?
+        .render(minijinja::context! {
+            run => page.run,
+            live => page.live,
+            t => card,
+            diff => diff,
+            attempt => extras.attempt,
+        })
+        .map(Some)
+}
+
+#[derive(Serialize)]
+struct DiffLine {
+    class: &'static str,
+    text: String,
 }
 
 /// The colour class of a task's state.
@@ -132,6 +212,25 @@ struct Page {
     peak: u32,
     critical: Vec<String>,
     tasks: Vec<TaskCard>,
+    live: Option<LiveContext>,
+    /// What waits for a person: tasks waiting for approval, and those that need one, with why.
+    needs_you: Vec<Waiting>,
+}
+
+#[derive(Serialize)]
+struct Waiting {
+    id: String,
+    anchor: String,
+    approval: bool,
+    reason: Option<String>,
+}
+
+#[derive(Serialize)]
+struct LiveContext {
+    #[serde(flatten)]
+    live: Live,
+    /// What the page's script is given.
+    script: serde_json::Value,
 }
 
 #[derive(Serialize)]
@@ -343,7 +442,19 @@ impl Page {
         let (gantt_svg, gantt_note) = gantt_svg(input, start, end, &critical);
         let (concurrency_svg, peak) = concurrency_svg(input.view, start, end);
         let tasks = cards(input, &critical);
+        let needs_you = result
+            .tasks
+            .iter()
+            .filter(|t| matches!(t.state, TaskState::Waiting | TaskState::NeedsHuman))
+            .map(|t| Waiting {
+                id: t.id.clone(),
+                anchor: anchor(&t.id),
+                approval: t.state == TaskState::Waiting,
+                reason: t.reason.clone(),
+            })
+            .collect();
         Page {
+            needs_you,
             run: RunHead {
                 id: run.id.clone(),
                 name: run.name.clone(),
@@ -377,6 +488,14 @@ impl Page {
             peak,
             critical: critical.iter().map(|id| id.to_string()).collect(),
             tasks,
+            live: input.live.clone().map(|live| LiveContext {
+                script: serde_json::json!({
+                    "run": live.run,
+                    "token": live.token,
+                    "finished": live.finished,
+                }),
+                live,
+            }),
         }
     }
 }

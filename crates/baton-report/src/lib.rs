@@ -18,7 +18,7 @@ mod timeline;
 
 pub use board::{Board, Paint, QUIET_AFTER};
 pub use counts::StateCounts;
-pub use html::{GraphTask, ReportInput, render as render_html};
+pub use html::{GraphTask, Live, ReportInput, TaskExtras, render as render_html, render_task};
 pub use live::LiveReporter;
 pub use plain::PlainReporter;
 pub use reporter::{NullReporter, Reporter, RunInfo};

@@ -41,6 +41,9 @@ pub enum Command {
     /// Write a run as one self-contained HTML page: the outcome and why, the task graph, a
     /// timeline of every attempt, concurrency, each task's details, the spend.
     Report(ReportArgs),
+    /// Serve a web dashboard of the runs recorded here: each run's graph and timeline as it
+    /// goes, its tasks' logs and diffs, and approve, reject, cancel, retry and resume.
+    Serve(ServeArgs),
     /// Watch a run driven by another process (another terminal, a CI job): the live view
     /// `baton run` shows, until the run ends, then its status.
     Watch(WatchArgs),
@@ -320,6 +323,16 @@ pub struct ReportArgs {
     /// Where to write the page (`-`: standard output). Default: `.baton/reports/RUN.html`.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where to listen: an address and a port (port 0: any free one).
+    #[arg(long, default_value = "127.0.0.1:7878", value_name = "ADDR")]
+    pub addr: String,
+    /// Serve on an address that is not loopback (behind a proxy that adds TLS).
+    #[arg(long)]
+    pub allow_remote: bool,
 }
 
 #[derive(Debug, Args)]

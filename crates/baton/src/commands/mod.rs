@@ -15,6 +15,7 @@ mod records;
 mod report;
 mod run;
 mod runs;
+mod serve;
 mod shell;
 mod status;
 mod watch;
@@ -33,6 +34,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Logs(args) => logs::logs(args, cli.store.as_deref()),
         Command::Events(args) => events::events(args, cli.store.as_deref()),
         Command::Report(args) => report::report(args, cli.store.as_deref()),
+        Command::Serve(args) => serve::serve(args, cli.store.as_deref()),
         Command::Watch(args) => watch::watch(args, cli.store.as_deref()),
         Command::Resume(args) => run::resume(args, cli.store.as_deref()),
         Command::Retry(args) => run::retry(args, cli.store.as_deref()),

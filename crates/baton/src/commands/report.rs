@@ -15,39 +15,9 @@ use crate::out;
 pub fn report(args: ReportArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let (project, store) = records::open_with_project(store_url)?;
     let run = records::resolve(&*store, args.run.as_deref())?;
-    let state = records::effective_state(&run);
-    let result =
-        baton_runner::build_observed_result(&*store, &run.id, &project.state_dir, Some(state))?;
-    let (view, _) = baton_store::fold(&*store, &run.id)?;
-    let mut events = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = store.events(&run.id, after, 10_000)?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        events.extend(page);
-    }
-    // A graph that cannot be read back (a run of an older baton) is drawn without edges.
-    let graph = baton_runner::recorded_graph(&*store, &run.id)
-        .map(|graph| shape(&graph))
-        .unwrap_or_else(|_| {
-            view.tasks()
-                .map(|(id, _)| GraphTask {
-                    id: id.clone(),
-                    needs: Vec::new(),
-                    planner: None,
-                    kind: "task",
-                })
-                .collect()
-        });
-    let page = baton_report::render_html(&ReportInput {
-        result: &result,
-        view: &view,
-        events: &events,
-        graph: &graph,
-        now_ms: now_ms(),
-    })
-    .context("cannot lay out the report")?;
+    let page = Gathered::of(&*store, &project, &run)?
+        .render(None)
+        .context("cannot lay out the report")?;
     let path = match args.output {
         Some(path) if path.as_os_str() == "-" => {
             out::Stdout::new("the report").task_output(page.as_bytes())?;
@@ -69,6 +39,71 @@ pub fn report(args: ReportArgs, store_url: Option<&str>) -> Result<i32, Failure>
         ),
     )?;
     Ok(exit::SUCCESS)
+}
+
+/// What a report of a run is made from, read from the store.
+pub struct Gathered {
+    pub result: baton_report::RunResult,
+    pub view: baton_model::RunView,
+    pub events: Vec<baton_model::Event>,
+    pub graph: Vec<GraphTask>,
+    pub state: baton_model::RunState,
+}
+
+impl Gathered {
+    pub fn of(
+        store: &dyn baton_store::Store,
+        project: &crate::project::Project,
+        run: &baton_store::RunRecord,
+    ) -> Result<Self, Failure> {
+        let state = records::effective_state(run);
+        let result =
+            baton_runner::build_observed_result(store, &run.id, &project.state_dir, Some(state))?;
+        let (view, _) = baton_store::fold(store, &run.id)?;
+        let mut events = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = store.events(&run.id, after, 10_000)?;
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            events.extend(page);
+        }
+        // A graph that cannot be read back (a run of an older baton) is drawn without edges.
+        let graph = baton_runner::recorded_graph(store, &run.id)
+            .map(|graph| shape(&graph))
+            .unwrap_or_else(|_| {
+                view.tasks()
+                    .map(|(id, _)| GraphTask {
+                        id: id.clone(),
+                        needs: Vec::new(),
+                        planner: None,
+                        kind: "task",
+                    })
+                    .collect()
+            });
+        Ok(Self {
+            result,
+            view,
+            events,
+            graph,
+            state,
+        })
+    }
+
+    pub fn input(&self, live: Option<baton_report::Live>) -> ReportInput<'_> {
+        ReportInput {
+            result: &self.result,
+            view: &self.view,
+            events: &self.events,
+            graph: &self.graph,
+            now_ms: now_ms(),
+            live,
+        }
+    }
+
+    pub fn render(&self, live: Option<baton_report::Live>) -> Result<String, minijinja::Error> {
+        baton_report::render_html(&self.input(live))
+    }
 }
 
 /// The graph as the report draws it: each task with the ids of what it needs and of the

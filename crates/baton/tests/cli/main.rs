@@ -39,6 +39,7 @@ mod resume;
 mod retry;
 mod review;
 mod scheduling;
+mod serve;
 mod shell;
 mod stdout;
 mod store_access;

@@ -54,11 +54,34 @@ fn the_man_pages_cover_every_command() {
         .args(&["man", "--dir", dir.to_str().unwrap()])
         .run()
         .status(0)
-        .stdout_contains("wrote 20 man pages");
+        .stdout_contains("man pages to");
+    // One page for baton and one per command it lists.
+    let help = written.then().args(&["--help"]).run().status(0);
+    let commands: Vec<String> = help
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        // A long description goes on under its command, indented further.
+        .filter(|l| !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect();
+    assert!(commands.len() > 20, "{}", help.stdout);
+    for name in &commands {
+        assert!(
+            dir.join(format!("baton-{name}.1")).exists(),
+            "no page for {name}"
+        );
+    }
+    let pages = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(pages, commands.len() + 1);
     let run = std::fs::read_to_string(dir.join("baton-run.1")).unwrap();
     assert!(run.contains(".TH baton-run 1"), "{run}");
     assert!(run.contains("concurrency"), "{run}");
     // The hidden command a user never types has no page.
     assert!(!dir.join("baton-agent-http.1").exists());
-    drop(written);
+    drop(help);
 }

@@ -1,0 +1,696 @@
+//! `baton serve`: a web dashboard over the store. The runs list; a run page that is the
+//! report's, following the run's event log as it grows (server-sent events, so it works for a
+//! run driven by any process); a task page with its card, its diff and its log as it grows; and
+//! buttons that do what the CLI does — they run the CLI's own commands (`approve`, `reject`,
+//! `cancel`, `retry`, `resume`), so what they record is recorded exactly as the CLI records it.
+//! The streams are the CLI's too: `baton events --follow --json` and `baton logs --follow`.
+//!
+//! Bound to loopback unless `--allow-remote`; every request needs the token printed at start
+//! (the link carries it once, then a cookie does), and a request that acts also carries it in
+//! a header, which another site's page cannot send.
+
+use std::convert::Infallible;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use baton_model::{RunId, RunState};
+use baton_store::Store;
+use futures_util::stream::{self, Stream};
+use serde::{Deserialize, Serialize};
+use tokio::io::AsyncReadExt;
+
+use super::records;
+use super::report::Gathered;
+use crate::cli::ServeArgs;
+use crate::exit::{self, Failure};
+use crate::project::Project;
+
+/// The cookie the link's token becomes.
+const COOKIE: &str = "baton_token";
+/// The header a request that acts carries the token in.
+const ACT_HEADER: &str = "x-baton-token";
+
+struct App {
+    store: Box<dyn Store>,
+    project: Project,
+    token: String,
+    /// `--store`, passed on to the commands the dashboard runs.
+    store_url: Option<String>,
+    exe: PathBuf,
+}
+
+type Shared = Arc<App>;
+
+pub fn serve(args: ServeArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    let addr = address(&args.addr)?;
+    if !addr.ip().is_loopback() && !args.allow_remote {
+        return Err(Failure::BadInput(format!(
+            "refusing to serve on {addr}: it is not a loopback address, so anyone who can reach \
+             this machine could ask for the dashboard, and with the token (which travels in the \
+             clear over plain HTTP) approve, reject, cancel and retry runs; serve on 127.0.0.1 \
+             and reach it through an SSH tunnel, or pass --allow-remote behind a proxy that adds \
+             TLS"
+        )));
+    }
+    let (project, store) = records::open_with_project(store_url)?;
+    let app = Arc::new(App {
+        store,
+        project,
+        token: token()?,
+        store_url: store_url.map(str::to_owned),
+        exe: std::env::current_exe().context("cannot find baton's own executable")?,
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the server's runtime")?;
+    runtime.block_on(run(app, addr))
+}
+
+/// `127.0.0.1:7878`, `localhost:7878`, `[::1]:7878`.
+fn address(text: &str) -> Result<SocketAddr, Failure> {
+    let mut addrs = text.to_socket_addrs().map_err(|e| {
+        Failure::BadInput(format!(
+            "--addr {text}: {e}; give an address and a port, like 127.0.0.1:7878"
+        ))
+    })?;
+    addrs
+        .next()
+        .ok_or_else(|| Failure::BadInput(format!("--addr {text}: names no address")))
+}
+
+/// 128 bits from the kernel's generator, as hex.
+fn token() -> Result<String, Failure> {
+    let mut bytes = [0u8; 16];
+    std::io::Read::read_exact(
+        &mut std::fs::File::open("/dev/urandom").context("cannot open /dev/urandom")?,
+        &mut bytes,
+    )
+    .context("cannot read /dev/urandom")?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+async fn run(app: Shared, addr: SocketAddr) -> Result<i32, Failure> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Failure::BadInput(format!("cannot listen on {addr}: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .context("cannot read the bound address")?;
+    let router = Router::new()
+        .route("/", get(runs_page))
+        .route("/runs/{id}", get(run_page))
+        .route("/runs/{id}/events", get(run_events))
+        .route("/runs/{id}/task", get(task_page))
+        .route("/runs/{id}/log", get(task_log))
+        .route("/runs/{id}/act", post(act))
+        .layer(middleware::from_fn_with_state(Arc::clone(&app), guard))
+        .with_state(Arc::clone(&app));
+    crate::out::line(
+        "where the dashboard is",
+        &format!(
+            "baton: the dashboard of {} is at http://{bound}/ (Ctrl-C stops it)\nbaton: open http://{bound}/?token={}",
+            app.project.root.display(),
+            app.token
+        ),
+    )?;
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .context("the server failed")?;
+    Ok(exit::SUCCESS)
+}
+
+/// Equal, in time that does not depend on where they differ.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+fn cookie_token(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| pair.trim().strip_prefix(COOKIE)?.strip_prefix('='))
+}
+
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+}
+
+/// Every request needs the token: in the link (then it becomes a cookie), the cookie, or an
+/// `Authorization: Bearer` header. One that acts also carries it in [`ACT_HEADER`].
+async fn guard(State(app): State<Shared>, request: Request, next: Next) -> Response {
+    let query = request.uri().query().unwrap_or("");
+    let in_link = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token="));
+    if let Some(given) = in_link {
+        if !same(given, &app.token) {
+            return unauthorized();
+        }
+        let rest: Vec<&str> = query
+            .split('&')
+            .filter(|pair| !pair.starts_with("token="))
+            .collect();
+        let path = request.uri().path();
+        let to = if rest.is_empty() {
+            path.to_owned()
+        } else {
+            format!("{path}?{}", rest.join("&"))
+        };
+        let cookie = format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", app.token);
+        return ([(header::SET_COOKIE, cookie)], Redirect::to(&to)).into_response();
+    }
+    let headers = request.headers();
+    let known = cookie_token(headers)
+        .or_else(|| bearer_token(headers))
+        .is_some_and(|given| same(given, &app.token));
+    if !known {
+        return unauthorized();
+    }
+    if request.method() == axum::http::Method::POST {
+        let carried = headers
+            .get(ACT_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|given| same(given, &app.token));
+        if !carried {
+            return (
+                StatusCode::FORBIDDEN,
+                "403: a request that acts carries the token in the X-Baton-Token header\n",
+            )
+                .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+fn unauthorized() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        "401: this dashboard needs its token: open the link `baton serve` printed \
+         (http://ADDRESS/?token=…)\n",
+    )
+        .into_response()
+}
+
+/// A page's error: what went wrong, as text.
+struct PageError(StatusCode, String);
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        (self.0, format!("{}\n", self.1)).into_response()
+    }
+}
+
+impl From<Failure> for PageError {
+    fn from(failure: Failure) -> Self {
+        match failure {
+            Failure::BadInput(text) => Self(StatusCode::NOT_FOUND, text),
+            Failure::Internal(err) => Self(StatusCode::INTERNAL_SERVER_ERROR, format!("{err:#}")),
+            Failure::Reported(code) => Self(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("failed (exit {code})"),
+            ),
+            Failure::Closed => Self(StatusCode::INTERNAL_SERVER_ERROR, "closed".to_owned()),
+        }
+    }
+}
+
+/// Runs `work` with the store off the server's thread (the store's calls block).
+async fn blocking<T: Send + 'static>(
+    app: &Shared,
+    work: impl FnOnce(&App) -> Result<T, Failure> + Send + 'static,
+) -> Result<T, PageError> {
+    let app = Arc::clone(app);
+    tokio::task::spawn_blocking(move || work(&app))
+        .await
+        .map_err(|e| PageError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(PageError::from)
+}
+
+fn resolve(app: &App, id: &str) -> Result<baton_store::RunRecord, Failure> {
+    records::resolve(&*app.store, Some(id))
+}
+
+#[derive(Serialize)]
+struct RunRow {
+    id: String,
+    name: String,
+    state: String,
+    class: &'static str,
+    started: String,
+    duration: String,
+    tasks: u32,
+    ok: u32,
+    failed: u32,
+    cost: Option<String>,
+}
+
+async fn runs_page(State(app): State<Shared>) -> Result<Html<String>, PageError> {
+    blocking(&app, |app| {
+        let rows: Vec<RunRow> = app
+            .store
+            .runs(200)?
+            .into_iter()
+            .map(|summary| {
+                let state = records::effective_state(&summary.run);
+                let end = summary.run.ended_at_ms.unwrap_or_else(now_ms);
+                RunRow {
+                    id: summary.run.id.to_string(),
+                    name: summary.run.name.clone(),
+                    state: state.to_string(),
+                    class: run_class(state),
+                    started: baton_model::format_utc(summary.run.started_at_ms),
+                    duration: baton_model::format_duration(Duration::from_millis(
+                        end.saturating_sub(summary.run.started_at_ms).max(0) as u64,
+                    )),
+                    tasks: summary.run.task_count,
+                    ok: summary.count(baton_model::TaskState::Succeeded)
+                        + summary.count(baton_model::TaskState::SucceededWithWarnings),
+                    failed: summary.count(baton_model::TaskState::Failed)
+                        + summary.count(baton_model::TaskState::TimedOut),
+                    cost: summary.cost_usd.map(baton_report::format_usd),
+                }
+            })
+            .collect();
+        let mut env = minijinja::Environment::new();
+        env.add_template("runs.html", include_str!("serve_runs.html"))
+            .context("the runs page's template")?;
+        let page = env
+            .get_template("runs.html")
+            .and_then(|t| {
+                t.render(minijinja::context! {
+                    runs => rows,
+                    root => app.project.root.display().to_string(),
+                })
+            })
+            .context("cannot lay out the runs page")?;
+        Ok(Html(page))
+    })
+    .await
+}
+
+fn run_class(state: RunState) -> &'static str {
+    match state {
+        RunState::Succeeded => "ok",
+        RunState::SucceededWithWarnings => "warn",
+        RunState::Running => "run",
+        RunState::Waiting | RunState::NeedsHuman => "human",
+        RunState::Cancelled | RunState::Interrupted => "off",
+        _ => "bad",
+    }
+}
+
+fn live_of(app: &App, gathered: &Gathered) -> baton_report::Live {
+    let state = gathered.state;
+    let failed_some = gathered.result.tasks.iter().any(|t| {
+        t.state.is_failure()
+            || matches!(
+                t.state,
+                baton_model::TaskState::Blocked | baton_model::TaskState::Skipped
+            )
+    });
+    baton_report::Live {
+        run: gathered.result.run.id.clone(),
+        token: app.token.clone(),
+        finished: state != RunState::Running,
+        resumable: matches!(state, RunState::Interrupted | RunState::Cancelled),
+        retryable: state != RunState::Running && failed_some,
+        soft_paused: state == RunState::Waiting
+            && gathered
+                .view
+                .run()
+                .stop_reason
+                .as_deref()
+                .is_some_and(|r| r.contains("soft")),
+    }
+}
+
+async fn run_page(
+    State(app): State<Shared>,
+    Path(id): Path<String>,
+) -> Result<Html<String>, PageError> {
+    blocking(&app, move |app| {
+        let run = resolve(app, &id)?;
+        let gathered = Gathered::of(&*app.store, &app.project, &run)?;
+        let live = live_of(app, &gathered);
+        let page = gathered
+            .render(Some(live))
+            .context("cannot lay out the run's page")?;
+        Ok(Html(page))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct TaskQuery {
+    name: String,
+}
+
+async fn task_page(
+    State(app): State<Shared>,
+    Path(id): Path<String>,
+    Query(query): Query<TaskQuery>,
+) -> Result<Html<String>, PageError> {
+    let (run, attempt) = blocking(&app, {
+        let name = query.name.clone();
+        move |app| {
+            let run = resolve(app, &id)?;
+            let attempt = baton_model::TaskId::new(name.as_str())
+                .ok()
+                .and_then(|task| app.store.attempts(&run.id, &task).ok())
+                .and_then(|attempts| attempts.last().map(|a| a.attempt));
+            Ok((run, attempt))
+        }
+    })
+    .await?;
+    // What `baton diff RUN TASK` says; a task without a branch has none to show.
+    let diff = cli(&app, &["diff", run.id.as_str(), &query.name])
+        .await
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned());
+    blocking(&app, move |app| {
+        let gathered = Gathered::of(&*app.store, &app.project, &run)?;
+        let live = live_of(app, &gathered);
+        let extras = baton_report::TaskExtras { diff, attempt };
+        let page = baton_report::render_task(&gathered.input(Some(live)), &query.name, &extras)
+            .context("cannot lay out the task's page")?
+            .ok_or_else(|| {
+                Failure::BadInput(format!("run {} has no task `{}`", run.id, query.name))
+            })?;
+        Ok(Html(page))
+    })
+    .await
+}
+
+/// `baton ARGS` as the user would run it here, with the same store; its output.
+async fn cli(app: &App, args: &[&str]) -> std::io::Result<std::process::Output> {
+    command(app, args).output().await
+}
+
+fn command(app: &App, args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::from(std_command(app, args));
+    command.kill_on_drop(true);
+    command
+}
+
+/// `baton ARGS` in the project, with the dashboard's store.
+fn std_command(app: &App, args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(&app.exe);
+    if let Some(url) = &app.store_url {
+        command.arg("--store").arg(url);
+    }
+    command
+        .args(args)
+        .current_dir(&app.project.root)
+        .stdin(std::process::Stdio::null())
+        .env("NO_COLOR", "1");
+    command
+}
+
+/// How a followed command's output is sent: a line an event (`baton events --json`), or
+/// chunks as they come (a log).
+#[derive(Clone, Copy)]
+enum Framing {
+    Lines(&'static str),
+    Chunks(&'static str),
+}
+
+/// A command's standard output as server-sent events, then an `end` event; the command is
+/// killed when the page goes away.
+fn follow(
+    app: &App,
+    args: &[&str],
+    framing: Framing,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
+    let child = command(app, args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    struct Following {
+        child: Option<tokio::process::Child>,
+        stdout: Option<tokio::process::ChildStdout>,
+        pending: Vec<u8>,
+        done: bool,
+    }
+    let mut state = Following {
+        stdout: None,
+        child: None,
+        pending: Vec::new(),
+        done: false,
+    };
+    if let Ok(mut child) = child {
+        state.stdout = child.stdout.take();
+        state.child = Some(child);
+    }
+    let events = stream::unfold(state, move |mut state| async move {
+        if state.done {
+            return None;
+        }
+        loop {
+            if let Framing::Lines(name) = framing
+                && let Some(at) = state.pending.iter().position(|&b| b == b'\n')
+            {
+                let line: Vec<u8> = state.pending.drain(..=at).collect();
+                let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+                return Some((Ok(Event::default().event(name).data(text)), state));
+            }
+            let mut buf = vec![0u8; 16 * 1024];
+            let read = match state.stdout.as_mut() {
+                Some(stdout) => stdout.read(&mut buf).await.unwrap_or(0),
+                None => 0,
+            };
+            if read == 0 {
+                state.done = true;
+                if let Some(mut child) = state.child.take() {
+                    let _ = child.wait().await;
+                }
+                // Not empty: a browser drops an event without data.
+                return Some((Ok(Event::default().event("end").data("end")), state));
+            }
+            buf.truncate(read);
+            match framing {
+                Framing::Lines(_) => state.pending.extend_from_slice(&buf),
+                Framing::Chunks(name) => {
+                    state.pending.extend_from_slice(&buf);
+                    // Whole characters only: the rest waits for the next read.
+                    let cut = match std::str::from_utf8(&state.pending) {
+                        Ok(_) => state.pending.len(),
+                        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                        Err(_) => state.pending.len(),
+                    };
+                    let chunk: Vec<u8> = state.pending.drain(..cut).collect();
+                    let text = String::from_utf8_lossy(&chunk).into_owned();
+                    let data = serde_json::to_string(&text).unwrap_or_default();
+                    return Some((Ok(Event::default().event(name).data(data)), state));
+                }
+            }
+        }
+    });
+    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+async fn run_events(State(app): State<Shared>, Path(id): Path<String>) -> Response {
+    follow(
+        &app,
+        &["events", &id, "--follow", "--json"],
+        Framing::Lines("baton"),
+    )
+    .into_response()
+}
+
+#[derive(Deserialize)]
+struct LogQuery {
+    name: String,
+    attempt: Option<u32>,
+}
+
+async fn task_log(
+    State(app): State<Shared>,
+    Path(id): Path<String>,
+    Query(query): Query<LogQuery>,
+) -> Response {
+    let attempt = query.attempt.map(|n| n.to_string());
+    let mut args = vec!["logs", id.as_str(), query.name.as_str(), "--follow"];
+    if let Some(n) = &attempt {
+        args.extend(["--attempt", n.as_str()]);
+    }
+    follow(&app, &args, Framing::Chunks("chunk")).into_response()
+}
+
+#[derive(Deserialize)]
+struct Action {
+    action: String,
+    task: Option<String>,
+    reason: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Acted {
+    ok: bool,
+    message: String,
+}
+
+/// Does what the CLI's command does, by running it: `approve RUN [TASK]`, `reject RUN TASK
+/// --reason …`, `cancel RUN`, and `retry RUN [TASK]` / `resume RUN`, which drive the run and
+/// so are started on their own and left to it.
+async fn act(
+    State(app): State<Shared>,
+    Path(id): Path<String>,
+    Json(action): Json<Action>,
+) -> Response {
+    let run = match blocking(&app, {
+        let id = id.clone();
+        move |app| resolve(app, &id)
+    })
+    .await
+    {
+        Ok(run) => run,
+        Err(e) => return e.into_response(),
+    };
+    let run_id = run.id.to_string();
+    let task = action.task.as_deref();
+    let mut args: Vec<&str> = vec![action.action.as_str(), run_id.as_str()];
+    let drives = match (action.action.as_str(), task) {
+        ("approve", _) | ("retry", _) => {
+            args.extend(task);
+            // Approving a run at its soft budget, and retrying, drive the run.
+            action.action == "retry" || task.is_none()
+        }
+        ("reject", Some(task)) => {
+            args.push(task);
+            args.extend([
+                "--reason",
+                action
+                    .reason
+                    .as_deref()
+                    .unwrap_or("rejected in the dashboard"),
+            ]);
+            false
+        }
+        ("cancel", None) => false,
+        ("resume", None) => true,
+        _ => {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(Acted {
+                    ok: false,
+                    message: format!(
+                        "`{}` is not something the dashboard does: approve, reject, cancel, retry or resume",
+                        action.action
+                    ),
+                }),
+            )
+                .into_response();
+        }
+    };
+    if drives {
+        return match started(&app, &run.id, &args) {
+            Ok(log) => Json(Acted {
+                ok: true,
+                message: format!(
+                    "`baton {}` started; it writes to {}",
+                    args.join(" "),
+                    log.display()
+                ),
+            })
+            .into_response(),
+            Err(e) => Json(Acted {
+                ok: false,
+                message: format!("cannot start `baton {}`: {e}", args.join(" ")),
+            })
+            .into_response(),
+        };
+    }
+    match cli(&app, &args).await {
+        Ok(out) => {
+            let said = if out.status.success() {
+                &out.stdout
+            } else {
+                &out.stderr
+            };
+            Json(Acted {
+                ok: out.status.success(),
+                message: String::from_utf8_lossy(said).trim().to_owned(),
+            })
+            .into_response()
+        }
+        Err(e) => Json(Acted {
+            ok: false,
+            message: format!("cannot run `baton {}`: {e}", args.join(" ")),
+        })
+        .into_response(),
+    }
+}
+
+/// Starts a command that drives a run in a session of its own, its output to a log beside the
+/// run's: it outlives the request and the dashboard.
+fn started(app: &App, run: &RunId, args: &[&str]) -> std::io::Result<PathBuf> {
+    let dir = app.project.state_dir.join("runs").join(run.as_str());
+    std::fs::create_dir_all(&dir)?;
+    let log = dir.join(format!("dashboard-{}.log", args[0]));
+    let out = std::fs::File::create(&log)?;
+    let mut command = std_command(app, args);
+    command.stdout(out.try_clone()?).stderr(out);
+    // Its own session: a Ctrl-C of the dashboard does not reach it.
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let child = command.spawn()?;
+    // Reaped by a thread of its own, so that it leaves no zombie while the dashboard runs.
+    std::thread::spawn(move || {
+        let mut child = child;
+        let _ = child.wait();
+    });
+    Ok(log)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same("abc", "abc"));
+        assert!(!same("abc", "abd"));
+        assert!(!same("abc", "abcd"));
+    }
+
+    #[test]
+    fn the_cookie_is_found_among_others() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::COOKIE,
+            "theme=dark; baton_token=f00d; other=1".parse().unwrap(),
+        );
+        assert_eq!(cookie_token(&headers), Some("f00d"));
+    }
+}

@@ -1,0 +1,136 @@
+//! `baton serve`: the dashboard in a real browser (Chromium, driven by playwright-core from
+//! tests/browser) while a run goes in another process: a task turns green without a reload,
+//! its log streams, a waiting task is approved from the page, and nothing is served without
+//! the token.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use baton_model::TaskState;
+
+use crate::test::{BATON, RUN_LIMIT, Store, Test, baton_in};
+
+#[test]
+fn the_dashboard_follows_a_run_streams_a_log_and_approves_from_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let release = dir.path().join("release");
+    let graph = format!(
+        r#"
+[[task]]
+id = "slow"
+run = "echo started; while [ ! -e '{}' ]; do sleep 0.1; done; echo released"
+
+[[task]]
+id = "gate"
+needs = ["slow"]
+approval = true
+run = "echo deployed"
+
+[[task]]
+id = "other"
+run = "echo meanwhile"
+"#,
+        release.display()
+    );
+    let mut running = Test::new()
+        .graph("graph.toml", &graph)
+        .args(&["run", "graph.toml"])
+        .spawn();
+    let run = running.await_that("slow running", RUN_LIMIT, |root: &Path| {
+        let store = Store::try_open(root)?;
+        let run = store.try_run()?;
+        let slow = store
+            .tasks()
+            .into_iter()
+            .find(|t| t.task.as_str() == "slow")?;
+        (slow.status == TaskState::Running).then(|| run.id.to_string())
+    });
+
+    // Not on an address others can reach, unless asked.
+    let refused = baton_in(running.path(), &["serve", "--addr", "0.0.0.0:0"]);
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("not a loopback address"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("--allow-remote"),
+        "{}",
+        refused.stderr
+    );
+
+    let mut server = Command::new(BATON)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .current_dir(running.path())
+        .env_remove("BATON_STORE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains("the dashboard of"), "{first}");
+    let second = lines.next().unwrap().unwrap();
+    let link = second
+        .strip_prefix("baton: open ")
+        .unwrap_or_else(|| panic!("{second}"))
+        .to_owned();
+    assert!(link.contains("?token="), "{link}");
+
+    let screenshot = match std::env::var_os("BATON_UPDATE_SCREENSHOTS") {
+        Some(_) => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/dashboard.png"),
+        None => Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png"),
+    };
+    let browser = Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/browser/serve.mjs"))
+        .args([&link, &run])
+        .arg(&release)
+        .arg(&screenshot)
+        .output()
+        .expect("node (the test command installs playwright-core)");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        browser.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&browser.stderr),
+        String::from_utf8_lossy(&browser.stdout)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&browser.stdout).unwrap();
+    assert_eq!(
+        seen["unauthorized"],
+        serde_json::json!([401, 401, 401, 401])
+    );
+    // The token left the address once it became a cookie.
+    assert!(
+        !seen["address"].as_str().unwrap().contains("token"),
+        "{seen}"
+    );
+    assert!(seen["logBefore"].as_str().unwrap().contains("started"));
+    assert!(!seen["logBefore"].as_str().unwrap().contains("released"));
+    assert!(seen["logAfter"].as_str().unwrap().contains("released"));
+    assert_eq!(seen["greenWithoutReload"], true);
+    assert_eq!(seen["stillNotReloaded"], true);
+    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    assert!(
+        seen["needsYou"]
+            .as_str()
+            .unwrap()
+            .contains("gate waits for approval"),
+        "{seen}"
+    );
+
+    // The approval is recorded as the CLI records it, and the run ended.
+    let out = running.wait(RUN_LIMIT).status(0);
+    let store = out.store();
+    assert_eq!(store.task("gate").status, TaskState::Succeeded);
+    let decisions = baton_in(out.path(), &["events", &run]);
+    assert!(
+        decisions.stdout.contains("gate: approved"),
+        "{}",
+        decisions.stdout
+    );
+}
