@@ -70,6 +70,7 @@ pub async fn check_engines(
 pub fn check_confinement(graph: &baton_graph::Graph) -> Result<Option<String>, Vec<String>> {
     confine::check(graph)
 }
+pub use launch::redaction;
 pub use layout::RunDirs;
 pub use leftovers::{Unfinished, kill_leftovers};
 pub use result::{build_observed_result, build_result};

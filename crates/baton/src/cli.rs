@@ -172,6 +172,10 @@ pub struct DriveArgs {
     /// `[notify]` in baton.toml).
     #[arg(long, value_name = "TARGET")]
     pub notify: Option<String>,
+    /// Send the run as an OpenTelemetry trace to this OTLP/HTTP collector once it ends (its
+    /// base address, like http://127.0.0.1:4318); `OTEL_EXPORTER_OTLP_ENDPOINT` does the same.
+    #[arg(long, value_name = "ENDPOINT")]
+    pub otlp: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,7 @@ mod commands;
 mod diagnostics;
 mod exit;
 mod notify;
+mod otlp;
 mod out;
 mod project;
 

@@ -32,8 +32,14 @@ pub(crate) async fn run_checks(
             output.push_str(&report.stderr.text);
         }
         let passed = report.outcome.is_success();
+        // The command is the graph file's, and may hold a secret's value: what is recorded of
+        // it is redacted, as what it printed is.
+        let recorded = match &spec.redactor {
+            Some(redactor) => redactor.redact_str(command).into_owned(),
+            None => command.clone(),
+        };
         results.push(CheckResult {
-            command: command.clone(),
+            command: recorded,
             outcome: report.outcome,
             duration_ms: report.duration.as_millis() as u64,
             output: tail(&output, CHECK_OUTPUT),

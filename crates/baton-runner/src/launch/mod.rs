@@ -763,6 +763,14 @@ fn names_in(var: &str) -> impl Iterator<Item = String> {
         .into_iter()
 }
 
+/// What a run of `graph` redacts, as a function of text: for what baton sends out of a run
+/// after it (traces), which passes the run's redactor once more.
+pub fn redaction(graph: &Graph, agents: &AgentConfig) -> impl Fn(&str) -> String + use<> {
+    let environment: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let redactor = redactor_for(graph, agents, &environment);
+    move |text: &str| redactor.redact_str(text).into_owned()
+}
+
 /// The run's redactor: its rules, plus the values of every variable that looks like a secret
 /// or is listed in a task's `secret_env` (or `BATON_SECRET_ENV`), in baton's own environment
 /// (which tasks inherit) and in the tasks' `env`. One list for the whole run: a value that is

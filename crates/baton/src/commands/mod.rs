@@ -12,7 +12,7 @@ mod logs;
 mod plan;
 pub mod prune;
 mod records;
-mod report;
+pub mod report;
 mod run;
 mod runs;
 mod serve;

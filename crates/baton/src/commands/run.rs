@@ -164,6 +164,7 @@ pub(super) fn execute(
     store_url: Option<&str>,
 ) -> Result<Driven, Failure> {
     let kill_grace = kill_grace(args)?;
+    let exporter = crate::otlp::Exporter::configured(args.otlp.as_deref())?;
     // A new run belongs to its graph file's project; a run taken over to the one it is in.
     let project = match &job {
         Job::New(graph) => Project::of_graph(graph.source())?,
@@ -197,6 +198,7 @@ pub(super) fn execute(
         None => {}
     }
     let mut reporter = crate::notify::Notifying::around(reporter(args), notify);
+    let agents_for_trace = exporter.as_ref().map(|_| agents.clone());
     let config = RunConfig {
         root: project.root.clone(),
         state_dir: project.state_dir.clone(),
@@ -234,6 +236,10 @@ pub(super) fn execute(
         Err(err) => return Err(Failure::Internal(err.into())),
     };
 
+    if let (Some(exporter), Some(agents)) = (&exporter, &agents_for_trace) {
+        export_trace(exporter, store, &project, &result, agents);
+    }
+
     // Default retention, after the run so that it never delays one: keeps `.baton/` bounded.
     if let Err(err) = super::prune::apply(
         store,
@@ -258,6 +264,36 @@ fn reporter(args: &DriveArgs) -> Box<dyn Reporter> {
         Box::new(LiveReporter::new())
     } else {
         Box::new(PlainReporter::new(std::io::stderr()))
+    }
+}
+
+/// Sends the run's trace; a collector that cannot take it is a warning, never the run's failure.
+fn export_trace(
+    exporter: &crate::otlp::Exporter,
+    store: &dyn Store,
+    project: &Project,
+    result: &baton_report::RunResult,
+    agents: &AgentConfig,
+) {
+    let sent = (|| -> anyhow::Result<usize> {
+        let run = RunId::new(result.run.id.clone())?;
+        let record = store
+            .run(&run)?
+            .with_context(|| format!("run {run} is not recorded"))?;
+        let gathered = super::report::Gathered::of(store, project, &record)
+            .map_err(|e| anyhow::anyhow!("cannot read the run back: {e:?}"))?;
+        let graph = baton_runner::recorded_graph(store, &run)?;
+        let redact = baton_runner::redaction(&graph, agents);
+        exporter.export(&gathered, &redact)
+    })();
+    match sent {
+        Ok(spans) => out::err(&format!(
+            "baton: sent the run's trace ({spans} spans) to {}",
+            exporter.url
+        )),
+        Err(err) => out::err(&format!(
+            "baton: warning: could not export the run's trace: {err:#}"
+        )),
     }
 }
 

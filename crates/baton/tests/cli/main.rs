@@ -45,6 +45,7 @@ mod stdout;
 mod store_access;
 mod terminal;
 mod timeout;
+mod traces;
 mod validation;
 mod why;
 mod workspaces;

@@ -350,3 +350,30 @@ run = '''cat "$BATON_HANDOFF_FILE" > copy.json; echo {{ needs.json.json.tok }} {
     let copy = std::fs::read_to_string(root.join("copy.json")).unwrap();
     assert!(copy.contains("[REDACTED:slack-webhook]"), "{copy}");
 }
+
+/// A check's command is the graph file's: written with a secret's value in it, what the event
+/// log records of it (and shows, and exports) has the value redacted, as its output does.
+#[test]
+fn a_secret_in_a_check_s_command_is_redacted_in_the_event_log() {
+    let secret = "tok-5e1f0c2a9b7d";
+    let graph =
+        format!("[[task]]\nid = \"b\"\nrun = \"true\"\nverify = [\"echo {secret} > /dev/null\"]\n");
+    let out = Test::new()
+        .env("DEPLOY_TOKEN", secret)
+        .env("BATON_SECRET_ENV", "DEPLOY_TOKEN")
+        .graph("g.toml", &graph)
+        .args(&["run", "g.toml"])
+        .run()
+        .status(0);
+    let events = baton_in(out.path(), &["events", "latest", "--json"]);
+    let checked = events
+        .stdout
+        .lines()
+        .find(|l| l.contains("\"kind\":\"checked\""))
+        .unwrap_or_else(|| panic!("{}", events.stdout));
+    assert!(!checked.contains(secret), "{checked}");
+    assert!(
+        checked.contains("echo [REDACTED:secret-value] > /dev/null"),
+        "{checked}"
+    );
+}

@@ -11,7 +11,7 @@ use crate::workspaces::{git, repo_with};
 
 /// A Claude Code stand-in: it edits the file the prompt names (its last word), taking
 /// `FAKE_SECONDS` to, and answers.
-fn fake_claude(test: &Test) -> String {
+pub(crate) fn fake_claude(test: &Test) -> String {
     let script = test.path().parent().unwrap().join("fake-claude");
     std::fs::write(
         &script,
