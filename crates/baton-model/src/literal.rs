@@ -92,6 +92,13 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
+/// Now, in milliseconds since the Unix epoch: the clock events, records and views share.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// A short human form of a byte count: `512B`, `8.0KiB`, `1.5MiB`.
 pub fn format_size(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];

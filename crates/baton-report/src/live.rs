@@ -71,7 +71,7 @@ impl LiveReporter {
                     let frame = board.lock().ok().and_then(|board| {
                         board.as_ref().map(|board| {
                             board.frame(
-                                now_ms(),
+                                baton_model::now_ms(),
                                 usize::from(cols).max(20),
                                 usize::from(rows).saturating_sub(2).max(3),
                                 paint,
@@ -93,12 +93,6 @@ impl Default for LiveReporter {
     fn default() -> Self {
         Self::new()
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl Reporter for LiveReporter {

@@ -230,7 +230,7 @@ pub fn trace(gathered: &Gathered, redact: &dyn Fn(&str) -> String) -> ExportTrac
     let result = &gathered.result;
     let run = result.run.id.as_str();
     let trace_id = trace_id(run);
-    let now = now_ms();
+    let now = baton_model::now_ms();
     let run_end = result.run.ended_at_ms.unwrap_or(now);
     let root = span_id(run, &["run"]);
     let mut spans = Vec::new();
@@ -533,12 +533,6 @@ fn attempt_span(
             .and_then(error_status),
         ..Span::default()
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 #[cfg(test)]

@@ -96,7 +96,7 @@ impl Gathered {
             view: &self.view,
             events: &self.events,
             graph: &self.graph,
-            now_ms: now_ms(),
+            now_ms: baton_model::now_ms(),
             live,
         }
     }
@@ -143,10 +143,4 @@ fn write(path: &std::path::Path, page: &str) -> Result<(), Failure> {
     let tmp: PathBuf = path.with_extension("html.partial");
     std::fs::write(&tmp, page).map_err(bad)?;
     std::fs::rename(&tmp, path).map_err(bad)
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }

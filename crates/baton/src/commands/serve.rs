@@ -277,7 +277,7 @@ async fn runs_page(State(app): State<Shared>) -> Result<Html<String>, PageError>
             .into_iter()
             .map(|summary| {
                 let state = records::effective_state(&summary.run);
-                let end = summary.run.ended_at_ms.unwrap_or_else(now_ms);
+                let end = summary.run.ended_at_ms.unwrap_or_else(baton_model::now_ms);
                 RunRow {
                     id: summary.run.id.to_string(),
                     name: summary.run.name.clone(),
@@ -665,12 +665,6 @@ fn started(app: &App, run: &RunId, args: &[&str]) -> std::io::Result<PathBuf> {
         let _ = child.wait();
     });
     Ok(log)
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 #[cfg(test)]
