@@ -171,8 +171,23 @@ impl Board {
                 _ => {}
             }
         }
-        if let Some(reason) = &self.stopping {
-            lines.push(Line::new("33", format!("  stopping: {reason}")));
+        // A run that stops at its soft budget waits for a person too: first among them.
+        let soft = self
+            .stopping
+            .as_deref()
+            .filter(|reason| reason.contains("baton approve"));
+        match (&self.stopping, soft) {
+            (_, Some(reason)) => people.insert(
+                0,
+                (
+                    Some(i64::MIN),
+                    Line::new("33", format!("  ⏸ the run  waits at its budget: {reason}")),
+                ),
+            ),
+            (Some(reason), None) => {
+                lines.push(Line::new("33", format!("  stopping: {reason}")));
+            }
+            (None, None) => {}
         }
         if !people.is_empty() {
             lines.push(Line::new("1;33", "needs you".to_owned()));
@@ -509,6 +524,24 @@ mod tests {
         assert!(plain.iter().all(|l| !l.contains('\u{1b}')));
         let color = board().frame(30_000, 200, 40, Paint::Color);
         assert!(color[1].starts_with("\u{1b}[1;33m"), "{:?}", color[1]);
+    }
+
+    #[test]
+    fn a_run_at_its_soft_budget_waits_for_a_person_first() {
+        let mut board = board();
+        board.apply(&at(
+            8_000,
+            EventKind::RunStopping {
+                reason: "soft budget $1.00 reached; the run waits for `baton approve R` or `baton resume R --raise-budget USD`".to_owned(),
+            },
+        ));
+        let frame = board.frame(30_000, 300, 40, Paint::Plain);
+        assert_eq!(frame[1], "needs you");
+        assert!(
+            frame[2].starts_with("  ⏸ the run  waits at its budget: soft budget $1.00 reached"),
+            "{frame:#?}"
+        );
+        assert!(frame[3].contains("deploy"), "{frame:#?}");
     }
 
     #[test]
