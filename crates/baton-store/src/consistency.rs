@@ -165,7 +165,7 @@ impl SqliteStore {
     }
 }
 
-fn compare(
+pub(crate) fn compare(
     run: &RunRecord,
     tasks: &[TaskRecord],
     attempts: &[AttemptRecord],

@@ -75,14 +75,13 @@ impl SqliteStore {
                     replaced: None,
                 });
             }
-            if let Some(current) = held.driver.clone() {
-                let lapsed = held.expires_at_ms.is_some_and(|at| at <= now_ms);
-                match liveness(&current) {
-                    Liveness::Alive => return Err(held_by(run, current)),
-                    Liveness::Unknown if !lapsed => return Err(held_by(run, current)),
-                    Liveness::Unknown | Liveness::Dead => {}
-                }
-            }
+            refuses(
+                run,
+                held.driver.clone(),
+                held.expires_at_ms,
+                now_ms,
+                liveness,
+            )?;
             let token = held.token + 1;
             tx.prepare_cached(
                 "UPDATE runs SET driver_pid = ?2, driver_start_time = ?3, driver_host = ?4, \
@@ -154,17 +153,14 @@ impl SqliteStore {
                 Err(StoreError::UnknownRun(_)) => return Ok(false),
                 Err(err) => return Err(err),
             };
-            if let Some(driver) = held
-                .driver
-                .clone()
-                .filter(|_| held.status == RunState::Running)
-            {
-                let lapsed = held.expires_at_ms.is_some_and(|at| at <= now_ms);
-                match liveness(&driver) {
-                    Liveness::Alive => return Err(held_by(run, driver)),
-                    Liveness::Unknown if !lapsed => return Err(held_by(run, driver)),
-                    Liveness::Unknown | Liveness::Dead => {}
-                }
+            if held.status == RunState::Running {
+                refuses(
+                    run,
+                    held.driver.clone(),
+                    held.expires_at_ms,
+                    now_ms,
+                    liveness,
+                )?;
             }
             // `tasks`, `attempts` and `events` have no foreign key to cascade (see the version 3
             // migration); `run_graphs` and `task_counts` go with the run by theirs.
@@ -176,6 +172,27 @@ impl SqliteStore {
                 .execute([run.as_str()])?;
             Ok(true)
         })
+    }
+}
+
+/// Whether the recorded `driver` keeps the run from another process: one that `liveness` says
+/// lives, or one it cannot see whose lease (until `expires_at_ms`) has not lapsed. The rule of
+/// every backend.
+pub(crate) fn refuses(
+    run: &RunId,
+    driver: Option<Driver>,
+    expires_at_ms: Option<i64>,
+    now_ms: i64,
+    liveness: impl FnOnce(&Driver) -> Liveness,
+) -> Result<(), StoreError> {
+    let Some(current) = driver else {
+        return Ok(());
+    };
+    let lapsed = expires_at_ms.is_some_and(|at| at <= now_ms);
+    match liveness(&current) {
+        Liveness::Alive => Err(held_by(run, current)),
+        Liveness::Unknown if !lapsed => Err(held_by(run, current)),
+        Liveness::Unknown | Liveness::Dead => Ok(()),
     }
 }
 
@@ -211,7 +228,7 @@ pub(crate) fn check_token(tx: &Transaction<'_>, run: &RunId, token: u64) -> Resu
     }
 }
 
-fn held_by(run: &RunId, driver: Driver) -> StoreError {
+pub(crate) fn held_by(run: &RunId, driver: Driver) -> StoreError {
     StoreError::RunHeld {
         run: run.clone(),
         pid: driver.pid,

@@ -129,6 +129,25 @@ pub enum StoreError {
     BadValue(#[source] rusqlite::Error),
     #[error("the run database failed")]
     Sqlite(#[source] rusqlite::Error),
+    /// The PostgreSQL server named could not be reached, or refused the connection.
+    #[error("cannot connect to the PostgreSQL server {server}")]
+    Connect {
+        server: String,
+        #[source]
+        source: postgres::Error,
+    },
+    #[error("cannot migrate the PostgreSQL database {server} to schema version {version} ({name})")]
+    PgMigrate {
+        server: String,
+        version: u32,
+        name: &'static str,
+        #[source]
+        source: postgres::Error,
+    },
+    #[error("the PostgreSQL database failed")]
+    Postgres(#[source] postgres::Error),
+    #[error("a value stored in the PostgreSQL database is not valid: {0}")]
+    PgValue(String),
     /// The thread a run's commits are made on could not start, or ended before the run.
     #[error("the thread that records the run failed")]
     Recorder(#[source] io::Error),
@@ -155,6 +174,12 @@ impl From<rusqlite::Error> for StoreError {
             }
             _ => Self::Sqlite(source),
         }
+    }
+}
+
+impl From<postgres::Error> for StoreError {
+    fn from(source: postgres::Error) -> Self {
+        Self::Postgres(source)
     }
 }
 

@@ -19,6 +19,7 @@ mod durability;
 mod error;
 mod fold;
 mod migrate;
+mod pg;
 mod private_fs;
 mod project;
 mod read;
@@ -34,6 +35,7 @@ pub use durability::Durability;
 pub use error::StoreError;
 pub use fold::{fold, initial_view};
 pub use migrate::SCHEMA_VERSION;
+pub use pg::{PgStore, describe_server};
 pub use records::{
     AttemptOutput, AttemptRecord, Driver, NewRun, RunRecord, RunSummary, TaskRecord,
 };

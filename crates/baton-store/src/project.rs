@@ -140,9 +140,11 @@ fn next_about_same_task(events: &[Event]) -> Vec<Option<usize>> {
 }
 
 /// The `tokens`, `cost_usd` and `agent_json` columns of an attempt.
-type UsageColumns = (Option<i64>, Option<f64>, Option<String>);
+pub(crate) type UsageColumns = (Option<i64>, Option<f64>, Option<String>);
 
-fn usage_columns(agent: Option<&baton_model::AgentUsage>) -> Result<UsageColumns, StoreError> {
+pub(crate) fn usage_columns(
+    agent: Option<&baton_model::AgentUsage>,
+) -> Result<UsageColumns, StoreError> {
     let Some(agent) = agent else {
         return Ok((None, None, None));
     };

@@ -6,6 +6,34 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+/// Where runs are recorded: an SQLite file (the default, `.baton/baton.db`), or a PostgreSQL
+/// database shared by a team (`--store postgres://…`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreAt {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl StoreAt {
+    /// Whether anything was recorded there yet: a database server is always there.
+    pub fn exists(&self) -> bool {
+        match self {
+            Self::Sqlite(path) => path.exists(),
+            Self::Postgres(_) => true,
+        }
+    }
+}
+
+impl std::fmt::Display for StoreAt {
+    /// The file, or the server without its password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Sqlite(path) => write!(f, "{}", path.display()),
+            Self::Postgres(url) => f.write_str(&baton_store::describe_server(url)),
+        }
+    }
+}
+
 /// The directories a command works with.
 #[derive(Debug, Clone)]
 pub struct Project {
@@ -62,9 +90,9 @@ impl Project {
     }
 
     /// The store path from `--store`/`BATON_STORE`, or the default.
-    pub fn store_path(&self, url: Option<&str>) -> Result<PathBuf, String> {
+    pub fn store_at(&self, url: Option<&str>) -> Result<StoreAt, String> {
         match url {
-            None => Ok(self.state_dir.join("baton.db")),
+            None => Ok(StoreAt::Sqlite(self.state_dir.join("baton.db"))),
             Some(url) => {
                 if let Some(path) = url.strip_prefix("sqlite:") {
                     let path = path.strip_prefix("//").unwrap_or(path);
@@ -73,11 +101,13 @@ impl Project {
                             "`--store sqlite:` needs a path, like `sqlite:.baton/baton.db`".into(),
                         );
                     }
-                    Ok(PathBuf::from(path))
+                    Ok(StoreAt::Sqlite(PathBuf::from(path)))
                 } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-                    Err("the PostgreSQL store is not available in this build yet; use `sqlite:PATH`".into())
+                    Ok(StoreAt::Postgres(url.to_owned()))
                 } else {
-                    Err(format!("`{url}` is not a store URL; write `sqlite:PATH`"))
+                    Err(format!(
+                        "`{url}` is not a store URL; write `sqlite:PATH` or `postgres://USER@HOST:PORT/DB`"
+                    ))
                 }
             }
         }

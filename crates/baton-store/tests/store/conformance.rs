@@ -621,3 +621,24 @@ fn a_read_only_sqlite_handle_refuses_to_write() {
     let claimed = reader.claim(&run_id("r1"), &driver(1, "box"), T0, LEASE_TERM, &seen(1));
     assert!(claimed.is_err(), "{claimed:?}");
 }
+
+/// PostgreSQL: a database of its own on the suite's server; each handle its own connection.
+struct Postgres(String);
+
+impl Postgres {
+    fn new() -> Self {
+        Self(baton_testpg::fresh_database())
+    }
+}
+
+impl Database for Postgres {
+    fn open(&self) -> Box<dyn Store> {
+        Box::new(baton_store::PgStore::open(&self.0).unwrap())
+    }
+
+    fn reader(&self) -> Box<dyn Store> {
+        Box::new(baton_store::PgStore::open(&self.0).unwrap())
+    }
+}
+
+conformance!(postgres, Postgres::new());

@@ -10,7 +10,7 @@ use baton_model::{
     AgentUsage, Containment, Event, EventKind, Evidence, FailureClass, Outcome, RunState, RunView,
     TaskId, TaskState,
 };
-use baton_store::{AttemptOutput, SqliteStore};
+use baton_store::{AttemptOutput, Store};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
@@ -402,16 +402,31 @@ fn has_whole_attempt(turns: &[(Vec<Event>, Vec<AttemptOutput>)]) -> bool {
 
 /// Commits the case's log and compares what the store holds with the fold of the log.
 fn check(case: &Case) -> Result<(), TestCaseError> {
-    let log = simulate(case);
     let db = Db::new();
-    let store = db.open();
+    check_on(&db.open(), case)
+}
+
+/// [`check`] on any backend: the run claimed, its turns recorded under the lease.
+fn check_on(store: &dyn Store, case: &Case) -> Result<(), TestCaseError> {
+    let log = simulate(case);
     let new = new_numbered_run("r1", case.tasks);
     store.create_run(&new).unwrap();
     let run = new.id.clone();
+    let me = baton_store::Driver {
+        pid: 1,
+        start_time: 1,
+        host: "box".into(),
+    };
+    let lease = store
+        .claim(&run, &me, 1_000, baton_store::LEASE_TERM, &|_| {
+            baton_store::Liveness::Dead
+        })
+        .unwrap()
+        .lease;
     let mut committed = Vec::new();
     for (events, outputs) in turns(case, &log) {
         let seqs = store
-            .commit(&run, &events, &outputs)
+            .record(&run, lease, &events, &outputs)
             .map_err(|err| TestCaseError::fail(format!("commit failed: {err}")))?;
         for (mut event, seq) in events.into_iter().zip(seqs) {
             event.seq = seq;
@@ -423,7 +438,7 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
         view.apply(event);
     }
     prop_assert!(view.anomalies().is_empty(), "{:?}", view.anomalies());
-    compare(&store, &view, &log, case.tasks)?;
+    compare(store, &view, &log, case.tasks)?;
     let problems = store.check_consistency(&run).unwrap();
     prop_assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
@@ -431,7 +446,7 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
 
 /// Every column of the run's rows against the fold (and, for outputs, which are not events,
 /// against the outputs committed: an attempt keeps its last; a task, its latest attempt's).
-fn compare(store: &SqliteStore, view: &RunView, log: &Log, n: usize) -> Result<(), TestCaseError> {
+fn compare(store: &dyn Store, view: &RunView, log: &Log, n: usize) -> Result<(), TestCaseError> {
     let run = run_id("r1");
     let record = store.run(&run).unwrap().unwrap();
     prop_assert_eq!(record.status, view.run().status);
@@ -540,6 +555,18 @@ proptest! {
     #[test]
     fn the_tables_are_the_fold_of_the_log(case in case()) {
         check(&case)?;
+    }
+}
+
+proptest! {
+    // Each case makes a database of its own on the server: fewer cases, the same logs.
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn the_postgres_tables_are_the_fold_of_the_log(case in case()) {
+        let url = baton_testpg::fresh_database();
+        let store = baton_store::PgStore::open(&url).unwrap();
+        check_on(&store, &case)?;
     }
 }
 

@@ -56,8 +56,8 @@ pub fn cancel(args: CancelArgs, store_url: Option<&str>) -> Result<i32, Failure>
         }
         None => {
             // Nobody drives it: record the cancellation ourselves.
-            let path = project.store_path(store_url).map_err(Failure::BadInput)?;
-            let store = records::open_for_writing(&path)?;
+            let at = project.store_at(store_url).map_err(Failure::BadInput)?;
+            let store = records::open_for_writing(&at)?;
             match baton_runner::cancel_abandoned(store.as_ref(), &run.id) {
                 Ok(()) => {
                     out::line(

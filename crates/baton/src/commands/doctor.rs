@@ -19,7 +19,7 @@ struct Report {
     schema: u32,
     version: &'static str,
     project: PathBuf,
-    store: PathBuf,
+    store: String,
     store_exists: bool,
     config_files: Vec<ConfigFile>,
     engines: Vec<EngineReport>,
@@ -66,7 +66,7 @@ fn key_vars(kind: EngineKind) -> &'static [&'static str] {
 
 pub fn doctor(args: DoctorArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let project = Project::discover()?;
-    let store = project.store_path(store_url).map_err(Failure::BadInput)?;
+    let store = project.store_at(store_url).map_err(Failure::BadInput)?;
     let config = AgentConfig::load(&project.root).map_err(|e| Failure::BadInput(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -85,7 +85,7 @@ pub fn doctor(args: DoctorArgs, store_url: Option<&str>) -> Result<i32, Failure>
         version: env!("CARGO_PKG_VERSION"),
         project: project.root.clone(),
         store_exists: store.exists(),
-        store,
+        store: store.to_string(),
         config_files: AgentConfig::paths(&project.root)
             .into_iter()
             .map(|path| ConfigFile {
@@ -131,7 +131,7 @@ pub fn doctor(args: DoctorArgs, store_url: Option<&str>) -> Result<i32, Failure>
     let _ = writeln!(
         text,
         "store    {}{}",
-        report.store.display(),
+        report.store,
         if report.store_exists {
             ""
         } else {

@@ -80,15 +80,15 @@ pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         .transpose()
         .map_err(|e| Failure::BadInput(format!("--older-than: {e}")))?;
     let project = Project::discover()?;
-    let path = project.store_path(store_url).map_err(Failure::BadInput)?;
-    if !path.exists() {
+    let at = project.store_at(store_url).map_err(Failure::BadInput)?;
+    if !at.exists() {
         out::line(
             "what was pruned",
             "nothing to prune: no runs are recorded here",
         )?;
         return Ok(exit::SUCCESS);
     }
-    let store = crate::commands::records::open_for_writing(&path)?;
+    let store = crate::commands::records::open_for_writing(&at)?;
     let store = store.as_ref();
     let policy = Policy {
         keep: args.keep.map(|k| k as usize),

@@ -8,16 +8,20 @@ use std::path::Path;
 use baton_store::{RunRecord, SqliteStore, Store, StoreError};
 
 use crate::exit::Failure;
-use crate::project::Project;
+use crate::project::{Project, StoreAt};
 
 /// The store of this project, read-only.
 pub fn open(store_url: Option<&str>) -> Result<Box<dyn Store>, Failure> {
     open_with_project(store_url).map(|(_, store)| store)
 }
 
-/// The store at `path` for reading and writing, created and migrated if needed: the one place
-/// that names a store's backend.
-pub fn open_for_writing(path: &std::path::Path) -> Result<Box<dyn Store>, Failure> {
+/// The store for reading and writing, created and migrated if needed: the one place that names
+/// a store's backend.
+pub fn open_for_writing(at: &StoreAt) -> Result<Box<dyn Store>, Failure> {
+    let path = match at {
+        StoreAt::Postgres(url) => return open_postgres(url),
+        StoreAt::Sqlite(path) => path.as_path(),
+    };
     let store = SqliteStore::open(path).map_err(|e| {
         let context = match read_only(path) {
             Some(why) => format!(
@@ -29,6 +33,22 @@ pub fn open_for_writing(path: &std::path::Path) -> Result<Box<dyn Store>, Failur
             None => format!("cannot open the run store at {}", path.display()),
         };
         Failure::Internal(anyhow::Error::new(e).context(context))
+    })?;
+    Ok(Box::new(store))
+}
+
+/// A PostgreSQL store: unreachable, it is baton that cannot work (exit 3), and the error names
+/// the server (never its password).
+fn open_postgres(url: &str) -> Result<Box<dyn Store>, Failure> {
+    let store = baton_store::PgStore::open(url).map_err(|e| match e {
+        StoreError::Connect { server, source } => Failure::Internal(anyhow::anyhow!(
+            "cannot reach the run store at {server} ({source}): is the server running, and may \
+             this user connect to that database?"
+        )),
+        e => Failure::Internal(anyhow::Error::new(e).context(format!(
+            "cannot open the run store at {}",
+            baton_store::describe_server(url)
+        ))),
     })?;
     Ok(Box::new(store))
 }
@@ -56,21 +76,25 @@ fn read_only(path: &Path) -> Option<String> {
 /// here): for `baton runs`, to which that is an empty list rather than an error.
 pub fn open_if_recorded(store_url: Option<&str>) -> Result<Option<Box<dyn Store>>, Failure> {
     let project = Project::discover()?;
-    let path = project.store_path(store_url).map_err(Failure::BadInput)?;
-    if !path.exists() {
+    let at = project.store_at(store_url).map_err(Failure::BadInput)?;
+    if !at.exists() {
         return Ok(None);
     }
-    open_at(project, &path).map(|(_, store)| Some(store))
+    open_at(project, &at).map(|(_, store)| Some(store))
 }
 
 /// The project and its store, read-only.
 pub fn open_with_project(store_url: Option<&str>) -> Result<(Project, Box<dyn Store>), Failure> {
     let project = Project::discover()?;
-    let path = project.store_path(store_url).map_err(Failure::BadInput)?;
-    open_at(project, &path)
+    let at = project.store_at(store_url).map_err(Failure::BadInput)?;
+    open_at(project, &at)
 }
 
-fn open_at(project: Project, path: &Path) -> Result<(Project, Box<dyn Store>), Failure> {
+fn open_at(project: Project, at: &StoreAt) -> Result<(Project, Box<dyn Store>), Failure> {
+    let path = match at {
+        StoreAt::Postgres(url) => return Ok((project, open_postgres(url)?)),
+        StoreAt::Sqlite(path) => path.as_path(),
+    };
     if !path.exists() {
         return Err(Failure::BadInput(format!(
             "no runs are recorded here ({} does not exist); `baton run FILE` records one",

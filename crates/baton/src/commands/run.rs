@@ -170,7 +170,7 @@ pub(super) fn execute(
         Job::New(graph) => Project::of_graph(graph.source())?,
         Job::Takeover(..) => Project::discover()?,
     };
-    let store_path = project.store_path(store_url).map_err(Failure::BadInput)?;
+    let store_at = project.store_at(store_url).map_err(Failure::BadInput)?;
     let agents = AgentConfig::load(&project.root).map_err(|e| Failure::BadInput(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -183,7 +183,7 @@ pub(super) fn execute(
         check_worktrees(graph, &project.root)?;
     }
     project.prepare_state_dir()?;
-    let store = records::open_for_writing(&store_path)?;
+    let store = records::open_for_writing(&store_at)?;
     let store = store.as_ref();
     if let Job::Takeover(run, _) = &job {
         check_stored(store, run, &agents, &runtime)?;
@@ -444,8 +444,8 @@ fn decide(
     // Writing: the store opened for writing (its IMMEDIATE transactions wait for the
     // driver's, briefly), not the readers' read-only one.
     let (project, _) = records::open_with_project(store_url)?;
-    let path = project.store_path(store_url).map_err(Failure::BadInput)?;
-    let store = records::open_for_writing(&path)?;
+    let at = project.store_at(store_url).map_err(Failure::BadInput)?;
+    let store = records::open_for_writing(&at)?;
     let run = records::resolve(store.as_ref(), Some(run))?;
     let task_id = TaskId::new(task.to_owned())
         .map_err(|e| Failure::BadInput(format!("`{task}` is not a task id: {e}")))?;

@@ -32,6 +32,7 @@ mod on_failure;
 mod output;
 mod plan;
 mod planning;
+mod postgres;
 mod prune;
 mod redaction;
 mod report;

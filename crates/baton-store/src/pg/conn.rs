@@ -1,0 +1,101 @@
+//! The connection's thread: jobs in, answers out.
+
+use std::sync::Mutex;
+use std::sync::mpsc;
+
+use crate::StoreError;
+
+type Job = Box<dyn FnOnce(&mut postgres::Client) + Send>;
+
+pub(super) struct Conn {
+    jobs: Mutex<mpsc::Sender<Job>>,
+}
+
+/// `postgres://user:secret@host:5432/db?x=y` → `postgres://user@host:5432/db`: the server a
+/// message names, never its password.
+pub fn describe_server(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "the PostgreSQL server".to_owned();
+    };
+    let rest = rest.split('?').next().unwrap_or(rest);
+    let (auth, place) = match rest.rsplit_once('@') {
+        Some((auth, place)) => (Some(auth), place),
+        None => (None, rest),
+    };
+    match auth.map(|a| a.split(':').next().unwrap_or(a)) {
+        Some(user) => format!("{scheme}://{user}@{place}"),
+        None => format!("{scheme}://{place}"),
+    }
+}
+
+impl Conn {
+    /// Connects on a new thread; the connection's error, naming the server, if it cannot.
+    pub(super) fn connect(url: &str) -> Result<Self, StoreError> {
+        let (jobs, inbox) = mpsc::channel::<Job>();
+        let (ready, connected) = mpsc::channel::<Result<(), StoreError>>();
+        let url = url.to_owned();
+        std::thread::Builder::new()
+            .name("baton-postgres".to_owned())
+            .spawn(move || {
+                let mut client = match postgres::Client::connect(&url, postgres::NoTls) {
+                    Ok(client) => {
+                        let _ = ready.send(Ok(()));
+                        client
+                    }
+                    Err(source) => {
+                        let _ = ready.send(Err(StoreError::Connect {
+                            server: describe_server(&url),
+                            source,
+                        }));
+                        return;
+                    }
+                };
+                // Ends when every sender is gone: the store was dropped.
+                for job in inbox {
+                    job(&mut client);
+                }
+            })
+            .map_err(StoreError::Recorder)?;
+        connected.recv().map_err(|_| {
+            StoreError::Recorder(std::io::Error::other("the connection thread ended"))
+        })??;
+        Ok(Self {
+            jobs: Mutex::new(jobs),
+        })
+    }
+
+    /// Runs `job` with the connection, waiting for its answer.
+    pub(super) fn call<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut postgres::Client) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (answer, answered) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move |client| {
+            let _ = answer.send(job(client));
+        });
+        let gone = || StoreError::Recorder(std::io::Error::other("the connection thread ended"));
+        self.jobs
+            .lock()
+            .map_err(|_| gone())?
+            .send(job)
+            .map_err(|_| gone())?;
+        answered.recv().map_err(|_| gone())?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_is_named_without_its_password() {
+        assert_eq!(
+            describe_server("postgres://baton:s3cret@db.internal:5433/runs?sslmode=disable"),
+            "postgres://baton@db.internal:5433/runs"
+        );
+        assert_eq!(
+            describe_server("postgresql://localhost/runs"),
+            "postgresql://localhost/runs"
+        );
+    }
+}

@@ -1,0 +1,105 @@
+//! `--store postgres://…`: every command against a real PostgreSQL (the suite's server, a
+//! database of its own per test), as against the SQLite file.
+
+use crate::test::{Test, baton_in};
+
+const GRAPH: &str = r#"
+[defaults]
+backoff = "10ms"
+
+[[task]]
+id = "fetch"
+run = "echo fetched"
+
+[[task]]
+id = "flaky"
+needs = ["fetch"]
+retries = 1
+run = 'test "$BATON_ATTEMPT" -gt 1 && echo {{ needs.fetch.output }} twice'
+"#;
+
+#[test]
+fn a_run_is_recorded_in_postgres_and_read_back_by_every_reader() {
+    let url = baton_testpg::fresh_database();
+    let out = Test::new()
+        .graph("graph.toml", GRAPH)
+        .args(&["--store", &url, "run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(out.json_task("flaky")["attempts"], 2);
+    assert_eq!(out.json_task("flaky")["output"], "fetched twice");
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    // Nothing went to the SQLite file.
+    assert!(!out.path().join(".baton/baton.db").exists());
+
+    let root = out.path().to_path_buf();
+    let runs = baton_in(&root, &["--store", &url, "runs"]);
+    assert_eq!(runs.code, Some(0), "{}", runs.stderr);
+    assert!(runs.stdout.contains(&run), "{}", runs.stdout);
+    let status = baton_in(&root, &["--store", &url, "status", &run]);
+    assert!(status.stdout.contains("flaky"), "{}", status.stdout);
+    assert!(
+        status.stdout.contains("“fetched twice”"),
+        "{}",
+        status.stdout
+    );
+    let events = baton_in(&root, &["--store", &url, "events", &run, "--json"]);
+    let kinds: Vec<String> = events
+        .stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("run-started"));
+    assert_eq!(kinds.last().map(String::as_str), Some("run-finished"));
+    assert!(kinds.iter().any(|k| k == "retry-scheduled"), "{kinds:?}");
+    // The same through BATON_STORE.
+    let listed = std::process::Command::new(crate::test::BATON)
+        .args(["runs", "--json"])
+        .current_dir(&root)
+        .env("BATON_STORE", &url)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(&run));
+}
+
+#[test]
+fn a_server_that_cannot_be_reached_is_named_without_its_password() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgres://baton:hunter2@127.0.0.1:{port}/runs");
+    let out = Test::new().args(&["--store", &url, "runs"]).run().status(3);
+    assert!(
+        out.stderr.contains(&format!(
+            "cannot reach the run store at postgres://baton@127.0.0.1:{port}/runs"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("hunter2"), "{}", out.stderr);
+}
+
+#[test]
+fn a_schema_newer_than_this_baton_is_refused_naming_its_version() {
+    let url = baton_testpg::fresh_database();
+    // A baton of the future migrated it.
+    baton_testpg::execute(
+        &url,
+        "CREATE TABLE baton_schema (version INTEGER NOT NULL, name TEXT NOT NULL); \
+         INSERT INTO baton_schema VALUES (99, 'v99_future')",
+    );
+    let out = Test::new().args(&["--store", &url, "runs"]).run().status(3);
+    assert!(
+        out.stderr
+            .contains("has schema version 99, newer than version 1 that this baton knows"),
+        "{}",
+        out.stderr
+    );
+}
