@@ -39,6 +39,7 @@ pub struct Board {
     /// Why the run stops launching tasks, once it does.
     stopping: Option<String>,
     quiet_after: Duration,
+    agents: std::collections::HashSet<TaskId>,
 }
 
 /// How lines are painted: ANSI colours on a terminal that wants them, else none.
@@ -92,6 +93,7 @@ impl Board {
             waiting_since: HashMap::new(),
             stopping: None,
             quiet_after: QUIET_AFTER,
+            agents: info.agents.clone(),
         }
     }
 
@@ -119,6 +121,18 @@ impl Board {
                 self.waiting_since.remove(task);
             }
             EventKind::RunStopping { reason } => self.stopping = Some(reason.clone()),
+            EventKind::GraphExpanded { added, tasks, .. } => {
+                let kinds = tasks.as_array().into_iter().flatten().map(|t| {
+                    t.get("action")
+                        .and_then(|a| a.get("kind"))
+                        .and_then(|k| k.as_str())
+                });
+                for (id, kind) in added.iter().zip(kinds) {
+                    if kind == Some("agent") {
+                        self.agents.insert(id.clone());
+                    }
+                }
+            }
             EventKind::BudgetChanged { usd, tokens, .. } => {
                 self.budget_usd = *usd;
                 self.budget_tokens = *tokens;
@@ -327,12 +341,19 @@ impl Board {
             text.push_str(&format!("  attempt {number}"));
         }
         let mut code = "";
-        if let Some(activity) = attempt.and_then(|a| a.activity.as_ref()) {
+        let quiet_after = self.quiet_after.as_millis() as i64;
+        let activity = attempt.and_then(|a| a.activity.as_ref());
+        if activity.is_none() && self.agents.contains(id) && now_ms - started >= quiet_after {
+            // An agent that has not said a word since it started.
+            text.push_str(&format!("  · quiet for {}", since(started, now_ms)));
+            code = "33";
+        }
+        if let Some(activity) = activity {
             if let Some(doing) = &activity.doing {
                 text.push_str(&format!("  {doing}"));
             }
             let quiet = now_ms.saturating_sub(activity.at_ms);
-            if quiet >= self.quiet_after.as_millis() as i64 {
+            if quiet >= quiet_after {
                 text.push_str(&format!("  · quiet for {}", since(activity.at_ms, now_ms)));
                 code = "33";
             }
@@ -406,6 +427,7 @@ mod tests {
             started_at_ms: Some(0),
             budget_usd: Some(5.0),
             budget_tokens: None,
+            agents: ["api", "docs", "silent"].map(id).into_iter().collect(),
         };
         let mut board = Board::new(&info);
         for event in [
@@ -524,6 +546,36 @@ mod tests {
         assert!(plain.iter().all(|l| !l.contains('\u{1b}')));
         let color = board().frame(30_000, 200, 40, Paint::Color);
         assert!(color[1].starts_with("\u{1b}[1;33m"), "{:?}", color[1]);
+    }
+
+    #[test]
+    fn an_agent_that_never_spoke_is_quiet_too_and_a_command_is_not() {
+        let mut command = board();
+        command.apply(&at(
+            9_000,
+            EventKind::AttemptStarted {
+                task: id("deploy"),
+                attempt: 1,
+                pid: None,
+            },
+        ));
+        let frame = command.frame(100_000, 200, 40, Paint::Plain);
+        let deploy = frame.iter().find(|l| l.contains(" deploy ")).unwrap();
+        // deploy is a command: silent is its right.
+        assert!(!deploy.contains("quiet"), "{frame:#?}");
+        let mut agents = board();
+        agents.agents.insert(id("deploy"));
+        agents.apply(&at(
+            9_000,
+            EventKind::AttemptStarted {
+                task: id("deploy"),
+                attempt: 1,
+                pid: None,
+            },
+        ));
+        let frame = agents.frame(100_000, 200, 40, Paint::Plain);
+        let deploy = frame.iter().find(|l| l.contains(" deploy ")).unwrap();
+        assert!(deploy.ends_with("· quiet for 1m31s"), "{frame:#?}");
     }
 
     #[test]

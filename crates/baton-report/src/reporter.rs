@@ -19,6 +19,9 @@ pub struct RunInfo {
     /// The run's hard budget.
     pub budget_usd: Option<f64>,
     pub budget_tokens: Option<u64>,
+    /// The tasks that are agents': one that says nothing is shown quiet, even before its first
+    /// word (those a planner adds are learned from its `graph-expanded`).
+    pub agents: std::collections::HashSet<baton_model::TaskId>,
 }
 
 /// Receives a run's events after they are recorded. Implementations must not block for long:

@@ -232,6 +232,12 @@ async fn drive_run(
         started_at_ms: store.run(&run_id).ok().flatten().map(|r| r.started_at_ms),
         budget_usd: budget.usd,
         budget_tokens: budget.tokens,
+        agents: graph
+            .tasks()
+            .iter()
+            .filter(|t| matches!(t.action, TaskAction::Agent { .. }))
+            .map(|t| t.id.clone())
+            .collect(),
     });
     // Commits are made on a thread of their own, off the path from one task's end to the next
     // one's start.

@@ -70,6 +70,17 @@ pub fn watch(args: WatchArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         started_at_ms: Some(run.started_at_ms),
         budget_usd,
         budget_tokens,
+        // The graph the run began with; a planner's tasks are learned from its events.
+        agents: baton_runner::recorded_graph(&*store, &run.id)
+            .map(|graph| {
+                graph
+                    .tasks()
+                    .iter()
+                    .filter(|t| matches!(t.action, baton_graph::Action::Agent { .. }))
+                    .map(|t| t.id.clone())
+                    .collect()
+            })
+            .unwrap_or_default(),
     });
     loop {
         let page = store.events(&run.id, after, PAGE)?;

@@ -160,8 +160,8 @@ fn store_flag_and_environment() {
         .graph("g.toml", OK)
         .args(&["run", "g.toml", "--store", "postgres://db/baton"])
         .run()
-        .status(2)
-        .stderr_contains("PostgreSQL");
+        .status(3)
+        .stderr_contains("cannot reach the run store at postgres://db/baton");
     Test::new()
         .graph("g.toml", OK)
         .args(&["run", "g.toml", "--store", "mysql:x"])
