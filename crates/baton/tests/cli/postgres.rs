@@ -103,3 +103,109 @@ fn a_schema_newer_than_this_baton_is_refused_naming_its_version() {
         out.stderr
     );
 }
+
+/// The store of `url`, as another process opens it.
+fn store(url: &str) -> baton_store::PgStore {
+    baton_store::PgStore::open(url).unwrap()
+}
+
+#[test]
+fn a_driver_killed_mid_run_is_resumed_from_postgres_and_nothing_is_lost() {
+    use baton_store::RunReader;
+    let url = baton_testpg::fresh_database();
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran.log");
+    let mut graph = String::from("[run]\nconcurrency = 4\n\n");
+    for i in 0..24 {
+        let needs = if i >= 4 {
+            format!("needs = [\"t{}\"]\n", i - 4)
+        } else {
+            String::new()
+        };
+        graph.push_str(&format!(
+            "[[task]]\nid = \"t{i}\"\n{needs}run = \"sleep 0.15; echo t{i} >> '{}'\"\n\n",
+            ran.display()
+        ));
+    }
+    let mut running = Test::new()
+        .graph("graph.toml", &graph)
+        .args(&["--store", &url, "run", "graph.toml", "--quiet"])
+        .spawn();
+    let run = running.await_that("a third done", crate::test::RUN_LIMIT, |_| {
+        let store = baton_store::PgStore::open(&url).ok()?;
+        let run = store.latest_run().ok()??;
+        let done = store
+            .tasks(&run.id)
+            .ok()?
+            .iter()
+            .filter(|t| t.status == baton_model::TaskState::Succeeded)
+            .count();
+        (done >= 8).then(|| run.id.to_string())
+    });
+    let killed = running.kill();
+    let before: Vec<String> = store(&url)
+        .tasks(&baton_model::RunId::new(run.clone()).unwrap())
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.status == baton_model::TaskState::Succeeded)
+        .map(|t| t.task.to_string())
+        .collect();
+    killed
+        .then()
+        .args(&["--store", &url, "resume", &run, "--quiet"])
+        .run()
+        .status(0);
+
+    let store = store(&url);
+    let id = baton_model::RunId::new(run).unwrap();
+    let tasks = store.tasks(&id).unwrap();
+    assert!(
+        tasks
+            .iter()
+            .all(|t| t.status == baton_model::TaskState::Succeeded),
+        "{tasks:#?}"
+    );
+    assert!(store.check_consistency(&id).unwrap().is_empty());
+    let log = std::fs::read_to_string(&ran).unwrap();
+    for task in &tasks {
+        let lines = log.lines().filter(|l| *l == task.task.as_str()).count();
+        let attempts = store.attempts(&id, &task.task).unwrap().len();
+        assert!(
+            lines >= 1 && lines <= attempts,
+            "{}: {lines} lines, {attempts} attempts",
+            task.task
+        );
+        // What had succeeded before the kill was not run again.
+        if before.contains(&task.task.to_string()) {
+            assert_eq!((lines, attempts), (1, 1), "{}", task.task);
+        }
+    }
+}
+
+#[test]
+fn a_task_waiting_for_approval_is_approved_through_postgres() {
+    use baton_store::RunReader;
+    let url = baton_testpg::fresh_database();
+    let mut running = Test::new()
+        .graph(
+            "graph.toml",
+            "[[task]]\nid = \"gate\"\napproval = true\nrun = \"echo deployed\"\n",
+        )
+        .args(&["--store", &url, "run", "graph.toml", "--json"])
+        .spawn();
+    let run = running.await_that("gate waiting", crate::test::RUN_LIMIT, |_| {
+        let store = baton_store::PgStore::open(&url).ok()?;
+        let run = store.latest_run().ok()??;
+        let gate = store.tasks(&run.id).ok()?.into_iter().next()?;
+        (gate.status == baton_model::TaskState::Waiting).then(|| run.id.to_string())
+    });
+    let approved = baton_in(running.path(), &["--store", &url, "approve", &run, "gate"]);
+    assert_eq!(approved.code, Some(0), "{}", approved.stderr);
+    let out = running.wait(crate::test::RUN_LIMIT).status(0);
+    assert_eq!(out.json_task("gate")["output"], "deployed");
+    let decisions = store(&url)
+        .decisions(&baton_model::RunId::new(run).unwrap())
+        .unwrap();
+    assert_eq!(decisions.len(), 1);
+    assert!(decisions[0].approved);
+}
