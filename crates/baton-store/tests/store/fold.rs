@@ -645,3 +645,71 @@ fn an_event_about_a_task_the_run_lacks_is_refused_whatever_its_kind() {
     store.commit(&run, &[event(6, known)], &[]).unwrap();
     assert_consistent(&store, &run);
 }
+
+/// On PostgreSQL too: a turn with an event about a task the run lacks, of any kind, is refused
+/// whole, the events before it in the turn included.
+#[test]
+fn postgres_refuses_a_turn_about_a_task_the_run_lacks_whole() {
+    let store: Box<dyn Store> =
+        Box::new(baton_store::PgStore::open(&baton_testpg::fresh_database()).unwrap());
+    store.create_run(&new_run("r1", &["a"])).unwrap();
+    let run = run_id("r1");
+    let me = baton_store::Driver {
+        pid: 1,
+        start_time: 1,
+        host: "box".into(),
+    };
+    let lease = store
+        .claim(&run, &me, 1_000, baton_store::LEASE_TERM, &|_| {
+            baton_store::Liveness::Dead
+        })
+        .unwrap()
+        .lease;
+    let ghost = task("ghost");
+    let known = event(4, EventKind::TaskWaiting { task: task("a") });
+    for kind in [
+        EventKind::TaskDecided {
+            task: ghost.clone(),
+            approved: true,
+            reason: None,
+        },
+        EventKind::AgentActivity {
+            task: ghost.clone(),
+            attempt: 1,
+            doing: None,
+            tokens: 0,
+            cost_usd: None,
+        },
+        EventKind::AttemptStarted {
+            task: ghost.clone(),
+            attempt: 1,
+            pid: None,
+        },
+        EventKind::TaskFinished {
+            task: ghost.clone(),
+            state: baton_model::TaskState::Failed,
+            reason: None,
+        },
+        EventKind::Checked {
+            task: Some(ghost.clone()),
+            attempt: Some(1),
+            checks: Vec::new(),
+            blamed: None,
+        },
+    ] {
+        let err = store
+            .record(&run, lease, &[known.clone(), event(5, kind)], &[])
+            .unwrap_err();
+        assert!(
+            matches!(err, baton_store::StoreError::UnknownTask { ref task, .. } if *task == ghost),
+            "{err:?}"
+        );
+    }
+    assert_eq!(store.last_seq(&run).unwrap(), 0);
+    assert_eq!(
+        store.tasks(&run).unwrap()[0].status,
+        baton_model::TaskState::Pending
+    );
+    store.record(&run, lease, &[known], &[]).unwrap();
+    assert!(store.check_consistency(&run).unwrap().is_empty());
+}
