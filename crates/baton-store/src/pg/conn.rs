@@ -1,11 +1,19 @@
 //! The connection's thread: jobs in, answers out.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::mpsc;
 
 use crate::StoreError;
 
-type Job = Box<dyn FnOnce(&mut postgres::Client) + Send>;
+type Job = Box<dyn FnOnce(&mut Session) + Send>;
+
+/// The connection and the statements prepared on it, by their text: a turn's statements are
+/// parsed once per connection, not once per use (a round trip each).
+pub(super) struct Session {
+    pub(super) client: postgres::Client,
+    pub(super) statements: HashMap<String, postgres::Statement>,
+}
 
 pub(super) struct Conn {
     jobs: Mutex<mpsc::Sender<Job>>,
@@ -37,7 +45,7 @@ impl Conn {
         std::thread::Builder::new()
             .name("baton-postgres".to_owned())
             .spawn(move || {
-                let mut client = match postgres::Client::connect(&url, postgres::NoTls) {
+                let client = match postgres::Client::connect(&url, postgres::NoTls) {
                     Ok(client) => {
                         let _ = ready.send(Ok(()));
                         client
@@ -50,9 +58,13 @@ impl Conn {
                         return;
                     }
                 };
+                let mut session = Session {
+                    client,
+                    statements: HashMap::new(),
+                };
                 // Ends when every sender is gone: the store was dropped.
                 for job in inbox {
-                    job(&mut client);
+                    job(&mut session);
                 }
             })
             .map_err(StoreError::Recorder)?;
@@ -69,9 +81,17 @@ impl Conn {
         &self,
         job: impl FnOnce(&mut postgres::Client) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
+        self.call_session(move |session| job(&mut session.client))
+    }
+
+    /// Runs `job` with the connection and its prepared statements, waiting for its answer.
+    pub(super) fn call_session<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Session) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
         let (answer, answered) = mpsc::sync_channel(1);
-        let job: Job = Box::new(move |client| {
-            let _ = answer.send(job(client));
+        let job: Job = Box::new(move |session| {
+            let _ = answer.send(job(session));
         });
         let gone = || StoreError::Recorder(std::io::Error::other("the connection thread ended"));
         self.jobs

@@ -294,15 +294,19 @@ impl PgStore {
             return Ok(Vec::new());
         }
         let (run, events, outputs) = (run.clone(), events.to_vec(), outputs.to_vec());
-        self.conn.call(move |client| {
-            let mut tx = client.transaction()?;
+        self.conn.call_session(move |session| {
+            let mut tx = session.client.transaction()?;
             let held = lock(&mut tx, &run)?;
             if let Some(token) = fence
                 && token != held.token
             {
                 return Err(StoreError::LeaseLost { run: run.clone() });
             }
-            let last: i64 = tx
+            let mut turn = Turn {
+                tx,
+                statements: &mut session.statements,
+            };
+            let last: i64 = turn
                 .query_one(
                     "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = $1",
                     &[&run.as_str()],
@@ -310,15 +314,12 @@ impl PgStore {
                 .get(0);
             let mut seq = last as u64;
             let mut seqs = Vec::with_capacity(events.len());
-            let insert = tx.prepare(
-                "INSERT INTO events (run_id, seq, at_ms, kind, task_id, data_json) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )?;
             for event in &events {
                 seq += 1;
                 let data = serde_json::to_string(&event.kind).map_err(StoreError::Encode)?;
-                tx.execute(
-                    &insert,
+                turn.execute(
+                    "INSERT INTO events (run_id, seq, at_ms, kind, task_id, data_json) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
                     &[
                         &run.as_str(),
                         &n(seq),
@@ -331,14 +332,58 @@ impl PgStore {
                 seqs.push(seq);
             }
             for event in &events {
-                apply(&mut tx, &run, event)?;
+                apply(&mut turn, &run, event)?;
             }
             for output in &outputs {
-                apply_output(&mut tx, &run, output)?;
+                apply_output(&mut turn, &run, output)?;
             }
-            tx.commit()?;
+            turn.tx.commit()?;
             Ok(seqs)
         })
+    }
+}
+
+/// A turn's transaction, with the connection's prepared statements.
+struct Turn<'a> {
+    tx: Transaction<'a>,
+    statements: &'a mut std::collections::HashMap<String, postgres::Statement>,
+}
+
+impl Turn<'_> {
+    fn statement(&mut self, sql: &str) -> Result<postgres::Statement, StoreError> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.tx.prepare(sql)?;
+        self.statements.insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+
+    fn execute(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<u64, StoreError> {
+        let statement = self.statement(sql)?;
+        Ok(self.tx.execute(&statement, params)?)
+    }
+
+    fn query_opt(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Option<postgres::Row>, StoreError> {
+        let statement = self.statement(sql)?;
+        Ok(self.tx.query_opt(&statement, params)?)
+    }
+
+    fn query_one(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<postgres::Row, StoreError> {
+        let statement = self.statement(sql)?;
+        Ok(self.tx.query_one(&statement, params)?)
     }
 }
 
@@ -352,7 +397,7 @@ fn known_task(changed: u64, run: &RunId, task: &TaskId) -> Result<(), StoreError
     Ok(())
 }
 
-fn task_known(tx: &mut Transaction<'_>, run: &RunId, task: &TaskId) -> Result<(), StoreError> {
+fn task_known(tx: &mut Turn<'_>, run: &RunId, task: &TaskId) -> Result<(), StoreError> {
     let found = tx
         .query_opt(
             "SELECT 1 FROM tasks WHERE run_id = $1 AND task_id = $2",
@@ -367,7 +412,7 @@ const ATTEMPT_ROW: &str = "run_id = $1 AND task_idx = (SELECT idx FROM tasks WHE
      AND attempt = $3";
 
 /// One event's change to the tables, as [`baton_model::RunView`]'s table says.
-fn apply(tx: &mut Transaction<'_>, run: &RunId, event: &Event) -> Result<(), StoreError> {
+fn apply(tx: &mut Turn<'_>, run: &RunId, event: &Event) -> Result<(), StoreError> {
     let id = run.as_str();
     let at = event.at_ms;
     match &event.kind {
@@ -576,11 +621,7 @@ fn apply(tx: &mut Transaction<'_>, run: &RunId, event: &Event) -> Result<(), Sto
 }
 
 /// An output lands on its attempt, and on its task unless a later attempt's is there.
-fn apply_output(
-    tx: &mut Transaction<'_>,
-    run: &RunId,
-    output: &AttemptOutput,
-) -> Result<(), StoreError> {
+fn apply_output(tx: &mut Turn<'_>, run: &RunId, output: &AttemptOutput) -> Result<(), StoreError> {
     let id = run.as_str();
     let attempt = i64::from(output.attempt);
     let bytes = n(output.output_bytes);
