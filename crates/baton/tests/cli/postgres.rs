@@ -57,6 +57,34 @@ fn a_run_is_recorded_in_postgres_and_read_back_by_every_reader() {
     assert_eq!(kinds.first().map(String::as_str), Some("run-started"));
     assert_eq!(kinds.last().map(String::as_str), Some("run-finished"));
     assert!(kinds.iter().any(|k| k == "retry-scheduled"), "{kinds:?}");
+    // The views read it as they read the file: the report, and watch (of a run that ended:
+    // its status).
+    let page = out.path().parent().unwrap().join("report.html");
+    let report = baton_in(
+        &root,
+        &[
+            "--store",
+            &url,
+            "report",
+            &run,
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(report.code, Some(0), "{}", report.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(
+        html.matches(r#"data-status="ok""#).count(),
+        2,
+        "the retried attempt and fetch's"
+    );
+    assert_eq!(html.matches(r#"data-status="bad""#).count(), 1);
+    let watched = baton_in(&root, &["--store", &url, "watch", &run]);
+    assert!(
+        watched.stdout.contains(&format!("run {run} of `graph`")),
+        "{}",
+        watched.stdout
+    );
     // The same through BATON_STORE.
     let listed = std::process::Command::new(crate::test::BATON)
         .args(["runs", "--json"])
