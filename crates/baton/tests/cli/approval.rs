@@ -24,7 +24,7 @@ run = "echo after"
 
 /// The run's id once `gate` waits for approval.
 fn waiting(root: &Path) -> Option<String> {
-    let store = Store::try_open(root)?;
+    let store = Store::once_a_run_is_in(root)?;
     let run = store.try_run()?;
     let gate = store
         .tasks()
@@ -42,7 +42,7 @@ fn an_approved_task_starts_while_other_branches_went_on() {
     let run = running.await_that("gate waiting", RUN_LIMIT, waiting);
     // The rest of the graph did not wait for the person.
     running.await_that("other finished", RUN_LIMIT, |root: &Path| {
-        let store = Store::try_open(root)?;
+        let store = Store::once_a_run_is_in(root)?;
         let other = store
             .tasks()
             .into_iter()

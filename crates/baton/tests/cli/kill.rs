@@ -20,7 +20,7 @@ fn sigkill_mid_run_leaves_a_consistent_store() {
         .args(&["run", "g.toml", "-j", "4", "--quiet"])
         .spawn();
     let done_before = running.await_that("10 tasks to succeed", Duration::from_secs(30), |root| {
-        let store = crate::test::Store::try_open(root)?;
+        let store = crate::test::Store::once_a_run_is_in(root)?;
         store.try_run()?;
         let done = store
             .tasks()

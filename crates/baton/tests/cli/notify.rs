@@ -100,7 +100,7 @@ run = "echo the disk is full >&2; exit 3"
         .args(&["run", "graph.toml"])
         .spawn();
     let run = running.await_that("the gate waiting", RUN_LIMIT, |root| {
-        let store = crate::test::Store::try_open(root)?;
+        let store = crate::test::Store::once_a_run_is_in(root)?;
         let gate = store
             .tasks()
             .into_iter()

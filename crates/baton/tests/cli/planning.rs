@@ -307,7 +307,7 @@ fn a_crash_after_the_planner_answered_never_asks_it_again() {
     let test = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph(0, 8)));
     let mut running = test.args(&["run", "graph.toml"]).spawn();
     running.await_that("the planned task to start", RUN_LIMIT, |root: &Path| {
-        let store = crate::test::Store::try_open(root)?;
+        let store = crate::test::Store::once_a_run_is_in(root)?;
         store.try_run()?;
         store
             .all_attempts()
@@ -436,7 +436,7 @@ fn a_crash_while_a_planner_re_plans_resumes_the_re_plan() {
     let test = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph));
     let mut running = test.args(&["run", "graph.toml"]).spawn();
     running.await_that("the planner to re-plan", RUN_LIMIT, |root: &Path| {
-        let store = crate::test::Store::try_open(root)?;
+        let store = crate::test::Store::once_a_run_is_in(root)?;
         store.try_run()?;
         let asked = model
             .requests()

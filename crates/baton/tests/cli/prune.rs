@@ -102,7 +102,7 @@ fn interrupted_run() -> crate::test::Output {
         .args(&["run", "long.toml"])
         .spawn();
     running.await_that("the task's start to be recorded", RUN_LIMIT, |root| {
-        let store = crate::test::Store::try_open(root)?;
+        let store = crate::test::Store::once_a_run_is_in(root)?;
         store.try_run()?;
         let recorded = !store.attempts("long").is_empty();
         (recorded && root.join("pid").exists()).then_some(())

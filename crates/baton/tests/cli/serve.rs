@@ -38,7 +38,7 @@ run = "echo meanwhile"
         .args(&["run", "graph.toml"])
         .spawn();
     let run = running.await_that("slow running", RUN_LIMIT, |root: &Path| {
-        let store = Store::try_open(root)?;
+        let store = Store::once_a_run_is_in(root)?;
         let run = store.try_run()?;
         let slow = store
             .tasks()

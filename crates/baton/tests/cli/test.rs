@@ -521,6 +521,12 @@ impl Store {
             .map(|inner| Self { inner })
     }
 
+    /// The store once a run is recorded in it: a test polling for a run's progress may find
+    /// the database before the run is in it.
+    pub fn once_a_run_is_in(root: &Path) -> Option<Self> {
+        Self::try_open(root).filter(|store| store.try_run().is_some())
+    }
+
     /// The one run recorded (every test makes exactly one, unless it says otherwise).
     #[track_caller]
     pub fn run(&self) -> RunRecord {

@@ -237,7 +237,7 @@ fn a_task_waiting_for_approval_says_what_to_type() {
         .args(&["run", "graph.toml"])
         .spawn();
     let run = running.await_that("deploy waiting", RUN_LIMIT, |root: &Path| {
-        let store = Store::try_open(root)?;
+        let store = Store::once_a_run_is_in(root)?;
         let run = store.try_run()?;
         let waiting = store
             .tasks()

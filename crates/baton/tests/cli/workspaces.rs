@@ -559,7 +559,7 @@ fi
     // The first attempt has written its half when its worktree holds the file.
     running.await_that("the first half", crate::test::RUN_LIMIT, |root: &Path| {
         // Its start recorded too: a crash before that commit would run attempt 1 again.
-        let store = crate::test::Store::try_open(root)?;
+        let store = crate::test::Store::once_a_run_is_in(root)?;
         store.try_run()?;
         store.attempts("slow").first()?;
         let worktrees = root.join(".baton/worktrees");
@@ -878,7 +878,7 @@ sleep 60
         "both tasks to plant",
         crate::test::RUN_LIMIT,
         |root: &Path| {
-            let store = crate::test::Store::try_open(root)?;
+            let store = crate::test::Store::once_a_run_is_in(root)?;
             store.try_run()?;
             store.attempts("slow").first()?;
             let quick = store.task("quick");
@@ -1011,7 +1011,7 @@ run = "echo c > c.txt"
     // Its start recorded, so that the takeover ends it rather than running it twice.
     running.await_that("`b` to start", RUN_LIMIT, |root| {
         let recorded = || {
-            let store = crate::test::Store::try_open(root)?;
+            let store = crate::test::Store::once_a_run_is_in(root)?;
             store.try_run()?;
             (!store.attempts("b").is_empty()).then_some(())
         };
