@@ -411,6 +411,21 @@ fn task_known(tx: &mut Turn<'_>, run: &RunId, task: &TaskId) -> Result<(), Store
 const ATTEMPT_ROW: &str = "run_id = $1 AND task_idx = (SELECT idx FROM tasks WHERE run_id = $1 AND task_id = $2) \
      AND attempt = $3";
 
+/// Whether attempt `attempt` of `task` was started: what a refused start or end is told by.
+fn attempt_exists(
+    tx: &mut Turn<'_>,
+    run: &RunId,
+    task: &TaskId,
+    attempt: u32,
+) -> Result<bool, StoreError> {
+    Ok(tx
+        .query_opt(
+            &format!("SELECT 1 FROM attempts WHERE {ATTEMPT_ROW}"),
+            &[&run.as_str(), &task.as_str(), &i64::from(attempt)],
+        )?
+        .is_some())
+}
+
 /// One event's change to the tables, as [`baton_model::RunView`]'s table says.
 fn apply(tx: &mut Turn<'_>, run: &RunId, event: &Event) -> Result<(), StoreError> {
     let id = run.as_str();
@@ -491,13 +506,7 @@ fn apply(tx: &mut Turn<'_>, run: &RunId, event: &Event) -> Result<(), StoreError
                 ],
             )?;
             if inserted == 0 {
-                let exists = tx
-                    .query_opt(
-                        &format!("SELECT 1 FROM attempts WHERE {ATTEMPT_ROW}"),
-                        &[&id, &task.as_str(), &i64::from(*attempt)],
-                    )?
-                    .is_some();
-                return Err(if exists {
+                return Err(if attempt_exists(tx, run, task, *attempt)? {
                     StoreError::AttemptExists {
                         run: run.clone(),
                         task: task.clone(),
@@ -546,13 +555,7 @@ fn apply(tx: &mut Turn<'_>, run: &RunId, event: &Event) -> Result<(), StoreError
                 ],
             )?;
             if changed == 0 {
-                let started = tx
-                    .query_opt(
-                        &format!("SELECT 1 FROM attempts WHERE {ATTEMPT_ROW}"),
-                        &[&id, &task.as_str(), &i64::from(*attempt)],
-                    )?
-                    .is_some();
-                return Err(if started {
+                return Err(if attempt_exists(tx, run, task, *attempt)? {
                     StoreError::AttemptEnded {
                         run: run.clone(),
                         task: task.clone(),

@@ -48,6 +48,8 @@ pub struct Gathered {
     pub events: Vec<baton_model::Event>,
     pub graph: Vec<GraphTask>,
     pub state: baton_model::RunState,
+    /// The run's graph as it last was, when it can be read back.
+    pub recorded: Option<Graph>,
 }
 
 impl Gathered {
@@ -59,34 +61,38 @@ impl Gathered {
         let state = records::effective_state(run);
         let result =
             baton_runner::build_observed_result(store, &run.id, &project.state_dir, Some(state))?;
-        let (view, _) = baton_store::fold(store, &run.id)?;
+        // The log, read once: kept for the checks and reviews, folded for the attempts.
+        let mut view = baton_store::initial_view(store, &run.id)?;
         let mut events = Vec::new();
         let mut after = 0;
         loop {
             let page = store.events(&run.id, after, 10_000)?;
             let Some(last) = page.last() else { break };
             after = last.seq;
+            for event in &page {
+                view.apply(event);
+            }
             events.extend(page);
         }
+        let recorded = baton_runner::recorded_graph(store, &run.id).ok();
         // A graph that cannot be read back (a run of an older baton) is drawn without edges.
-        let graph = baton_runner::recorded_graph(store, &run.id)
-            .map(|graph| shape(&graph))
-            .unwrap_or_else(|_| {
-                view.tasks()
-                    .map(|(id, _)| GraphTask {
-                        id: id.clone(),
-                        needs: Vec::new(),
-                        planner: None,
-                        kind: "task",
-                    })
-                    .collect()
-            });
+        let graph = recorded.as_ref().map(shape).unwrap_or_else(|| {
+            view.tasks()
+                .map(|(id, _)| GraphTask {
+                    id: id.clone(),
+                    needs: Vec::new(),
+                    planner: None,
+                    kind: "task",
+                })
+                .collect()
+        });
         Ok(Self {
             result,
             view,
             events,
             graph,
             state,
+            recorded,
         })
     }
 

@@ -282,8 +282,11 @@ fn export_trace(
             .with_context(|| format!("run {run} is not recorded"))?;
         let gathered = super::report::Gathered::of(store, project, &record)
             .map_err(|e| anyhow::anyhow!("cannot read the run back: {e:?}"))?;
-        let graph = baton_runner::recorded_graph(store, &run)?;
-        let redact = baton_runner::redaction(&graph, agents);
+        let graph = gathered
+            .recorded
+            .as_ref()
+            .context("the run's graph cannot be read back")?;
+        let redact = baton_runner::redaction(graph, agents);
         exporter.export(&gathered, &redact)
     })();
     match sent {
