@@ -87,6 +87,9 @@ impl fmt::Display for TaskState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunState {
+    /// Submitted (`baton run --detach`) and not yet taken by a worker: no process drives it
+    /// and none has to; the first worker free to coordinate it starts it.
+    Queued,
     Running,
     Succeeded,
     SucceededWithWarnings,
@@ -102,7 +105,8 @@ pub enum RunState {
 }
 
 impl RunState {
-    pub const ALL: [RunState; 9] = [
+    pub const ALL: [RunState; 10] = [
+        Self::Queued,
         Self::Running,
         Self::Succeeded,
         Self::SucceededWithWarnings,
@@ -116,6 +120,7 @@ impl RunState {
 
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Queued => "queued",
             Self::Running => "running",
             Self::Succeeded => "succeeded",
             Self::SucceededWithWarnings => "succeeded_with_warnings",

@@ -157,6 +157,13 @@ pub struct RunView {
 
 impl RunView {
     /// A run as it is created: `running`, with `tasks` (in graph order) all `pending`.
+    /// A run submitted for a worker (`baton run --detach`), before any event: queued. Its
+    /// `run-started` makes it running like any other.
+    pub fn submitted(mut self) -> Self {
+        self.run.status = RunState::Queued;
+        self
+    }
+
     pub fn new(tasks: impl IntoIterator<Item = TaskId>) -> Self {
         let mut view = Self {
             run: RunHead {

@@ -98,20 +98,7 @@ pub async fn run(
             return Err(RunError::Workspace(error));
         }
     };
-    store.create_run(&NewRun {
-        id: run_id.clone(),
-        name: graph.name().to_owned(),
-        graph_path: graph.source().display().to_string(),
-        graph_json: graph.to_stored_json(),
-        concurrency: graph.run_settings().concurrency,
-        started_at_ms,
-        tasks: graph
-            .tasks()
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.id.clone(), i as u32))
-            .collect(),
-    })?;
+    store.create_run(&new_run(&graph, &run_id, started_at_ms))?;
     let lease = crate::driver::claim(store, &run_id)?.lease;
     let opening = vec![Event {
         seq: 0,
@@ -133,7 +120,34 @@ pub async fn run(
         lease,
         workspaces,
     };
-    drive_run(graph, held, restored, reporter, &config, stops).await
+    drive_run(graph, held, restored, reporter, &config, stops, None).await
+}
+
+/// The run's record as it is created.
+fn new_run(graph: &Graph, run_id: &RunId, started_at_ms: i64) -> NewRun {
+    NewRun {
+        id: run_id.clone(),
+        name: graph.name().to_owned(),
+        graph_path: graph.source().display().to_string(),
+        graph_json: graph.to_stored_json(),
+        concurrency: graph.run_settings().concurrency,
+        started_at_ms,
+        tasks: graph
+            .tasks()
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i as u32))
+            .collect(),
+    }
+}
+
+/// Submits `graph` as a run for workers to drive (`baton run --detach`): recorded `queued`,
+/// nothing started here. Its git base is resolved by the worker that starts it.
+pub fn submit(graph: &Graph, store: &baton_store::PgStore) -> Result<RunId, RunError> {
+    let started_at_ms = now_ms();
+    let run_id = new_run_id(started_at_ms);
+    store.submit_run(&new_run(graph, &run_id, started_at_ms))?;
+    Ok(run_id)
 }
 
 /// Takes over a recorded run (see [`Takeover`]) and drives it to its end.
@@ -163,24 +177,107 @@ pub async fn resume(
         .map_err(released)?;
     let restored = plan_takeover(store, &graph, run_id, effective, &how).map_err(released)?;
     kill_leftovers(run_id, &unfinished);
+    let held = hold(store, run_id, lease, &graph, &config).map_err(released)?;
+    drive_run(graph, held, restored, reporter, &config, stops, None).await
+}
+
+/// A claimed run's directory and worktrees, made ready to drive it.
+fn hold<'a>(
+    store: &'a dyn Store,
+    run_id: &RunId,
+    lease: Lease,
+    graph: &Graph,
+    config: &RunConfig,
+) -> Result<Held<'a>, RunError> {
     let dirs = RunDirs::new(&config.state_dir, run_id);
-    dirs.create()
-        .map_err(|source| RunError::RunDir {
-            path: dirs.run.clone(),
-            source,
-        })
-        .map_err(released)?;
-    let workspaces = Workspaces::new(&graph, &config.root, &config.state_dir, run_id)
-        .map_err(RunError::Workspace)
-        .map_err(released)?;
-    let held = Held {
+    dirs.create().map_err(|source| RunError::RunDir {
+        path: dirs.run.clone(),
+        source,
+    })?;
+    // Best effort: without it, the directory is never swept as a stray.
+    let _ = dirs.keep_store(&store.location());
+    let workspaces = Workspaces::new(graph, &config.root, &config.state_dir, run_id)
+        .map_err(RunError::Workspace)?;
+    Ok(Held {
         store,
         run_id: run_id.clone(),
         dirs,
         lease,
         workspaces,
+    })
+}
+
+/// Coordinates a run for workers (`baton worker`): a submitted run is started, one whose
+/// coordinator died is taken over as `baton resume` would; either way its attempts are queued
+/// in `queue` for workers to run. `Ok(None)`: there was nothing to coordinate (another worker
+/// took the run first, or it has ended).
+pub async fn coordinate(
+    run_id: &RunId,
+    store: &dyn Store,
+    queue: &baton_store::PgStore,
+    reporter: &mut dyn Reporter,
+    config: RunConfig,
+    stops: mpsc::UnboundedReceiver<StopRequest>,
+) -> Result<Option<RunResult>, RunError> {
+    let graph = crate::takeover::recorded_graph(store, run_id)?;
+    let lease = match crate::driver::claim(store, run_id) {
+        Ok(claim) => claim.lease,
+        Err(StoreError::RunHeld { .. }) => return Ok(None),
+        Err(error) => return Err(error.into()),
     };
-    drive_run(graph, held, restored, reporter, &config, stops).await
+    let released = |err: RunError| {
+        let _ = store.release(run_id, lease);
+        err
+    };
+    // Read once it is ours: another worker may have started and even finished it meanwhile.
+    let record = store
+        .run(run_id)
+        .map_err(RunError::Store)
+        .map_err(released)?
+        .ok_or_else(|| TakeoverError::UnknownRun(run_id.clone()))
+        .map_err(RunError::from)
+        .map_err(released)?;
+    let restored = match record.status {
+        baton_model::RunState::Queued => Restored {
+            opening: vec![Event {
+                seq: 0,
+                at_ms: now_ms(),
+                kind: EventKind::RunStarted {
+                    name: graph.name().to_owned(),
+                    tasks: graph.len() as u32,
+                    concurrency: graph.run_settings().concurrency,
+                },
+            }],
+            ..Restored::default()
+        },
+        baton_model::RunState::Running => {
+            let unfinished = crate::Unfinished::read(store, run_id)
+                .map_err(RunError::Store)
+                .map_err(released)?;
+            let how = Takeover::Resume {
+                charge_retries: false,
+                budget: None,
+            };
+            let restored = plan_takeover(
+                store,
+                &graph,
+                run_id,
+                baton_model::RunState::Interrupted,
+                &how,
+            )
+            .map_err(released)?;
+            kill_leftovers(run_id, &unfinished);
+            restored
+        }
+        _ => {
+            let _ = store.release(run_id, lease);
+            return Ok(None);
+        }
+    };
+    let held = hold(store, run_id, lease, &graph, &config).map_err(released)?;
+    drive_run(graph, held, restored, reporter, &config, stops, Some(queue))
+        .await
+        .map(Some)
 }
 
 /// A run this process holds, ready to be driven.
@@ -203,6 +300,7 @@ async fn drive_run(
     reporter: &mut dyn Reporter,
     config: &RunConfig,
     stops: mpsc::UnboundedReceiver<StopRequest>,
+    workers: Option<&baton_store::PgStore>,
 ) -> Result<RunResult, RunError> {
     let owned = Arc::new(owned);
     let graph = &*owned;
@@ -268,6 +366,13 @@ async fn drive_run(
     );
     if let Some(budget) = restored.budget.clone() {
         dispatcher.meter().set_limit(budget);
+    }
+    if let Some(queue) = workers
+        && let Err(err) = dispatcher.run_on_workers(queue, lease.token)
+    {
+        drop(dispatcher);
+        let _ = store.release(&run_id, lease);
+        return Err(err.into());
     }
     dispatcher.restore(restored);
     let has_agents = graph

@@ -32,15 +32,17 @@ pub mod paths;
 mod planner;
 mod reasons;
 mod recorder;
+mod remote;
 mod result;
 mod round;
 mod run_id;
 mod stamp;
 mod takeover;
+mod worker;
 mod workspace;
 
 pub use config::{AgentConfig, ConfigError, NotifyConfig, NotifyOn};
-pub use drive::{RunConfig, RunError, StopRequest, resume, run};
+pub use drive::{RunConfig, RunError, StopRequest, coordinate, resume, run, submit};
 
 /// `COMMAND --version` of an engine: its version (`None` if it printed none baton can read),
 /// or why it cannot be used.
@@ -76,4 +78,5 @@ pub use leftovers::{Unfinished, kill_leftovers};
 pub use result::{build_observed_result, build_result};
 pub use run_id::new_run_id;
 pub use takeover::{BudgetChange, Takeover, TakeoverError, cancel_abandoned, recorded_graph};
+pub use worker::{WorkerNews, WorkerOptions, work};
 pub use workspace::{check_worktrees, empty_worktree_pool, run_repo};

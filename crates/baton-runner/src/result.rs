@@ -569,6 +569,8 @@ fn what_else(run: &RunId, tasks: &[TaskResult], record: &baton_store::RunRecord)
                 next.push(format!("baton reject {run} {id} --reason '…'"));
             }
         }
+        // Waits for a worker: `baton workers` says whether one is there to take it.
+        RunState::Queued => next.push("baton workers".to_owned()),
         RunState::Succeeded | RunState::SucceededWithWarnings | RunState::NeedsHuman => {}
     }
     next

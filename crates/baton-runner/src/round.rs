@@ -283,7 +283,7 @@ pub(crate) fn shape(
 }
 
 /// A session a new attempt continues: the earlier attempt's, cut short by the machinery.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Continue {
     /// The agent session to continue, where the engine can.
     pub session: Option<String>,

@@ -328,6 +328,14 @@ impl Workspaces {
         &self.base
     }
 
+    /// A worker's copy starts from the coordinator's base, not from what `base` names in the
+    /// worker's checkout now.
+    pub(crate) fn adopt_base(&mut self, base: &str) {
+        if self.repo.is_some() {
+            base.clone_into(&mut self.base);
+        }
+    }
+
     /// Whether any task works in a worktree.
     pub(crate) fn active(&self) -> bool {
         self.repo.is_some()

@@ -39,11 +39,21 @@ pub fn initial_view(store: &dyn RunReader, run: &RunId) -> Result<RunView, Store
             _ => Vec::new(),
         })
         .collect();
-    Ok(RunView::new(
+    let mut view = RunView::new(
         store
             .tasks(run)?
             .into_iter()
             .map(|task| task.task)
             .filter(|task| !planned.contains(task)),
-    ))
+    );
+    // A submitted run (`baton run --detach`) starts queued: its `run-started` comes from the
+    // worker that takes it. Any other run's log opens with its start.
+    if store.last_seq(run)? == 0
+        && store
+            .run(run)?
+            .is_some_and(|r| r.status == baton_model::RunState::Queued)
+    {
+        view = view.submitted();
+    }
+    Ok(view)
 }

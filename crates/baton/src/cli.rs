@@ -9,8 +9,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "baton", version, about, max_term_width = 100)]
 pub struct Cli {
-    /// Where runs are recorded: `sqlite:PATH`. Default: `.baton/baton.db` in the repository
-    /// root, or in the current directory outside a repository.
+    /// Where runs are recorded: `sqlite:PATH` or `postgres://USER@HOST:PORT/DB`. Default:
+    /// `.baton/baton.db` in the repository root, or in the current directory outside a
+    /// repository.
     #[arg(long, global = true, env = "BATON_STORE", value_name = "URL")]
     pub store: Option<String>,
 
@@ -64,6 +65,13 @@ pub enum Command {
     /// Merge a run's result into the current branch: a fast-forward when possible, else a
     /// merge commit. Refuses a working tree with uncommitted changes.
     Apply(ApplyArgs),
+    /// Claim and run the attempts of runs in a PostgreSQL store (`baton run --detach`), with
+    /// the same attempt unit as a local run; coordinate runs nobody coordinates. Stops on
+    /// Ctrl-C or SIGTERM once what it holds has ended.
+    Worker(WorkerArgs),
+    /// List the live workers of a PostgreSQL store: slots, engines, labels, what each runs,
+    /// its last heartbeat.
+    Workers(WorkersArgs),
     /// Let a task waiting for approval start; or, without a task, let a run waiting at its
     /// soft budget go on (up to its hard budget), driving it here.
     Approve(ApproveArgs),
@@ -370,6 +378,40 @@ pub struct RunArgs {
     /// Validate and print the plan without running anything.
     #[arg(long)]
     pub dry_run: bool,
+    /// Submit the run for workers (`baton worker`) and print its id, instead of running it
+    /// here. Needs a PostgreSQL store (`--store postgres://…`).
+    #[arg(long, conflicts_with = "dry_run")]
+    pub detach: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Attempts it runs at once (default: the number of CPUs).
+    #[arg(long, value_name = "N")]
+    pub slots: Option<u32>,
+    /// The engines it runs, comma-separated (`shell,claude`); default: every engine.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub engines: Vec<String>,
+    /// Its labels, comma-separated: it runs tasks whose `runs_on` it has all of.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub labels: Vec<String>,
+    /// How long a claimed attempt stays this worker's without a heartbeat (renewed every
+    /// third of it): past it, the attempt runs again on another worker.
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub lease: String,
+    /// Only run attempts: leave coordinating runs to other workers.
+    #[arg(long)]
+    pub no_coordinate: bool,
+    /// Time between TERM and KILL when an attempt is stopped.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub kill_grace: String,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkersArgs {
+    /// Print the workers as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

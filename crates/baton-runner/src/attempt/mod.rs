@@ -70,8 +70,9 @@ pub(crate) struct AttemptUnit {
     watcher: Option<Box<dyn LineWatcher>>,
 }
 
-/// How an attempt ended, everything the dispatcher records and applies.
-#[derive(Debug)]
+/// How an attempt ended, everything the dispatcher records and applies. A worker sends it to
+/// the run's coordinator as JSON (`crate::remote`).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct AttemptDone {
     pub task: u32,
     pub attempt: u32,

@@ -87,6 +87,8 @@ pub(crate) struct Dispatcher<'a> {
     approvals: Approvals,
     /// Best-of tasks whose candidates are running.
     gathering: HashMap<u32, candidates::Gathering>,
+    /// Where attempts run when workers run them (`baton worker`); `None`: here.
+    queue: Option<crate::remote::Queue>,
 }
 
 /// What one turn has to work through.
@@ -143,7 +145,26 @@ impl<'a> Dispatcher<'a> {
             final_state: None,
             gathering: HashMap::new(),
             approvals: Approvals::default(),
+            queue: None,
         }
+    }
+
+    /// Attempts run on workers from now on: queued in `store`, fenced by the run's lease
+    /// `token`.
+    pub(crate) fn run_on_workers(
+        &mut self,
+        store: &baton_store::PgStore,
+        token: u64,
+    ) -> Result<(), StoreError> {
+        self.queue = Some(crate::remote::Queue::start(
+            store,
+            self.run_id.clone(),
+            token,
+            self.shared.progress.clone(),
+            self.stop_tx.subscribe(),
+            self.shared.meter.clone(),
+        )?);
+        Ok(())
     }
 
     /// What agents spend, against the run's budget.
@@ -274,6 +295,7 @@ impl<'a> Dispatcher<'a> {
                 Some(joined) = self.units.join_next(), if !self.units.is_empty() => {
                     self.unit_done(joined, &mut turn);
                 }
+                Some(done) = next_remote(&mut self.queue) => self.unit_done(Ok(done), &mut turn),
                 () = self.ledger.next(reporter) => {}
                 _ = sleep_until_first(&self.timers), if !self.timers.is_empty() => {}
                 request = stops.recv(), if stops_open => match request {
@@ -292,6 +314,9 @@ impl<'a> Dispatcher<'a> {
             // A unit's events come before its end (`unit_done` takes them first).
             while let Some(joined) = self.units.try_join_next() {
                 self.unit_done(joined, &mut turn);
+            }
+            while let Some(done) = self.queue.as_mut().and_then(|q| q.try_next()) {
+                self.unit_done(Ok(done), &mut turn);
             }
             self.ledger.take_acks(reporter);
             self.release_deferred(&mut turn);
@@ -616,6 +641,17 @@ impl<'a> Dispatcher<'a> {
             }
             self.launch(task, attempt, is_agent);
         }
+        if let Some(Err((_, keys))) = self.queue.as_mut().map(|q| q.flush()) {
+            // Not queued: the run was taken over, or the store failed. They end cancelled, as
+            // launches after a store failure do; the next commit tells the ledger which.
+            for (task, attempt) in keys {
+                self.carried.push_back(Input::Finished {
+                    task,
+                    attempt,
+                    outcome: Outcome::Cancelled,
+                });
+            }
+        }
     }
 
     /// Starts attempt `attempt` of `task` as a unit of its own; one that cannot start (its
@@ -624,15 +660,11 @@ impl<'a> Dispatcher<'a> {
         if self.graph.task(task).candidate_count() > 1 {
             return self.launch_candidates(task, attempt);
         }
+        if self.queue.is_some() {
+            return self.queue_attempt(task, attempt, agent);
+        }
         let id = self.graph.task(task).id.clone();
-        let mut resume = self.sessions.remove(&task);
-        // A planner asked again is told what came of its plan, in its session.
-        let dropped = if self.sched.replanning(task) {
-            resume = Some(self.replan_message(task));
-            self.dropped(task)
-        } else {
-            Vec::new()
-        };
+        let (resume, dropped) = self.continuing(task);
         let assembled = assemble(
             Assembly {
                 graph: &self.graph,
@@ -661,6 +693,59 @@ impl<'a> Dispatcher<'a> {
             pid: started.pid,
         });
         self.units.spawn(started.rest.finish_caught(id));
+    }
+
+    /// What `task`'s next attempt continues (its session, or what it is told), and, for a
+    /// planner asked again, the tasks of its plan its answer replaces: a planner asked again
+    /// is told what came of its plan, in its session.
+    fn continuing(&mut self, task: u32) -> (Option<crate::launch::Continue>, Vec<u32>) {
+        let resume = self.sessions.remove(&task);
+        if self.sched.replanning(task) {
+            (Some(self.replan_message(task)), self.dropped(task))
+        } else {
+            (resume, Vec::new())
+        }
+    }
+
+    /// Queues attempt `attempt` of `task` for a worker; recorded started now (its pid is the
+    /// worker's to know).
+    fn queue_attempt(&mut self, task: u32, attempt: u32, agent: bool) {
+        let (resume, dropped) = self.continuing(task);
+        let spec = self.graph.task(task);
+        let engine_at = self.sched.engine(task);
+        let work = crate::remote::Work {
+            graph_len: self.graph.len() as u32,
+            engine: engine_at,
+            dropped,
+            resume,
+            agent,
+            base: self
+                .workspaces
+                .active()
+                .then(|| self.workspaces.base().to_owned()),
+        };
+        let engine = match &spec.action {
+            TaskAction::Agent {
+                engine, settings, ..
+            } => match engine_at {
+                0 => engine.clone(),
+                k => settings
+                    .fallback
+                    .get(k as usize - 1)
+                    .map_or_else(|| engine.clone(), |f| f.engine.clone()),
+            },
+            _ => "shell".to_owned(),
+        };
+        let labels = Vec::new();
+        let id = spec.id.clone();
+        if let Some(queue) = self.queue.as_mut() {
+            queue.push(task, attempt, engine, labels, &work);
+        }
+        self.ledger.push(EventKind::AttemptStarted {
+            task: id,
+            attempt,
+            pid: None,
+        });
     }
 
     /// Feeds the scheduler what people decided about the run's waiting tasks since last time.
@@ -759,6 +844,15 @@ fn stop_input(request: StopRequest) -> Input {
 async fn sleep_until_first(timers: &BinaryHeap<Reverse<(Instant, u32)>>) {
     if let Some(Reverse((at, _))) = timers.peek() {
         tokio::time::sleep_until((*at).into()).await;
+    }
+}
+
+async fn next_remote(
+    queue: &mut Option<crate::remote::Queue>,
+) -> Option<crate::attempt::AttemptDone> {
+    match queue {
+        Some(queue) => queue.next().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -35,7 +35,7 @@ const MIN_OUTPUT_CAPTURE: usize = 64 * 1024;
 /// Tail of stderr kept per attempt.
 const STDERR_CAPTURE: usize = 16 * 1024;
 /// A finished task's result, held for its dependents until the last of them has started.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct HeldOutput {
     pub text: String,
     pub json: Option<serde_json::Value>,

@@ -525,13 +525,13 @@ impl Scheduler {
             // The next engine, at once and with its retries whole: the last one's own
             // retries of its API are behind it, and its `retry-after` is not this one's.
             self.uncharged[i] = attempt;
-            self.phase[i] = Phase::Backoff;
-            out.push(Action::RetryLater {
-                task,
-                attempt: attempt + 1,
-                delay: Duration::ZERO,
-            });
-            return;
+            return self.again_at_once(task, attempt, out);
+        }
+        if self.stop.is_none() && *outcome == Outcome::Interrupted {
+            // Lost with the worker that ran it (its lease lapsed): no fault of the task's, so
+            // not one of its retries; another worker takes it at once.
+            self.uncharged[i] += 1;
+            return self.again_at_once(task, attempt, out);
         }
         let retryable = match outcome.failure_class() {
             Some(FailureClass::Infrastructure) => true,
@@ -558,6 +558,16 @@ impl Scheduler {
             _ => TaskState::Failed,
         };
         self.fail(task, state, Cause::Outcome, out);
+    }
+
+    /// `task` runs again without waiting: the attempt after `attempt`.
+    fn again_at_once(&mut self, task: u32, attempt: u32, out: &mut Vec<Action>) {
+        self.phase[task as usize] = Phase::Backoff;
+        out.push(Action::RetryLater {
+            task,
+            attempt: attempt + 1,
+            delay: Duration::ZERO,
+        });
     }
 
     /// A running task stops occupying its concurrency slot and its scope.

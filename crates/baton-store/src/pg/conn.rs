@@ -15,6 +15,18 @@ pub(super) struct Session {
     pub(super) statements: HashMap<String, postgres::Statement>,
 }
 
+impl Session {
+    /// `sql` prepared on this connection, once.
+    pub(super) fn prepared(&mut self, sql: &str) -> Result<postgres::Statement, postgres::Error> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(sql)?;
+        self.statements.insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+}
+
 pub(super) struct Conn {
     jobs: Mutex<mpsc::Sender<Job>>,
 }

@@ -12,6 +12,7 @@
 //! writer serialises them, while different runs go on at once.
 
 mod conn;
+mod queue;
 mod read;
 mod write;
 
@@ -20,9 +21,16 @@ use std::sync::Arc;
 use crate::StoreError;
 
 pub use conn::describe_server;
+pub use queue::{
+    ATTEMPT_ENDED, AttemptEnd, AttemptKey, ClaimedAttempt, Listener, QueuedAttempt, RUN_SUBMITTED,
+    Renewal, WORK_QUEUED, WorkerRecord,
+};
 
 /// The schema versions this baton knows, in order; the last is current.
-const MIGRATIONS: &[(u32, &str, &str)] = &[(1, "v1", include_str!("v1.sql"))];
+const MIGRATIONS: &[(u32, &str, &str)] = &[
+    (1, "v1", include_str!("v1.sql")),
+    (2, "work queue", include_str!("v2.sql")),
+];
 
 /// A PostgreSQL store: one connection, on its own thread.
 #[derive(Clone)]

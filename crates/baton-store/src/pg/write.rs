@@ -53,6 +53,12 @@ fn lock(tx: &mut Transaction<'_>, run: &RunId) -> Result<Holder, StoreError> {
 
 impl PgStore {
     pub(super) fn create_run_pg(&self, run: &NewRun) -> Result<(), StoreError> {
+        self.insert_run(run, RunState::Running)
+    }
+
+    /// Records a new run in `status`: `running` for a run this process drives, `queued` for
+    /// one a worker will.
+    pub(super) fn insert_run(&self, run: &NewRun, status: RunState) -> Result<(), StoreError> {
         let run = run.clone();
         self.conn.call(move |client| {
             let mut tx = client.transaction()?;
@@ -63,7 +69,7 @@ impl PgStore {
                     &run.id.as_str(),
                     &run.name,
                     &run.graph_path,
-                    &RunState::Running.as_str(),
+                    &status.as_str(),
                     &run.started_at_ms,
                     &i64::from(run.concurrency),
                     &n(run.tasks.len()),

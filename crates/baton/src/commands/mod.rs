@@ -19,6 +19,7 @@ mod serve;
 mod shell;
 mod status;
 mod watch;
+mod worker;
 
 use crate::cli::{Cli, Command};
 use crate::exit::Failure;
@@ -41,6 +42,8 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Cancel(args) => cancel::cancel(args, cli.store.as_deref()),
         Command::Prune(args) => prune::prune(args, cli.store.as_deref()),
         Command::Doctor(args) => doctor::doctor(args, cli.store.as_deref()),
+        Command::Worker(args) => worker::worker(args, cli.store.as_deref()),
+        Command::Workers(args) => worker::workers(args, cli.store.as_deref()),
         Command::Approve(args) => run::approve(args, cli.store.as_deref()),
         Command::Reject(args) => run::reject(args, cli.store.as_deref()),
         Command::Diff(args) => diff::diff(args, cli.store.as_deref()),

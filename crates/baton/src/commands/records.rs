@@ -19,7 +19,7 @@ pub fn open(store_url: Option<&str>) -> Result<Box<dyn Store>, Failure> {
 /// a store's backend.
 pub fn open_for_writing(at: &StoreAt) -> Result<Box<dyn Store>, Failure> {
     let path = match at {
-        StoreAt::Postgres(url) => return open_postgres(url),
+        StoreAt::Postgres(url) => return Ok(Box::new(open_postgres(url)?)),
         StoreAt::Sqlite(path) => path.as_path(),
     };
     let store = SqliteStore::open(path).map_err(|e| {
@@ -39,7 +39,7 @@ pub fn open_for_writing(at: &StoreAt) -> Result<Box<dyn Store>, Failure> {
 
 /// A PostgreSQL store: unreachable, it is baton that cannot work (exit 3), and the error names
 /// the server (never its password).
-fn open_postgres(url: &str) -> Result<Box<dyn Store>, Failure> {
+pub fn open_postgres(url: &str) -> Result<baton_store::PgStore, Failure> {
     let store = baton_store::PgStore::open(url).map_err(|e| match e {
         StoreError::Connect { server, source } => Failure::Internal(anyhow::anyhow!(
             "cannot reach the run store at {server} ({source}): is the server running, and may \
@@ -50,7 +50,24 @@ fn open_postgres(url: &str) -> Result<Box<dyn Store>, Failure> {
             baton_store::describe_server(url)
         ))),
     })?;
-    Ok(Box::new(store))
+    Ok(store)
+}
+
+/// The PostgreSQL store `what` needs (workers share runs through one): the project's store
+/// if it is one, else the error that says how to name one.
+pub fn postgres_for(
+    project: &Project,
+    store_url: Option<&str>,
+    what: &str,
+) -> Result<baton_store::PgStore, Failure> {
+    match project.store_at(store_url).map_err(Failure::BadInput)? {
+        StoreAt::Postgres(url) => open_postgres(&url),
+        StoreAt::Sqlite(path) => Err(Failure::BadInput(format!(
+            "{what} needs a PostgreSQL store that workers share, not the file {}: name one with \
+             `--store postgres://USER@HOST:PORT/DB` (or BATON_STORE)",
+            path.display()
+        ))),
+    }
 }
 
 /// Why the store at `path` cannot be written, if that is so: the file, or the directory that
@@ -92,7 +109,7 @@ pub fn open_with_project(store_url: Option<&str>) -> Result<(Project, Box<dyn St
 
 fn open_at(project: Project, at: &StoreAt) -> Result<(Project, Box<dyn Store>), Failure> {
     let path = match at {
-        StoreAt::Postgres(url) => return Ok((project, open_postgres(url)?)),
+        StoreAt::Postgres(url) => return Ok((project, Box::new(open_postgres(url)?))),
         StoreAt::Sqlite(path) => path.as_path(),
     };
     if !path.exists() {

@@ -45,7 +45,31 @@ pub fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         return super::plan::print_plan(&graph, args.drive.json);
     }
     check_env(&graph)?;
+    if args.detach {
+        return detach(&graph, &args.drive, store_url);
+    }
     drive(Job::New(Box::new(graph)), &args.drive, store_url)
+}
+
+/// `baton run --detach`: the run is recorded queued for a worker, its id printed (with what
+/// to type to follow it on stderr).
+fn detach(graph: &Graph, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+    let project = Project::of_graph(graph.source())?;
+    check_confinement(graph)?;
+    check_worktrees(graph, &project.root)?;
+    let store = records::postgres_for(&project, store_url, "`baton run --detach`")?;
+    let run = baton_runner::submit(graph, &store).map_err(|e| Failure::Internal(e.into()))?;
+    let mut out = out::Stdout::new(format!("the id of the submitted run {run}"));
+    if args.json {
+        out.json(&serde_json::json!({ "run": run.as_str(), "state": "queued" }))?;
+    } else {
+        out.line(run.as_str())?;
+    }
+    out::err(&format!(
+        "baton: submitted run {run}: a `baton worker` on this store starts it; \
+         `baton watch {run}` follows it, `baton workers` lists the workers"
+    ));
+    Ok(exit::SUCCESS)
 }
 
 /// `--raise-budget USD`, checked.
@@ -380,7 +404,7 @@ fn check_stored(
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP stop the run: the first gracefully, any further one at once.
-fn forward_signals(tx: mpsc::UnboundedSender<StopRequest>) -> anyhow::Result<()> {
+pub(super) fn forward_signals(tx: mpsc::UnboundedSender<StopRequest>) -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
     let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
@@ -408,7 +432,7 @@ fn forward_signals(tx: mpsc::UnboundedSender<StopRequest>) -> anyhow::Result<()>
     Ok(())
 }
 
-fn fastrand_seed() -> u64 {
+pub(super) fn fastrand_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)

@@ -1,0 +1,229 @@
+//! Attempts run by workers (`baton worker`): the coordinator's side of the work queue.
+//!
+//! A run coordinated by a worker keeps its one scheduler and its one dispatcher; only where
+//! an attempt runs changes. Instead of starting an attempt unit itself, the dispatcher queues
+//! the attempt's [`Work`] (what the unit is assembled from that only the coordinator knows)
+//! in PostgreSQL; a worker claims it, assembles the same unit from the run's recorded graph
+//! and runs it (`crate::worker`), and writes the unit's [`AttemptDone`] back. A thread of the
+//! coordinator's ([`Queue`]'s poller) takes those ends, and the attempts whose worker stopped
+//! renewing its lease, and hands them to the dispatcher as if a local unit had ended: what
+//! the dispatcher records and applies does not know where the attempt ran.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use baton_exec::StopLevel;
+use baton_model::{Event, Outcome, RunId};
+use baton_store::{AttemptEnd, PgStore, QueuedAttempt, StoreError};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, watch};
+
+use crate::attempt::AttemptDone;
+use crate::budget::Meter;
+use crate::launch::Continue;
+
+/// How often the poller looks at the queue when no notification woke it.
+const POLL: Duration = Duration::from_millis(500);
+
+/// What a worker needs to assemble an attempt's unit besides the run's recorded graph and
+/// store: what the coordinator decided for this attempt.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Work {
+    /// Tasks in the graph when it was queued: a worker whose copy of the graph has fewer
+    /// reads the grown one from the store.
+    pub graph_len: u32,
+    /// The engine of the task's chain it runs on (0: its own).
+    pub engine: u32,
+    /// A planner asked again: the tasks of its plan its answer replaces.
+    pub dropped: Vec<u32>,
+    /// The session it continues, or what it is told.
+    pub resume: Option<Continue>,
+    pub agent: bool,
+    /// The run's base commit, when its tasks work in worktrees.
+    pub base: Option<String>,
+}
+
+/// The coordinator's end of the queue for one run.
+pub(crate) struct Queue {
+    store: PgStore,
+    run: RunId,
+    /// The run's lease this coordinator holds: what it queues is fenced by it.
+    token: u64,
+    /// Attempts decided this turn, queued together.
+    pending: Vec<QueuedAttempt>,
+    /// Ended attempts, from the poller.
+    ends: mpsc::UnboundedReceiver<AttemptDone>,
+    quit: Arc<AtomicBool>,
+    poller: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Queue {
+    /// Starts the poller of `run`'s queue: ends go to the dispatcher through the returned
+    /// queue, what running attempts record goes into `progress`, and a stop of the run
+    /// (`stop`) reaches the workers.
+    pub(crate) fn start(
+        store: &PgStore,
+        run: RunId,
+        token: u64,
+        progress: mpsc::UnboundedSender<Event>,
+        stop: watch::Receiver<StopLevel>,
+        meter: Meter,
+    ) -> Result<Self, StoreError> {
+        let store = store.reconnect()?;
+        // Whatever an earlier coordinator queued is not this one's: those attempts are
+        // recorded interrupted by the takeover, and their workers stop them.
+        store.drop_queued_before(&run, token)?;
+        let poll_store = store.reconnect()?;
+        let mut listener = store.listener(&[baton_store::ATTEMPT_ENDED])?;
+        let (tx, ends) = mpsc::unbounded_channel();
+        let quit = Arc::new(AtomicBool::new(false));
+        let poller = {
+            let (run, quit) = (run.clone(), Arc::clone(&quit));
+            std::thread::Builder::new()
+                .name("baton-queue".to_owned())
+                .spawn(move || {
+                    let mut stopped = StopLevel::Run;
+                    while !quit.load(Ordering::Relaxed) {
+                        let level = *stop.borrow();
+                        if level != stopped {
+                            stopped = level;
+                            let code = match level {
+                                StopLevel::Run => 0,
+                                StopLevel::Graceful => 1,
+                                StopLevel::Immediate => 2,
+                            };
+                            // What no worker took never started: it ends here, cancelled.
+                            if let Ok(unclaimed) = poll_store.stop_attempts(&run, code) {
+                                for (task, attempt) in unclaimed {
+                                    let _ = tx.send(AttemptDone::never_started(
+                                        task,
+                                        attempt,
+                                        Outcome::Cancelled,
+                                    ));
+                                }
+                            }
+                        }
+                        if let Ok(news) = poll_store.take_news(&run) {
+                            for event in news {
+                                if let Ok(event) = serde_json::from_str::<Event>(&event) {
+                                    let _ = progress.send(event);
+                                }
+                            }
+                        }
+                        if let Ok(ended) = poll_store.take_ended(&run) {
+                            for end in ended {
+                                let done = match end {
+                                    AttemptEnd::Ended {
+                                        task,
+                                        attempt,
+                                        result,
+                                    } => ended_remotely(task, attempt, &result),
+                                    AttemptEnd::Lapsed {
+                                        task,
+                                        attempt,
+                                        worker,
+                                    } => lapsed(task, attempt, &worker),
+                                };
+                                if let Some(agent) = &done.agent {
+                                    meter.finish((done.task, done.attempt), agent);
+                                }
+                                if tx.send(done).is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                        // Woken by a worker's end, or by the clock.
+                        let _ = listener.wait(POLL);
+                    }
+                })
+                .map_err(StoreError::Recorder)?
+        };
+        Ok(Self {
+            store,
+            run,
+            token,
+            pending: Vec::new(),
+            ends,
+            quit,
+            poller: Some(poller),
+        })
+    }
+
+    /// Adds attempt `attempt` of `task` to this turn's queueing.
+    pub(crate) fn push(
+        &mut self,
+        task: u32,
+        attempt: u32,
+        engine: String,
+        labels: Vec<String>,
+        work: &Work,
+    ) {
+        self.pending.push(QueuedAttempt {
+            task,
+            attempt,
+            engine,
+            labels,
+            work: serde_json::to_string(work).expect("work serialises"),
+        });
+    }
+
+    /// Queues this turn's attempts, in one transaction; those that could not be queued are
+    /// returned (the run lost its lease, or the store failed).
+    pub(crate) fn flush(&mut self) -> Result<(), (StoreError, Vec<(u32, u32)>)> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let keys: Vec<(u32, u32)> = pending.iter().map(|a| (a.task, a.attempt)).collect();
+        self.store
+            .enqueue(&self.run, self.token, pending)
+            .map_err(|error| (error, keys))
+    }
+
+    /// The next attempt that ended on a worker.
+    pub(crate) async fn next(&mut self) -> Option<AttemptDone> {
+        self.ends.recv().await
+    }
+
+    pub(crate) fn try_next(&mut self) -> Option<AttemptDone> {
+        self.ends.try_recv().ok()
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        self.quit.store(true, Ordering::Relaxed);
+        if let Some(poller) = self.poller.take() {
+            let _ = poller.join();
+        }
+    }
+}
+
+/// A worker's end, as it wrote it; one that cannot be read is the machinery's failure,
+/// retried like any.
+fn ended_remotely(task: u32, attempt: u32, result: &str) -> AttemptDone {
+    match serde_json::from_str::<AttemptDone>(result) {
+        Ok(done) if done.task == task && done.attempt == attempt => done,
+        Ok(_) | Err(_) => AttemptDone::never_started(
+            task,
+            attempt,
+            Outcome::LaunchFailed {
+                error: "the worker's report of this attempt cannot be read (is every worker the \
+                        same version of baton as the coordinator?)"
+                    .to_owned(),
+            },
+        ),
+    }
+}
+
+/// An attempt whose worker stopped renewing its lease: interrupted (run again at once, not
+/// counted against its retries), with why in its stderr.
+fn lapsed(task: u32, attempt: u32, worker: &str) -> AttemptDone {
+    let mut done = AttemptDone::never_started(task, attempt, Outcome::Interrupted);
+    done.stderr_tail = format!(
+        "[baton] worker {worker} stopped renewing its lease on this attempt (it died, lost its \
+         connection or was paused): the attempt is over, and runs again elsewhere\n"
+    );
+    done
+}

@@ -1,0 +1,541 @@
+//! `baton worker`: claims attempts from the PostgreSQL work queue and runs them with the same
+//! attempt unit a local run uses; coordinates runs no live process coordinates.
+//!
+//! A worker is a loop over four things, none of which waits on another:
+//! - **claims**: while it has free slots, it takes queued attempts whose engine it offers and
+//!   whose labels it has (`FOR UPDATE SKIP LOCKED`), woken by `NOTIFY`, polling as the
+//!   backstop;
+//! - **units**: each claimed attempt is assembled from the run's recorded graph and store (what
+//!   its predecessors handed on, their branches) and the [`Work`] its coordinator queued, and
+//!   runs as a unit of its own; what it records before it ends goes to the coordinator through
+//!   the store, fenced by the worker's claim;
+//! - **heartbeat**: every third of its lease it renews every attempt it holds; an attempt it no
+//!   longer holds (its lease lapsed while the worker was paused or cut off, or the run was taken
+//!   over) is stopped at once, and its end is not written;
+//! - **ends**: an attempt's end goes to an outbox file first, then to the store, and is retried
+//!   until the store takes it or says the attempt is no longer this worker's: a dropped
+//!   connection does not lose a completion.
+//!
+//! Coordinating is the same takeover `baton resume` does, run by whichever worker claims the
+//! run's lease first (`crate::drive::coordinate`); the coordinator queues attempts like any
+//! other coordinator, and runs its share of them as a worker.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_exec::StopLevel;
+use baton_graph::Graph;
+use baton_model::{Event, RunId, TaskState};
+use baton_store::{
+    AttemptKey, ClaimedAttempt, PgStore, Renewal, RunReader, StoreError, WorkerRecord,
+};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+use crate::attempt::{Assembly, AttemptDone, Shared, assemble};
+use crate::budget::Meter;
+use crate::drive::{RunConfig, StopRequest};
+use crate::launch::{HeldOutput, Launcher};
+use crate::layout::RunDirs;
+use crate::remote::Work;
+use crate::workspace::Workspaces;
+
+/// How often a worker looks for work when no notification woke it.
+const POLL: Duration = Duration::from_secs(1);
+
+/// What a worker offers.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// Attempts it runs at once.
+    pub slots: u32,
+    /// Engines it runs (`shell`, `claude`, …); empty: any.
+    pub engines: Vec<String>,
+    /// Labels it has: it takes only tasks whose `runs_on` it covers.
+    pub labels: Vec<String>,
+    /// How long a claim holds without a renewal.
+    pub lease: Duration,
+    /// Whether it coordinates runs too (else it only runs attempts).
+    pub coordinate: bool,
+}
+
+/// What a worker tells the person who started it, a line each.
+#[derive(Debug, Clone)]
+pub enum WorkerNews {
+    Started {
+        id: String,
+    },
+    Claimed {
+        run: RunId,
+        task: String,
+        attempt: u32,
+    },
+    Ended {
+        run: RunId,
+        task: String,
+        attempt: u32,
+        outcome: String,
+    },
+    /// Its claim lapsed or the run was taken over: its processes were stopped, its end dropped.
+    Lost {
+        run: RunId,
+        task: String,
+        attempt: u32,
+    },
+    Coordinating {
+        run: RunId,
+    },
+    Coordinated {
+        run: RunId,
+        state: String,
+    },
+    Problem(String),
+}
+
+/// One run's parts on this worker, made at its first claimed attempt.
+struct RunParts {
+    graph: Arc<Graph>,
+    launcher: Launcher,
+    workspaces: Workspaces,
+    dirs: RunDirs,
+    meter: Meter,
+}
+
+/// An attempt this worker holds.
+struct HeldAttempt {
+    task: String,
+    stop: watch::Sender<StopLevel>,
+    /// No longer this worker's: its end is not written.
+    lost: bool,
+}
+
+/// Runs until stopped (`stops`): a stop request ends every attempt held (gracefully, or at
+/// once on a second request) and writes their ends, then leaves.
+pub async fn work(
+    store: PgStore,
+    options: WorkerOptions,
+    config: RunConfig,
+    mut stops: mpsc::UnboundedReceiver<StopRequest>,
+    news: &mut dyn FnMut(WorkerNews),
+) -> Result<(), StoreError> {
+    let me = crate::driver::me();
+    let id = format!(
+        "{}-{}-{:x}",
+        me.host,
+        me.pid,
+        crate::stamp::now_ms() as u64 & 0xff_ffff
+    );
+    let record = WorkerRecord {
+        id: id.clone(),
+        host: me.host.clone(),
+        pid: me.pid,
+        slots: options.slots,
+        engines: options.engines.clone(),
+        labels: options.labels.clone(),
+        started_at_ms: crate::stamp::now_ms(),
+        heartbeat_at_ms: 0,
+        running: Vec::new(),
+    };
+    store.heartbeat_worker(&record)?;
+    news(WorkerNews::Started { id: id.clone() });
+    let outbox = Outbox::new(config.state_dir.join("worker").join(&id));
+    let mut wake = store.listen(&[baton_store::WORK_QUEUED, baton_store::RUN_SUBMITTED])?;
+    let lease_ms = options.lease.as_millis() as i64;
+    let mut heartbeat = tokio::time::interval(options.lease / 3);
+    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut poll = tokio::time::interval(POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut parts: HashMap<RunId, RunParts> = HashMap::new();
+    let mut held: HashMap<AttemptKey, HeldAttempt> = HashMap::new();
+    let mut units: JoinSet<(AttemptKey, AttemptDone)> = JoinSet::new();
+    let mut coordinating: HashMap<RunId, mpsc::UnboundedSender<StopRequest>> = HashMap::new();
+    let (coordinated_tx, mut coordinated) = mpsc::unbounded_channel::<(RunId, String)>();
+    let mut stopping: Option<StopLevel> = None;
+    let mut look = true;
+    loop {
+        if stopping.is_none() && look {
+            look = false;
+            let free = options.slots.saturating_sub(held.len() as u32);
+            if free > 0 {
+                match store.claim_attempts(&id, &options.engines, &options.labels, free, lease_ms) {
+                    Ok(claimed) => {
+                        // More may be waiting than there were free slots.
+                        look = claimed.len() as u32 == free;
+                        for claim in claimed {
+                            start(
+                                &store, &id, &config, claim, &mut parts, &mut held, &mut units,
+                                news,
+                            );
+                        }
+                    }
+                    Err(error) => news(WorkerNews::Problem(format!("cannot claim work: {error}"))),
+                }
+            }
+            if options.coordinate {
+                take_runs(&store, &config, &coordinated_tx, &mut coordinating, news);
+            }
+        }
+        if stopping.is_some() && held.is_empty() && coordinating.is_empty() {
+            break;
+        }
+        tokio::select! {
+            Some(joined) = units.join_next(), if !units.is_empty() => {
+                if let Ok((key, done)) = joined {
+                    let Some(attempt) = held.remove(&key) else { continue };
+                    if attempt.lost {
+                        continue;
+                    }
+                    let outcome = done.outcome.to_string();
+                    let result = serde_json::to_string(&done).expect("an attempt's end serialises");
+                    outbox.put(&key, &result);
+                    match end(&store, &id, &key, &result) {
+                        Some(true) => {
+                            outbox.remove(&key);
+                            news(WorkerNews::Ended { run: key.run.clone(), task: attempt.task, attempt: key.attempt, outcome });
+                        }
+                        Some(false) => {
+                            outbox.remove(&key);
+                            news(WorkerNews::Lost { run: key.run.clone(), task: attempt.task, attempt: key.attempt });
+                        }
+                        // Kept in the outbox: sent again at the next heartbeat.
+                        None => {}
+                    }
+                    look = true;
+                }
+            }
+            _ = heartbeat.tick() => {
+                let _ = store.heartbeat_worker(&record);
+                for (key, result) in outbox.pending() {
+                    if end(&store, &id, &key, &result).is_some() {
+                        outbox.remove(&key);
+                    }
+                }
+                let keys: Vec<AttemptKey> = held.iter().filter(|(_, a)| !a.lost).map(|(k, _)| k.clone()).collect();
+                if keys.is_empty() {
+                    continue;
+                }
+                match store.renew_attempts(&id, &keys, lease_ms) {
+                    Ok(answers) => for (key, renewal) in answers {
+                        let Some(attempt) = held.get_mut(&key) else { continue };
+                        match renewal {
+                            Renewal::Held { stop } => {
+                                let level = match stop {
+                                    0 => StopLevel::Run,
+                                    1 => StopLevel::Graceful,
+                                    _ => StopLevel::Immediate,
+                                };
+                                if level != StopLevel::Run {
+                                    attempt.stop.send_replace(level);
+                                }
+                            }
+                            Renewal::Lost => {
+                                attempt.lost = true;
+                                attempt.stop.send_replace(StopLevel::Immediate);
+                                news(WorkerNews::Lost { run: key.run.clone(), task: attempt.task.clone(), attempt: key.attempt });
+                            }
+                        }
+                    },
+                    Err(error) => news(WorkerNews::Problem(format!("cannot renew the leases of this worker's attempts: {error}"))),
+                }
+            }
+            Ok(()) = wake.changed() => look = true,
+            _ = poll.tick() => look = true,
+            Some((run, state)) = coordinated.recv() => {
+                coordinating.remove(&run);
+                news(WorkerNews::Coordinated { run, state });
+                look = true;
+            }
+            request = stops.recv(), if stopping != Some(StopLevel::Immediate) => {
+                let level = match (request, stopping) {
+                    (Some(StopRequest::Kill), _) | (_, Some(_)) => StopLevel::Immediate,
+                    _ => StopLevel::Graceful,
+                };
+                stopping = Some(level);
+                for attempt in held.values() {
+                    attempt.stop.send_replace(level);
+                }
+                for stop in coordinating.values() {
+                    let _ = stop.send(if level == StopLevel::Immediate { StopRequest::Kill } else { StopRequest::Cancel });
+                }
+            }
+        }
+    }
+    let _ = store.remove_worker(&id);
+    Ok(())
+}
+
+/// Writes an attempt's end: `Some(true)` taken, `Some(false)` no longer this worker's,
+/// `None` the store could not be reached (try again).
+fn end(store: &PgStore, worker: &str, key: &AttemptKey, result: &str) -> Option<bool> {
+    store.end_attempt(worker, key, result).ok()
+}
+
+/// Assembles and starts a claimed attempt; one that cannot start ends at once, as locally.
+#[allow(clippy::too_many_arguments)]
+fn start(
+    store: &PgStore,
+    worker: &str,
+    config: &RunConfig,
+    claim: ClaimedAttempt,
+    parts: &mut HashMap<RunId, RunParts>,
+    held: &mut HashMap<AttemptKey, HeldAttempt>,
+    units: &mut JoinSet<(AttemptKey, AttemptDone)>,
+    news: &mut dyn FnMut(WorkerNews),
+) {
+    let key = AttemptKey {
+        run: claim.run.clone(),
+        task: claim.task,
+        attempt: claim.attempt,
+    };
+    let (stop, stop_rx) = watch::channel(StopLevel::Run);
+    let (progress, mut progress_rx) = mpsc::unbounded_channel::<Event>();
+    let prepared = prepare(store, config, &claim, parts).map(|(work, run)| {
+        let shared = Shared {
+            run: claim.run.clone(),
+            dirs: run.dirs.clone(),
+            out_dir: run.launcher.out_dir(),
+            redactor: run.launcher.redactor().clone(),
+            meter: run.meter.clone(),
+            stop: stop_rx,
+            progress,
+        };
+        let id = run.graph.task(claim.task).id.clone();
+        let assembled = assemble(
+            Assembly {
+                graph: &run.graph,
+                launcher: &mut run.launcher,
+                workspaces: &mut run.workspaces,
+                shared: &shared,
+                dropped: work.dropped.clone(),
+                engine: work.engine,
+                candidate: None,
+            },
+            claim.task,
+            claim.attempt,
+            work.agent,
+            work.resume.as_ref(),
+        );
+        (id, assembled)
+    });
+    let task = match &prepared {
+        Ok((id, _)) => id.to_string(),
+        Err(_) => format!("#{}", claim.task),
+    };
+    news(WorkerNews::Claimed {
+        run: claim.run.clone(),
+        task: task.clone(),
+        attempt: claim.attempt,
+    });
+    held.insert(
+        key.clone(),
+        HeldAttempt {
+            task,
+            stop,
+            lost: false,
+        },
+    );
+    let (store, worker) = (store.clone(), worker.to_owned());
+    units.spawn(async move {
+        let done = match prepared {
+            Ok((id, Ok(unit))) => {
+                let running = unit.start().rest;
+                let mut finishing = std::pin::pin!(running.finish_caught(id));
+                loop {
+                    tokio::select! {
+                        Some(event) = progress_rx.recv() => tell(&store, &worker, &key, &event),
+                        done = &mut finishing => break done,
+                    }
+                }
+            }
+            Ok((_, Err(outcome))) => AttemptDone::never_started(key.task, key.attempt, outcome),
+            Err(error) => AttemptDone::never_started(
+                key.task,
+                key.attempt,
+                baton_model::Outcome::LaunchFailed { error },
+            ),
+        };
+        // What it said before it ended goes before its end.
+        while let Ok(event) = progress_rx.try_recv() {
+            tell(&store, &worker, &key, &event);
+        }
+        (key, done)
+    });
+}
+
+/// Hands an event of a running attempt to its coordinator.
+fn tell(store: &PgStore, worker: &str, key: &AttemptKey, event: &Event) {
+    if let Ok(json) = serde_json::to_string(event) {
+        let _ = store.add_news(worker, key, &json);
+    }
+}
+
+/// The run's parts for `claim`, made or brought up to date, and its work.
+fn prepare<'p>(
+    store: &PgStore,
+    config: &RunConfig,
+    claim: &ClaimedAttempt,
+    parts: &'p mut HashMap<RunId, RunParts>,
+) -> Result<(Work, &'p mut RunParts), String> {
+    let work: Work = serde_json::from_str(&claim.work).map_err(|e| {
+        format!("the coordinator's order for this attempt cannot be read ({e}): is every worker the same version of baton?")
+    })?;
+    let stale = parts
+        .get(&claim.run)
+        .is_none_or(|p| (p.graph.len() as u32) < work.graph_len);
+    if stale {
+        let graph = Arc::new(
+            crate::takeover::recorded_graph(store, &claim.run)
+                .map_err(|e| format!("cannot read run {}'s graph: {e}", claim.run))?,
+        );
+        match parts.get_mut(&claim.run) {
+            Some(run) => {
+                run.launcher.grow(Arc::clone(&graph));
+                run.workspaces.grow(graph.len());
+                run.graph = graph;
+            }
+            None => {
+                let dirs = RunDirs::new(&config.state_dir, &claim.run);
+                dirs.create()
+                    .map_err(|e| format!("cannot create {}: {e}", dirs.run.display()))?;
+                let mut workspaces =
+                    Workspaces::new(&graph, &config.root, &config.state_dir, &claim.run)?;
+                if let Some(base) = &work.base {
+                    workspaces.adopt_base(base);
+                }
+                let launcher =
+                    Launcher::new(Arc::clone(&graph), claim.run.clone(), dirs.clone(), config);
+                let meter = Meter::new(graph.run_settings().budget.clone());
+                parts.insert(
+                    claim.run.clone(),
+                    RunParts {
+                        graph,
+                        launcher,
+                        workspaces,
+                        dirs,
+                        meter,
+                    },
+                );
+            }
+        }
+    }
+    let run = parts.get_mut(&claim.run).expect("made above");
+    // What its predecessors handed on, and where their branches are, from the store: they
+    // may have run anywhere.
+    let needs = run.graph.task(claim.task).needs.clone();
+    if needs.iter().any(|&n| run.launcher.held(n).is_none()) {
+        let records = store
+            .tasks(&claim.run)
+            .map_err(|e| format!("cannot read run {}'s tasks: {e}", claim.run))?;
+        for need in needs {
+            if run.launcher.held(need).is_some() {
+                continue;
+            }
+            let Some(record) = records.iter().find(|r| r.task == run.graph.task(need).id) else {
+                continue;
+            };
+            run.launcher.restored(need, record.status);
+            run.launcher.hold_output(need, HeldOutput::recorded(record));
+            if record.status == TaskState::Succeeded {
+                run.workspaces.restored_success(&run.graph, need);
+            }
+        }
+    }
+    Ok((work, run))
+}
+
+/// Starts coordinating runs no live process coordinates.
+fn take_runs(
+    store: &PgStore,
+    config: &RunConfig,
+    done: &mpsc::UnboundedSender<(RunId, String)>,
+    coordinating: &mut HashMap<RunId, mpsc::UnboundedSender<StopRequest>>,
+    news: &mut dyn FnMut(WorkerNews),
+) {
+    let Ok(runs) = store.runs_to_coordinate(crate::stamp::now_ms()) else {
+        return;
+    };
+    for run in runs {
+        if coordinating.contains_key(&run) {
+            continue;
+        }
+        // A run held by a live coordinator on this host is refused at its claim, at once.
+        if let Ok(Some(record)) = store.run(&run)
+            && let Some(driver) = &record.driver
+            && crate::driver::is_alive(driver)
+            && record.status == baton_model::RunState::Running
+        {
+            continue;
+        }
+        let (stop_tx, stops) = mpsc::unbounded_channel();
+        coordinating.insert(run.clone(), stop_tx);
+        news(WorkerNews::Coordinating { run: run.clone() });
+        let (store, config, done) = (store.clone(), config.clone(), done.clone());
+        tokio::task::spawn_local(async move {
+            let state = coordinate_one(&store, &run, config, stops).await;
+            let _ = done.send((run, state));
+        });
+    }
+}
+
+async fn coordinate_one(
+    store: &PgStore,
+    run: &RunId,
+    config: RunConfig,
+    stops: mpsc::UnboundedReceiver<StopRequest>,
+) -> String {
+    let log = match store.reconnect() {
+        Ok(log) => log,
+        Err(error) => return format!("not coordinated: {error}"),
+    };
+    let mut reporter = baton_report::NullReporter;
+    match crate::drive::coordinate(run, &log, store, &mut reporter, config, stops).await {
+        Ok(Some(result)) => result.run.state.to_string(),
+        Ok(None) => "taken by another worker".to_owned(),
+        Err(error) => format!("stopped: {error}"),
+    }
+}
+
+/// Ends written to disk before they are sent, so that one the store did not take is sent
+/// again (and one this process dies holding is at least on disk, for a person to see).
+struct Outbox {
+    dir: PathBuf,
+}
+
+impl Outbox {
+    fn new(dir: PathBuf) -> Self {
+        Self { dir }
+    }
+
+    fn file(&self, key: &AttemptKey) -> PathBuf {
+        self.dir
+            .join(format!("{}.{}.{}.json", key.run, key.task, key.attempt))
+    }
+
+    fn put(&self, key: &AttemptKey, result: &str) {
+        let _ = std::fs::create_dir_all(&self.dir);
+        let _ = std::fs::write(self.file(key), result);
+    }
+
+    fn remove(&self, key: &AttemptKey) {
+        let _ = std::fs::remove_file(self.file(key));
+    }
+
+    fn pending(&self) -> Vec<(AttemptKey, String)> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                let mut parts = name.strip_suffix(".json")?.rsplitn(3, '.');
+                let attempt = parts.next()?.parse().ok()?;
+                let task = parts.next()?.parse().ok()?;
+                let run = RunId::new(parts.next()?.to_owned()).ok()?;
+                let result = std::fs::read_to_string(entry.path()).ok()?;
+                Some((AttemptKey { run, task, attempt }, result))
+            })
+            .collect()
+    }
+}
