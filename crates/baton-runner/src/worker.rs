@@ -452,19 +452,25 @@ fn take_runs(
     coordinating: &mut HashMap<RunId, mpsc::UnboundedSender<StopRequest>>,
     news: &mut dyn FnMut(WorkerNews),
 ) {
-    let Ok(runs) = store.runs_to_coordinate(crate::stamp::now_ms()) else {
+    let Ok(runs) = store.runs_to_coordinate() else {
         return;
     };
-    for run in runs {
+    for found in runs {
+        let run = found.run;
         if coordinating.contains_key(&run) {
             continue;
         }
-        // A run held by a live coordinator on this host is refused at its claim, at once.
-        if let Ok(Some(record)) = store.run(&run)
-            && let Some(driver) = &record.driver
-            && crate::driver::is_alive(driver)
-            && record.status == baton_model::RunState::Running
-        {
+        // Its coordinator lives (seen on this host), or may (another host, its lease holds).
+        let held =
+            found
+                .driver
+                .as_ref()
+                .is_some_and(|driver| match crate::driver::liveness(driver) {
+                    baton_store::Liveness::Alive => true,
+                    baton_store::Liveness::Dead => false,
+                    baton_store::Liveness::Unknown => !found.lapsed,
+                });
+        if held || (!found.queued && found.driver.is_none() && !found.lapsed) {
             continue;
         }
         let (stop_tx, stops) = mpsc::unbounded_channel();

@@ -24,6 +24,18 @@ pub const WORK_QUEUED: &str = "baton_work";
 pub const ATTEMPT_ENDED: &str = "baton_ended";
 pub const RUN_SUBMITTED: &str = "baton_runs";
 
+/// A run that may need a coordinator, as [`PgStore::runs_to_coordinate`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Coordinated {
+    pub run: RunId,
+    /// Submitted and never started.
+    pub queued: bool,
+    /// The process that drives it, if one is recorded.
+    pub driver: Option<crate::Driver>,
+    /// Its lease has lapsed (or it has none).
+    pub lapsed: bool,
+}
+
 /// An attempt a coordinator queues.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueuedAttempt {
@@ -117,19 +129,40 @@ impl PgStore {
         })
     }
 
-    /// Runs a worker could coordinate: queued ones, oldest first, then running ones whose
-    /// lease has lapsed (their coordinator is gone; claiming them says for sure).
-    pub fn runs_to_coordinate(&self, now_ms: i64) -> Result<Vec<RunId>, StoreError> {
+    /// Runs a worker could coordinate: queued ones, oldest first, then running ones, with
+    /// who drives them and until when their lease holds (the caller judges whether that
+    /// driver lives; claiming the run says for sure).
+    pub fn runs_to_coordinate(&self) -> Result<Vec<Coordinated>, StoreError> {
         self.conn.call(move |client| {
             let rows = client.query(
-                "SELECT id FROM runs WHERE status = 'queued' \
-                    OR (status = 'running' AND (lease_expires_at_ms IS NULL OR lease_expires_at_ms <= $1)) \
-                 ORDER BY (status = 'queued') DESC, started_at_ms, id LIMIT 64",
-                &[&now_ms],
+                "SELECT id, status = 'queued', driver_pid, driver_start_time, driver_host, \
+                 lease_expires_at_ms, lease_expires_at_ms <= baton_now_ms() FROM runs \
+                 WHERE status IN ('queued', 'running') \
+                 ORDER BY (status = 'queued') DESC, started_at_ms, id LIMIT 256",
+                &[],
             )?;
             Ok(rows
                 .iter()
-                .filter_map(|row| RunId::new(row.get::<_, String>(0)).ok())
+                .filter_map(|row| {
+                    let driver = match (
+                        row.get::<_, Option<i64>>(2),
+                        row.get::<_, Option<i64>>(3),
+                        row.get::<_, Option<String>>(4),
+                    ) {
+                        (Some(pid), start_time, Some(host)) => Some(crate::Driver {
+                            pid: u32::try_from(pid).ok()?,
+                            start_time: start_time.map_or(0, |t| t as u64),
+                            host,
+                        }),
+                        _ => None,
+                    };
+                    Some(Coordinated {
+                        run: RunId::new(row.get::<_, String>(0)).ok()?,
+                        queued: row.get(1),
+                        driver,
+                        lapsed: row.get::<_, Option<bool>>(6).unwrap_or(true),
+                    })
+                })
                 .collect())
         })
     }

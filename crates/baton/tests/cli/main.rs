@@ -49,4 +49,5 @@ mod timeout;
 mod traces;
 mod validation;
 mod why;
+mod workers;
 mod workspaces;

@@ -181,6 +181,26 @@ impl Test {
             .envs(self.env.iter().map(|(k, v)| (k, v)));
     }
 
+    /// baton with `args`, in the test's directory and environment, its stderr to the file
+    /// `log` in that directory: for tests that start several processes (workers) beside each other. They
+    /// carry the test's marker: what is left of them is stopped with the test.
+    pub fn command(&self, args: &[&str], log: &str) -> Command {
+        let runtime = self.tmp.path().join("runtime");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&runtime)
+            .expect("runtime dir");
+        let mut command = Command::new(BATON);
+        command.args(args);
+        self.environment(&mut command, &runtime);
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(File::create(self.path().join(log)).expect("log file"));
+        command
+    }
+
     /// Starts baton on a terminal of `cols` × `rows`: a tmux session of the test's own, whose
     /// screen the test reads as a person would see it.
     pub fn on_terminal(self, cols: u16, rows: u16) -> Screen {
