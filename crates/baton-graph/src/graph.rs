@@ -309,6 +309,10 @@ pub struct Task {
     /// Commands run once in a new worktree before the task starts (`npm ci`, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub setup: Vec<String>,
+    /// Labels a worker must have to run it (`baton worker --labels`); a run driven here
+    /// ignores them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_on: Vec<String>,
     /// Paths (globs) git ignores that a new worktree gets from the repository: files copied,
     /// directories linked (`.env`, `node_modules`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

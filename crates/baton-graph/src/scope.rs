@@ -154,6 +154,7 @@ mod tests {
             fix_attempts: 0,
             setup: Vec::new(),
             worktree_include: Vec::new(),
+            runs_on: Vec::new(),
             confine: None,
             contain: None,
             plan: None,

@@ -93,6 +93,7 @@ pub(crate) struct Defaults {
     pub worktree_include: Option<Vec<At<String>>>,
     pub confine: Option<Confine>,
     pub contain: Option<Contain>,
+    pub runs_on: Option<Vec<At<String>>>,
 }
 
 impl Defaults {
@@ -101,7 +102,12 @@ impl Defaults {
         if let Some(engine) = &mut self.engine {
             engine.span = 0..0;
         }
-        for entry in self.worktree_include.iter_mut().flatten() {
+        for entry in self
+            .worktree_include
+            .iter_mut()
+            .chain(self.runs_on.iter_mut())
+            .flatten()
+        {
             entry.span = 0..0;
         }
         self.agent.first_span = None;
@@ -197,6 +203,7 @@ pub(crate) struct TaskMore {
     pub worktree_include: Option<Vec<At<String>>>,
     pub confine: Option<Confine>,
     pub contain: Option<Contain>,
+    pub runs_on: Option<Vec<At<String>>>,
     /// `expand = true`: a planner. The span is the field's, for errors about it.
     pub expand: Option<At<bool>>,
     pub max_subtasks: Option<At<u32>>,
@@ -258,6 +265,7 @@ static NOTHING_MORE: TaskMore = TaskMore {
     worktree_include: None,
     confine: None,
     contain: None,
+    runs_on: None,
     expand: None,
     max_subtasks: None,
     max_depth: None,

@@ -52,6 +52,9 @@ pub(crate) fn validate(
     for entry in spec.defaults.worktree_include.iter().flatten() {
         check_include(source, entry, &mut diags);
     }
+    for label in spec.defaults.runs_on.iter().flatten() {
+        check_label(label, &mut diags);
+    }
     let mut actions = Vec::with_capacity(tasks.len());
     for task in tasks {
         if let Some(id) = task.id.as_ref().filter(|id| id.value.contains('/')) {
@@ -418,6 +421,27 @@ pub(crate) fn check_paths(t: &TaskSpec, source: &str, diags: &mut Vec<Diagnostic
     }
     for entry in more.worktree_include.iter().flatten() {
         check_include(source, entry, diags);
+    }
+    for label in more.runs_on.iter().flatten() {
+        check_label(label, diags);
+    }
+}
+
+/// A `runs_on` label is one word, as `baton worker --labels a,b` writes it.
+fn check_label(label: &At<String>, diags: &mut Vec<Diagnostic>) {
+    let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':');
+    if label.value.is_empty() || !label.value.chars().all(word) {
+        diags.push(
+            Diagnostic::at(
+                label.span.clone(),
+                format!(
+                    "runs_on label `{}` is not a label",
+                    label.value.escape_debug()
+                ),
+            )
+            .label("not a label")
+            .help("a label is a word of letters, digits, `-`, `_`, `.` or `:`, like `gpu`"),
+        );
     }
 }
 
@@ -953,6 +977,13 @@ pub(crate) fn task(
             .collect(),
         confine: more.confine.or(d.confine),
         contain: more.contain.or(d.contain),
+        runs_on: more
+            .runs_on
+            .or_else(|| d.runs_on.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| s.value)
+            .collect(),
         plan: more.expand.filter(|e| e.value).map(|_| Planning {
             max_subtasks: more
                 .max_subtasks

@@ -30,6 +30,7 @@ const DEFAULTS_OWN_FIELDS: &[&str] = &[
     "worktree_include",
     "confine",
     "contain",
+    "runs_on",
 ];
 /// The fields of an agent task that a shell task does not take, and that `[defaults]` may
 /// set for every agent task.
@@ -83,6 +84,7 @@ const TASK_OWN_FIELDS: &[&str] = &[
     "worktree_include",
     "confine",
     "contain",
+    "runs_on",
     "expand",
     "max_subtasks",
     "max_depth",
@@ -680,6 +682,7 @@ impl Walker<'_> {
                 "fix_attempts" => d.fix_attempts = w.count(e, 0),
                 "setup" => d.setup = Some(w.plain_strings(e)),
                 "worktree_include" => d.worktree_include = Some(w.strings(e)),
+                "runs_on" => d.runs_on = Some(w.strings(e)),
                 "confine" => d.confine = w.choice(e, Confine::NAMES, Confine::parse),
                 "contain" => d.contain = w.choice(e, Contain::NAMES, Contain::parse),
                 _ => return w.agent_field(e, &mut d.agent),
@@ -866,6 +869,7 @@ impl Walker<'_> {
                 "fix_attempts" => t.more_mut().fix_attempts = w.count(e, 0),
                 "setup" => t.more_mut().setup = Some(w.plain_strings(e)),
                 "worktree_include" => t.more_mut().worktree_include = Some(w.strings(e)),
+                "runs_on" => t.more_mut().runs_on = Some(w.strings(e)),
                 "confine" => t.more_mut().confine = w.choice(e, Confine::NAMES, Confine::parse),
                 "contain" => t.more_mut().contain = w.choice(e, Contain::NAMES, Contain::parse),
                 "workspace" => {

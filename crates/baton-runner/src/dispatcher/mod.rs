@@ -736,7 +736,7 @@ impl<'a> Dispatcher<'a> {
             },
             _ => "shell".to_owned(),
         };
-        let labels = Vec::new();
+        let labels = spec.runs_on.clone();
         let id = spec.id.clone();
         if let Some(queue) = self.queue.as_mut() {
             queue.push(task, attempt, engine, labels, &work);

@@ -54,28 +54,17 @@ fn status(dir: &Path, url: &str, run: &str) -> Value {
 
 /// Polls the run's status until it has ended (for good: an interrupted run is taken over); panics after `limit` with the workers' logs.
 fn await_end(test: &Test, url: &str, run: &str, limit: Duration, logs: &[&str]) -> Value {
-    let deadline = Instant::now() + limit;
-    loop {
-        let status = status(test.path(), url, run);
-        let state = status["run"]["state"].as_str().unwrap_or("").to_owned();
-        // Interrupted: its coordinator died, and a worker is about to take it over.
-        if !matches!(state.as_str(), "queued" | "running" | "interrupted") {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let logs: Vec<String> = logs
-                .iter()
-                .map(|l| {
-                    format!(
-                        "--- {l}:\n{}",
-                        std::fs::read_to_string(test.path().join(l)).unwrap_or_default()
-                    )
-                })
-                .collect();
-            panic!("run {run} is still {state}\n{}", logs.join("\n"));
-        }
-        std::thread::sleep(Duration::from_millis(200));
+    if let Some(ended) = await_end_or(test, url, run, limit) {
+        return ended;
     }
+    let logs: Vec<String> = logs
+        .iter()
+        .map(|l| {
+            let text = std::fs::read_to_string(test.path().join(l)).unwrap_or_default();
+            format!("--- {l}:\n{text}")
+        })
+        .collect();
+    panic!("run {run} has not ended\n{}", logs.join("\n"));
 }
 
 /// The run's event log.
@@ -395,4 +384,82 @@ fn detach_and_workers_need_a_postgresql_store() {
         "{}",
         none.stdout
     );
+}
+
+#[test]
+fn a_task_that_runs_on_a_label_goes_to_a_worker_that_has_it() {
+    let url = baton_testpg::fresh_database();
+    let graph = r#"
+[[task]]
+id = "train"
+runs_on = ["gpu"]
+run = "echo trained"
+
+[[task]]
+id = "report"
+needs = ["train"]
+run = "echo {{ needs.train.output }} and reported"
+"#;
+    let test = Test::new().graph("g.toml", graph);
+    let run = submit(&test, &url);
+    let mut workers = Workers(Vec::new());
+    workers.start(&test, &url, "plain", &["--slots", "1"]);
+    let ended_early = await_end_or(&test, &url, &run, Duration::from_secs(3));
+    assert!(
+        ended_early.is_none(),
+        "no worker has the label: the run waits"
+    );
+    workers.start(
+        &test,
+        &url,
+        "gpu",
+        &["--labels", "gpu,big", "--no-coordinate"],
+    );
+    let ended = await_end(
+        &test,
+        &url,
+        &run,
+        Duration::from_secs(60),
+        &["plain.log", "gpu.log"],
+    );
+    assert_eq!(ended["run"]["state"], "succeeded", "{ended}");
+    let gpu = std::fs::read_to_string(test.path().join("gpu.log")).unwrap();
+    assert!(
+        gpu.contains(&format!("{run} train attempt 1 ended: exit 0")),
+        "{gpu}"
+    );
+    let report = ended["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "report")
+        .cloned();
+    assert_eq!(report.unwrap()["output"], "trained and reported");
+
+    let bad = Test::new()
+        .graph(
+            "g.toml",
+            "[[task]]\nid = \"a\"\nruns_on = [\"g p u\"]\nrun = \"true\"\n",
+        )
+        .args(&["plan", "g.toml"])
+        .run()
+        .status(2);
+    bad.stderr_contains("runs_on label `g p u` is not a label");
+}
+
+/// The run's status once it has ended, or `None` if it has not within `limit`. An
+/// interrupted run has not ended: its coordinator died, and a worker is about to take it over.
+fn await_end_or(test: &Test, url: &str, run: &str, limit: Duration) -> Option<Value> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        let now = status(test.path(), url, run);
+        if !matches!(
+            now["run"]["state"].as_str(),
+            Some("queued" | "running" | "interrupted")
+        ) {
+            return Some(now);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    None
 }
