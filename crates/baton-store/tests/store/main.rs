@@ -6,4 +6,5 @@ mod crash;
 mod fold;
 mod open;
 mod projections;
+mod queue;
 mod support;
