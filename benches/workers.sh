@@ -1,0 +1,27 @@
+#!/bin/bash
+# Claim-run-complete throughput of no-op tasks through baton workers (docs/PERFORMANCE.md).
+#   BATON_BENCH_PG=postgres://USER@HOST:PORT benches/workers.sh N
+# submits 500 `true` tasks (concurrency 8) to N `baton worker --slots 4` processes, in a
+# scratch repository, a fresh database each time, and prints the wall time from the submit to
+# the run's end. BATON=path/to/baton picks the binary (default: the debug build).
+set -euo pipefail
+: "${BATON_BENCH_PG:?name a PostgreSQL server whose user may create databases}"
+here=$(cd "$(dirname "$0")/.." && pwd)
+B=${BATON:-$here/target/debug/baton}
+n=${1:?how many workers}
+dir=$(mktemp -d)
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
+cd "$dir" && git init -q
+python3 -c 'print("[run]\nconcurrency = 8"); [print(f"[[task]]\nid = \"t{i}\"\nrun = \"true\"") for i in range(500)]' > g.toml
+db=bench_workers_$$_$RANDOM
+psql -q "$BATON_BENCH_PG/postgres" -c "CREATE DATABASE $db" >/dev/null
+url=$BATON_BENCH_PG/$db
+pids=()
+for _ in $(seq 1 "$n"); do "$B" --store "$url" worker --slots 4 2>/dev/null & pids+=($!); done
+sleep 1
+start=$(date +%s.%N)
+run=$("$B" --store "$url" run g.toml --detach 2>/dev/null)
+state() { "$B" --store "$url" status "$run" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["run"]["state"])'; }
+until [ "$(state)" = succeeded ]; do sleep 0.05; done
+end=$(date +%s.%N)
+echo "workers=$n wall=$(python3 -c "print(round($end - $start, 2))")s"
