@@ -108,11 +108,17 @@ fn only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed() {
     // Another worker cannot end it, nor renew it.
     assert!(!store.end_attempt("w2", &held, "forged").unwrap());
     assert_eq!(
-        store.renew_attempts("w2", &[held.clone()], 30_000).unwrap()[0].1,
+        store
+            .renew_attempts("w2", std::slice::from_ref(&held), 30_000)
+            .unwrap()[0]
+            .1,
         Renewal::Lost
     );
     assert_eq!(
-        store.renew_attempts("w1", &[held.clone()], 30_000).unwrap()[0].1,
+        store
+            .renew_attempts("w1", std::slice::from_ref(&held), 30_000)
+            .unwrap()[0]
+            .1,
         Renewal::Held { stop: 0 }
     );
     assert!(store.add_news("w1", &held, "{}").unwrap());
