@@ -36,11 +36,11 @@ pub use error::StoreError;
 pub use fold::{fold, initial_view};
 pub use migrate::SCHEMA_VERSION;
 pub use pg::{
-    ATTEMPT_ENDED, AttemptEnd, AttemptKey, ClaimedAttempt, Coordinated, Listener, PgStore,
-    QueuedAttempt, RUN_SUBMITTED, Renewal, WORK_QUEUED, WorkerRecord, describe_server,
+    ATTEMPT_ENDED, AttemptEnd, AttemptKey, ClaimedAttempt, Coordinated, LOG_PIECE, Listener,
+    PgStore, QueuedAttempt, RUN_SUBMITTED, Renewal, WORK_QUEUED, WorkerRecord, describe_server,
 };
 pub use records::{
-    AttemptOutput, AttemptRecord, Driver, NewRun, RunRecord, RunSummary, TaskRecord,
+    AttemptOutput, AttemptRecord, Driver, NewRun, RunRecord, RunSummary, StoredLog, TaskRecord,
 };
 pub use seam::{RunLog, RunReader, Store};
 pub use store::SqliteStore;

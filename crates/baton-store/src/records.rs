@@ -60,6 +60,16 @@ pub struct RunRecord {
     pub driver: Option<Driver>,
 }
 
+/// A log file an attempt wrote, as a store that keeps logs holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredLog {
+    /// Its name in the run's `logs/` directory.
+    pub file: String,
+    pub size: u64,
+    /// When the worker last changed it: how the phases of an attempt are ordered.
+    pub modified_ms: i64,
+}
+
 /// A run with the number of its tasks in each state (states with no task are absent).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {

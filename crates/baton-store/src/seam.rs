@@ -12,7 +12,7 @@ use baton_model::{Event, RunId, TaskId};
 
 use crate::{
     AttemptOutput, AttemptRecord, Claim, Decision, Driver, Lease, Liveness, NewRun, RunRecord,
-    RunSummary, SqliteStore, StoreError, TaskRecord,
+    RunSummary, SqliteStore, StoreError, StoredLog, TaskRecord,
 };
 
 /// What a run's driver (and a person deciding about it) writes.
@@ -112,6 +112,18 @@ pub trait RunReader: Send + Sync {
     fn decisions(&self, run: &RunId) -> Result<Vec<Decision>, StoreError>;
     /// Every way the run's tables disagree with its event log; empty means consistent.
     fn check_consistency(&self, run: &RunId) -> Result<Vec<String>, StoreError>;
+
+    /// Log files of `run` whose names start with `prefix` that workers shipped to the store,
+    /// oldest change first. A store whose runs are driven on one machine keeps none: the logs
+    /// are files beside it.
+    fn log_files(&self, _run: &RunId, _prefix: &str) -> Result<Vec<StoredLog>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// The bytes of a shipped log file from offset `from` on.
+    fn log_bytes(&self, _run: &RunId, _file: &str, _from: u64) -> Result<Vec<u8>, StoreError> {
+        Ok(Vec::new())
+    }
 }
 
 /// A store: both sides.

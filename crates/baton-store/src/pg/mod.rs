@@ -12,6 +12,7 @@
 //! writer serialises them, while different runs go on at once.
 
 mod conn;
+mod logs;
 mod queue;
 mod read;
 mod write;
@@ -21,6 +22,7 @@ use std::sync::Arc;
 use crate::StoreError;
 
 pub use conn::describe_server;
+pub use logs::LOG_PIECE;
 pub use queue::{
     ATTEMPT_ENDED, AttemptEnd, AttemptKey, ClaimedAttempt, Coordinated, Listener, QueuedAttempt,
     RUN_SUBMITTED, Renewal, WORK_QUEUED, WorkerRecord,
@@ -30,6 +32,7 @@ pub use queue::{
 const MIGRATIONS: &[(u32, &str, &str)] = &[
     (1, "v1", include_str!("v1.sql")),
     (2, "work queue", include_str!("v2.sql")),
+    (3, "shipped logs", include_str!("v3.sql")),
 ];
 
 /// A PostgreSQL store: one connection, on its own thread.
@@ -262,5 +265,13 @@ impl RunReader for PgStore {
 
     fn check_consistency(&self, run: &RunId) -> Result<Vec<String>, StoreError> {
         self.check_consistency_pg(run)
+    }
+
+    fn log_files(&self, run: &RunId, prefix: &str) -> Result<Vec<crate::StoredLog>, StoreError> {
+        self.log_files_pg(run, prefix)
+    }
+
+    fn log_bytes(&self, run: &RunId, file: &str, from: u64) -> Result<Vec<u8>, StoreError> {
+        self.log_bytes_pg(run, file, from)
     }
 }

@@ -69,25 +69,83 @@ pub fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or(dirs.logs.clone());
-        let phases: Vec<PhaseLog> = phase_logs(&dir, &task, current.attempt)?
-            .into_iter()
-            .filter(|log| args.phase.is_none_or(|p| p == log.phase))
-            .collect();
-        shown.print(&phases, &mut out)?;
+        let read = || -> Result<Vec<PhaseLog>, Failure> {
+            let mut logs = phase_logs(&dir, &task, current.attempt)?;
+            if logs.is_empty() {
+                // Run by a worker on another machine: its logs are in the store.
+                let cache = dirs.run.join("shipped-logs");
+                let prefix = format!("{}.{}.", task.file_name(), current.attempt);
+                if fetch_shipped(&*store, &run.id, &prefix, &cache)? {
+                    logs = phase_logs(&cache, &task, current.attempt)?;
+                }
+            }
+            Ok(logs
+                .into_iter()
+                .filter(|log| args.phase.is_none_or(|p| p == log.phase))
+                .collect())
+        };
+        shown.print(&read()?, &mut out)?;
         if !args.follow || ended {
             if ended && args.follow {
                 // The attempt ended after the last read: print what it wrote in between.
-                let phases: Vec<PhaseLog> = phase_logs(&dir, &task, current.attempt)?
-                    .into_iter()
-                    .filter(|log| args.phase.is_none_or(|p| p == log.phase))
-                    .collect();
-                shown.print(&phases, &mut out)?;
+                shown.print(&read()?, &mut out)?;
             }
             return Ok(exit::SUCCESS);
         }
         std::thread::sleep(POLL);
         attempt = find(&*store)?;
     }
+}
+
+/// Brings the log files a worker shipped to the store (those of `run` named `prefix…`) into
+/// `cache`, a directory of this machine's own: what is new is appended, a file rewritten
+/// since is fetched whole. Each keeps its time of last change, which orders the phases.
+/// Whether the store had any.
+fn fetch_shipped(
+    store: &dyn baton_store::Store,
+    run: &baton_model::RunId,
+    prefix: &str,
+    cache: &Path,
+) -> Result<bool, Failure> {
+    use std::io::Write;
+    let files = store.log_files(run, prefix)?;
+    if files.is_empty() {
+        return Ok(false);
+    }
+    let cannot = |e: std::io::Error| {
+        Failure::Internal(
+            anyhow::Error::new(e).context(format!("cannot write {}", cache.display())),
+        )
+    };
+    std::fs::create_dir_all(cache).map_err(cannot)?;
+    for stored in files {
+        // Names come from the store: nothing but a plain file name is written.
+        if stored.file.contains('/') || stored.file.starts_with('.') {
+            continue;
+        }
+        let path = cache.join(&stored.file);
+        let when = std::time::UNIX_EPOCH + Duration::from_millis(stored.modified_ms.max(0) as u64);
+        let (have, changed) =
+            std::fs::metadata(&path).map_or((0, None), |m| (m.len(), m.modified().ok()));
+        // Shorter, or as long but changed since: rewritten (a check's log, each round).
+        let rewritten = have > stored.size || (have == stored.size && changed != Some(when));
+        let from = if rewritten { 0 } else { have };
+        if from < stored.size || rewritten {
+            let bytes = store.log_bytes(run, &stored.file, from)?;
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .append(from > 0)
+                .truncate(from == 0)
+                .open(&path)
+                .map_err(cannot)?;
+            file.write_all(&bytes).map_err(cannot)?;
+        }
+        if let Ok(file) = std::fs::File::options().write(true).open(&path) {
+            let _ = file.set_modified(when);
+        }
+    }
+    Ok(true)
 }
 
 /// One phase's log file of an attempt.

@@ -463,3 +463,53 @@ fn await_end_or(test: &Test, url: &str, run: &str, limit: Duration) -> Option<Va
     }
     None
 }
+
+#[test]
+fn a_workers_logs_are_read_from_the_store_where_its_files_are_not() {
+    let url = baton_testpg::fresh_database();
+    let graph = r#"
+[[task]]
+id = "build"
+run = "echo compiling; echo the token is $SECRET_TOKEN; echo built"
+verify = ["echo checked it"]
+secret_env = ["SECRET_TOKEN"]
+"#;
+    let test = Test::new()
+        .graph("g.toml", graph)
+        .env("SECRET_TOKEN", "hunter22");
+    let run = submit(&test, &url);
+    // The worker works in a directory of its own: its logs are files there, and in the store.
+    let elsewhere = test.path().parent().unwrap().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let mut command = test.command(&["--store", &url, "worker"], "w.log");
+    command.current_dir(&elsewhere);
+    let mut workers = Workers(vec![command.spawn().unwrap()]);
+    let ended = await_end(&test, &url, &run, Duration::from_secs(60), &["w.log"]);
+    assert_eq!(ended["run"]["state"], "succeeded", "{ended}");
+    drop(workers.0.drain(..).collect::<Vec<_>>());
+    std::fs::remove_dir_all(elsewhere.join(".baton/runs")).unwrap();
+
+    let logs = baton_in(test.path(), &["--store", &url, "logs", &run, "build"]);
+    assert_eq!(logs.code, Some(0), "{}", logs.stderr);
+    assert!(logs.stdout.contains("compiling\n"), "{}", logs.stdout);
+    assert!(logs.stdout.contains("built"), "{}", logs.stdout);
+    assert!(
+        logs.stdout.contains("checked it"),
+        "the check's log too: {}",
+        logs.stdout
+    );
+    assert!(
+        !logs.stdout.contains("hunter22"),
+        "redacted before it left: {}",
+        logs.stdout
+    );
+    let task_only = baton_in(
+        test.path(),
+        &["--store", &url, "logs", &run, "build", "--phase", "task"],
+    );
+    assert!(
+        !task_only.stdout.contains("checked it"),
+        "{}",
+        task_only.stdout
+    );
+}
