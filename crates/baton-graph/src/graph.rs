@@ -51,6 +51,11 @@ pub struct RunSettings {
     pub on_failure: OnFailure,
     /// Git ref that worktrees start from.
     pub base: Option<String>,
+    /// The git remote (a remote's name, a URL or a path) through which workers on other
+    /// machines share the run's branches: they fetch the base and their needs' branches from
+    /// it and push their own. `None`: one repository holds them all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
     /// Acceptance checks on the merged result.
     pub verify: Vec<String>,
     /// Limits on what the run's agents may spend. Not enforced yet: kept so that a graph file

@@ -161,6 +161,7 @@ pub(crate) struct RunSpec {
     pub concurrency: Option<u32>,
     pub on_failure: Option<OnFailure>,
     pub base: Option<String>,
+    pub remote: Option<String>,
     pub budget: Budget,
     pub verify: Vec<String>,
     pub max_tasks: Option<u32>,

@@ -710,6 +710,7 @@ fn assemble(
             concurrency: spec.run.concurrency.unwrap_or(DEFAULT_CONCURRENCY),
             on_failure: spec.run.on_failure.unwrap_or_default(),
             base: spec.run.base,
+            remote: spec.run.remote.filter(|r| !r.trim().is_empty()),
             verify: spec.run.verify,
             budget: spec.run.budget,
             max_tasks,

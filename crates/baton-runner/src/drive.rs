@@ -372,7 +372,7 @@ async fn drive_run(
     {
         drop(dispatcher);
         let _ = store.release(&run_id, lease);
-        return Err(err.into());
+        return Err(err);
     }
     dispatcher.restore(restored);
     let has_agents = graph

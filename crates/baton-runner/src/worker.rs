@@ -185,11 +185,12 @@ pub async fn work(
         }
         tokio::select! {
             Some(joined) = units.join_next(), if !units.is_empty() => {
-                if let Ok((key, done)) = joined {
+                if let Ok((key, mut done)) = joined {
                     let Some(attempt) = held.remove(&key) else { continue };
                     if attempt.lost {
                         continue;
                     }
+                    publish(&parts, &key, &mut done);
                     let outcome = done.outcome.to_string();
                     let result = serde_json::to_string(&done).expect("an attempt's end serialises");
                     outbox.put(&key, &result);
@@ -267,6 +268,22 @@ pub async fn work(
     }
     let _ = store.remove_worker(&id);
     Ok(())
+}
+
+/// A worktree task's result goes to the run's remote before its end is written: its
+/// dependents, wherever they run, start from it. One that cannot be pushed is not a result.
+fn publish(parts: &HashMap<RunId, RunParts>, key: &AttemptKey, done: &mut AttemptDone) {
+    let (Some(run), Some(head)) = (parts.get(&key.run), done.head.as_deref()) else {
+        return;
+    };
+    let Some(remote) = &run.graph.run_settings().remote else {
+        return;
+    };
+    if let Err(error) = run.workspaces.publish(&run.graph, key.task, head, remote) {
+        // The machinery's failure (a remote out of reach), retried like one.
+        done.outcome = baton_model::Outcome::SpawnFailed { error };
+        done.head = None;
+    }
 }
 
 /// Writes an attempt's end: `Some(true)` taken, `Some(false)` no longer this worker's,
@@ -363,10 +380,12 @@ fn start(
                 done
             }
             Ok((_, _, Err(outcome))) => AttemptDone::never_started(key.task, key.attempt, outcome),
+            // The run's parts could not be had here (its graph, its branches): the
+            // machinery's failure, retried like one.
             Err(error) => AttemptDone::never_started(
                 key.task,
                 key.attempt,
-                baton_model::Outcome::LaunchFailed { error },
+                baton_model::Outcome::SpawnFailed { error },
             ),
         };
         // What it said and wrote before it ended goes before its end.
@@ -437,6 +456,7 @@ fn prepare<'p>(
         }
     }
     let run = parts.get_mut(&claim.run).expect("made above");
+    let remote = run.graph.run_settings().remote.clone();
     // What its predecessors handed on, and where their branches are, from the store: they
     // may have run anywhere.
     let needs = run.graph.task(claim.task).needs.clone();
@@ -453,10 +473,14 @@ fn prepare<'p>(
             };
             run.launcher.restored(need, record.status);
             run.launcher.hold_output(need, HeldOutput::recorded(record));
-            if record.status == TaskState::Succeeded {
+            if record.status == TaskState::Succeeded && remote.is_none() {
                 run.workspaces.restored_success(&run.graph, need);
             }
         }
+    }
+    // Elsewhere, the needs' branches are on the run's remote.
+    if let Some(remote) = &remote {
+        run.workspaces.fetch_needs(&run.graph, claim.task, remote)?;
     }
     Ok((work, run))
 }

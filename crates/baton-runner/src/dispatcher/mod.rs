@@ -155,7 +155,13 @@ impl<'a> Dispatcher<'a> {
         &mut self,
         store: &baton_store::PgStore,
         token: u64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), crate::RunError> {
+        // Workers elsewhere start from the run's base as the remote holds it.
+        if let Some(remote) = &self.graph.run_settings().remote {
+            self.workspaces
+                .publish_base(remote)
+                .map_err(crate::RunError::Workspace)?;
+        }
         self.queue = Some(crate::remote::Queue::start(
             store,
             self.run_id.clone(),
@@ -770,10 +776,23 @@ impl<'a> Dispatcher<'a> {
         let scheduled = ending.state();
         // A run that waits or was cancelled goes on later or not at all: nothing to merge. One
         // that another process took over is that process's to merge.
-        if self.workspaces.active()
+        let merging = self.workspaces.active()
             && !self.ledger.lost_the_run()
-            && !matches!(scheduled, RunState::Waiting | RunState::Cancelled)
+            && !matches!(scheduled, RunState::Waiting | RunState::Cancelled);
+        // Tasks that ran on workers elsewhere pushed their branches to the run's remote: the
+        // result is merged from there, and goes back there.
+        let remote = self
+            .graph
+            .run_settings()
+            .remote
+            .clone()
+            .filter(|_| merging && self.queue.is_some());
+        if let Some(remote) = &remote
+            && let Err(error) = self.workspaces.fetch_all(remote)
         {
+            self.ledger.push(EventKind::RunStopping { reason: error });
+        }
+        if merging {
             let consolidation = Consolidation {
                 graph: &self.graph,
                 workspaces: &self.workspaces,
@@ -802,6 +821,11 @@ impl<'a> Dispatcher<'a> {
             for kind in events {
                 self.ledger.push(kind);
             }
+        }
+        if let Some(remote) = &remote
+            && let Err(error) = self.workspaces.publish_result(remote)
+        {
+            self.ledger.push(EventKind::RunStopping { reason: error });
         }
         let state = ending.state();
         if state == RunState::Cancelled && scheduled != RunState::Cancelled {

@@ -247,6 +247,25 @@ impl Repo {
         Ok(())
     }
 
+    /// Fetches `refspecs` from `remote` (a remote's name, a URL or a path): how a worker on
+    /// another machine gets the run's base and its needs' branches. Tags and submodules stay.
+    pub fn fetch(&self, remote: &str, refspecs: &[String]) -> Result<(), GitError> {
+        let mut args = vec!["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"];
+        args.extend(["--end-of-options", remote]);
+        args.extend(refspecs.iter().map(String::as_str));
+        self.git.output(&self.root, &args)?;
+        Ok(())
+    }
+
+    /// Pushes `refspecs` to `remote`: a worker's task branch, the coordinator's base and
+    /// result.
+    pub fn push(&self, remote: &str, refspecs: &[String]) -> Result<(), GitError> {
+        let mut args = vec!["push", "--quiet", "--no-verify", "--end-of-options", remote];
+        args.extend(refspecs.iter().map(String::as_str));
+        self.git.output(&self.root, &args)?;
+        Ok(())
+    }
+
     /// The commit a branch points at, if it exists.
     pub fn branch_commit(&self, branch: &str) -> Result<Option<String>, GitError> {
         let spec = format!("refs/heads/{branch}^{{commit}}");

@@ -513,3 +513,103 @@ secret_env = ["SECRET_TOKEN"]
         task_only.stdout
     );
 }
+
+#[test]
+fn worktree_tasks_on_two_machines_share_their_branches_through_a_bare_remote() {
+    use crate::workspaces::git;
+    let url = baton_testpg::fresh_database();
+    let place = tempfile::tempdir().unwrap();
+    let bare = place.path().join("remote.git");
+    let graph = format!(
+        r#"
+[run]
+remote = "{}"
+
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "a"
+runs_on = ["one"]
+run = "echo from a > a.txt"
+
+[[task]]
+id = "b"
+runs_on = ["two"]
+run = "echo from b > b.txt"
+
+[[task]]
+id = "c"
+needs = ["a", "b"]
+runs_on = ["two"]
+run = "cat a.txt b.txt > c.txt"
+"#,
+        bare.display()
+    );
+    let test = crate::workspaces::repo_with(&graph);
+    git(
+        place.path(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    );
+    git(
+        test.path(),
+        &["push", "-q", bare.to_str().unwrap(), "HEAD:refs/heads/main"],
+    );
+    let user_head = git(test.path(), &["rev-parse", "HEAD"]);
+    // Two "machines": a clone each, nothing shared but the remote and the database.
+    let mut workers = Workers(Vec::new());
+    for (name, extra) in [("one", &[][..]), ("two", &["--no-coordinate"][..])] {
+        let clone = place.path().join(name);
+        git(
+            place.path(),
+            &[
+                "clone",
+                "-q",
+                "-b",
+                "main",
+                bare.to_str().unwrap(),
+                clone.to_str().unwrap(),
+            ],
+        );
+        let mut args = vec!["--store", &url, "worker", "--labels", name];
+        args.extend_from_slice(extra);
+        let mut command = test.command(&args, &format!("{name}.log"));
+        command.current_dir(&clone);
+        workers.0.push(command.spawn().unwrap());
+    }
+    let out = baton_in(
+        test.path(),
+        &["--store", &url, "run", "graph.toml", "--detach"],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let run = out.stdout.trim().to_owned();
+    let ended = await_end(
+        &test,
+        &url,
+        &run,
+        Duration::from_secs(90),
+        &["one.log", "two.log"],
+    );
+    assert_eq!(ended["run"]["state"], "succeeded", "{ended}");
+
+    // The result is on the remote, merged from both machines' work; c saw a's file, made on
+    // the other machine.
+    let result = format!("baton/{run}/result");
+    let show = |path: &str| git(&bare, &["show", &format!("{result}:{path}")]);
+    assert_eq!(show("a.txt"), "from a");
+    assert_eq!(show("b.txt"), "from b");
+    assert_eq!(show("c.txt"), "from a\nfrom b");
+    let one = std::fs::read_to_string(test.path().join("one.log")).unwrap();
+    let two = std::fs::read_to_string(test.path().join("two.log")).unwrap();
+    assert!(
+        one.contains(&format!("{run} a attempt 1 ended: exit 0")),
+        "{one}"
+    );
+    assert!(
+        two.contains(&format!("{run} c attempt 1 ended: exit 0")),
+        "{two}"
+    );
+    // The user's own branch is where it was; the run left no branch of its own there.
+    assert_eq!(git(test.path(), &["rev-parse", "HEAD"]), user_head);
+    assert_eq!(git(test.path(), &["branch", "--list", "baton/*"]), "");
+}
