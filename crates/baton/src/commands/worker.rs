@@ -51,7 +51,11 @@ pub fn worker(args: WorkerArgs, store_url: Option<&str>) -> Result<i32, Failure>
         lease,
         coordinate: !args.no_coordinate,
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    // Attempts run on a pool of threads; the coordinating of runs (whose parts are not
+    // `Send`) and the worker's own loop on this one. Calls to the store block the thread that
+    // makes them: on one thread, every attempt would wait for every call.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
