@@ -46,12 +46,12 @@ pub(crate) struct Work {
 
 /// The coordinator's end of the queue for one run.
 pub(crate) struct Queue {
-    store: PgStore,
-    run: RunId,
-    /// The run's lease this coordinator holds: what it queues is fenced by it.
-    token: u64,
     /// Attempts decided this turn, queued together.
     pending: Vec<QueuedAttempt>,
+    /// To the thread that queues them: the dispatcher never waits on the database to start
+    /// an attempt.
+    orders: Option<std::sync::mpsc::Sender<Vec<QueuedAttempt>>>,
+    queuer: Option<std::thread::JoinHandle<()>>,
     /// Ended attempts, from the poller.
     ends: mpsc::UnboundedReceiver<AttemptDone>,
     quit: Arc<AtomicBool>,
@@ -78,6 +78,36 @@ impl Queue {
         let mut listener = store.listener(&[baton_store::ATTEMPT_ENDED])?;
         let (tx, ends) = mpsc::unbounded_channel();
         let quit = Arc::new(AtomicBool::new(false));
+        let (orders, queuer) = {
+            let (orders, inbox) = std::sync::mpsc::channel::<Vec<QueuedAttempt>>();
+            let (run, tx) = (run.clone(), tx.clone());
+            let queuer = std::thread::Builder::new()
+                .name("baton-enqueue".to_owned())
+                .spawn(move || {
+                    // Ends when the queue is dropped (its sender with it).
+                    while let Ok(mut batch) = inbox.recv() {
+                        while let Ok(more) = inbox.try_recv() {
+                            batch.extend(more);
+                        }
+                        let keys: Vec<(u32, u32)> =
+                            batch.iter().map(|a| (a.task, a.attempt)).collect();
+                        // Not queued: the run was taken over, or the store failed. They end
+                        // cancelled, as launches after a store failure do; the next commit
+                        // tells the dispatcher which.
+                        if store.enqueue(&run, token, batch).is_err() {
+                            for (task, attempt) in keys {
+                                let _ = tx.send(AttemptDone::never_started(
+                                    task,
+                                    attempt,
+                                    Outcome::Cancelled,
+                                ));
+                            }
+                        }
+                    }
+                })
+                .map_err(StoreError::Recorder)?;
+            (orders, queuer)
+        };
         let poller = {
             let (run, quit) = (run.clone(), Arc::clone(&quit));
             std::thread::Builder::new()
@@ -140,10 +170,9 @@ impl Queue {
                 .map_err(StoreError::Recorder)?
         };
         Ok(Self {
-            store,
-            run,
-            token,
             pending: Vec::new(),
+            orders: Some(orders),
+            queuer: Some(queuer),
             ends,
             quit,
             poller: Some(poller),
@@ -168,17 +197,15 @@ impl Queue {
         });
     }
 
-    /// Queues this turn's attempts, in one transaction; those that could not be queued are
-    /// returned (the run lost its lease, or the store failed).
-    pub(crate) fn flush(&mut self) -> Result<(), (StoreError, Vec<(u32, u32)>)> {
+    /// Queues this turn's attempts, in one transaction, on the queue's own thread.
+    pub(crate) fn flush(&mut self) {
         if self.pending.is_empty() {
-            return Ok(());
+            return;
         }
         let pending = std::mem::take(&mut self.pending);
-        let keys: Vec<(u32, u32)> = pending.iter().map(|a| (a.task, a.attempt)).collect();
-        self.store
-            .enqueue(&self.run, self.token, pending)
-            .map_err(|error| (error, keys))
+        if let Some(orders) = &self.orders {
+            let _ = orders.send(pending);
+        }
     }
 
     /// The next attempt that ended on a worker.
@@ -193,6 +220,10 @@ impl Queue {
 
 impl Drop for Queue {
     fn drop(&mut self) {
+        drop(self.orders.take());
+        if let Some(queuer) = self.queuer.take() {
+            let _ = queuer.join();
+        }
         self.quit.store(true, Ordering::Relaxed);
         if let Some(poller) = self.poller.take() {
             let _ = poller.join();

@@ -40,7 +40,7 @@ use crate::drive::{RunConfig, StopRequest};
 use crate::launch::{HeldOutput, Launcher};
 use crate::layout::RunDirs;
 use crate::remote::Work;
-use crate::workspace::Workspaces;
+use crate::workspace::{Publisher, Workspaces};
 
 /// How often a worker looks for work when no notification woke it.
 const POLL: Duration = Duration::from_secs(1);
@@ -152,7 +152,7 @@ pub async fn work(
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut parts: HashMap<RunId, RunParts> = HashMap::new();
     let mut held: HashMap<AttemptKey, HeldAttempt> = HashMap::new();
-    let mut units: JoinSet<(AttemptKey, AttemptDone)> = JoinSet::new();
+    let mut units: JoinSet<(AttemptKey, Delivered)> = JoinSet::new();
     let mut coordinating: HashMap<RunId, mpsc::UnboundedSender<StopRequest>> = HashMap::new();
     let (coordinated_tx, mut coordinated) = mpsc::unbounded_channel::<(RunId, String)>();
     let mut stopping: Option<StopLevel> = None;
@@ -168,8 +168,8 @@ pub async fn work(
                         look = claimed.len() as u32 == free;
                         for claim in claimed {
                             start(
-                                &store, &id, &config, claim, &mut parts, &mut held, &mut units,
-                                news,
+                                &store, &id, &config, &outbox, claim, &mut parts, &mut held,
+                                &mut units, news,
                             );
                         }
                     }
@@ -185,26 +185,16 @@ pub async fn work(
         }
         tokio::select! {
             Some(joined) = units.join_next(), if !units.is_empty() => {
-                if let Ok((key, mut done)) = joined {
+                if let Ok((key, delivered)) = joined {
                     let Some(attempt) = held.remove(&key) else { continue };
-                    if attempt.lost {
-                        continue;
-                    }
-                    publish(&parts, &key, &mut done);
-                    let outcome = done.outcome.to_string();
-                    let result = serde_json::to_string(&done).expect("an attempt's end serialises");
-                    outbox.put(&key, &result);
-                    match end(&store, &id, &key, &result) {
-                        Some(true) => {
-                            outbox.remove(&key);
-                            news(WorkerNews::Ended { run: key.run.clone(), task: attempt.task, attempt: key.attempt, outcome });
-                        }
-                        Some(false) => {
-                            outbox.remove(&key);
-                            news(WorkerNews::Lost { run: key.run.clone(), task: attempt.task, attempt: key.attempt });
-                        }
-                        // Kept in the outbox: sent again at the next heartbeat.
-                        None => {}
+                    let (run, task, n) = (key.run.clone(), attempt.task, key.attempt);
+                    match delivered {
+                        Delivered::Taken { outcome } => news(WorkerNews::Ended { run, task, attempt: n, outcome }),
+                        // Said when the heartbeat found it out, else now.
+                        Delivered::Refused if attempt.lost => {}
+                        Delivered::Refused => news(WorkerNews::Lost { run, task, attempt: n }),
+                        // In the outbox: sent again at the next heartbeat.
+                        Delivered::Kept => {}
                     }
                     look = true;
                 }
@@ -270,26 +260,55 @@ pub async fn work(
     Ok(())
 }
 
-/// A worktree task's result goes to the run's remote before its end is written: its
-/// dependents, wherever they run, start from it. One that cannot be pushed is not a result.
-fn publish(parts: &HashMap<RunId, RunParts>, key: &AttemptKey, done: &mut AttemptDone) {
-    let (Some(run), Some(head)) = (parts.get(&key.run), done.head.as_deref()) else {
-        return;
-    };
-    let Some(remote) = &run.graph.run_settings().remote else {
-        return;
-    };
-    if let Err(error) = run.workspaces.publish(&run.graph, key.task, head, remote) {
-        // The machinery's failure (a remote out of reach), retried like one.
-        done.outcome = baton_model::Outcome::SpawnFailed { error };
-        done.head = None;
-    }
-}
-
 /// Writes an attempt's end: `Some(true)` taken, `Some(false)` no longer this worker's,
 /// `None` the store could not be reached (try again).
 fn end(store: &PgStore, worker: &str, key: &AttemptKey, result: &str) -> Option<bool> {
     store.end_attempt(worker, key, result).ok()
+}
+
+/// What became of an attempt's end.
+enum Delivered {
+    /// The store took it.
+    Taken { outcome: String },
+    /// The attempt is no longer this worker's: its end is dropped.
+    Refused,
+    /// The store could not be reached: the end waits in the outbox.
+    Kept,
+}
+
+/// Delivers an attempt's end from the thread that ran it (the worker's own loop never waits
+/// on the store for it): a worktree task's result is pushed to the run's remote first (its
+/// dependents, wherever they run, start from it; one that cannot be pushed is no result), the
+/// end goes to the outbox, then to the store.
+fn deliver(
+    store: &PgStore,
+    worker: &str,
+    outbox: &Outbox,
+    publisher: Option<&Publisher>,
+    key: &AttemptKey,
+    mut done: AttemptDone,
+) -> Delivered {
+    if let (Some(publisher), Some(head)) = (publisher, done.head.as_deref())
+        && let Err(error) = publisher.publish(head)
+    {
+        // The machinery's failure (a remote out of reach), retried like one.
+        done.outcome = baton_model::Outcome::SpawnFailed { error };
+        done.head = None;
+    }
+    let outcome = done.outcome.to_string();
+    let result = serde_json::to_string(&done).expect("an attempt's end serialises");
+    outbox.put(key, &result);
+    match end(store, worker, key, &result) {
+        Some(true) => {
+            outbox.remove(key);
+            Delivered::Taken { outcome }
+        }
+        Some(false) => {
+            outbox.remove(key);
+            Delivered::Refused
+        }
+        None => Delivered::Kept,
+    }
 }
 
 /// Assembles and starts a claimed attempt; one that cannot start ends at once, as locally.
@@ -298,10 +317,11 @@ fn start(
     store: &PgStore,
     worker: &str,
     config: &RunConfig,
+    outbox: &Outbox,
     claim: ClaimedAttempt,
     parts: &mut HashMap<RunId, RunParts>,
     held: &mut HashMap<AttemptKey, HeldAttempt>,
-    units: &mut JoinSet<(AttemptKey, AttemptDone)>,
+    units: &mut JoinSet<(AttemptKey, Delivered)>,
     news: &mut dyn FnMut(WorkerNews),
 ) {
     let key = AttemptKey {
@@ -327,6 +347,7 @@ fn start(
             run.dirs.logs.clone(),
             format!("{}.{}.", id.file_name(), claim.attempt),
         );
+        let publisher = run.workspaces.publisher(&run.graph, claim.task);
         let assembled = assemble(
             Assembly {
                 graph: &run.graph,
@@ -342,10 +363,10 @@ fn start(
             work.agent,
             work.resume.as_ref(),
         );
-        (id, logs, assembled)
+        (id, logs, publisher, assembled)
     });
     let task = match &prepared {
-        Ok((id, _, _)) => id.to_string(),
+        Ok((id, ..)) => id.to_string(),
         Err(_) => format!("#{}", claim.task),
     };
     news(WorkerNews::Claimed {
@@ -361,11 +382,13 @@ fn start(
             lost: false,
         },
     );
-    let (store, worker) = (store.clone(), worker.to_owned());
+    let (store, worker, outbox) = (store.clone(), worker.to_owned(), outbox.clone());
     units.spawn(async move {
         let mut shipper = None;
+        let mut publisher = None;
         let done = match prepared {
-            Ok((id, mut logs, Ok(unit))) => {
+            Ok((id, mut logs, publishing, Ok(unit))) => {
+                publisher = publishing;
                 let running = unit.start().rest;
                 let mut finishing = std::pin::pin!(running.finish_caught(id));
                 let mut ship = tokio::time::interval(SHIP_LOGS);
@@ -379,7 +402,7 @@ fn start(
                 shipper = Some(logs);
                 done
             }
-            Ok((_, _, Err(outcome))) => AttemptDone::never_started(key.task, key.attempt, outcome),
+            Ok((.., Err(outcome))) => AttemptDone::never_started(key.task, key.attempt, outcome),
             // The run's parts could not be had here (its graph, its branches): the
             // machinery's failure, retried like one.
             Err(error) => AttemptDone::never_started(
@@ -395,7 +418,8 @@ fn start(
         if let Some(mut logs) = shipper {
             logs.ship(&store);
         }
-        (key, done)
+        let delivered = deliver(&store, &worker, &outbox, publisher.as_ref(), &key, done);
+        (key, delivered)
     });
 }
 
@@ -643,6 +667,7 @@ const TAIL: u64 = 64;
 
 /// Ends written to disk before they are sent, so that one the store did not take is sent
 /// again (and one this process dies holding is at least on disk, for a person to see).
+#[derive(Clone)]
 struct Outbox {
     dir: PathBuf,
 }

@@ -47,6 +47,27 @@ pub(crate) struct Workspaces {
     candidate_trees: std::collections::HashMap<(u32, u32), TaskTree>,
 }
 
+/// Pushes one task's result to the run's remote (see [`Workspaces::publisher`]).
+pub(crate) struct Publisher {
+    repo: Repo,
+    remote: String,
+    /// `refs/heads/baton/RUN/TASK`.
+    branch: String,
+    name: String,
+}
+
+impl Publisher {
+    pub(crate) fn publish(&self, head: &str) -> Result<(), String> {
+        let spec = format!("+{head}:{}", self.branch);
+        self.repo.push(&self.remote, &[spec]).map_err(|e| {
+            format!(
+                "cannot push the branch of `{}` to `{}`: {e}",
+                self.name, self.remote
+            )
+        })
+    }
+}
+
 /// What an attempt commits to: a task's worktree and what its changes are held to. A value,
 /// owned by the attempt unit.
 #[derive(Debug, Clone)]
@@ -640,22 +661,19 @@ impl Workspaces {
         Ok(())
     }
 
-    /// Pushes `task`'s result (`head`) to `remote` as its branch, for its dependents and the
-    /// coordinator elsewhere.
-    pub(crate) fn publish(
-        &self,
-        graph: &Graph,
-        task: u32,
-        head: &str,
-        remote: &str,
-    ) -> Result<(), String> {
-        let Some(repo) = &self.repo else {
-            return Ok(());
-        };
+    /// What pushes `task`'s result to the run's remote as its branch, for its dependents and
+    /// the coordinator elsewhere: `None` for a task without a worktree or a run without a
+    /// remote. It is sent with the attempt, which pushes before it reports its end.
+    pub(crate) fn publisher(&self, graph: &Graph, task: u32) -> Option<Publisher> {
+        let remote = graph.run_settings().remote.clone()?;
+        let repo = self.repo.clone().filter(|_| self.uses_tree(graph, task))?;
         let name = graph.task(task).id.file_name().into_owned();
-        let spec = format!("+{head}:{}", self.remote_branch(&name));
-        repo.push(remote, &[spec])
-            .map_err(|e| format!("cannot push the branch of `{name}` to `{remote}`: {e}"))
+        Some(Publisher {
+            repo,
+            remote,
+            branch: self.remote_branch(&name),
+            name,
+        })
     }
 
     /// Fetches every branch of the run from `remote`: the objects the result is merged from.

@@ -647,16 +647,8 @@ impl<'a> Dispatcher<'a> {
             }
             self.launch(task, attempt, is_agent);
         }
-        if let Some(Err((_, keys))) = self.queue.as_mut().map(|q| q.flush()) {
-            // Not queued: the run was taken over, or the store failed. They end cancelled, as
-            // launches after a store failure do; the next commit tells the ledger which.
-            for (task, attempt) in keys {
-                self.carried.push_back(Input::Finished {
-                    task,
-                    attempt,
-                    outcome: Outcome::Cancelled,
-                });
-            }
+        if let Some(queue) = self.queue.as_mut() {
+            queue.flush();
         }
     }
 
