@@ -1,9 +1,11 @@
 #!/bin/bash
 # Claim-run-complete throughput of no-op tasks through baton workers (docs/PERFORMANCE.md).
-#   BATON_BENCH_PG=postgres://USER@HOST:PORT benches/workers.sh N
+#   BATON_BENCH_PG=postgres://USER@HOST:PORT benches/workers.sh N [chain]
 # submits 500 `true` tasks (concurrency 8) to N `baton worker --slots 4` processes, in a
 # scratch repository, a fresh database each time, and prints the wall time from the submit to
-# the run's end. BATON=path/to/baton picks the binary (default: the debug build).
+# the run's end. With `chain`: 100 `true` tasks each needing the one before, so the wall time
+# over 100 is the latency from a dependency's end to its dependent's end (its start, plus a
+# `true`). BATON=path/to/baton picks the binary (default: the debug build).
 set -euo pipefail
 : "${BATON_BENCH_PG:?name a PostgreSQL server whose user may create databases}"
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,7 +14,11 @@ n=${1:?how many workers}
 dir=$(mktemp -d)
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
 cd "$dir" && git init -q
-python3 -c 'print("[run]\nconcurrency = 8"); [print(f"[[task]]\nid = \"t{i}\"\nrun = \"true\"") for i in range(500)]' > g.toml
+if [ "${2:-}" = chain ]; then
+  python3 -c 'print("[run]\nconcurrency = 8"); [print(f"[[task]]\nid = \"t{i}\"\nrun = \"true\"" + (f"\nneeds = [\"t{i-1}\"]" if i else "")) for i in range(100)]' > g.toml
+else
+  python3 -c 'print("[run]\nconcurrency = 8"); [print(f"[[task]]\nid = \"t{i}\"\nrun = \"true\"") for i in range(500)]' > g.toml
+fi
 db=bench_workers_$$_$RANDOM
 psql -q "$BATON_BENCH_PG/postgres" -c "CREATE DATABASE $db" >/dev/null
 url=$BATON_BENCH_PG/$db
@@ -26,4 +32,4 @@ run=$("$B" --store "$url" run g.toml --detach 2>/dev/null)
 state() { psql -qtA "$url" -c "SELECT status FROM runs WHERE id = '$run'"; }
 until [ "$(state)" = succeeded ]; do sleep 0.02; done
 end=$(date +%s.%N)
-echo "workers=$n wall=$(python3 -c "print(round($end - $start, 2))")s"
+echo "workers=$n ${2:-} wall=$(python3 -c "print(round($end - $start, 2))")s"

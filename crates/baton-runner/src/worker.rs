@@ -144,7 +144,8 @@ pub async fn work(
     store.heartbeat_worker(&record)?;
     news(WorkerNews::Started { id: id.clone() });
     let outbox = Outbox::new(config.state_dir.join("worker").join(&id));
-    let mut wake = store.listen(&[baton_store::WORK_QUEUED, baton_store::RUN_SUBMITTED])?;
+    let mut wake = store.listen(&[baton_store::WORK_QUEUED])?;
+    let mut submitted = store.listen(&[baton_store::RUN_SUBMITTED])?;
     let lease_ms = options.lease.as_millis() as i64;
     let mut heartbeat = tokio::time::interval(options.lease / 3);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -156,16 +157,24 @@ pub async fn work(
     let mut coordinating: HashMap<RunId, mpsc::UnboundedSender<StopRequest>> = HashMap::new();
     let (coordinated_tx, mut coordinated) = mpsc::unbounded_channel::<(RunId, String)>();
     let mut stopping: Option<StopLevel> = None;
+    // Whether to claim now: woken, polled, or a slot came free while work may be waiting.
     let mut look = true;
+    // More may be queued than this worker could take when it last claimed.
+    let mut backlog = true;
+    // Whether to look for runs to coordinate: at start, when one is submitted, and at each
+    // poll (a coordinator that died is found then).
+    let mut look_for_runs = true;
     loop {
         if stopping.is_none() && look {
             look = false;
             let free = options.slots.saturating_sub(held.len() as u32);
-            if free > 0 {
+            if free == 0 {
+                backlog = true;
+            } else {
                 match store.claim_attempts(&id, &options.engines, &options.labels, free, lease_ms) {
                     Ok(claimed) => {
                         // More may be waiting than there were free slots.
-                        look = claimed.len() as u32 == free;
+                        backlog = claimed.len() as u32 == free;
                         for claim in claimed {
                             start(
                                 &store, &id, &config, &outbox, claim, &mut parts, &mut held,
@@ -176,6 +185,9 @@ pub async fn work(
                     Err(error) => news(WorkerNews::Problem(format!("cannot claim work: {error}"))),
                 }
             }
+        }
+        if stopping.is_none() && look_for_runs {
+            look_for_runs = false;
             if options.coordinate {
                 take_runs(&store, &config, &coordinated_tx, &mut coordinating, news);
             }
@@ -196,7 +208,8 @@ pub async fn work(
                         // In the outbox: sent again at the next heartbeat.
                         Delivered::Kept => {}
                     }
-                    look = true;
+                    // A slot is free: worth a claim if work was left when the slots were full.
+                    look |= backlog;
                 }
             }
             _ = heartbeat.tick() => {
@@ -235,7 +248,11 @@ pub async fn work(
                 }
             }
             Ok(()) = wake.changed() => look = true,
-            _ = poll.tick() => look = true,
+            Ok(()) = submitted.changed() => look_for_runs = true,
+            _ = poll.tick() => {
+                look = true;
+                look_for_runs = true;
+            }
             Some((run, state)) = coordinated.recv() => {
                 coordinating.remove(&run);
                 news(WorkerNews::Coordinated { run, state });

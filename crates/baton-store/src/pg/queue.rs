@@ -168,83 +168,97 @@ impl PgStore {
     }
 
     /// Queues `attempts` of `run` for workers, if `token` is still the run's lease; wakes the
-    /// workers that listen.
+    /// workers that listen. One statement (one round trip): the fence, the rows and the
+    /// notification together.
     pub fn enqueue(
         &self,
         run: &RunId,
         token: u64,
         attempts: Vec<QueuedAttempt>,
     ) -> Result<(), StoreError> {
+        if attempts.is_empty() {
+            return Ok(());
+        }
         let run = run.clone();
         self.conn.call_session(move |session| {
-            let mut tx = session.client.transaction()?;
-            let held: Option<i64> = tx
-                .query_opt(
-                    "SELECT lease_token FROM runs WHERE id = $1 FOR SHARE",
-                    &[&run.as_str()],
-                )?
-                .map(|row| row.get(0));
-            match held {
-                None => return Err(StoreError::UnknownRun(run)),
-                Some(held) if held != token as i64 => return Err(StoreError::LeaseLost { run }),
-                Some(_) => {}
-            }
-            let insert = tx.prepare(
-                "INSERT INTO attempt_queue (run_id, task_idx, attempt, coordinator_token, engine, \
-                 labels, work, queued_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, baton_now_ms()) \
-                 ON CONFLICT DO NOTHING",
+            let statement = session.prepared(
+                "WITH held AS (SELECT 1 FROM runs WHERE id = $1 AND lease_token = $2 FOR SHARE), \
+                 queued AS (INSERT INTO attempt_queue (run_id, task_idx, attempt, \
+                   coordinator_token, engine, labels, work, queued_at_ms) \
+                   SELECT $1, a.task, a.attempt, $2, a.engine, \
+                     COALESCE(string_to_array(NULLIF(a.labels, ''), ','), '{}'), a.work, baton_now_ms() \
+                   FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[]) \
+                     AS a(task, attempt, engine, labels, work) \
+                   WHERE EXISTS (SELECT 1 FROM held) \
+                   ON CONFLICT DO NOTHING RETURNING 1) \
+                 SELECT (SELECT count(*) FROM held), pg_notify($8, $1)",
             )?;
-            for a in &attempts {
-                tx.execute(
-                    &insert,
-                    &[
-                        &run.as_str(),
-                        &n(a.task),
-                        &n(a.attempt),
-                        &(token as i64),
-                        &a.engine,
-                        &a.labels,
-                        &a.work,
-                    ],
-                )?;
+            let tasks: Vec<i64> = attempts.iter().map(|a| n(a.task)).collect();
+            let numbers: Vec<i64> = attempts.iter().map(|a| n(a.attempt)).collect();
+            let engines: Vec<&str> = attempts.iter().map(|a| a.engine.as_str()).collect();
+            let labels: Vec<String> = attempts.iter().map(|a| a.labels.join(",")).collect();
+            let work: Vec<&str> = attempts.iter().map(|a| a.work.as_str()).collect();
+            let row = session.client.query_one(
+                &statement,
+                &[
+                    &run.as_str(),
+                    &(token as i64),
+                    &tasks,
+                    &numbers,
+                    &engines,
+                    &labels,
+                    &work,
+                    &WORK_QUEUED,
+                ],
+            )?;
+            let held: i64 = row.get(0);
+            if held > 0 {
+                return Ok(());
             }
-            tx.execute("SELECT pg_notify($1, $2)", &[&WORK_QUEUED, &run.as_str()])?;
-            tx.commit()?;
-            Ok(())
+            let known = session
+                .client
+                .query_opt("SELECT 1 FROM runs WHERE id = $1", &[&run.as_str()])?
+                .is_some();
+            Err(if known {
+                StoreError::LeaseLost { run }
+            } else {
+                StoreError::UnknownRun(run)
+            })
         })
     }
 
     /// What ended of `run`'s queued attempts since last time: ends its workers wrote, and
-    /// attempts whose worker's lease lapsed (marked so in the same statement, which fences the
-    /// worker's late end off). Both leave the queue.
+    /// attempts whose worker's lease lapsed (taken so in the same statement, which fences the
+    /// worker's late end off). Both leave the queue. One statement.
     pub fn take_ended(&self, run: &RunId) -> Result<Vec<AttemptEnd>, StoreError> {
         let run = run.clone();
-        self.conn.call(move |client| {
-            let mut tx = client.transaction()?;
+        self.conn.call_session(move |session| {
+            let statement = session.prepared(
+                "WITH ended AS (DELETE FROM attempt_queue WHERE run_id = $1 AND state = 'ended' \
+                   RETURNING task_idx, attempt, result, NULL::text AS worker), \
+                 lapsed AS (DELETE FROM attempt_queue WHERE run_id = $1 AND state = 'claimed' \
+                   AND lease_until_ms < baton_now_ms() \
+                   RETURNING task_idx, attempt, NULL::text AS result, worker_id AS worker) \
+                 SELECT true, task_idx, attempt, result, worker FROM ended \
+                 UNION ALL SELECT false, task_idx, attempt, result, worker FROM lapsed",
+            )?;
             let mut ends = Vec::new();
-            for row in tx.query(
-                "DELETE FROM attempt_queue WHERE run_id = $1 AND state = 'ended' \
-                 RETURNING task_idx, attempt, result",
-                &[&run.as_str()],
-            )? {
-                ends.push(AttemptEnd::Ended {
-                    task: idx(row.get(0))?,
-                    attempt: idx(row.get(1))?,
-                    result: row.get::<_, Option<String>>(2).unwrap_or_default(),
+            for row in session.client.query(&statement, &[&run.as_str()])? {
+                let (task, attempt) = (idx(row.get(1))?, idx(row.get(2))?);
+                ends.push(if row.get::<_, bool>(0) {
+                    AttemptEnd::Ended {
+                        task,
+                        attempt,
+                        result: row.get::<_, Option<String>>(3).unwrap_or_default(),
+                    }
+                } else {
+                    AttemptEnd::Lapsed {
+                        task,
+                        attempt,
+                        worker: row.get::<_, Option<String>>(4).unwrap_or_default(),
+                    }
                 });
             }
-            for row in tx.query(
-                "DELETE FROM attempt_queue WHERE run_id = $1 AND state = 'claimed' \
-                 AND lease_until_ms < baton_now_ms() RETURNING task_idx, attempt, worker_id",
-                &[&run.as_str()],
-            )? {
-                ends.push(AttemptEnd::Lapsed {
-                    task: idx(row.get(0))?,
-                    attempt: idx(row.get(1))?,
-                    worker: row.get::<_, Option<String>>(2).unwrap_or_default(),
-                });
-            }
-            tx.commit()?;
             Ok(ends)
         })
     }
