@@ -94,6 +94,17 @@ pub enum WorkerNews {
         run: RunId,
         state: String,
     },
+    /// Asked to stop: at once (what it runs is given back), or once what it runs has ended.
+    Stopping {
+        now: bool,
+        held: usize,
+    },
+    /// Stopped at once: the attempt was given back, to run again elsewhere.
+    GivenBack {
+        run: RunId,
+        task: String,
+        attempt: u32,
+    },
     Problem(String),
 }
 
@@ -112,6 +123,9 @@ struct HeldAttempt {
     stop: watch::Sender<StopLevel>,
     /// No longer this worker's: its end is not written.
     lost: bool,
+    /// Stopped because the worker stops at once: given back, to run again elsewhere, instead
+    /// of ending as cancelled.
+    given_back: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Runs until stopped (`stops`): a stop request ends every attempt held (gracefully, or at
@@ -154,7 +168,7 @@ pub async fn work(
     let mut parts: HashMap<RunId, RunParts> = HashMap::new();
     let mut held: HashMap<AttemptKey, HeldAttempt> = HashMap::new();
     let mut units: JoinSet<(AttemptKey, Delivered)> = JoinSet::new();
-    let mut coordinating: HashMap<RunId, mpsc::UnboundedSender<StopRequest>> = HashMap::new();
+    let mut coordinating: HashMap<RunId, Coordinating> = HashMap::new();
     let (coordinated_tx, mut coordinated) = mpsc::unbounded_channel::<(RunId, String)>();
     let mut stopping: Option<StopLevel> = None;
     // Whether to claim now: woken, polled, or a slot came free while work may be waiting.
@@ -192,7 +206,13 @@ pub async fn work(
                 take_runs(&store, &config, &coordinated_tx, &mut coordinating, news);
             }
         }
-        if stopping.is_some() && held.is_empty() && coordinating.is_empty() {
+        if stopping.is_some() && held.is_empty() {
+            // The runs this worker coordinates are left as they are, held by this process's
+            // lease: once it has exited, another worker takes them over (at once on this
+            // host, when the lease lapses elsewhere), as after a crash.
+            for (_, (_, task)) in coordinating.drain() {
+                task.abort();
+            }
             break;
         }
         tokio::select! {
@@ -207,6 +227,7 @@ pub async fn work(
                         Delivered::Refused => news(WorkerNews::Lost { run, task, attempt: n }),
                         // In the outbox: sent again at the next heartbeat.
                         Delivered::Kept => {}
+                        Delivered::GivenBack => news(WorkerNews::GivenBack { run, task, attempt: n }),
                     }
                     // A slot is free: worth a claim if work was left when the slots were full.
                     look |= backlog;
@@ -259,16 +280,23 @@ pub async fn work(
                 look = true;
             }
             request = stops.recv(), if stopping != Some(StopLevel::Immediate) => {
+                // The first request: no more work is taken; what runs finishes and is
+                // reported. Another (or a kill request): what runs is stopped and given back,
+                // to run again elsewhere (not counted against its task's retries).
                 let level = match (request, stopping) {
                     (Some(StopRequest::Kill), _) | (_, Some(_)) => StopLevel::Immediate,
                     _ => StopLevel::Graceful,
                 };
                 stopping = Some(level);
-                for attempt in held.values() {
-                    attempt.stop.send_replace(level);
-                }
-                for stop in coordinating.values() {
-                    let _ = stop.send(if level == StopLevel::Immediate { StopRequest::Kill } else { StopRequest::Cancel });
+                match level {
+                    StopLevel::Immediate => {
+                        for attempt in held.values() {
+                            attempt.given_back.store(true, std::sync::atomic::Ordering::Relaxed);
+                            attempt.stop.send_replace(StopLevel::Immediate);
+                        }
+                        news(WorkerNews::Stopping { now: true, held: held.len() });
+                    }
+                    _ => news(WorkerNews::Stopping { now: false, held: held.len() }),
                 }
             }
         }
@@ -291,6 +319,8 @@ enum Delivered {
     Refused,
     /// The store could not be reached: the end waits in the outbox.
     Kept,
+    /// The worker stopped at once: the attempt runs again elsewhere.
+    GivenBack,
 }
 
 /// Delivers an attempt's end from the thread that ran it (the worker's own loop never waits
@@ -304,7 +334,12 @@ fn deliver(
     publisher: Option<&Publisher>,
     key: &AttemptKey,
     mut done: AttemptDone,
+    given_back: bool,
 ) -> Delivered {
+    if given_back {
+        let _ = store.give_back(worker, key);
+        return Delivered::GivenBack;
+    }
     if let (Some(publisher), Some(head)) = (publisher, done.head.as_deref())
         && let Err(error) = publisher.publish(head)
     {
@@ -391,12 +426,14 @@ fn start(
         task: task.clone(),
         attempt: claim.attempt,
     });
+    let given_back = Arc::new(std::sync::atomic::AtomicBool::new(false));
     held.insert(
         key.clone(),
         HeldAttempt {
             task,
             stop,
             lost: false,
+            given_back: Arc::clone(&given_back),
         },
     );
     let (store, worker, outbox) = (store.clone(), worker.to_owned(), outbox.clone());
@@ -435,7 +472,16 @@ fn start(
         if let Some(mut logs) = shipper {
             logs.ship(&store);
         }
-        let delivered = deliver(&store, &worker, &outbox, publisher.as_ref(), &key, done);
+        let given_back = given_back.load(std::sync::atomic::Ordering::Relaxed);
+        let delivered = deliver(
+            &store,
+            &worker,
+            &outbox,
+            publisher.as_ref(),
+            &key,
+            done,
+            given_back,
+        );
         (key, delivered)
     });
 }
@@ -526,12 +572,19 @@ fn prepare<'p>(
     Ok((work, run))
 }
 
+/// A run this worker coordinates: what would stop it (kept open: a worker stopping leaves its
+/// runs to be taken over, it does not cancel them), and the task that drives it.
+type Coordinating = (
+    mpsc::UnboundedSender<StopRequest>,
+    tokio::task::JoinHandle<()>,
+);
+
 /// Starts coordinating runs no live process coordinates.
 fn take_runs(
     store: &PgStore,
     config: &RunConfig,
     done: &mpsc::UnboundedSender<(RunId, String)>,
-    coordinating: &mut HashMap<RunId, mpsc::UnboundedSender<StopRequest>>,
+    coordinating: &mut HashMap<RunId, Coordinating>,
     news: &mut dyn FnMut(WorkerNews),
 ) {
     let Ok(runs) = store.runs_to_coordinate() else {
@@ -556,13 +609,14 @@ fn take_runs(
             continue;
         }
         let (stop_tx, stops) = mpsc::unbounded_channel();
-        coordinating.insert(run.clone(), stop_tx);
         news(WorkerNews::Coordinating { run: run.clone() });
         let (store, config, done) = (store.clone(), config.clone(), done.clone());
-        tokio::task::spawn_local(async move {
+        let key = run.clone();
+        let task = tokio::task::spawn_local(async move {
             let state = coordinate_one(&store, &run, config, stops).await;
             let _ = done.send((run, state));
         });
+        coordinating.insert(key, (stop_tx, task));
     }
 }
 

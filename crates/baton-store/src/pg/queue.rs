@@ -410,6 +410,29 @@ impl PgStore {
         })
     }
 
+    /// Gives an attempt `worker` holds back (a worker stopping at once): its lease is made to
+    /// have lapsed now, so that its coordinator takes it as interrupted at its next look and
+    /// it runs again elsewhere. Whether the worker still held it.
+    pub fn give_back(&self, worker: &str, key: &AttemptKey) -> Result<bool, StoreError> {
+        let (worker, key) = (worker.to_owned(), key.clone());
+        self.conn.call(move |client| {
+            let changed = client.execute(
+                "WITH given AS (UPDATE attempt_queue SET lease_until_ms = 0 \
+                 WHERE run_id = $1 AND task_idx = $2 AND attempt = $3 AND worker_id = $4 \
+                 AND state = 'claimed' RETURNING run_id) \
+                 SELECT pg_notify($5, run_id) FROM given",
+                &[
+                    &key.run.as_str(),
+                    &n(key.task),
+                    &n(key.attempt),
+                    &worker,
+                    &ATTEMPT_ENDED,
+                ],
+            )?;
+            Ok(changed > 0)
+        })
+    }
+
     /// Records `event` (the runner's JSON) for `run`'s coordinator, if `worker` still holds
     /// the attempt it is about.
     pub fn add_news(

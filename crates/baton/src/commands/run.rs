@@ -405,6 +405,17 @@ fn check_stored(
 
 /// Ctrl-C, SIGTERM and SIGHUP stop the run: the first gracefully, any further one at once.
 pub(super) fn forward_signals(tx: mpsc::UnboundedSender<StopRequest>) -> anyhow::Result<()> {
+    forward_signals_saying(
+        tx,
+        Some("baton: stopping: terminating running tasks (again to kill them at once)"),
+    )
+}
+
+/// [`forward_signals`], saying `first` (if given) at the first signal.
+pub(super) fn forward_signals_saying(
+    tx: mpsc::UnboundedSender<StopRequest>,
+    first: Option<&'static str>,
+) -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
     let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
@@ -419,7 +430,9 @@ pub(super) fn forward_signals(tx: mpsc::UnboundedSender<StopRequest>) -> anyhow:
             }
             received += 1;
             let request = if received == 1 {
-                out::err("baton: stopping: terminating running tasks (again to kill them at once)");
+                if let Some(first) = first {
+                    out::err(first);
+                }
                 StopRequest::Cancel
             } else {
                 StopRequest::Kill

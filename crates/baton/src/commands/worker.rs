@@ -63,7 +63,8 @@ pub fn worker(args: WorkerArgs, store_url: Option<&str>) -> Result<i32, Failure>
     let local = tokio::task::LocalSet::new();
     let worked = local.block_on(&runtime, async {
         let (stop_tx, stop_rx) = mpsc::unbounded_channel();
-        super::run::forward_signals(stop_tx)?;
+        // The worker says what a stop does itself.
+        super::run::forward_signals_saying(stop_tx, None)?;
         let mut say = |news: WorkerNews| out::err(&describe(&news, &server, slots));
         anyhow::Ok(baton_runner::work(store, options, config, stop_rx, &mut say).await)
     })?;
@@ -93,6 +94,17 @@ fn describe(news: &WorkerNews, server: &str, slots: u32) -> String {
         WorkerNews::Coordinating { run } => format!("baton worker: coordinating run {run}"),
         WorkerNews::Coordinated { run, state } => {
             format!("baton worker: run {run} coordinated: {state}")
+        }
+        WorkerNews::Stopping { now: false, held } => format!(
+            "baton worker: stopping: taking no more work; waiting for the {held} attempt(s) it \
+             runs to end (again to stop them at once and give them back)"
+        ),
+        WorkerNews::Stopping { now: true, held } => format!(
+            "baton worker: stopping now: {held} attempt(s) stopped and given back, to run again \
+             on another worker"
+        ),
+        WorkerNews::GivenBack { run, task, attempt } => {
+            format!("baton worker: {run} {task} attempt {attempt} given back")
         }
         WorkerNews::Problem(problem) => format!("baton worker: warning: {problem}"),
     }

@@ -613,3 +613,82 @@ run = "cat a.txt b.txt > c.txt"
     assert_eq!(git(test.path(), &["rev-parse", "HEAD"]), user_head);
     assert_eq!(git(test.path(), &["branch", "--list", "baton/*"]), "");
 }
+
+#[test]
+fn a_worker_asked_to_stop_finishes_what_it_runs_and_asked_again_gives_it_back() {
+    let url = baton_testpg::fresh_database();
+    let graph = r#"
+[[task]]
+id = "a"
+runs_on = ["x"]
+run = "sleep 2; echo done-a"
+
+[[task]]
+id = "b"
+runs_on = ["y"]
+run = "test -e once && echo second || { touch once; sleep 60; }"
+"#;
+    let test = Test::new().graph("g.toml", graph);
+    let run = submit(&test, &url);
+    let mut workers = Workers(Vec::new());
+    workers.start(&test, &url, "coordinator", &[]);
+    let x = workers.start(&test, &url, "x", &["--labels", "x", "--no-coordinate"]);
+    let y = workers.start(&test, &url, "y", &["--labels", "y", "--no-coordinate"]);
+    let started = |log: &str| {
+        std::fs::read_to_string(test.path().join(log))
+            .unwrap_or_default()
+            .contains("attempt 1 started")
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !(started("x.log") && started("y.log")) {
+        assert!(
+            Instant::now() < deadline,
+            "x and y never started their tasks"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Asked once, x lets `a` finish and report it, then leaves.
+    kill(Pid::from_raw(x as i32), Signal::SIGTERM).unwrap();
+    // Asked twice, y stops `b` and gives it back.
+    kill(Pid::from_raw(y as i32), Signal::SIGTERM).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    kill(Pid::from_raw(y as i32), Signal::SIGTERM).unwrap();
+    let mut exited = |pid: u32| {
+        let child = workers.0.iter_mut().find(|c| c.id() == pid).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "worker {pid} did not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    assert!(exited(y).success());
+    assert!(exited(x).success());
+    let x_log = std::fs::read_to_string(test.path().join("x.log")).unwrap();
+    assert!(x_log.contains("taking no more work"), "{x_log}");
+    assert!(
+        x_log.contains(&format!("{run} a attempt 1 ended: exit 0")),
+        "{x_log}"
+    );
+    let y_log = std::fs::read_to_string(test.path().join("y.log")).unwrap();
+    assert!(
+        y_log.contains(&format!("{run} b attempt 1 given back")),
+        "{y_log}"
+    );
+
+    // Another worker with the label takes `b` again; the run succeeds, nothing was charged.
+    workers.start(&test, &url, "y2", &["--labels", "y", "--no-coordinate"]);
+    let ended = await_end(
+        &test,
+        &url,
+        &run,
+        Duration::from_secs(60),
+        &["coordinator.log", "y2.log"],
+    );
+    assert_eq!(ended["run"]["state"], "succeeded", "{ended}");
+    let by_task = outcomes(&events(test.path(), &url, &run));
+    assert_eq!(by_task["a"], ["exited"]);
+    assert_eq!(by_task["b"], ["interrupted", "exited"]);
+}
