@@ -35,7 +35,9 @@ use crate::workspace::Workspaces;
 
 mod candidates;
 mod ending;
+mod queued;
 use ending::Record;
+use queued::next_remote;
 mod growth;
 
 /// Most events one turn produces. No-op tasks finish inside a turn, so a graph of them would
@@ -147,30 +149,6 @@ impl<'a> Dispatcher<'a> {
             approvals: Approvals::default(),
             queue: None,
         }
-    }
-
-    /// Attempts run on workers from now on: queued in `store`, fenced by the run's lease
-    /// `token`.
-    pub(crate) fn run_on_workers(
-        &mut self,
-        store: &baton_store::PgStore,
-        token: u64,
-    ) -> Result<(), crate::RunError> {
-        // Workers elsewhere start from the run's base as the remote holds it.
-        if let Some(remote) = &self.graph.run_settings().remote {
-            self.workspaces
-                .publish_base(remote)
-                .map_err(crate::RunError::Workspace)?;
-        }
-        self.queue = Some(crate::remote::Queue::start(
-            store,
-            self.run_id.clone(),
-            token,
-            self.shared.progress.clone(),
-            self.stop_tx.subscribe(),
-            self.shared.meter.clone(),
-        )?);
-        Ok(())
     }
 
     /// What agents spend, against the run's budget.
@@ -705,47 +683,6 @@ impl<'a> Dispatcher<'a> {
         }
     }
 
-    /// Queues attempt `attempt` of `task` for a worker; recorded started now (its pid is the
-    /// worker's to know).
-    fn queue_attempt(&mut self, task: u32, attempt: u32, agent: bool) {
-        let (resume, dropped) = self.continuing(task);
-        let spec = self.graph.task(task);
-        let engine_at = self.sched.engine(task);
-        let work = crate::remote::Work {
-            graph_len: self.graph.len() as u32,
-            engine: engine_at,
-            dropped,
-            resume,
-            agent,
-            base: self
-                .workspaces
-                .active()
-                .then(|| self.workspaces.base().to_owned()),
-        };
-        let engine = match &spec.action {
-            TaskAction::Agent {
-                engine, settings, ..
-            } => match engine_at {
-                0 => engine.clone(),
-                k => settings
-                    .fallback
-                    .get(k as usize - 1)
-                    .map_or_else(|| engine.clone(), |f| f.engine.clone()),
-            },
-            _ => "shell".to_owned(),
-        };
-        let labels = spec.runs_on.clone();
-        let id = spec.id.clone();
-        if let Some(queue) = self.queue.as_mut() {
-            queue.push(task, attempt, engine, labels, &work);
-        }
-        self.ledger.push(EventKind::AttemptStarted {
-            task: id,
-            attempt,
-            pid: None,
-        });
-    }
-
     /// Feeds the scheduler what people decided about the run's waiting tasks since last time.
     fn apply_decisions(&mut self, turn: &mut Turn) {
         let launcher = &self.launcher;
@@ -860,15 +797,6 @@ fn stop_input(request: StopRequest) -> Input {
 async fn sleep_until_first(timers: &BinaryHeap<Reverse<(Instant, u32)>>) {
     if let Some(Reverse((at, _))) = timers.peek() {
         tokio::time::sleep_until((*at).into()).await;
-    }
-}
-
-async fn next_remote(
-    queue: &mut Option<crate::remote::Queue>,
-) -> Option<crate::attempt::AttemptDone> {
-    match queue {
-        Some(queue) => queue.next().await,
-        None => std::future::pending().await,
     }
 }
 

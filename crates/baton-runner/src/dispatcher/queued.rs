@@ -1,0 +1,84 @@
+//! A run whose attempts workers run (`baton worker`): the dispatcher queues them instead of
+//! starting them, and takes their ends from the queue as it takes a local unit's.
+
+use baton_graph::Action as TaskAction;
+use baton_model::EventKind;
+
+use super::Dispatcher;
+use crate::attempt::AttemptDone;
+use crate::remote::{Queue, Work};
+
+impl Dispatcher<'_> {
+    /// Attempts run on workers from now on: queued in `store`, fenced by the run's lease
+    /// `token`.
+    pub(crate) fn run_on_workers(
+        &mut self,
+        store: &baton_store::PgStore,
+        token: u64,
+    ) -> Result<(), crate::RunError> {
+        // Workers elsewhere start from the run's base as the remote holds it.
+        if let Some(remote) = &self.graph.run_settings().remote {
+            self.workspaces
+                .publish_base(remote)
+                .map_err(crate::RunError::Workspace)?;
+        }
+        self.queue = Some(Queue::start(
+            store,
+            self.run_id.clone(),
+            token,
+            self.shared.progress.clone(),
+            self.stop_tx.subscribe(),
+            self.shared.meter.clone(),
+        )?);
+        Ok(())
+    }
+
+    /// Queues attempt `attempt` of `task` for a worker; recorded started now (its pid is the
+    /// worker's to know).
+    pub(super) fn queue_attempt(&mut self, task: u32, attempt: u32, agent: bool) {
+        let (resume, dropped) = self.continuing(task);
+        let spec = self.graph.task(task);
+        let engine_at = self.sched.engine(task);
+        let work = Work {
+            graph_len: self.graph.len() as u32,
+            engine: engine_at,
+            dropped,
+            resume,
+            agent,
+            base: self
+                .workspaces
+                .active()
+                .then(|| self.workspaces.base().to_owned()),
+        };
+        let engine = match &spec.action {
+            TaskAction::Agent {
+                engine, settings, ..
+            } => match engine_at {
+                0 => engine.clone(),
+                k => settings
+                    .fallback
+                    .get(k as usize - 1)
+                    .map_or_else(|| engine.clone(), |f| f.engine.clone()),
+            },
+            _ => "shell".to_owned(),
+        };
+        let labels = spec.runs_on.clone();
+        let id = spec.id.clone();
+        if let Some(queue) = self.queue.as_mut() {
+            queue.push(task, attempt, engine, labels, &work);
+        }
+        self.ledger.push(EventKind::AttemptStarted {
+            task: id,
+            attempt,
+            pid: None,
+        });
+    }
+}
+
+/// The next attempt that ended on a worker, if the run's attempts run on workers.
+pub(super) async fn next_remote(queue: &mut Option<Queue>) -> Option<AttemptDone> {
+    match queue {
+        Some(queue) => queue.next().await,
+        None => std::future::pending().await,
+    }
+}
