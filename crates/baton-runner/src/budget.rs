@@ -20,7 +20,7 @@ pub(crate) fn budget_tokens(input: u64, output: u64, cache_write: u64) -> u64 {
 }
 
 /// What one attempt has spent.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Spent {
     pub usd: f64,
     pub tokens: u64,
@@ -70,6 +70,29 @@ impl Meter {
             by_task: HashMap::new(),
             live: HashMap::new(),
         })))
+    }
+
+    /// The meter of one attempt run on a worker: it starts from what the run, and the task's
+    /// earlier attempts, had spent when its coordinator queued it, so that the attempt is held
+    /// to the run's and its task's budgets as a local one is (attempts running at the same
+    /// time on other workers are not seen: each is held to what was left when it was queued).
+    pub(crate) fn elsewhere(limit: Budget, task: u32, run: Spent, earlier: Spent) -> Self {
+        let meter = Self::new(limit);
+        {
+            let mut state = meter.state();
+            state.spent = run;
+            state.by_task.insert(task, earlier);
+        }
+        meter
+    }
+
+    /// What the run's agents spent, finished and running.
+    pub(crate) fn total(&self) -> Spent {
+        let state = self.state();
+        state.live.values().fold(state.spent, |a, b| Spent {
+            usd: a.usd + b.usd,
+            tokens: a.tokens + b.tokens,
+        })
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {

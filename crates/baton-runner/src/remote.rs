@@ -42,6 +42,12 @@ pub(crate) struct Work {
     pub agent: bool,
     /// The run's base commit, when its tasks work in worktrees.
     pub base: Option<String>,
+    /// What the run's agents had spent when it was queued, finished and running, and what the
+    /// task's earlier attempts had: where the attempt's budgets start.
+    #[serde(default)]
+    pub run_spent: crate::budget::Spent,
+    #[serde(default)]
+    pub task_spent: crate::budget::Spent,
 }
 
 /// The coordinator's end of the queue for one run.

@@ -275,7 +275,10 @@ impl<'a> Dispatcher<'a> {
             // Wait for something to happen, then take everything else that is ready too.
             let deadline = self.ledger.journal().deadline();
             tokio::select! {
-                Some(event) = self.progress.recv() => self.ledger.push_event(event),
+                Some(event) = self.progress.recv() => {
+                    self.heard_spend(&event);
+                    self.ledger.push_event(event);
+                }
                 Some(joined) = self.units.join_next(), if !self.units.is_empty() => {
                     self.unit_done(joined, &mut turn);
                 }

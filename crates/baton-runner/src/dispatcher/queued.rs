@@ -49,6 +49,8 @@ impl Dispatcher<'_> {
                 .workspaces
                 .active()
                 .then(|| self.workspaces.base().to_owned()),
+            run_spent: self.shared.meter.total(),
+            task_spent: self.shared.meter.task_spent(task),
         };
         let engine = match &spec.action {
             TaskAction::Agent {
@@ -72,6 +74,33 @@ impl Dispatcher<'_> {
             attempt,
             pid: None,
         });
+    }
+}
+
+impl Dispatcher<'_> {
+    /// What an agent running on a worker has spent so far (its `agent-activity`), on the
+    /// run's meter: what the next launches are judged against. Its end replaces it.
+    pub(super) fn heard_spend(&self, event: &baton_model::Event) {
+        if self.queue.is_none() {
+            return;
+        }
+        let EventKind::AgentActivity {
+            task,
+            attempt,
+            tokens,
+            cost_usd,
+            ..
+        } = &event.kind
+        else {
+            return;
+        };
+        if let Some(index) = self.graph.index_of(task.as_str()) {
+            let spent = crate::budget::Spent {
+                usd: cost_usd.unwrap_or(0.0),
+                tokens: *tokens,
+            };
+            let _ = self.shared.meter.update((index, *attempt), spent);
+        }
     }
 }
 

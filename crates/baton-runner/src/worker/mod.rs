@@ -118,7 +118,6 @@ struct RunParts {
     launcher: Launcher,
     workspaces: Workspaces,
     dirs: RunDirs,
-    meter: Meter,
 }
 
 /// An attempt this worker holds.
@@ -393,7 +392,12 @@ fn start(
             dirs: run.dirs.clone(),
             out_dir: run.launcher.out_dir(),
             redactor: run.launcher.redactor().clone(),
-            meter: run.meter.clone(),
+            meter: Meter::elsewhere(
+                run.graph.run_settings().budget.clone(),
+                claim.task,
+                work.run_spent,
+                work.task_spent,
+            ),
             stop: stop_rx,
             progress,
         };
@@ -532,7 +536,6 @@ fn prepare<'p>(
                 }
                 let launcher =
                     Launcher::new(Arc::clone(&graph), claim.run.clone(), dirs.clone(), config);
-                let meter = Meter::new(graph.run_settings().budget.clone());
                 parts.insert(
                     claim.run.clone(),
                     RunParts {
@@ -540,7 +543,6 @@ fn prepare<'p>(
                         launcher,
                         workspaces,
                         dirs,
-                        meter,
                     },
                 );
             }

@@ -692,3 +692,75 @@ run = "test -e once && echo second || { touch once; sleep 60; }"
     assert_eq!(by_task["a"], ["exited"]);
     assert_eq!(by_task["b"], ["interrupted", "exited"]);
 }
+
+#[test]
+fn the_runs_budget_holds_for_an_agent_on_a_worker() {
+    use baton_mock_model::{MockModel, Reply, Rule, Script};
+    // claude-sonnet-4-5 at $3 per million input tokens: the first answer costs $0.50, the
+    // second $1.80, and the run may spend $2. The second starts (what one attempt costs on
+    // average still fits), and is stopped on its worker when it takes the run past $2: the
+    // worker knew the run had spent $0.50 before it. Alone, $1.80 would have fitted.
+    let answer = |marker: &str, input_tokens: u64| {
+        Rule::reply(Reply::Text {
+            text: "done".into(),
+            input_tokens,
+            output_tokens: 10,
+        })
+        .when_contains(marker)
+    };
+    let model = MockModel::start(
+        Script::new()
+            .rule(answer("TASK-CHEAP", 166_667))
+            .rule(answer("TASK-DEAR", 600_000)),
+    )
+    .unwrap();
+    let graph = r#"
+[defaults]
+model = "claude-sonnet-4-5"
+
+[run]
+concurrency = 1
+budget = { usd = 2.0 }
+
+[[task]]
+id = "first"
+prompt = "TASK-CHEAP one"
+
+[[task]]
+id = "second"
+needs = ["first"]
+prompt = "TASK-DEAR two"
+
+[[task]]
+id = "third"
+needs = ["second"]
+prompt = "TASK-CHEAP three"
+"#;
+    let url = baton_testpg::fresh_database();
+    let test = crate::agents::with_claude(Test::new(), &model).graph("g.toml", graph);
+    let run = submit(&test, &url);
+    let mut workers = Workers(Vec::new());
+    workers.start(&test, &url, "w", &[]);
+    let ended = await_end(&test, &url, &run, Duration::from_secs(120), &["w.log"]);
+    assert_eq!(ended["run"]["state"], "failed", "{ended}");
+    let task = |id: &str| {
+        ended["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(task("first")["state"], "succeeded", "{ended}");
+    let second = task("second");
+    assert_eq!(second["outcome"]["kind"], "over-budget", "{second}");
+    assert!(
+        second["outcome"]["limit"]
+            .as_str()
+            .unwrap()
+            .starts_with("run budget $2.00 reached"),
+        "{second}"
+    );
+    assert_eq!(task("third")["attempts"], 0, "{ended}");
+}
