@@ -481,6 +481,15 @@ pub fn verdict(result: &RunResult) -> String {
     if result.run.state == baton_model::RunState::Waiting {
         counts.push(format!("{waiting} waiting"));
     }
+    if result.run.state == baton_model::RunState::Queued {
+        // Submitted (`baton run --detach`): nothing has run, and no time is spent yet.
+        return format!(
+            "baton: `{}` queued for a worker: {} (run {})",
+            crate::terminal_safe(&result.run.name),
+            plural(t.tasks, "task", "tasks"),
+            result.run.id
+        );
+    }
     let mut line = format!(
         "baton: `{}` {} in {}: {} (run {})",
         crate::terminal_safe(&result.run.name),

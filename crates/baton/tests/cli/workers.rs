@@ -129,6 +129,15 @@ fn five_hundred_tasks_on_three_workers_complete_exactly_once_within_the_runs_con
     let run = submit(&test, &url);
     let queued = status(test.path(), &url, &run);
     assert_eq!(queued["run"]["state"], "queued");
+    assert_eq!(queued["next"], serde_json::json!(["baton workers"]));
+    let shown = baton_in(test.path(), &["--store", &url, "status", &run]);
+    assert!(
+        shown
+            .stdout
+            .contains(&format!("queued for a worker: 500 tasks (run {run})")),
+        "{}",
+        shown.stdout
+    );
 
     let mut workers = Workers(Vec::new());
     for name in ["w1", "w2", "w3"] {
