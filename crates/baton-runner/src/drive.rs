@@ -34,6 +34,10 @@ pub struct RunConfig {
     pub seed: u64,
     /// How agent engines are run, and what models cost.
     pub agents: AgentConfig,
+    /// The worker running the attempts (`baton worker`): its `PID:START` (start time in clock
+    /// ticks), put in every attempt's environment as `BATON_WORKER`, so that what a worker
+    /// that died left running is found and ended by the next one on its host. `None` here.
+    pub worker: Option<String>,
 }
 
 /// A request from outside the run to stop it (Ctrl-C, SIGTERM, `baton cancel`).

@@ -178,6 +178,53 @@ impl Marked {
     }
 }
 
+/// Ends what workers that died on this host left running: processes whose `BATON_WORKER`
+/// (`PID:START`, see `RunConfig::worker`) names a process that is gone. Their attempts were
+/// given up with the worker's lease and run again elsewhere; left alone they would go on
+/// working (and spending) to no end. Returns how many were killed.
+pub(crate) fn kill_dead_workers_leftovers() -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let me = crate::driver::me();
+    let mut dead: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
+    let mut killed = 0;
+    for pid in entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter(|&pid| pid != me.pid)
+    {
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let Some(worker) = environ
+            .split(|&b| b == 0)
+            .find_map(|var| var.strip_prefix(b"BATON_WORKER="))
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .map(str::to_owned)
+        else {
+            continue;
+        };
+        let gone = *dead.entry(worker.clone()).or_insert_with(|| {
+            let Some((pid, start)) = worker.split_once(':') else {
+                return false;
+            };
+            let (Ok(pid), Ok(start_time)) = (pid.parse(), start.parse()) else {
+                return false;
+            };
+            !crate::driver::is_alive(&baton_store::Driver {
+                pid,
+                start_time,
+                host: me.host.clone(),
+            })
+        });
+        if gone && let Some(process) = marked(pid, format!("BATON_WORKER={worker}").as_bytes()) {
+            killed += usize::from(process.end());
+        }
+    }
+    killed
+}
+
 /// Every live process (not a zombie) whose environment holds `marker`, with its process group
 /// and the attempt its environment names.
 fn processes_marked(marker: &[u8]) -> Vec<Marked> {

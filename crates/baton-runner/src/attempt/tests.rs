@@ -52,6 +52,7 @@ impl Fixture {
             kill_grace: Duration::from_millis(200),
             seed: 1,
             agents: AgentConfig::default(),
+            worker: None,
         };
         Self {
             _dir: dir,

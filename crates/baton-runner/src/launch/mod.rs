@@ -144,6 +144,8 @@ pub(crate) struct Launcher {
     agents: AgentConfig,
     /// The cgroups of the run's attempts, reused from attempt to attempt.
     cgroups: baton_exec::CgroupPool,
+    /// `BATON_WORKER` for every attempt, when a worker runs them.
+    worker: Option<String>,
 }
 
 impl Launcher {
@@ -180,6 +182,7 @@ impl Launcher {
             pass_env,
             base_passed,
             graph,
+            worker: config.worker.clone(),
         }
     }
 
@@ -303,6 +306,9 @@ impl Launcher {
         env.push(("BATON_TASK_ID".into(), spec_task.id.as_str().into()));
         env.push(("BATON_RUN_ID".into(), self.run_id.as_str().into()));
         env.push(("BATON_ATTEMPT".into(), attempt.to_string().into()));
+        if let Some(worker) = &self.worker {
+            env.push(("BATON_WORKER".into(), worker.into()));
+        }
         env.push((
             "BATON_OUTPUT".into(),
             self.dirs.structured_output(&spec_task.id, attempt).into(),

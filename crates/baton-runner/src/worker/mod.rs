@@ -49,6 +49,9 @@ use ship_logs::LogShipper;
 /// How often a worker looks for work when no notification woke it.
 const POLL: Duration = Duration::from_secs(1);
 
+/// How often a worker looks for processes a worker that died on its host left running.
+const SWEEP: Duration = Duration::from_secs(3);
+
 /// How often a running attempt's new log bytes go to the store (`baton logs --follow` from
 /// another machine is this far behind).
 const SHIP_LOGS: Duration = Duration::from_secs(1);
@@ -109,6 +112,10 @@ pub enum WorkerNews {
         task: String,
         attempt: u32,
     },
+    /// It stopped what a worker that died on this host had left running.
+    Swept {
+        processes: usize,
+    },
     Problem(String),
 }
 
@@ -141,6 +148,8 @@ pub async fn work(
     news: &mut dyn FnMut(WorkerNews),
 ) -> Result<(), StoreError> {
     let me = crate::driver::me();
+    let mut config = config;
+    config.worker = Some(format!("{}:{}", me.pid, me.start_time));
     let id = format!(
         "{}-{}-{:x}",
         me.host,
@@ -166,6 +175,8 @@ pub async fn work(
     let lease_ms = options.lease.as_millis() as i64;
     let mut heartbeat = tokio::time::interval(options.lease / 3);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut sweep = tokio::time::interval(SWEEP);
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut poll = tokio::time::interval(POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut parts: HashMap<RunId, RunParts> = HashMap::new();
@@ -273,6 +284,12 @@ pub async fn work(
             }
             Ok(()) = wake.changed() => look = true,
             Ok(()) = submitted.changed() => look_for_runs = true,
+            _ = sweep.tick() => {
+                let killed = crate::leftovers::kill_dead_workers_leftovers();
+                if killed > 0 {
+                    news(WorkerNews::Swept { processes: killed });
+                }
+            }
             _ = poll.tick() => {
                 look = true;
                 look_for_runs = true;

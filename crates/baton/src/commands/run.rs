@@ -229,6 +229,7 @@ pub(super) fn execute(
         kill_grace,
         seed: fastrand_seed(),
         agents,
+        worker: None,
     };
     let outcome = runtime.block_on(async {
         forward_signals(stop_tx)?;

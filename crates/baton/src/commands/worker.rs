@@ -43,6 +43,7 @@ pub fn worker(args: WorkerArgs, store_url: Option<&str>) -> Result<i32, Failure>
         kill_grace,
         seed: super::run::fastrand_seed(),
         agents,
+        worker: None,
     };
     let options = WorkerOptions {
         slots,
@@ -106,6 +107,10 @@ fn describe(news: &WorkerNews, server: &str, slots: u32) -> String {
         WorkerNews::GivenBack { run, task, attempt } => {
             format!("baton worker: {run} {task} attempt {attempt} given back")
         }
+        WorkerNews::Swept { processes } => format!(
+            "baton worker: stopped {processes} process(es) a worker that died on this host had \
+             left running (their attempts run again elsewhere)"
+        ),
         WorkerNews::Problem(problem) => format!("baton worker: warning: {problem}"),
     }
 }

@@ -282,6 +282,17 @@ fn a_killed_worker_and_a_paused_one_lose_nothing_and_the_paused_ones_late_end_is
     }
     assert!(interrupted >= 4, "b's two and c's two: {by_task:?}");
     let done = std::fs::read_to_string(test.path().join("done.log")).unwrap();
+    // What the killed worker left running was stopped by a worker on its host before it could
+    // write (its tasks sleep 8 s): every task wrote once, by the attempt that counted.
+    for task in by_task.keys() {
+        assert_eq!(
+            done.lines().filter(|l| l == task).count(),
+            1,
+            "{task}: {done}"
+        );
+    }
+    let a_log = std::fs::read_to_string(test.path().join("a.log")).unwrap();
+    assert!(a_log.contains("a worker that died on this host"), "{a_log}");
     for task in &c_held {
         assert!(by_task[task].len() >= 2, "{task}: {:?}", by_task[task]);
         // Its first attempt's process was stopped when the worker learned it had lost it
