@@ -236,6 +236,23 @@ fn a_killed_worker_and_a_paused_one_lose_nothing_and_the_paused_ones_late_end_is
         assert!(Instant::now() < deadline, "b and c never took their share");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Their tasks' processes are running (a claim is logged before its process starts).
+    let held_by = |log: &str| -> Vec<String> {
+        std::fs::read_to_string(test.path().join(log))
+            .unwrap()
+            .lines()
+            .filter(|l| l.ends_with("attempt 1 started"))
+            .map(|l| l.split_whitespace().nth(3).unwrap().to_owned())
+            .collect()
+    };
+    let running: Vec<String> = [held_by("b.log"), held_by("c.log")].concat();
+    while !running
+        .iter()
+        .all(|t| test.path().join(format!("pids.{t}")).exists())
+    {
+        assert!(Instant::now() < deadline, "b's and c's tasks never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     kill(Pid::from_raw(killed as i32), Signal::SIGKILL).unwrap();
     kill(Pid::from_raw(paused as i32), Signal::SIGSTOP).unwrap();
     let c_held: Vec<String> = std::fs::read_to_string(test.path().join("c.log"))
