@@ -308,14 +308,8 @@ fn a_killed_worker_and_a_paused_one_lose_nothing_and_the_paused_ones_late_end_is
             "{task}: {done}"
         );
     }
-    // By a (running all along) or c (once it woke): both live on the killed worker's host.
-    let survivors = ["a.log", "c.log"]
-        .map(|l| std::fs::read_to_string(test.path().join(l)).unwrap())
-        .join("\n");
-    assert!(
-        survivors.contains("a worker that died on this host"),
-        "{survivors}"
-    );
+    // Any worker on the host stops them: a or c here or, as the suite runs, a worker of
+    // another test; which one says so is not asserted.
     for task in &c_held {
         assert!(by_task[task].len() >= 2, "{task}: {:?}", by_task[task]);
         // Its first attempt's process was stopped when the worker learned it had lost it
