@@ -12,93 +12,9 @@ use crate::spec::{AgentSpec, At, Defaults, ForEachSpec, RunSpec, Spec, TaskSpec}
 use crate::suggest::did_you_mean;
 use crate::tree::{Entry, Kind, Node};
 
-pub(crate) const TOP_FIELDS: &[&str] = &["name", "defaults", "run", "task", "tasks", "$schema"];
-/// The fields of `[defaults]` that are not agent fields.
-const DEFAULTS_OWN_FIELDS: &[&str] = &[
-    "engine",
-    "timeout",
-    "retries",
-    "backoff",
-    "workspace",
-    "handoff_limit",
-    "log_limit",
-    "pass_env",
-    "secret_env",
-    "scope_policy",
-    "fix_attempts",
-    "setup",
-    "worktree_include",
-    "confine",
-    "contain",
-    "runs_on",
-];
-/// The fields of an agent task that a shell task does not take, and that `[defaults]` may
-/// set for every agent task.
-const AGENT_FIELDS: &[&str] = &[
-    "model",
-    "max_turns",
-    "allowed_tools",
-    "permission_mode",
-    "sandbox",
-    "args",
-    "idle_timeout",
-    "retry_on",
-    "fallback",
-    "fallback_on",
-];
-/// Agent fields a task takes that `[defaults]` does not (a budget is a task's own).
-const AGENT_TASK_FIELDS: &[&str] = &["budget"];
-pub(crate) const DEFAULTS_FIELDS: &[&[&str]] = &[DEFAULTS_OWN_FIELDS, AGENT_FIELDS];
-pub(crate) const RUN_FIELDS: &[&str] = &[
-    "concurrency",
-    "on_failure",
-    "base",
-    "remote",
-    "budget",
-    "verify",
-    "max_tasks",
-];
-pub(crate) const BUDGET_FIELDS: &[&str] = &["tokens", "usd", "soft_usd", "soft_tokens"];
-/// The fields of a task that are not agent fields.
-const TASK_OWN_FIELDS: &[&str] = &[
-    "id",
-    "needs",
-    "run",
-    "prompt",
-    "engine",
-    "timeout",
-    "retries",
-    "backoff",
-    "scope",
-    "env",
-    "cwd",
-    "handoff_limit",
-    "log_limit",
-    "verify",
-    "approval",
-    "workspace",
-    "pass_env",
-    "secret_env",
-    "scope_policy",
-    "fix_attempts",
-    "setup",
-    "worktree_include",
-    "confine",
-    "contain",
-    "runs_on",
-    "expand",
-    "max_subtasks",
-    "max_depth",
-    "for_each",
-    "acceptance",
-    "reviewer",
-    "on_failure",
-    "max_replans",
-    "estimate",
-    "best_of",
-    "candidates",
-];
-pub(crate) const TASK_FIELDS: &[&[&str]] = &[TASK_OWN_FIELDS, AGENT_FIELDS, AGENT_TASK_FIELDS];
+mod fields;
+use fields::{AGENT_FIELDS, AGENT_TASK_FIELDS};
+pub(crate) use fields::{BUDGET_FIELDS, DEFAULTS_FIELDS, RUN_FIELDS, TASK_FIELDS, TOP_FIELDS};
 
 /// Engines a task may name. `noop` is internal (benchmarks, grouping).
 pub const ENGINES: &[&str] = &[
