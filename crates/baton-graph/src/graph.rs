@@ -249,6 +249,24 @@ impl Task {
     pub fn has_fallback(&self) -> bool {
         matches!(&self.action, Action::Agent { settings, .. } if !settings.fallback.is_empty())
     }
+
+    /// The engine place `k` of its chain runs on: 0 its own, then its fallbacks in order (past
+    /// the last, the last); `shell` for a task that is not an agent's.
+    pub fn engine_at(&self, k: u32) -> &str {
+        match &self.action {
+            Action::Agent {
+                engine, settings, ..
+            } => match k {
+                0 => engine,
+                k => settings
+                    .fallback
+                    .get(k as usize - 1)
+                    .or(settings.fallback.last())
+                    .map_or(engine.as_str(), |f| f.engine.as_str()),
+            },
+            _ => "shell",
+        }
+    }
 }
 
 /// One task, with `[defaults]` applied.

@@ -42,6 +42,19 @@ pub enum Liveness {
     Unknown,
 }
 
+impl Liveness {
+    /// Whether a driver seen so keeps its run from another process, its lease having `lapsed`
+    /// or not: the rule every claim applies ([`refuses`]), and what a worker looking for runs
+    /// to take over asks first.
+    pub fn holds(self, lapsed: bool) -> bool {
+        match self {
+            Liveness::Alive => true,
+            Liveness::Unknown => !lapsed,
+            Liveness::Dead => false,
+        }
+    }
+}
+
 /// A successful claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
@@ -189,11 +202,10 @@ pub(crate) fn refuses(
         return Ok(());
     };
     let lapsed = expires_at_ms.is_some_and(|at| at <= now_ms);
-    match liveness(&current) {
-        Liveness::Alive => Err(held_by(run, current)),
-        Liveness::Unknown if !lapsed => Err(held_by(run, current)),
-        Liveness::Unknown | Liveness::Dead => Ok(()),
+    if liveness(&current).holds(lapsed) {
+        return Err(held_by(run, current));
     }
+    Ok(())
 }
 
 /// Extends the lease of `token` on `run`, or says it is lost.

@@ -1,7 +1,6 @@
 //! A run whose attempts workers run (`baton worker`): the dispatcher queues them instead of
 //! starting them, and takes their ends from the queue as it takes a local unit's.
 
-use baton_graph::Action as TaskAction;
 use baton_model::EventKind;
 
 use super::Dispatcher;
@@ -52,18 +51,7 @@ impl Dispatcher<'_> {
             run_spent: self.shared.meter.total(),
             task_spent: self.shared.meter.task_spent(task),
         };
-        let engine = match &spec.action {
-            TaskAction::Agent {
-                engine, settings, ..
-            } => match engine_at {
-                0 => engine.clone(),
-                k => settings
-                    .fallback
-                    .get(k as usize - 1)
-                    .map_or_else(|| engine.clone(), |f| f.engine.clone()),
-            },
-            _ => "shell".to_owned(),
-        };
+        let engine = spec.engine_at(engine_at).to_owned();
         let labels = spec.runs_on.clone();
         let id = spec.id.clone();
         if let Some(queue) = self.queue.as_mut() {

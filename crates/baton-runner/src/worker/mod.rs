@@ -619,15 +619,10 @@ fn take_runs(
             continue;
         }
         // Its coordinator lives (seen on this host), or may (another host, its lease holds).
-        let held =
-            found
-                .driver
-                .as_ref()
-                .is_some_and(|driver| match crate::driver::liveness(driver) {
-                    baton_store::Liveness::Alive => true,
-                    baton_store::Liveness::Dead => false,
-                    baton_store::Liveness::Unknown => !found.lapsed,
-                });
+        let held = found
+            .driver
+            .as_ref()
+            .is_some_and(|driver| crate::driver::liveness(driver).holds(found.lapsed));
         if held || (!found.queued && found.driver.is_none() && !found.lapsed) {
             continue;
         }
