@@ -237,21 +237,28 @@ impl Drop for Queue {
     }
 }
 
-/// A worker's end, as it wrote it; one that cannot be read is the machinery's failure,
-/// retried like any.
+/// A worker's end, as it wrote it. One that cannot be read fails the attempt as one that
+/// could not be launched, saying what was wrong with it (workers of another version of baton
+/// write what this one cannot read: running it again would not help).
 fn ended_remotely(task: u32, attempt: u32, result: &str) -> AttemptDone {
-    match serde_json::from_str::<AttemptDone>(result) {
-        Ok(done) if done.task == task && done.attempt == attempt => done,
-        Ok(_) | Err(_) => AttemptDone::never_started(
-            task,
-            attempt,
-            Outcome::LaunchFailed {
-                error: "the worker's report of this attempt cannot be read (is every worker the \
-                        same version of baton as the coordinator?)"
-                    .to_owned(),
-            },
+    let wrong = match serde_json::from_str::<AttemptDone>(result) {
+        Ok(done) if done.task == task && done.attempt == attempt => return done,
+        Ok(done) => format!(
+            "it is about attempt {} of task #{}",
+            done.attempt, done.task
         ),
-    }
+        Err(error) => error.to_string(),
+    };
+    AttemptDone::never_started(
+        task,
+        attempt,
+        Outcome::LaunchFailed {
+            error: format!(
+                "the worker's report of this attempt cannot be read ({wrong}): is every worker \
+                 the same version of baton as the coordinator?"
+            ),
+        },
+    )
 }
 
 /// An attempt whose worker stopped renewing its lease: interrupted (run again at once, not

@@ -249,7 +249,7 @@ pub async fn work(
             }
             _ = heartbeat.tick() => {
                 let _ = store.heartbeat_worker(&record);
-                for (key, result) in outbox.pending() {
+                for (key, result) in outbox.pending(|key| held.contains_key(key)) {
                     if end(&store, &id, &key, &result).is_some() {
                         outbox.remove(&key);
                     }

@@ -67,6 +67,46 @@ fn await_end(test: &Test, url: &str, run: &str, limit: Duration, logs: &[&str]) 
     panic!("run {run} has not ended\n{}", logs.join("\n"));
 }
 
+/// What a run that did not succeed came to, short enough to read in a CI log that keeps only
+/// part of the output: its state, every task that did not succeed with its outcome and
+/// reason, the problems the workers reported, and the run's `next`.
+fn why_not(test: &Test, ended: &Value, logs: &[&str]) -> String {
+    let mut said = format!("run {}", ended["run"]["state"]);
+    for task in ended["tasks"].as_array().into_iter().flatten() {
+        if task["state"] != "succeeded" {
+            said.push_str(&format!(
+                "\n  {} {} after {} attempt(s): {} / {} / {}",
+                task["id"],
+                task["state"],
+                task["attempts"],
+                task["outcome"],
+                task["reason"],
+                task["output"]
+            ));
+        }
+    }
+    for log in logs {
+        let text = std::fs::read_to_string(test.path().join(log)).unwrap_or_default();
+        for line in text.lines().filter(|l| {
+            !l.contains(" started") && !l.contains(" ended: exit 0") && !l.contains("claimed")
+        }) {
+            said.push_str(&format!("\n  {log}: {line}"));
+        }
+    }
+    said.push_str(&format!("\n  next: {}", ended["next"]));
+    said
+}
+
+/// Asserts that the run succeeded, saying why not where it did not.
+fn assert_succeeded(test: &Test, ended: &Value, logs: &[&str]) {
+    assert_eq!(
+        ended["run"]["state"],
+        "succeeded",
+        "{}",
+        why_not(test, ended, logs)
+    );
+}
+
 /// The run's event log.
 fn events(dir: &Path, url: &str, run: &str) -> Vec<Value> {
     let out = baton_in(dir, &["--store", url, "events", run, "--json"]);
@@ -160,7 +200,7 @@ fn five_hundred_tasks_on_three_workers_complete_exactly_once_within_the_runs_con
     }
     let logs = ["w1.log", "w2.log", "w3.log"];
     let ended = await_end(&test, &url, &run, Duration::from_secs(240), &logs);
-    assert_eq!(ended["run"]["state"], "succeeded", "{ended}");
+    assert_succeeded(&test, &ended, &logs);
 
     // Every task once, from the records and from what the tasks themselves wrote.
     let tasks = ended["tasks"].as_array().unwrap();
@@ -271,7 +311,7 @@ fn a_killed_worker_and_a_paused_one_lose_nothing_and_the_paused_ones_late_end_is
         Duration::from_secs(120),
         &["a.log", "b.log", "c.log"],
     );
-    assert_eq!(ended["run"]["state"], "succeeded", "{ended}");
+    assert_succeeded(&test, &ended, &["a.log", "b.log", "c.log"]);
     let c_log = std::fs::read_to_string(test.path().join("c.log")).unwrap();
     for task in &c_held {
         assert!(
@@ -370,7 +410,7 @@ fn when_the_coordinator_dies_another_worker_takes_the_run_over() {
         Duration::from_secs(60),
         &["a.log", "b.log"],
     );
-    assert_eq!(ended["run"]["state"], "succeeded", "{ended}");
+    assert_succeeded(&test, &ended, &["a.log", "b.log"]);
     // It says so once the run's result is read back, a moment after the run ended.
     let said = format!("run {run} coordinated: succeeded");
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -459,7 +499,7 @@ run = "echo {{ needs.train.output }} and reported"
         Duration::from_secs(60),
         &["plain.log", "gpu.log"],
     );
-    assert_eq!(ended["run"]["state"], "succeeded", "{ended}");
+    assert_succeeded(&test, &ended, &["plain.log", "gpu.log"]);
     let gpu = std::fs::read_to_string(test.path().join("gpu.log")).unwrap();
     assert!(
         gpu.contains(&format!("{run} train attempt 1 ended: exit 0")),
@@ -522,7 +562,7 @@ secret_env = ["SECRET_TOKEN"]
     command.current_dir(&elsewhere);
     let mut workers = Workers(vec![command.spawn().unwrap()]);
     let ended = await_end(&test, &url, &run, Duration::from_secs(60), &["w.log"]);
-    assert_eq!(ended["run"]["state"], "succeeded", "{ended}");
+    assert_succeeded(&test, &ended, &["w.log"]);
     drop(workers.0.drain(..).collect::<Vec<_>>());
     std::fs::remove_dir_all(elsewhere.join(".baton/runs")).unwrap();
 
@@ -627,7 +667,7 @@ run = "cat a.txt b.txt > c.txt"
         Duration::from_secs(90),
         &["one.log", "two.log"],
     );
-    assert_eq!(ended["run"]["state"], "succeeded", "{ended}");
+    assert_succeeded(&test, &ended, &["one.log", "two.log"]);
 
     // The result is on the remote, merged from both machines' work; c saw a's file, made on
     // the other machine.
@@ -724,7 +764,7 @@ run = "test -e once && echo second || { touch once; sleep 60; }"
         Duration::from_secs(60),
         &["coordinator.log", "y2.log"],
     );
-    assert_eq!(ended["run"]["state"], "succeeded", "{ended}");
+    assert_succeeded(&test, &ended, &["coordinator.log", "y2.log"]);
     let by_task = outcomes(&events(test.path(), &url, &run));
     assert_eq!(by_task["a"], ["exited"]);
     assert_eq!(by_task["b"], ["interrupted", "exited"]);
