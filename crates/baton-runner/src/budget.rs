@@ -4,9 +4,11 @@
 //! Dollars come first (token counts are inflated by cache reads): a budget's `tokens` counts
 //! fresh input, output and cache writes, not cache reads. An attempt's spend is known live
 //! (from its stream, priced from the table until the agent reports its own total) and final
-//! (when it ends). Before an agent task starts, what it will likely spend — the average of the
-//! run's finished agent attempts — is reserved beside what the running ones have spent so far,
-//! so that parallel launches cannot overshoot the run's budget together.
+//! (when it ends). Before an agent task starts, what it will likely spend — its own estimate
+//! (`estimate = { usd }`, what a planner said of it) or, where that is less, the average of the
+//! run's finished agent attempts — is reserved beside what the running ones are likely to
+//! spend, and stays reserved while it runs (until it has spent more), so that parallel launches
+//! cannot overshoot the run's budget together.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -58,7 +60,15 @@ struct State {
     /// Finished attempts, by task: a task's budget covers all its attempts.
     by_task: HashMap<u32, Spent>,
     /// Running agent attempts, by (task, attempt).
-    live: HashMap<(u32, u32), Spent>,
+    live: HashMap<(u32, u32), Running>,
+}
+
+/// An agent attempt that is running: what it spent so far, and what it was expected to.
+#[derive(Debug, Clone, Copy, Default)]
+struct Running {
+    spent: Spent,
+    /// Its task's estimate in dollars (0 without one): reserved at least, until it ends.
+    expected_usd: f64,
 }
 
 impl Meter {
@@ -89,10 +99,22 @@ impl Meter {
     /// What the run's agents spent, finished and running.
     pub(crate) fn total(&self) -> Spent {
         let state = self.state();
-        state.live.values().fold(state.spent, |a, b| Spent {
-            usd: a.usd + b.usd,
-            tokens: a.tokens + b.tokens,
-        })
+        state
+            .live
+            .values()
+            .fold(state.spent, |a, b| a.plus(b.spent))
+    }
+
+    /// An agent attempt was launched: from now until it ends, what it is likely to spend (its
+    /// task's estimate `expected_usd`, or the average) is reserved, before it has said a word.
+    pub(crate) fn start(&self, key: (u32, u32), expected_usd: Option<f64>) {
+        self.state().live.insert(
+            key,
+            Running {
+                spent: Spent::default(),
+                expected_usd: expected_usd.unwrap_or(0.0).max(0.0),
+            },
+        );
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -122,26 +144,21 @@ impl Meter {
         if soft.is_unlimited() {
             return None;
         }
-        let mut total = state.spent;
-        for live in state.live.values() {
-            total.usd += live.usd;
-            total.tokens += live.tokens;
-        }
+        let total = state
+            .live
+            .values()
+            .fold(state.spent, |a, b| a.plus(b.spent));
         over(&soft, total).map(|what| format!("soft {what}"))
     }
 
     /// An attempt's spend so far; `Some` if the run's budget is now exceeded.
     pub(crate) fn update(&self, key: (u32, u32), now: Spent) -> Option<Exceeded> {
         let mut state = self.state();
-        state.live.insert(key, now);
-        let live: Spent = state.live.values().fold(Spent::default(), |a, b| Spent {
-            usd: a.usd + b.usd,
-            tokens: a.tokens + b.tokens,
-        });
-        let total = Spent {
-            usd: state.spent.usd + live.usd,
-            tokens: state.spent.tokens + live.tokens,
-        };
+        state.live.entry(key).or_default().spent = now;
+        let total = state
+            .live
+            .values()
+            .fold(state.spent, |a, b| a.plus(b.spent));
         over(&state.limit, total).map(|what| Exceeded::Run(format!("{RUN_LIMIT_PREFIX}{what}")))
     }
 
@@ -149,7 +166,7 @@ impl Meter {
     /// attempt stopped mid-stream may never report its total).
     pub(crate) fn finish(&self, key: (u32, u32), usage: &AgentUsage) {
         let mut state = self.state();
-        let live = state.live.remove(&key).unwrap_or_default();
+        let live = state.live.remove(&key).unwrap_or_default().spent;
         let usd = usage.cost_usd.unwrap_or(0.0).max(live.usd);
         let tokens = budget_tokens(
             usage.input_tokens,
@@ -177,14 +194,17 @@ impl Meter {
     }
 
     /// Whether one more agent attempt fits: what is spent, what the running ones are likely
-    /// to spend in all (at least the average, or what they spent already), and the average
-    /// for the new one, within the limit.
-    pub(crate) fn can_start(&self) -> bool {
+    /// to spend in all (at least their estimate or the average, or what they spent already),
+    /// and what the new one is likely to (its task's estimate `expected_usd`, or the average
+    /// where that is more), within the limit.
+    pub(crate) fn can_start(&self, expected_usd: Option<f64>) -> bool {
         let state = self.state();
         if state.limit.is_unlimited() {
             return true;
         }
-        let total = state.spent.plus(state.reserved());
+        let mut next = state.average();
+        next.usd = next.usd.max(expected_usd.unwrap_or(0.0));
+        let total = state.spent.plus(state.running(state.average())).plus(next);
         // Reaching the limit exactly is spending it: only strictly less leaves room.
         let fits_usd = state.limit.usd.is_none_or(|limit| total.usd < limit);
         let fits_tokens = state.limit.tokens.is_none_or(|limit| total.tokens < limit);
@@ -284,12 +304,13 @@ impl State {
         }
     }
 
-    /// What the running agents are likely to spend in all: at least `average` each.
+    /// What the running agents are likely to spend in all: each at least its estimate or
+    /// `average`, whichever is more, or what it spent already.
     fn running(&self, average: Spent) -> Spent {
         let mut reserved = Spent::default();
         for live in self.live.values() {
-            reserved.usd += live.usd.max(average.usd);
-            reserved.tokens += live.tokens.max(average.tokens);
+            reserved.usd += live.spent.usd.max(average.usd).max(live.expected_usd);
+            reserved.tokens += live.spent.tokens.max(average.tokens);
         }
         reserved
     }
@@ -379,20 +400,75 @@ mod tests {
             ..Budget::default()
         });
         // Nothing known yet: the first launches are free to go.
-        assert!(meter.can_start());
+        assert!(meter.can_start(None));
         meter.finish((0, 1), &usage(0.3, 10));
         assert!(!meter.exhausted());
         // Spent 0.3, and one more at the average 0.3 fits.
-        assert!(meter.can_start());
-        meter.update((1, 1), Spent::default());
+        assert!(meter.can_start(None));
+        // Launched: reserved before it has spent anything.
+        meter.start((1, 1), None);
         // 0.3 spent + 0.3 reserved for the running one + 0.3 for a new one = 0.9: fits.
-        assert!(meter.can_start());
-        meter.update((2, 1), Spent::default());
+        assert!(meter.can_start(None));
+        meter.start((2, 1), None);
         // 0.3 + 2 × 0.3 + 0.3 = 1.2: does not.
-        assert!(!meter.can_start());
+        assert!(!meter.can_start(None));
         meter.finish((1, 1), &usage(0.8, 10));
         assert!(meter.exhausted());
         assert_eq!(meter.describe(), "$1.10 of $1.00 spent");
+    }
+
+    #[test]
+    fn a_tasks_estimate_is_reserved_from_its_launch_to_its_end() {
+        let meter = Meter::new(Budget {
+            usd: Some(1.0),
+            ..Budget::default()
+        });
+        // Nothing has ended (no average): only the estimates say what is coming.
+        assert!(meter.can_start(Some(0.6)));
+        meter.start((0, 1), Some(0.6));
+        // 0.6 reserved for the running one + 0.5 expected of the next = 1.1: does not fit.
+        assert!(!meter.can_start(Some(0.5)));
+        // One with no estimate, at the average (none yet), does.
+        assert!(meter.can_start(None));
+        // Spending less than its estimate so far, it is still reserved its estimate.
+        assert_eq!(
+            meter.update(
+                (0, 1),
+                Spent {
+                    usd: 0.2,
+                    tokens: 0
+                }
+            ),
+            None
+        );
+        assert!(!meter.can_start(Some(0.5)));
+        assert!(meter.can_start(Some(0.3)));
+        // Ended below its estimate: what it spent is what counts.
+        meter.finish((0, 1), &usage(0.3, 10));
+        // 0.3 spent + max(average 0.3, 0.5) = 0.8: fits.
+        assert!(meter.can_start(Some(0.5)));
+        assert!(!meter.can_start(Some(0.7)));
+    }
+
+    #[test]
+    fn an_attempt_that_spends_past_its_estimate_is_reserved_what_it_spent() {
+        let meter = Meter::new(Budget {
+            usd: Some(1.0),
+            ..Budget::default()
+        });
+        meter.start((0, 1), Some(0.1));
+        assert_eq!(
+            meter.update(
+                (0, 1),
+                Spent {
+                    usd: 0.7,
+                    tokens: 0
+                }
+            ),
+            None
+        );
+        assert!(!meter.can_start(Some(0.3)));
+        assert!(meter.can_start(Some(0.2)));
     }
 
     #[test]
@@ -457,7 +533,7 @@ mod tests {
         });
         meter.finish((0, 1), &usage(0.0056, 10));
         // The next agent is reserved the average: 0.0056 + 0.0056 does not fit in 0.008.
-        assert!(!meter.can_start());
+        assert!(!meter.can_start(None));
         assert!(!meter.exhausted(), "not all of it is spent");
         assert_eq!(
             meter.describe(),

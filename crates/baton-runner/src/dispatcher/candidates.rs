@@ -86,8 +86,10 @@ impl Dispatcher<'_> {
         );
         // The caller counted one agent: the others join it.
         self.agents_running += n - 1;
+        let each = self.graph.task(task).estimate.and_then(|e| e.usd);
         for k in 1..=n {
             let attempt = recorded_attempt(launch, n, k);
+            self.shared.meter.start((task, attempt), each);
             let assembled = assemble(
                 Assembly {
                     graph: &self.graph,

@@ -614,7 +614,8 @@ impl<'a> Dispatcher<'a> {
                 self.carried.push_back(Input::Pause);
                 continue;
             }
-            if is_agent && !self.shared.meter.can_start() {
+            let expected = self.graph.task(task).estimate.and_then(|e| e.usd);
+            if is_agent && !self.shared.meter.can_start(expected) {
                 // The run's budget cannot cover another agent beside the running ones: it waits
                 // for one of them to end. With none running, the budget is spent.
                 self.carried.push_back(Input::Declined { task, attempt });
@@ -625,6 +626,11 @@ impl<'a> Dispatcher<'a> {
             }
             if is_agent {
                 self.agents_running += 1;
+                // Reserved from now: the next launch in this very turn counts it. (A best-of
+                // task reserves each of its candidates as it starts them.)
+                if self.graph.task(task).candidate_count() <= 1 {
+                    self.shared.meter.start((task, attempt), expected);
+                }
             }
             self.launch(task, attempt, is_agent);
         }
