@@ -187,6 +187,10 @@ pub struct TaskResult {
     /// A planner's: the tasks its answer added (they follow it in the list).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub planned: Vec<String>,
+    /// A planner's re-plans (`on_failure = "replan"`), in order: each the task whose failure
+    /// sent it back to plan what was left.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replanned_after: Vec<String>,
     /// A best-of task's: its last attempt's candidates, which won and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidates: Option<Box<TaskCandidates>>,

@@ -188,6 +188,15 @@ fn detail(task: &crate::TaskResult, run: &str) -> String {
         }
         parts.push(text);
     }
+    if !task.replanned_after.is_empty() {
+        let local = |id: &str| id.rsplit_once('/').map_or(id, |(_, l)| l).to_owned();
+        let failed: Vec<String> = task.replanned_after.iter().map(|id| local(id)).collect();
+        parts.push(format!(
+            "re-planned {}× (after {} failed)",
+            failed.len(),
+            failed.join(", then ")
+        ));
+    }
     if !task.planned.is_empty() {
         // A planner's output is its plan: what it planned says more.
         let names: Vec<&str> = task

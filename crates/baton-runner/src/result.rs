@@ -41,6 +41,13 @@ pub fn build_observed_result(
     let records = nested_order(records);
     let mut planned: std::collections::HashMap<baton_model::TaskId, Vec<String>> =
         std::collections::HashMap::new();
+    let mut replanned: std::collections::HashMap<baton_model::TaskId, Vec<String>> =
+        std::collections::HashMap::new();
+    for event in store.events_of_kind(run, "replanning")? {
+        if let baton_model::EventKind::Replanning { task, failed } = event.kind {
+            replanned.entry(task).or_default().push(failed.to_string());
+        }
+    }
     for event in store.events_of_kind(run, "graph-expanded")? {
         if let baton_model::EventKind::GraphExpanded { task, added, .. } = event.kind {
             planned
@@ -312,6 +319,7 @@ pub fn build_observed_result(
                 check,
                 review,
                 planned: planned.remove(&t.task).unwrap_or_default(),
+                replanned_after: replanned.remove(&t.task).unwrap_or_default(),
                 candidates: picks.remove(&t.task).map(Box::new),
             }
         })

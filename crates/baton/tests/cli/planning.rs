@@ -401,7 +401,17 @@ fn a_failed_subtask_sends_its_planner_back_to_plan_what_is_left() {
         .store()
         .events_of(|k| matches!(k, EventKind::Replanning { .. }));
     assert_eq!(replans.len(), 1);
+    // The re-plan is in the planner's result, and `status` says it.
+    assert_eq!(
+        out.json_task("plan")["replanned_after"],
+        serde_json::json!(["plan/a"])
+    );
     out.store().assert_consistent();
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    out.then()
+        .args(&["status", &run])
+        .run()
+        .stdout_contains("re-planned 1× (after a failed)");
 }
 
 #[test]
