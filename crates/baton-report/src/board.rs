@@ -40,6 +40,11 @@ pub struct Board {
     stopping: Option<String>,
     quiet_after: Duration,
     agents: std::collections::HashSet<TaskId>,
+    /// Tasks a planner (or a `for_each`) added, each with the task that added it: running,
+    /// they are shown under it.
+    planned_by: HashMap<TaskId, TaskId>,
+    /// What each planner added, in order (a re-plan's tasks after the first plan's).
+    plans: HashMap<TaskId, Vec<TaskId>>,
 }
 
 /// How lines are painted: ANSI colours on a terminal that wants them, else none.
@@ -94,6 +99,8 @@ impl Board {
             stopping: None,
             quiet_after: QUIET_AFTER,
             agents: info.agents.clone(),
+            planned_by: HashMap::new(),
+            plans: HashMap::new(),
         }
     }
 
@@ -121,7 +128,19 @@ impl Board {
                 self.waiting_since.remove(task);
             }
             EventKind::RunStopping { reason } => self.stopping = Some(reason.clone()),
-            EventKind::GraphExpanded { added, tasks, .. } => {
+            EventKind::GraphExpanded {
+                task: planner,
+                added,
+                tasks,
+                ..
+            } => {
+                for id in added {
+                    self.planned_by.insert(id.clone(), planner.clone());
+                }
+                self.plans
+                    .entry(planner.clone())
+                    .or_default()
+                    .extend(added.iter().cloned());
                 let kinds = tasks.as_array().into_iter().flatten().map(|t| {
                     t.get("action")
                         .and_then(|a| a.get("kind"))
@@ -211,24 +230,15 @@ impl Board {
         }
         if !running.is_empty() {
             lines.push(Line::new("1", "running".to_owned()));
-            let column = running
-                .iter()
-                .map(|id| display_width(id.as_str()))
-                .max()
-                .unwrap_or(0)
-                .min(28);
-            let mut rows: Vec<(i64, Line)> = running
-                .into_iter()
-                .map(|id| self.working(id, column, now_ms))
-                .collect();
-            rows.sort_by_key(|(started, _)| *started);
+            let rows = self.running_rows(running, now_ms);
             let room = height.saturating_sub(lines.len());
             let shown = if rows.len() > room {
                 room.saturating_sub(1)
             } else {
                 rows.len()
             };
-            let more = rows.len() - shown;
+            // What is left out is counted in tasks, not in lines (a planner's line is none).
+            let more = rows[shown..].iter().filter(|(task, _)| *task).count();
             lines.extend(rows.into_iter().take(shown).map(|(_, line)| line));
             if more > 0 {
                 lines.push(Line::new("2", format!("  … and {more} more running")));
@@ -326,14 +336,92 @@ impl Board {
         Line::new("33", text)
     }
 
-    /// A running task's line and when its attempt started.
-    fn working(&self, id: &TaskId, column: usize, now_ms: i64) -> (i64, Line) {
+    /// The running tasks' lines, oldest first, each with whether it is a task's (else a
+    /// planner's). Tasks a planner added are shown under a line of their planner's (how far
+    /// its plan has got), by their own names, the group where its oldest task would be.
+    fn running_rows(&self, running: Vec<&TaskId>, now_ms: i64) -> Vec<(bool, Line)> {
+        // Under a planner, a task is shown by its name within the plan.
+        let shown_as = |id: &TaskId| -> String {
+            match self.planned_by.get(id) {
+                Some(planner) => id
+                    .as_str()
+                    .strip_prefix(planner.as_str())
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    .unwrap_or(id.as_str())
+                    .to_owned(),
+                None => id.to_string(),
+            }
+        };
+        let column = running
+            .iter()
+            .map(|id| display_width(&shown_as(id)))
+            .max()
+            .unwrap_or(0)
+            .min(28);
+        // Groups: a task alone, or a planner's running tasks; each with its oldest start.
+        let mut groups: Vec<(i64, Option<&TaskId>, Vec<(i64, Line)>)> = Vec::new();
+        let mut of_planner: HashMap<&TaskId, usize> = HashMap::new();
+        for id in running {
+            let (started, line) = self.working(id, &shown_as(id), column, now_ms);
+            match self.planned_by.get(id) {
+                Some(planner) => {
+                    let at = *of_planner.entry(planner).or_insert_with(|| {
+                        groups.push((i64::MAX, Some(planner), Vec::new()));
+                        groups.len() - 1
+                    });
+                    let group = &mut groups[at];
+                    group.0 = group.0.min(started);
+                    group.2.push((started, line));
+                }
+                None => groups.push((started, None, vec![(started, line)])),
+            }
+        }
+        groups.sort_by_key(|(started, ..)| *started);
+        let mut rows = Vec::new();
+        for (_, planner, mut members) in groups {
+            members.sort_by_key(|(started, _)| *started);
+            if let Some(planner) = planner {
+                rows.push((false, Line::new("2", self.plan_progress(planner))));
+                for (_, mut line) in members {
+                    line.text.insert_str(0, "  ");
+                    rows.push((true, line));
+                }
+            } else {
+                rows.extend(members.into_iter().map(|(_, line)| (true, line)));
+            }
+        }
+        rows
+    }
+
+    /// `  ▾ plan  planned 3: 1 done, 2 running`.
+    fn plan_progress(&self, planner: &TaskId) -> String {
+        let planned = self.plans.get(planner).map_or(&[][..], Vec::as_slice);
+        let (mut done, mut running) = (0, 0);
+        for id in planned {
+            match self.view.task(id).map(|t| t.status) {
+                Some(TaskState::Running) => running += 1,
+                Some(state) if state.is_terminal() => done += 1,
+                _ => {}
+            }
+        }
+        let mut text = format!("  ▾ {planner}  planned {}: ", planned.len());
+        let waiting = planned.len() - done - running;
+        let mut parts = vec![format!("{done} done"), format!("{running} running")];
+        if waiting > 0 {
+            parts.push(format!("{waiting} waiting"));
+        }
+        text.push_str(&parts.join(", "));
+        text
+    }
+
+    /// A running task's line, naming it `name`, and when its attempt started.
+    fn working(&self, id: &TaskId, name: &str, column: usize, now_ms: i64) -> (i64, Line) {
         let attempt = self.view.attempts(id).last();
         let started = attempt.map_or(now_ms, |a| a.started_at_ms);
         let spin = SPINNER[((now_ms / 100).rem_euclid(SPINNER.len() as i64)) as usize];
         let mut text = format!(
             "  {spin} {} {:>6}",
-            crate::pad(id.as_str(), column),
+            crate::pad(name, column),
             since(started, now_ms)
         );
         let number = attempt.map_or(1, |a| a.attempt);
@@ -520,6 +608,70 @@ mod tests {
                 "  ⠋ docs  1m39s  Bash cargo doc  · quiet for 1m37s  · 900 tokens",
             ]
         );
+    }
+
+    #[test]
+    fn a_planners_running_tasks_are_shown_under_it() {
+        let mut board = board();
+        let started = |at_ms, task: &str| {
+            at(
+                at_ms,
+                EventKind::AttemptStarted {
+                    task: id(task),
+                    attempt: 1,
+                    pid: None,
+                },
+            )
+        };
+        for event in [
+            at(
+                7_000,
+                EventKind::GraphExpanded {
+                    task: id("api"),
+                    attempt: 1,
+                    added: ["api/db", "api/routes", "api/glue"].map(id).to_vec(),
+                    tasks: serde_json::json!([]),
+                    replaces: Vec::new(),
+                },
+            ),
+            at(
+                7_000,
+                EventKind::AttemptFinished {
+                    task: id("api"),
+                    attempt: 1,
+                    outcome: Outcome::Exited { code: 0 },
+                    duration_ms: 7_000,
+                    agent: None,
+                    containment: None,
+                },
+            ),
+            at(
+                7_000,
+                EventKind::TaskFinished {
+                    task: id("api"),
+                    state: TaskState::Succeeded,
+                    reason: None,
+                },
+            ),
+            started(8_000, "api/db"),
+            started(9_000, "api/routes"),
+        ] {
+            board.apply(&event);
+        }
+        let frame = board.frame(10_000, 200, 40, Paint::Plain);
+        assert_eq!(
+            frame[3..],
+            [
+                "running",
+                "  ⠋ docs       9s  Bash cargo doc  · 900 tokens",
+                "  ▾ api  planned 3: 0 done, 2 running, 1 waiting",
+                "    ⠋ db         2s",
+                "    ⠋ routes     1s",
+            ]
+        );
+        // Cut short, what is left out is counted in tasks.
+        let short = board.frame(10_000, 200, 6, Paint::Plain);
+        assert_eq!(short[5], "  … and 2 more running");
     }
 
     #[test]
