@@ -459,12 +459,12 @@ impl Launcher {
 
     fn prepare_first(&mut self, task: u32) -> Prepared {
         let spec_task = self.graph.task(task);
-        let needs_ids: Vec<&str> = spec_task
+        let mut needs_ids: Vec<&str> = spec_task
             .needs
             .iter()
             .map(|&n| self.graph.task(n).id.as_str())
             .collect();
-        let context = self.context(task);
+        let mut context = self.context(task);
         let mut handoff = None;
         if !spec_task.needs.is_empty() {
             /// What `$BATON_HANDOFF_FILE` holds, written straight from the template context.
@@ -494,6 +494,16 @@ impl Launcher {
                 }
             }
         }
+        // A planned task's templates name its siblings as its planner wrote them (`needs.x`
+        // for `plan/x`): the plan was checked so, before its ids were put under the planner.
+        // The handoff file keeps the full ids.
+        let siblings = sibling_names(spec_task.id.as_str(), &needs_ids);
+        for (local, full) in &siblings {
+            if let Some(need) = context.needs.get(*full).cloned() {
+                context.needs.insert((*local).to_owned(), need);
+            }
+        }
+        needs_ids.extend(siblings.iter().map(|(local, _)| *local));
         for &need in &spec_task.needs {
             let left = &mut self.readers_left[need as usize];
             *left = left.saturating_sub(1);
@@ -812,4 +822,38 @@ fn redactor_for(
     Redactor::new(RedactorConfig {
         secret_values: values,
     })
+}
+
+/// The names a planned task's planner gave its siblings among `needs` (`x` for `plan/x`, when
+/// the task is `plan/y`), each with the full id; none that is also the id of a need.
+fn sibling_names<'a>(task: &str, needs: &[&'a str]) -> Vec<(&'a str, &'a str)> {
+    let Some((planner, _)) = task.rsplit_once('/') else {
+        return Vec::new();
+    };
+    needs
+        .iter()
+        .filter_map(|&full| {
+            let local = full.strip_prefix(planner)?.strip_prefix('/')?;
+            (!local.contains('/') && !needs.contains(&local)).then_some((local, full))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sibling_names;
+
+    #[test]
+    fn a_planned_task_names_its_siblings_as_its_planner_wrote_them() {
+        let needs = ["plan/lib/x", "base", "plan/docs", "plan/lib/x/deep"];
+        assert_eq!(
+            sibling_names("plan/lib/y", &needs),
+            [("x", "plan/lib/x")],
+            "only the planner's own tasks, one level down"
+        );
+        assert_eq!(sibling_names("plan/docs2", &needs), [("docs", "plan/docs")]);
+        // A task of the graph file's has no planner; a need's own id is never shadowed.
+        assert!(sibling_names("after", &needs).is_empty());
+        assert!(sibling_names("p/a", &["p/base", "base"]).is_empty());
+    }
 }

@@ -269,6 +269,70 @@ fn an_invalid_answer_goes_back_with_every_problem_and_the_corrected_one_runs() {
 }
 
 #[test]
+fn a_planned_planner_plans_a_level_deeper_and_no_further() {
+    // The plan holds a planner of its own: at the default max_depth (2) it may plan.
+    let outer = r#"{"task": [
+  {"id": "lib", "prompt": "SUB-PLAN: split the library", "expand": true, "fix_attempts": 1},
+  {"id": "docs", "needs": ["lib"], "run": "echo docs"}
+]}"#;
+    // Its first answer would plan a third level; sent back, it plans the work itself.
+    let too_deep = r#"{"task": [{"id": "deeper", "prompt": "SUB-DEEPER", "expand": true}]}"#;
+    let inner = r#"{"task": [
+  {"id": "x", "run": "echo x"},
+  {"id": "y", "needs": ["x"], "run": "echo y after {{ needs.x.output }}"}
+]}"#;
+    let script = Script::new()
+        .rule(structured(inner).when_last_contains("could not take your plan"))
+        .rule(Rule::text("planned").when_last_contains("toolu_mock"))
+        .rule(structured(too_deep).when_contains("SUB-PLAN"))
+        .rule(structured(outer).when_contains("GOAL-PLAN"));
+    let model = MockModel::start(script).unwrap();
+    let out = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph(0, 8)))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let fix = model
+        .requests()
+        .into_iter()
+        .find(|r| r.text().contains("could not take your plan"))
+        .expect("the too-deep plan was sent back");
+    assert!(
+        fix.text()
+            .contains("planning may go 2 levels deep; this task would plan at level 3"),
+        "{}",
+        fix.text()
+    );
+    assert!(fix.text().contains("SUB-PLAN"), "not its own session");
+    // Two levels of planned tasks ran, each under its planner, and in order.
+    let states: Vec<String> = out
+        .store()
+        .tasks()
+        .iter()
+        .map(|t| format!("{}:{}", t.task, t.status.as_str()))
+        .collect();
+    for task in ["plan/lib", "plan/docs", "plan/lib/x", "plan/lib/y", "after"] {
+        assert!(
+            states.contains(&format!("{task}:succeeded")),
+            "{task}: {states:?}"
+        );
+    }
+    assert!(!states.iter().any(|s| s.contains("deeper")), "{states:?}");
+    assert_eq!(out.json_task("plan/lib/y")["output"], "y after x");
+    assert_eq!(
+        out.json_task("plan/lib")["planned"],
+        serde_json::json!(["plan/lib/x", "plan/lib/y"])
+    );
+    let lib_y_end = out.store().attempts("plan/lib/y")[0].ended_at_ms.unwrap();
+    assert!(out.store().attempts("plan/docs")[0].started_at_ms >= lib_y_end);
+    assert_eq!(
+        out.store().attempts("plan/lib").len(),
+        1,
+        "one attempt, one fix round"
+    );
+    out.store().assert_consistent();
+}
+
+#[test]
 fn an_invalid_answer_without_fix_rounds_fails_the_planner_with_its_problems() {
     // Answered as text, not through the schema's tool (as a model may): Claude Code asks for
     // the tool once more, then gives the text, which baton reads as it would any engine's.
