@@ -128,3 +128,42 @@ fn graph_formats_show_the_edges() {
     }
     assert!(!dot.state_dir_exists());
 }
+
+#[test]
+fn plan_lists_planners_with_their_limits_and_fan_outs_with_their_items() {
+    let graph = r#"
+[[task]]
+id = "base"
+run = "echo base"
+
+[[task]]
+id = "plan"
+needs = ["base"]
+engine = "claude"
+prompt = "add an api"
+expand = true
+max_subtasks = 5
+on_failure = "replan"
+
+[[task]]
+id = "each"
+for_each = ["a", "b"]
+run = "echo {{ item }}"
+"#;
+    let out = Test::new()
+        .graph("g.toml", graph)
+        .args(&["plan", "g.toml"])
+        .run()
+        .status(0);
+    let shown = out.stdout.replace("\r\n", "\n");
+    assert!(
+        shown.contains(
+            "planners (their answers add tasks while the run goes):\n  plan: up to 5 tasks, planning 2 levels deep, re-planning up to 2 times\n"
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("for each (one task per item, added when it is ready):\n  each: 2 items\n"),
+        "{shown}"
+    );
+}
