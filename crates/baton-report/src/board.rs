@@ -358,27 +358,45 @@ impl Board {
             .max()
             .unwrap_or(0)
             .min(28);
-        // Groups: a task alone, or a planner's running tasks; each with its oldest start.
-        let mut groups: Vec<(i64, Option<&TaskId>, Vec<(i64, Line)>)> = Vec::new();
+        /// A task alone, or a planner's running tasks; with its oldest start.
+        struct Group<'b> {
+            started: i64,
+            planner: Option<&'b TaskId>,
+            members: Vec<(i64, Line)>,
+        }
+        let mut groups: Vec<Group> = Vec::new();
         let mut of_planner: HashMap<&TaskId, usize> = HashMap::new();
         for id in running {
             let (started, line) = self.working(id, &shown_as(id), column, now_ms);
             match self.planned_by.get(id) {
                 Some(planner) => {
                     let at = *of_planner.entry(planner).or_insert_with(|| {
-                        groups.push((i64::MAX, Some(planner), Vec::new()));
+                        groups.push(Group {
+                            started: i64::MAX,
+                            planner: Some(planner),
+                            members: Vec::new(),
+                        });
                         groups.len() - 1
                     });
                     let group = &mut groups[at];
-                    group.0 = group.0.min(started);
-                    group.2.push((started, line));
+                    group.started = group.started.min(started);
+                    group.members.push((started, line));
                 }
-                None => groups.push((started, None, vec![(started, line)])),
+                None => groups.push(Group {
+                    started,
+                    planner: None,
+                    members: vec![(started, line)],
+                }),
             }
         }
-        groups.sort_by_key(|(started, ..)| *started);
+        groups.sort_by_key(|group| group.started);
         let mut rows = Vec::new();
-        for (_, planner, mut members) in groups {
+        for Group {
+            planner,
+            mut members,
+            ..
+        } in groups
+        {
             members.sort_by_key(|(started, _)| *started);
             if let Some(planner) = planner {
                 rows.push((false, Line::new("2", self.plan_progress(planner))));

@@ -162,6 +162,39 @@ run = "true"
 }
 
 #[test]
+fn for_each_instances_retry_and_end_each_on_its_own() {
+    // `a` fails its first attempt and is retried; `b` succeeds at once; `c` fails for good.
+    // What needs the task waits for all of them, and is blocked by the one that failed.
+    let graph = r#"
+[[task]]
+id = "each"
+for_each = ["a", "b", "c"]
+retries = 1
+backoff = "10ms"
+run = "if [ {{ item }} = c ]; then exit 3; fi; if [ {{ item }} = a ] && [ ! -e a.once ]; then touch a.once; exit 1; fi; echo done {{ item }}"
+
+[[task]]
+id = "after"
+needs = ["each"]
+run = "true"
+"#;
+    let out = Test::new()
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let attempts = |id: &str| out.json_task(id)["attempts"].as_u64().unwrap();
+    assert_eq!(out.json_task("each/a")["state"], "succeeded");
+    assert_eq!(attempts("each/a"), 2);
+    assert_eq!(out.json_task("each/a")["output"], "done a");
+    assert_eq!(out.json_task("each/b")["state"], "succeeded");
+    assert_eq!(attempts("each/b"), 1);
+    assert_eq!(out.json_task("each/c")["state"], "failed");
+    assert_eq!(attempts("each/c"), 2, "its own retries, spent");
+    assert_eq!(out.json_task("after")["state"], "blocked");
+}
+
+#[test]
 fn for_each_mistakes_are_named_in_the_graph_file() {
     let graph = r#"
 [[task]]

@@ -156,6 +156,43 @@ fn do_on_a_terminal_lets_the_plan_be_edited_until_it_is_valid_then_runs_it() {
 }
 
 #[test]
+fn do_takes_its_engine_model_and_limit_and_cancel_runs_nothing() {
+    let model = model();
+    let out = project(&model)
+        .typing("c\n")
+        .args(&[
+            "do",
+            GOAL,
+            "--engine",
+            "claude",
+            "--model",
+            "claude-mock-planner",
+            "--max-subtasks",
+            "2",
+        ])
+        .run()
+        .status(0);
+    let shown = out.stdout.replace('\r', "");
+    assert!(
+        shown.contains("Run this plan? [r]un, [e]dit, [c]ancel:"),
+        "{shown}"
+    );
+    assert!(shown.contains("nothing was run; the plan is in"), "{shown}");
+    // Only the planning ran, on the model asked for, told its limit.
+    let runs = out.store().runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let asked = model.requests().into_iter().next().unwrap();
+    assert_eq!(asked.body["model"], "claude-mock-planner");
+    assert!(asked.text().contains("at most 2 tasks"), "{}", asked.text());
+    // The plan waits in its file, its tasks on the same engine and model.
+    let plan =
+        std::fs::read_to_string(out.path().join(format!(".baton/plans/{}.toml", runs[0].id)))
+            .unwrap();
+    assert!(plan.contains("engine = \"claude\""), "{plan}");
+    assert!(plan.contains("model = \"claude-mock-planner\""), "{plan}");
+}
+
+#[test]
 fn do_plan_only_writes_the_plan_for_baton_run() {
     let model = model();
     let out = project(&model)
