@@ -22,6 +22,10 @@ use crate::project::Project;
 
 /// The planning run's only task.
 const PLANNER: &str = "plan";
+/// Earlier agent attempts on one engine and model it takes to estimate a task on that engine
+/// and model from them alone.
+const SIMILAR_AT_LEAST: usize = 3;
+
 /// Earlier runs whose agent attempts the estimate is made from.
 const HISTORY_RUNS: u32 = 20;
 
@@ -386,11 +390,12 @@ struct Estimate {
 }
 
 /// From what agent attempts cost and took in this repository's earlier runs (the median of
-/// each), else from the planner's own attempt; the time is the plan's levels one after
-/// another, each as many rounds of agents as the concurrency needs.
+/// each; of the attempts on the task's own engine and model where there are enough of them),
+/// else from the planner's own attempt; the time is the plan's levels one after another, each
+/// as many rounds of agents as the concurrency needs.
 fn estimate(store_url: Option<&str>, graph: &Graph, planned: &RunResult) -> Estimate {
-    let mut costs = Vec::new();
-    let mut times = Vec::new();
+    // Earlier agent attempts here: engine, model, cost, time.
+    let mut history: Vec<(String, Option<String>, Option<f64>, u64)> = Vec::new();
     if let Ok(store) = records::open(store_url)
         && let Ok(runs) = store.runs(HISTORY_RUNS + 1)
     {
@@ -399,14 +404,20 @@ fn estimate(store_url: Option<&str>, graph: &Graph, planned: &RunResult) -> Esti
                 continue;
             };
             for attempt in attempts {
-                if let (Some(agent), Some(ms)) = (&attempt.agent, attempt.duration_ms) {
-                    costs.extend(agent.cost_usd);
-                    times.push(ms);
+                if let (Some(agent), Some(ms)) = (attempt.agent, attempt.duration_ms) {
+                    history.push((agent.engine, agent.model, agent.cost_usd, ms));
                 }
             }
         }
     }
-    let (cost, ms, history) = if times.is_empty() {
+    // The medians of `attempts`' costs and times.
+    let medians = |attempts: &[&(String, Option<String>, Option<f64>, u64)]| {
+        let mut costs: Vec<f64> = attempts.iter().filter_map(|a| a.2).collect();
+        let mut times: Vec<u64> = attempts.iter().map(|a| a.3).collect();
+        (median_f64(&mut costs), median_u64(&mut times))
+    };
+    let all: Vec<_> = history.iter().collect();
+    let (cost, ms, described) = if all.is_empty() {
         let planner = planned.tasks.iter().find(|t| t.id == PLANNER);
         (
             planner
@@ -416,15 +427,25 @@ fn estimate(store_url: Option<&str>, graph: &Graph, planned: &RunResult) -> Esti
             "the planner's own attempt (no earlier agent runs here)".to_owned(),
         )
     } else {
+        let (cost, ms) = medians(&all);
         (
-            median_f64(&mut costs),
-            median_u64(&mut times),
-            format!("{} agent attempts of earlier runs here", times.len()),
+            cost,
+            ms,
+            format!("{} agent attempts of earlier runs here", all.len()),
         )
     };
-    // Per task: what the planner expects of it, else what agents took here (nothing for a
-    // shell task).
-    let agent = |i: u32| matches!(graph.task(i).action, baton_graph::Action::Agent { .. });
+    // What agents on one engine and model cost here, where enough of them ran to say (a task
+    // that names no model runs on its engine's default, whichever that was).
+    let similar = |engine: &str, model: Option<&str>| {
+        let same: Vec<_> = history
+            .iter()
+            .filter(|a| a.0 == engine && model.is_none_or(|m| a.1.as_deref() == Some(m)))
+            .collect();
+        (same.len() >= SIMILAR_AT_LEAST).then(|| medians(&same))
+    };
+    let mut by_similar = 0;
+    // Per task: what the planner expects of it, else what agents like it took here (nothing
+    // for a shell task).
     let mut by_planner = 0;
     let mut usd: Option<f64> = Some(0.0);
     let mut task_ms = vec![0u64; graph.len()];
@@ -433,17 +454,35 @@ fn estimate(store_url: Option<&str>, graph: &Graph, planned: &RunResult) -> Esti
         if expected.minutes.is_some() || expected.usd.is_some() {
             by_planner += 1;
         }
-        let fallback = agent(i);
+        let fallback = match &graph.task(i).action {
+            baton_graph::Action::Agent {
+                engine, settings, ..
+            } => Some(match similar(engine, settings.model.as_deref()) {
+                Some(like) => {
+                    by_similar += 1;
+                    like
+                }
+                None => (cost, ms),
+            }),
+            _ => None,
+        };
         task_ms[i as usize] = expected
             .minutes
             .map(|m| (m * 60_000.0) as u64)
-            .unwrap_or(if fallback { ms } else { 0 });
-        let cost = expected.usd.or(if fallback { cost } else { Some(0.0) });
+            .unwrap_or(fallback.map_or(0, |(_, ms)| ms));
+        let cost = expected
+            .usd
+            .or(fallback.map_or(Some(0.0), |(cost, _)| cost));
         usd = match (usd, cost) {
             (Some(sum), Some(c)) => Some(sum + c),
             _ => None,
         };
     }
+    let history = if by_similar > 0 {
+        format!("{described}, on the task's own engine and model for {by_similar}")
+    } else {
+        described
+    };
     // Each level after the one before: its tasks shared among the slots, the longest at least.
     let plan = baton_graph::plan(graph);
     let concurrency = graph.run_settings().concurrency.max(1) as u64;

@@ -294,6 +294,39 @@ fn do_accept_adds_a_last_task_that_checks_the_goal_and_is_reviewed() {
 }
 
 #[test]
+fn do_estimates_from_earlier_agents_on_the_same_engine_once_there_are_enough() {
+    let model = model();
+    let test = project(&model);
+    // The first: nothing ran here before, so the planner's own attempt is all there is.
+    let first = test.args(&["do", GOAL, "--yes"]).run().status(0);
+    assert!(
+        first
+            .stderr
+            .contains("from the planner's own attempt (no earlier agent runs here)"),
+        "{}",
+        first.stderr
+    );
+    // Two earlier agent attempts (a planner's, a task's): not enough to go by the engine.
+    let second = first.then().args(&["do", GOAL, "--yes"]).run().status(0);
+    assert!(
+        second
+            .stderr
+            .contains("from 2 agent attempts of earlier runs here)"),
+        "{}",
+        second.stderr
+    );
+    // Four: the agent task is estimated from the attempts on its own engine.
+    let third = second.then().args(&["do", GOAL, "--yes"]).run().status(0);
+    assert!(
+        third.stderr.contains(
+            "from 4 agent attempts of earlier runs here, on the task's own engine and model for 1)"
+        ),
+        "{}",
+        third.stderr
+    );
+}
+
+#[test]
 fn do_yes_will_not_run_a_plan_whose_estimate_is_over_the_budget() {
     let model = model();
     let out = project(&model)

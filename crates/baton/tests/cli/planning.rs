@@ -333,6 +333,31 @@ fn a_planned_planner_plans_a_level_deeper_and_no_further() {
 }
 
 #[test]
+fn planned_tasks_are_checked_like_any_other() {
+    // One planned task passes its check; the other's check fails it, which blocks what waits.
+    let plan = r#"{"task": [
+  {"id": "made", "run": "echo made > made.txt", "verify": ["grep -q made made.txt"]},
+  {"id": "broken", "run": "echo half > half.txt", "verify": ["grep -q whole half.txt"]}
+]}"#;
+    let script = Script::new()
+        .rule(Rule::text("planned").when_last_contains("toolu_mock"))
+        .rule(structured(plan).when_contains("GOAL-PLAN"));
+    let model = MockModel::start(script).unwrap();
+    let out = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph(0, 8)))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    assert_eq!(out.json_task("plan/made")["state"], "succeeded");
+    let broken = out.json_task("plan/broken");
+    assert_eq!(broken["state"], "failed", "{broken}");
+    assert_eq!(
+        broken["check"]["command"], "grep -q whole half.txt",
+        "{broken}"
+    );
+    assert_eq!(out.json_task("after")["state"], "blocked");
+}
+
+#[test]
 fn an_invalid_answer_without_fix_rounds_fails_the_planner_with_its_problems() {
     // Answered as text, not through the schema's tool (as a model may): Claude Code asks for
     // the tool once more, then gives the text, which baton reads as it would any engine's.
