@@ -213,7 +213,14 @@ fn a_planners_answer_runs_as_tasks_in_worktrees_and_merges() {
         .args(&["events", &run])
         .run()
         .status(0)
-        .stdout_contains("graph-expanded plan#1: added plan/api, plan/db, plan/glue");
+        .stdout_contains("graph-expanded plan#1: added plan/api, plan/db, plan/glue")
+        // The report frames the planner's tasks in its graph.
+        .then()
+        .args(&["report", &run, "-o", "-"])
+        .run()
+        .status(0)
+        .stdout_contains("<g class=\"group\">")
+        .stdout_contains("tasks of plan</text>");
 }
 
 const BAD_PLAN: &str = r#"{"task": [

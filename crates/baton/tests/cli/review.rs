@@ -115,11 +115,26 @@ fn a_rejected_piece_of_work_goes_back_with_the_reasons_and_is_verified_after_the
     let task = out.json_task("answer");
     assert_eq!(task["review"]["verdict"], "verified", "{task}");
     assert_eq!(task["attempts"], 1);
-    out.then()
+    let status = out
+        .then()
         .args(&["status"])
         .run()
         .status(0)
         .stdout_contains("reviewed: verified (answer.txt holds 42)");
+    // The report's card shows both verdicts with their reasons.
+    let report = status
+        .then()
+        .args(&["report", &run, "-o", "-"])
+        .run()
+        .status(0);
+    for shown in [
+        "<b>rejected</b>",
+        "<li>answer.txt holds 41, not 42</li>",
+        "<b>verified</b>",
+        "<li>answer.txt holds 42</li>",
+    ] {
+        assert!(report.stdout.contains(shown), "{shown} not in the report");
+    }
 }
 
 #[test]
