@@ -140,15 +140,14 @@ impl Queue {
                                 }
                             }
                         }
-                        if let Ok(news) = poll_store.take_news(&run) {
-                            for event in news {
+                        if let Ok(arrived) = poll_store.take_arrivals(&run) {
+                            // A running attempt's news before its end.
+                            for event in arrived.news {
                                 if let Ok(event) = serde_json::from_str::<Event>(&event) {
                                     let _ = progress.send(event);
                                 }
                             }
-                        }
-                        if let Ok(ended) = poll_store.take_ended(&run) {
-                            for end in ended {
+                            for end in arrived.ends {
                                 let done = match end {
                                     AttemptEnd::Ended {
                                         task,

@@ -36,8 +36,9 @@ pub use error::StoreError;
 pub use fold::{fold, initial_view};
 pub use migrate::SCHEMA_VERSION;
 pub use pg::{
-    ATTEMPT_ENDED, AttemptEnd, AttemptKey, ClaimedAttempt, Coordinated, LOG_PIECE, Listener,
-    PgStore, QueuedAttempt, RUN_SUBMITTED, Renewal, WORK_QUEUED, WorkerRecord, describe_server,
+    ATTEMPT_ENDED, Arrivals, AttemptEnd, AttemptKey, ClaimedAttempt, Coordinated, LOG_PIECE,
+    Listener, PgStore, QueuedAttempt, RUN_SUBMITTED, Renewal, WORK_QUEUED, WorkerRecord,
+    describe_server,
 };
 pub use records::{
     AttemptOutput, AttemptRecord, Driver, NewRun, RunRecord, RunSummary, StoredLog, TaskRecord,

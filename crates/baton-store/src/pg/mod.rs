@@ -24,8 +24,8 @@ use crate::StoreError;
 pub use conn::describe_server;
 pub use logs::LOG_PIECE;
 pub use queue::{
-    ATTEMPT_ENDED, AttemptEnd, AttemptKey, ClaimedAttempt, Coordinated, Listener, QueuedAttempt,
-    RUN_SUBMITTED, Renewal, WORK_QUEUED, WorkerRecord,
+    ATTEMPT_ENDED, Arrivals, AttemptEnd, AttemptKey, ClaimedAttempt, Coordinated, Listener,
+    QueuedAttempt, RUN_SUBMITTED, Renewal, WORK_QUEUED, WorkerRecord,
 };
 
 /// The schema versions this baton knows, in order; the last is current.

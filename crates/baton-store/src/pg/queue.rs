@@ -84,6 +84,15 @@ pub enum AttemptEnd {
     },
 }
 
+/// What a coordinator takes from its run's workers at once ([`PgStore::take_arrivals`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Arrivals {
+    /// What running attempts recorded (the runner's JSON events), oldest first.
+    pub news: Vec<String>,
+    /// Attempts that ended or whose lease lapsed.
+    pub ends: Vec<AttemptEnd>,
+}
+
 /// What a renewal says of one attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Renewal {
@@ -227,39 +236,57 @@ impl PgStore {
         })
     }
 
-    /// What ended of `run`'s queued attempts since last time: ends its workers wrote, and
-    /// attempts whose worker's lease lapsed (taken so in the same statement, which fences the
-    /// worker's late end off). Both leave the queue. One statement.
-    pub fn take_ended(&self, run: &RunId) -> Result<Vec<AttemptEnd>, StoreError> {
+    /// What arrived from `run`'s workers since last time, taken out of the store: what their
+    /// running attempts recorded (news, oldest first), then what ended — ends the workers
+    /// wrote, and attempts whose worker's lease lapsed (taken so in the same statement, which
+    /// fences the worker's late end off).
+    ///
+    /// One statement, so one snapshot: a worker records an attempt's news before its end, and
+    /// whatever news of an attempt committed before its end is seen with it (taken apart, news
+    /// committed between the two could come after the end it belongs before).
+    pub fn take_arrivals(&self, run: &RunId) -> Result<Arrivals, StoreError> {
         let run = run.clone();
         self.conn.call_session(move |session| {
             let statement = session.prepared(
-                "WITH ended AS (DELETE FROM attempt_queue WHERE run_id = $1 AND state = 'ended' \
-                   RETURNING task_idx, attempt, result, NULL::text AS worker), \
+                "WITH news AS (DELETE FROM attempt_news WHERE run_id = $1 RETURNING id, event), \
+                 ended AS (DELETE FROM attempt_queue WHERE run_id = $1 AND state = 'ended' \
+                   RETURNING task_idx, attempt, result), \
                  lapsed AS (DELETE FROM attempt_queue WHERE run_id = $1 AND state = 'claimed' \
                    AND lease_until_ms < baton_now_ms() \
-                   RETURNING task_idx, attempt, NULL::text AS result, worker_id AS worker) \
-                 SELECT true, task_idx, attempt, result, worker FROM ended \
-                 UNION ALL SELECT false, task_idx, attempt, result, worker FROM lapsed",
+                   RETURNING task_idx, attempt, worker_id) \
+                 SELECT 0::smallint, id, NULL::bigint, event FROM news \
+                 UNION ALL SELECT 1::smallint, task_idx, attempt, result FROM ended \
+                 UNION ALL SELECT 2::smallint, task_idx, attempt, worker_id FROM lapsed",
             )?;
+            let mut news: Vec<(i64, String)> = Vec::new();
             let mut ends = Vec::new();
             for row in session.client.query(&statement, &[&run.as_str()])? {
-                let (task, attempt) = (idx(row.get(1))?, idx(row.get(2))?);
-                ends.push(if row.get::<_, bool>(0) {
-                    AttemptEnd::Ended {
-                        task,
-                        attempt,
-                        result: row.get::<_, Option<String>>(3).unwrap_or_default(),
+                let text = row.get::<_, Option<String>>(3).unwrap_or_default();
+                match row.get::<_, i16>(0) {
+                    0 => news.push((row.get(1), text)),
+                    what => {
+                        let (task, attempt) = (idx(row.get(1))?, idx(row.get(2))?);
+                        ends.push(if what == 1 {
+                            AttemptEnd::Ended {
+                                task,
+                                attempt,
+                                result: text,
+                            }
+                        } else {
+                            AttemptEnd::Lapsed {
+                                task,
+                                attempt,
+                                worker: text,
+                            }
+                        });
                     }
-                } else {
-                    AttemptEnd::Lapsed {
-                        task,
-                        attempt,
-                        worker: row.get::<_, Option<String>>(4).unwrap_or_default(),
-                    }
-                });
+                }
             }
-            Ok(ends)
+            news.sort_by_key(|(id, _)| *id);
+            Ok(Arrivals {
+                news: news.into_iter().map(|(_, event)| event).collect(),
+                ends,
+            })
         })
     }
 
@@ -459,23 +486,6 @@ impl PgStore {
                 ],
             )?;
             Ok(added > 0)
-        })
-    }
-
-    /// What `run`'s running attempts recorded since last time, oldest first; taken out.
-    pub fn take_news(&self, run: &RunId) -> Result<Vec<String>, StoreError> {
-        let run = run.clone();
-        self.conn.call_session(move |session| {
-            let statement = session
-                .prepared("DELETE FROM attempt_news WHERE run_id = $1 RETURNING id, event")?;
-            let mut rows: Vec<(i64, String)> = session
-                .client
-                .query(&statement, &[&run.as_str()])?
-                .iter()
-                .map(|row| (row.get(0), row.get(1)))
-                .collect();
-            rows.sort_by_key(|(id, _)| *id);
-            Ok(rows.into_iter().map(|(_, event)| event).collect())
         })
     }
 

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use baton_store::{
-    AttemptEnd, AttemptKey, Driver, Liveness, PgStore, QueuedAttempt, Renewal, RunLog, RunReader,
+    Arrivals, AttemptEnd, AttemptKey, Driver, Liveness, PgStore, QueuedAttempt, Renewal, RunLog,
+    RunReader,
 };
 
 use crate::support::{new_run, run_id};
@@ -121,10 +122,9 @@ fn only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed() {
             .1,
         Renewal::Held { stop: 0 }
     );
-    assert!(store.add_news("w1", &held, "{}").unwrap());
+    assert!(store.add_news("w1", &held, r#"{"n":1}"#).unwrap());
     assert!(!store.add_news("w2", &held, "{}").unwrap());
-    assert!(store.end_attempt("w1", &held, "done").unwrap());
-    assert_eq!(store.take_news(&run).unwrap(), ["{}"]);
+    assert!(store.add_news("w1", &held, r#"{"n":2}"#).unwrap());
 
     // The other one on a lease that lapses: the coordinator takes it as lapsed, and the
     // worker's end after that changes nothing.
@@ -138,7 +138,10 @@ fn only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed() {
         attempt: late.attempt,
     };
     std::thread::sleep(Duration::from_millis(20));
-    let mut ends = store.take_ended(&run).unwrap();
+    // The held attempt's end comes with the news it recorded before it, in order.
+    assert!(store.end_attempt("w1", &held, "done").unwrap());
+    let Arrivals { news, mut ends } = store.take_arrivals(&run).unwrap();
+    assert_eq!(news, [r#"{"n":1}"#, r#"{"n":2}"#]);
     ends.sort_by_key(|e| match e {
         AttemptEnd::Ended { task, .. } | AttemptEnd::Lapsed { task, .. } => *task,
     });
@@ -162,7 +165,11 @@ fn only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed() {
         store.renew_attempts("w3", &[late], 30_000).unwrap()[0].1,
         Renewal::Lost
     );
-    assert!(store.take_ended(&run).unwrap().is_empty(), "ended once");
+    assert_eq!(
+        store.take_arrivals(&run).unwrap(),
+        Arrivals::default(),
+        "ended once"
+    );
 }
 
 #[test]
