@@ -167,8 +167,10 @@ pub async fn resume(
         .run(run_id)?
         .ok_or_else(|| TakeoverError::UnknownRun(run_id.clone()))?;
     let graph = crate::takeover::recorded_graph(store, run_id)?;
-    // Refuses while another live process drives the run, naming it.
-    let lease = crate::driver::claim(store, run_id)?.lease;
+    // Refuses while another live process drives the run, naming it; but a run that has ended
+    // is let go by its driver a moment later (it merges, cleans up, reads its result), and
+    // `baton cancel RUN && baton retry RUN` must not fall into that moment.
+    let lease = claim_once_let_go(store, run_id, record.status)?.lease;
     let released = |err: RunError| {
         let _ = store.release(run_id, lease);
         err
@@ -402,4 +404,29 @@ async fn drive_run(
     let result = build_result(store, &run_id, &config.state_dir)?;
     reporter.run_finished(&result);
     Ok(result)
+}
+
+/// How long a takeover of a run that has ended waits for its driver to let go of it.
+const LET_GO_WITHIN: Duration = Duration::from_secs(15);
+
+/// Claims `run` for this process. A run recorded as ended (`status`) whose driver still holds
+/// it is waited for, up to [`LET_GO_WITHIN`]: its driver is finishing up, and lets go.
+fn claim_once_let_go(
+    store: &dyn Store,
+    run: &RunId,
+    status: baton_model::RunState,
+) -> Result<baton_store::Claim, StoreError> {
+    let ended = !matches!(
+        status,
+        baton_model::RunState::Running | baton_model::RunState::Queued
+    );
+    let deadline = std::time::Instant::now() + LET_GO_WITHIN;
+    loop {
+        match crate::driver::claim(store, run) {
+            Err(StoreError::RunHeld { .. }) if ended && std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            claimed => return claimed,
+        }
+    }
 }

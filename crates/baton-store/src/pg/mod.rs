@@ -33,6 +33,7 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
     (1, "v1", include_str!("v1.sql")),
     (2, "work queue", include_str!("v2.sql")),
     (3, "shipped logs", include_str!("v3.sql")),
+    (4, "cancel requests", include_str!("v4.sql")),
 ];
 
 /// A PostgreSQL store: one connection, on its own thread.

@@ -290,6 +290,38 @@ impl PgStore {
         })
     }
 
+    /// Asks `run`'s coordinator to cancel it (`baton cancel` of a run a worker drives).
+    /// Whether the run is running (else there is nothing to ask).
+    pub fn request_cancel(&self, run: &RunId) -> Result<bool, StoreError> {
+        let run = run.clone();
+        self.conn.call(move |client| {
+            Ok(client.execute(
+                "UPDATE runs SET cancel_requested_at_ms = \
+                   COALESCE(cancel_requested_at_ms, baton_now_ms()) \
+                 WHERE id = $1 AND status = 'running'",
+                &[&run.as_str()],
+            )? > 0)
+        })
+    }
+
+    /// Which of `runs` someone asked to cancel.
+    pub fn cancels_requested(&self, runs: &[RunId]) -> Result<Vec<RunId>, StoreError> {
+        let ids: Vec<String> = runs.iter().map(|r| r.as_str().to_owned()).collect();
+        self.conn.call(move |client| {
+            client
+                .query(
+                    "SELECT id FROM runs WHERE id = ANY($1) AND cancel_requested_at_ms IS NOT NULL",
+                    &[&ids],
+                )?
+                .iter()
+                .map(|row| {
+                    RunId::new(row.get::<_, String>(0))
+                        .map_err(|e| StoreError::PgValue(e.to_string()))
+                })
+                .collect()
+        })
+    }
+
     /// Stops `run`'s queued attempts: those no worker claimed yet leave the queue (returned:
     /// they never started), claimed ones are asked to stop (`level` 1: gracefully, 2: now) at
     /// their worker's next renewal.

@@ -447,7 +447,8 @@ fn apply(tx: &mut Turn<'_>, run: &RunId, event: &Event) -> Result<(), StoreError
         }
         EventKind::RunFinished { state } => {
             tx.execute(
-                "UPDATE runs SET status = $2, ended_at_ms = $3 WHERE id = $1",
+                "UPDATE runs SET status = $2, ended_at_ms = $3, cancel_requested_at_ms = NULL \
+                 WHERE id = $1",
                 &[&id, &state.as_str(), &at],
             )?;
         }

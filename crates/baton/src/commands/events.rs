@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use baton_model::{Event, EventKind, RunState, TaskId, format_utc};
+use baton_model::{Event, EventKind, TaskId, format_utc};
 
 use super::records;
 use crate::cli::EventsArgs;
@@ -28,7 +28,7 @@ pub fn events(args: EventsArgs, store_url: Option<&str>) -> Result<i32, Failure>
             return Ok(exit::SUCCESS);
         }
         let current = store.run(&run.id)?.unwrap_or_else(|| run.clone());
-        if records::effective_state(&current) != RunState::Running {
+        if !records::goes_on(&current) {
             // Finished, or its driver died: read what is left once more, then stop.
             let rest = store.events(&run.id, after, u32::MAX)?;
             print(&mut out, &rest, args.json)?;

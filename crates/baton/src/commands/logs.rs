@@ -48,9 +48,7 @@ pub fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     loop {
         let Some(current) = attempt.as_ref() else {
             // --follow on a task that has not started: wait for its first attempt.
-            if records::effective_state(&store.run(&run.id)?.unwrap_or_else(|| run.clone()))
-                == baton_model::RunState::Running
-            {
+            if records::goes_on(&store.run(&run.id)?.unwrap_or_else(|| run.clone())) {
                 std::thread::sleep(POLL);
                 attempt = find(&*store)?;
                 continue;

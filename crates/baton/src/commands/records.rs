@@ -179,6 +179,12 @@ pub fn resolve(store: &dyn Store, name: Option<&str>) -> Result<RunRecord, Failu
 
 /// A run's state as a reader should see it: a run recorded as running whose driver is gone
 /// was interrupted. Detected from the driver's pid and start time, not guessed.
+/// Whether more is to come of `run`: it runs, or it waits for a worker to take it (a
+/// follower of a submitted run waits for it, rather than end before it began).
+pub fn goes_on(run: &RunRecord) -> bool {
+    matches!(effective_state(run), RunState::Running | RunState::Queued)
+}
+
 pub fn effective_state(run: &RunRecord) -> RunState {
     let gone = run.driver.as_ref().is_none_or(|d| !driver::is_alive(d));
     baton_model::observed(run.status, gone)

@@ -336,9 +336,9 @@ fn live_of(app: &App, gathered: &Gathered) -> baton_report::Live {
     baton_report::Live {
         run: gathered.result.run.id.clone(),
         token: app.token.clone(),
-        finished: state != RunState::Running,
+        finished: !matches!(state, RunState::Running | RunState::Queued),
         resumable: matches!(state, RunState::Interrupted | RunState::Cancelled),
-        retryable: state != RunState::Running && failed_some,
+        retryable: !matches!(state, RunState::Running | RunState::Queued) && failed_some,
         soft_paused: state == RunState::Waiting
             && gathered
                 .view

@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use baton_model::{EventKind, RunState};
+use baton_model::EventKind;
 use baton_report::{LiveReporter, NullReporter, PlainReporter, Reporter, RunInfo};
 
 use super::records;
@@ -39,7 +39,7 @@ pub fn watch(args: WatchArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             store_url,
         )
     };
-    if records::effective_state(&run) != RunState::Running {
+    if !records::goes_on(&run) {
         return status();
     }
     let mut reporter: Box<dyn Reporter> = if args.quiet {
@@ -95,7 +95,7 @@ pub fn watch(args: WatchArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             continue;
         }
         let current = store.run(&run.id)?.unwrap_or_else(|| run.clone());
-        if finished || records::effective_state(&current) != RunState::Running {
+        if finished || !records::goes_on(&current) {
             // Finished, or its driver died: what is left once more, then the status.
             let rest = store.events(&run.id, after, u32::MAX)?;
             reporter.events(&rest);

@@ -841,3 +841,111 @@ prompt = "TASK-CHEAP three"
     );
     assert_eq!(task("third")["attempts"], 0, "{ended}");
 }
+
+#[test]
+fn a_run_on_workers_is_followed_cancelled_and_retried_as_a_local_one() {
+    let url = baton_testpg::fresh_database();
+    // `slow` hangs until `go` exists; what needs it waits.
+    let graph = r#"
+[[task]]
+id = "slow"
+run = "echo started; if [ ! -e go ]; then sleep 60; fi; echo went"
+
+[[task]]
+id = "after"
+needs = ["slow"]
+run = "echo after {{ needs.slow.output }}"
+"#;
+    let test = Test::new().graph("g.toml", graph);
+    let run = submit(&test, &url);
+    let mut workers = Workers(Vec::new());
+    workers.start(&test, &url, "w", &["--lease", "3s"]);
+    // Followed from another process while it runs: the events, and the task's log.
+    let mut events = test
+        .command(&["--store", &url, "events", &run, "--follow"], "events.err")
+        .spawn()
+        .unwrap();
+    let mut log = test
+        .command(
+            &["--store", &url, "logs", &run, "slow", "--follow"],
+            "logs.err",
+        )
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = status(test.path(), &url, &run);
+        let slow = now["tasks"].as_array().unwrap()[0]["state"].clone();
+        if slow == "running" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "slow never ran: {now}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Cancelled from here: the worker stops the attempt at its next renewal.
+    let cancelled = baton_in(test.path(), &["--store", &url, "cancel", &run]);
+    assert_eq!(cancelled.code, Some(0), "{}", cancelled.stderr);
+    let ended = await_end(&test, &url, &run, Duration::from_secs(60), &["w.log"]);
+    assert_eq!(
+        ended["run"]["state"],
+        "cancelled",
+        "{}",
+        why_not(&test, &ended, &["w.log"])
+    );
+    let tasks = ended["tasks"].as_array().unwrap();
+    assert_eq!(tasks[0]["state"], "cancelled", "{ended}");
+    // The followers ended with the run, having shown it as it went.
+    let followed = |child: &mut Child| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "a follower outlived the run");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut text = String::new();
+        std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut text).unwrap();
+        text
+    };
+    let shown = followed(&mut events);
+    assert!(shown.contains("attempt-started slow#1"), "{shown}");
+    assert!(shown.contains("run-finished"), "{shown}");
+    let shown = followed(&mut log);
+    assert!(shown.contains("started"), "{shown}");
+    assert!(!shown.contains("went"), "{shown}");
+
+    // Retried: the cancelled task runs again (through the store, driven by `retry`) and what
+    // needed it follows.
+    std::fs::write(test.path().join("go"), "").unwrap();
+    let retried = baton_in(test.path(), &["--store", &url, "retry", &run, "--json"]);
+    assert_eq!(retried.code, Some(0), "{}", retried.stderr);
+    let now = status(test.path(), &url, &run);
+    assert_eq!(now["run"]["state"], "succeeded", "{now}");
+    let after = now["tasks"].as_array().unwrap()[1].clone();
+    assert_eq!(after["output"], "after started\nwent", "{after}");
+}
+
+#[test]
+fn a_run_no_worker_took_yet_is_cancelled_where_it_waits() {
+    let url = baton_testpg::fresh_database();
+    let test = Test::new().graph(
+        "g.toml",
+        "[[task]]\nid = \"a\"\nrun = \"echo ran >> ran.log\"\n",
+    );
+    let run = submit(&test, &url);
+    let cancelled = baton_in(test.path(), &["--store", &url, "cancel", &run]);
+    assert_eq!(cancelled.code, Some(0), "{}", cancelled.stderr);
+    assert!(
+        cancelled
+            .stdout
+            .contains("cancelled (before a worker took it)"),
+        "{}",
+        cancelled.stdout
+    );
+    let now = status(test.path(), &url, &run);
+    assert_eq!(now["run"]["state"], "cancelled", "{now}");
+    // A worker that comes later finds nothing to do.
+    let mut workers = Workers(Vec::new());
+    workers.start(&test, &url, "w", &[]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!test.path().join("ran.log").exists());
+    assert_eq!(status(test.path(), &url, &run)["run"]["state"], "cancelled");
+}
