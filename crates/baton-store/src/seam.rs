@@ -124,6 +124,18 @@ pub trait RunReader: Send + Sync {
     fn log_bytes(&self, _run: &RunId, _file: &str, _from: u64) -> Result<Vec<u8>, StoreError> {
         Ok(Vec::new())
     }
+
+    /// Whether this store carries requests to cancel a run (`baton cancel` of a run driven
+    /// on another machine, which no signal reaches): its driver then looks for them. A file
+    /// on one machine does not: its runs' drivers are signalled.
+    fn carries_cancel_requests(&self) -> bool {
+        false
+    }
+
+    /// Whether someone asked, through the store, to cancel `run`.
+    fn cancel_requested(&self, _run: &RunId) -> Result<bool, StoreError> {
+        Ok(false)
+    }
 }
 
 /// A store: both sides.

@@ -8,7 +8,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use baton_exec::StopLevel;
 use baton_graph::{Action as TaskAction, Graph};
@@ -230,6 +230,10 @@ impl<'a> Dispatcher<'a> {
     ) -> Option<StoreError> {
         let mut turn = Turn::default();
         turn.inputs.push_back(Input::Start);
+        // A shared store carries `baton cancel` from other machines: looked for every second.
+        let mut watch_cancels = self.store.carries_cancel_requests();
+        let mut cancels = tokio::time::interval(CANCEL_POLL);
+        cancels.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut stops_open = true;
         loop {
             let finished = self.process(&mut turn);
@@ -293,6 +297,13 @@ impl<'a> Dispatcher<'a> {
                 // Someone may have decided about a waiting task from another terminal.
                 _ = tokio::time::sleep(APPROVAL_POLL), if self.approvals.any_waiting() => {
                     self.approvals.poll_soon();
+                }
+                // Or asked, from another machine, to cancel the run (a shared store only).
+                _ = cancels.tick(), if watch_cancels => {
+                    if self.store.cancel_requested(&self.run_id).unwrap_or(false) {
+                        watch_cancels = false;
+                        turn.inputs.push_back(stop_input(StopRequest::Cancel));
+                    }
                 }
             }
             if self.approvals.take_due() {
@@ -795,6 +806,9 @@ impl<'a> Dispatcher<'a> {
         true
     }
 }
+
+/// How often a run on a shared store looks for a request to cancel it.
+const CANCEL_POLL: Duration = Duration::from_secs(1);
 
 fn stop_input(request: StopRequest) -> Input {
     Input::Stop(match request {

@@ -183,8 +183,6 @@ pub async fn work(
     let mut held: HashMap<AttemptKey, HeldAttempt> = HashMap::new();
     let mut units: JoinSet<(AttemptKey, Delivered)> = JoinSet::new();
     let mut coordinating: HashMap<RunId, Coordinating> = HashMap::new();
-    // Runs it coordinates that someone asked to cancel (`baton cancel`), asked once each.
-    let mut cancelling: std::collections::HashSet<RunId> = std::collections::HashSet::new();
     let (coordinated_tx, mut coordinated) = mpsc::unbounded_channel::<(RunId, String)>();
     let mut stopping: Option<StopLevel> = None;
     // Whether to claim now: woken, polled, or a slot came free while work may be waiting.
@@ -295,11 +293,9 @@ pub async fn work(
             _ = poll.tick() => {
                 look = true;
                 look_for_runs = true;
-                cancel_requested(&store, &coordinating, &mut cancelling);
             }
             Some((run, state)) = coordinated.recv() => {
                 coordinating.remove(&run);
-                cancelling.remove(&run);
                 news(WorkerNews::Coordinated { run, state });
                 look = true;
             }
@@ -605,32 +601,6 @@ type Coordinating = (
     mpsc::UnboundedSender<StopRequest>,
     tokio::task::JoinHandle<()>,
 );
-
-/// Cancels the runs this worker coordinates that someone asked to cancel (`baton cancel`,
-/// from any machine, through the store), as Ctrl-C cancels a local run; each once.
-fn cancel_requested(
-    store: &PgStore,
-    coordinating: &HashMap<RunId, Coordinating>,
-    cancelling: &mut std::collections::HashSet<RunId>,
-) {
-    let runs: Vec<RunId> = coordinating
-        .keys()
-        .filter(|run| !cancelling.contains(*run))
-        .cloned()
-        .collect();
-    if runs.is_empty() {
-        return;
-    }
-    let Ok(asked) = store.cancels_requested(&runs) else {
-        return;
-    };
-    for run in asked {
-        if let Some((stop, _)) = coordinating.get(&run) {
-            let _ = stop.send(StopRequest::Cancel);
-            cancelling.insert(run);
-        }
-    }
-}
 
 /// Starts coordinating runs no live process coordinates.
 fn take_runs(

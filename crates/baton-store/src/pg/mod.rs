@@ -197,6 +197,16 @@ impl RunReader for PgStore {
         self.server()
     }
 
+    fn carries_cancel_requests(&self) -> bool {
+        true
+    }
+
+    fn cancel_requested(&self, run: &RunId) -> Result<bool, StoreError> {
+        Ok(!self
+            .cancels_requested(std::slice::from_ref(run))?
+            .is_empty())
+    }
+
     fn runs(&self, limit: u32) -> Result<Vec<RunSummary>, StoreError> {
         self.runs_pg(limit)
     }

@@ -2,6 +2,7 @@
 //! database of its own per test), as against the SQLite file.
 
 use crate::test::{Test, baton_in};
+use std::time::Duration;
 
 const GRAPH: &str = r#"
 [defaults]
@@ -236,4 +237,32 @@ fn a_task_waiting_for_approval_is_approved_through_postgres() {
         .unwrap();
     assert_eq!(decisions.len(), 1);
     assert!(decisions[0].approved);
+}
+
+#[test]
+fn a_run_asked_through_the_store_to_cancel_is_cancelled_by_its_driver() {
+    use baton_store::RunReader;
+    let url = baton_testpg::fresh_database();
+    let mut running = Test::new()
+        .graph(
+            "graph.toml",
+            "[[task]]\nid = \"slow\"\nrun = \"sleep 60\"\n\n[[task]]\nid = \"after\"\nneeds = [\"slow\"]\nrun = \"true\"\n",
+        )
+        .args(&["--store", &url, "run", "graph.toml", "--json"])
+        .spawn();
+    let run = running.await_that("slow running", crate::test::RUN_LIMIT, |_| {
+        let store = baton_store::PgStore::open(&url).ok()?;
+        let run = store.latest_run().ok()??;
+        let tasks = store.tasks(&run.id).ok()?;
+        (tasks[0].status == baton_model::TaskState::Running).then_some(run.id)
+    });
+    // As `baton cancel` on a machine no signal from here would reach asks it.
+    assert!(store(&url).request_cancel(&run).unwrap());
+    let out = running.wait(Duration::from_secs(60)).status(130);
+    assert_eq!(out.json()["run"]["state"], "cancelled");
+    assert_eq!(out.json_task("slow")["state"], "cancelled");
+    // Answered: a retry later is not cancelled by the old request.
+    let record = store(&url).run(&run).unwrap().unwrap();
+    assert_eq!(record.status, baton_model::RunState::Cancelled);
+    assert!(store(&url).cancels_requested(&[run]).unwrap().is_empty());
 }
