@@ -76,6 +76,24 @@ run = "echo after"
     )
 }
 
+/// A run of `graph` with Claude Code on `model`, in a repository with a commit, that exits
+/// with `code`.
+fn run_planned(model: &MockModel, graph: &str, code: i32) -> crate::test::Output {
+    committed(with_claude(Test::new(), model).graph("graph.toml", graph))
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(code)
+}
+
+/// The request that sent a plan back to its planner with its problems.
+fn sent_back(model: &MockModel, what: &str) -> baton_mock_model::Recorded {
+    model
+        .requests()
+        .into_iter()
+        .find(|r| r.text().contains("could not take your plan"))
+        .unwrap_or_else(|| panic!("{what}"))
+}
+
 /// `test` with a first commit (of a README and what it holds), for worktrees to start from.
 pub(crate) fn committed(test: Test) -> Test {
     let root = test.path().to_path_buf();
@@ -240,16 +258,9 @@ fn an_invalid_answer_goes_back_with_every_problem_and_the_corrected_one_runs() {
     let model = MockModel::start(script).unwrap();
     // Subtasks may not plan (max_depth = 1), and at most 2 of them.
     let graph = graph(1, 2).replace("expand = true", "expand = true\nmax_depth = 1");
-    let out = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph))
-        .args(&["run", "graph.toml", "--json"])
-        .run()
-        .status(0);
+    let out = run_planned(&model, &graph, 0);
     // Every problem went back at once, in the same session.
-    let fix = model
-        .requests()
-        .into_iter()
-        .find(|r| r.text().contains("could not take your plan"))
-        .expect("the plan was sent back");
+    let fix = sent_back(&model, "the plan was sent back");
     let text = fix.text();
     for problem in [
         "the plan has 3 tasks; `plan` may add at most 2",
@@ -294,15 +305,8 @@ fn a_planned_planner_plans_a_level_deeper_and_no_further() {
         .rule(structured(too_deep).when_contains("SUB-PLAN"))
         .rule(structured(outer).when_contains("GOAL-PLAN"));
     let model = MockModel::start(script).unwrap();
-    let out = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph(0, 8)))
-        .args(&["run", "graph.toml", "--json"])
-        .run()
-        .status(0);
-    let fix = model
-        .requests()
-        .into_iter()
-        .find(|r| r.text().contains("could not take your plan"))
-        .expect("the too-deep plan was sent back");
+    let out = run_planned(&model, &graph(0, 8), 0);
+    let fix = sent_back(&model, "the too-deep plan was sent back");
     assert!(
         fix.text()
             .contains("planning may go 2 levels deep; this task would plan at level 3"),
@@ -350,10 +354,7 @@ fn planned_tasks_are_checked_like_any_other() {
         .rule(Rule::text("planned").when_last_contains("toolu_mock"))
         .rule(structured(plan).when_contains("GOAL-PLAN"));
     let model = MockModel::start(script).unwrap();
-    let out = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph(0, 8)))
-        .args(&["run", "graph.toml", "--json"])
-        .run()
-        .status(1);
+    let out = run_planned(&model, &graph(0, 8), 1);
     assert_eq!(out.json_task("plan/made")["state"], "succeeded");
     let broken = out.json_task("plan/broken");
     assert_eq!(broken["state"], "failed", "{broken}");
@@ -370,10 +371,7 @@ fn an_invalid_answer_without_fix_rounds_fails_the_planner_with_its_problems() {
     // the tool once more, then gives the text, which baton reads as it would any engine's.
     let script = Script::new().rule(Rule::text(BAD_PLAN).when_contains("GOAL-PLAN"));
     let model = MockModel::start(script).unwrap();
-    let out = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph(0, 8)))
-        .args(&["run", "graph.toml", "--json"])
-        .run()
-        .status(1);
+    let out = run_planned(&model, &graph(0, 8), 1);
     let plan = out.json_task("plan");
     assert_eq!(plan["state"], "failed", "{plan}");
     let output = plan["output"].as_str().unwrap();
