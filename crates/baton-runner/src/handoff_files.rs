@@ -36,19 +36,30 @@ impl HandoffFile {
 }
 
 /// The run's handoff files: those free for the next task, and how to make another.
+///
+/// Several processes may hand off in one run's directory at once — the workers on one machine,
+/// and their coordinator — so a file's name is its maker's (`PID.N.json`): one process never
+/// replaces a file another's task is reading.
 #[derive(Debug)]
 pub(crate) struct HandoffFiles {
     dir: PathBuf,
     free: Vec<HandoffFile>,
-    /// Files made so far: the next one's name.
+    /// Whose files these are: this process's id.
+    owner: u32,
+    /// Files made so far: the next one's number.
     made: u64,
 }
 
 impl HandoffFiles {
     pub(crate) fn new(dir: PathBuf) -> Self {
+        Self::owned_by(dir, std::process::id())
+    }
+
+    fn owned_by(dir: PathBuf, owner: u32) -> Self {
         Self {
             dir,
             free: Vec::new(),
+            owner,
             made: 0,
         }
     }
@@ -93,9 +104,9 @@ impl HandoffFiles {
 
     fn make(&mut self) -> io::Result<HandoffFile> {
         self.made += 1;
-        let path = self.dir.join(format!("{}.json", self.made));
-        // A leftover of an earlier driver of this run may be there: it is replaced, never
-        // followed if it is a link.
+        let path = self.dir.join(format!("{}.{}.json", self.owner, self.made));
+        // A leftover of an earlier driver of this run whose process had the same id may be
+        // there: it is replaced, never followed if it is a link.
         match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(err) if err.kind() == io::ErrorKind::NotFound => {}
@@ -125,6 +136,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let files = HandoffFiles::new(dir.path().to_owned());
         (dir, files)
+    }
+
+    #[test]
+    fn processes_handing_off_in_one_run_never_touch_each_others_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut one = HandoffFiles::owned_by(dir.path().to_owned(), 100);
+        let mut other = HandoffFiles::owned_by(dir.path().to_owned(), 200);
+        let mine = one.write(b"for one's task").unwrap();
+        let theirs = other.write(b"for the other's task").unwrap();
+        assert_ne!(mine.path(), theirs.path());
+        assert_eq!(std::fs::read(mine.path()).unwrap(), b"for one's task");
+        assert_eq!(
+            std::fs::read(theirs.path()).unwrap(),
+            b"for the other's task"
+        );
     }
 
     #[test]
@@ -203,9 +229,10 @@ mod tests {
         let (dir, mut files) = files();
         let target = dir.path().join("target");
         std::fs::write(&target, "keep").unwrap();
-        std::os::unix::fs::symlink(&target, dir.path().join("1.json")).unwrap();
+        let name = format!("{}.1.json", std::process::id());
+        std::os::unix::fs::symlink(&target, dir.path().join(&name)).unwrap();
         let handoff = files.write(b"fresh").unwrap();
-        assert_eq!(handoff.path(), dir.path().join("1.json"));
+        assert_eq!(handoff.path(), dir.path().join(&name));
         assert_eq!(std::fs::read(handoff.path()).unwrap(), b"fresh");
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
     }

@@ -7,7 +7,7 @@ use baton_model::{RunId, TaskId};
 ///
 /// ```text
 /// .baton/runs/RUN/logs/TASK.ATTEMPT.log     everything an attempt printed (kept)
-/// SCRATCH/RUN/handoff/N.json                what a running task's predecessors handed it (reused)
+/// SCRATCH/RUN/handoff/PID.N.json            what a running task's predecessors handed it (reused)
 /// SCRATCH/RUN/out/TASK.ATTEMPT.json         structured output a task may write ($BATON_OUTPUT)
 /// SCRATCH/RUN/tmp/TASK/                     a confined task's $TMPDIR; a file-prompted
 ///                                            agent's prompt and record (aider)

@@ -230,10 +230,7 @@ impl<'a> Dispatcher<'a> {
     ) -> Option<StoreError> {
         let mut turn = Turn::default();
         turn.inputs.push_back(Input::Start);
-        // A shared store carries `baton cancel` from other machines: looked for every second.
-        let mut watch_cancels = self.store.carries_cancel_requests();
-        let mut cancels = tokio::time::interval(CANCEL_POLL);
-        cancels.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut cancels = CancelWatch::new(self.store);
         let mut stops_open = true;
         loop {
             let finished = self.process(&mut turn);
@@ -244,7 +241,7 @@ impl<'a> Dispatcher<'a> {
                 );
                 // What led here is recorded before the run's checks, which may take long.
                 self.ledger.settle(reporter).await;
-                self.finish(&mut stops, stops_open).await;
+                self.finish(&mut stops, stops_open, &mut cancels).await;
                 self.ledger.settle(reporter).await;
                 break;
             }
@@ -299,11 +296,8 @@ impl<'a> Dispatcher<'a> {
                     self.approvals.poll_soon();
                 }
                 // Or asked, from another machine, to cancel the run (a shared store only).
-                _ = cancels.tick(), if watch_cancels => {
-                    if self.store.cancel_requested(&self.run_id).unwrap_or(false) {
-                        watch_cancels = false;
-                        turn.inputs.push_back(stop_input(StopRequest::Cancel));
-                    }
+                () = cancels.requested(self.store, &self.run_id) => {
+                    turn.inputs.push_back(stop_input(StopRequest::Cancel));
                 }
             }
             if self.approvals.take_due() {
@@ -719,7 +713,12 @@ impl<'a> Dispatcher<'a> {
 
     /// The run is over: its result is consolidated and checked, and its end recorded. Stop
     /// requests that come meanwhile stop the run's checks (the run ends `cancelled`).
-    async fn finish(&mut self, stops: &mut mpsc::UnboundedReceiver<StopRequest>, stops_open: bool) {
+    async fn finish(
+        &mut self,
+        stops: &mut mpsc::UnboundedReceiver<StopRequest>,
+        stops_open: bool,
+        cancels: &mut CancelWatch,
+    ) {
         let mut ending = self.sched.ending();
         ending.scope_warnings = self.warnings;
         let scheduled = ending.state();
@@ -764,6 +763,10 @@ impl<'a> Dispatcher<'a> {
                         }
                         None => stops_open = false,
                     },
+                    () = cancels.requested(self.store, &self.run_id) => {
+                        ending.stopped_while_merging = true;
+                        self.stop_tx.send_replace(StopLevel::Graceful);
+                    }
                 }
             };
             ending.merge = merge;
@@ -809,6 +812,37 @@ impl<'a> Dispatcher<'a> {
 
 /// How often a run on a shared store looks for a request to cancel it.
 const CANCEL_POLL: Duration = Duration::from_secs(1);
+
+/// Looks for a request to cancel the run in a store that carries them (`baton cancel` from
+/// another machine), every [`CANCEL_POLL`]; never resolves for a store that does not, nor
+/// after it found one.
+struct CancelWatch {
+    on: bool,
+    tick: tokio::time::Interval,
+}
+
+impl CancelWatch {
+    fn new(store: &dyn Store) -> Self {
+        let mut tick = tokio::time::interval(CANCEL_POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Self {
+            on: store.carries_cancel_requests(),
+            tick,
+        }
+    }
+
+    /// Resolves once the run was asked to be cancelled.
+    async fn requested(&mut self, store: &dyn Store, run: &RunId) {
+        while self.on {
+            self.tick.tick().await;
+            if store.cancel_requested(run).unwrap_or(false) {
+                self.on = false;
+                return;
+            }
+        }
+        std::future::pending().await
+    }
+}
 
 fn stop_input(request: StopRequest) -> Input {
     Input::Stop(match request {
