@@ -8,7 +8,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use baton_exec::StopLevel;
 use baton_graph::{Action as TaskAction, Graph};
@@ -33,9 +33,11 @@ use crate::recorder::Recorder;
 use crate::takeover::Restored;
 use crate::workspace::Workspaces;
 
+mod cancels;
 mod candidates;
 mod ending;
 mod queued;
+use cancels::CancelWatch;
 use ending::Record;
 use queued::next_remote;
 mod growth;
@@ -807,40 +809,6 @@ impl<'a> Dispatcher<'a> {
             ),
         });
         true
-    }
-}
-
-/// How often a run on a shared store looks for a request to cancel it.
-const CANCEL_POLL: Duration = Duration::from_secs(1);
-
-/// Looks for a request to cancel the run in a store that carries them (`baton cancel` from
-/// another machine), every [`CANCEL_POLL`]; never resolves for a store that does not, nor
-/// after it found one.
-struct CancelWatch {
-    on: bool,
-    tick: tokio::time::Interval,
-}
-
-impl CancelWatch {
-    fn new(store: &dyn Store) -> Self {
-        let mut tick = tokio::time::interval(CANCEL_POLL);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        Self {
-            on: store.carries_cancel_requests(),
-            tick,
-        }
-    }
-
-    /// Resolves once the run was asked to be cancelled.
-    async fn requested(&mut self, store: &dyn Store, run: &RunId) {
-        while self.on {
-            self.tick.tick().await;
-            if store.cancel_requested(run).unwrap_or(false) {
-                self.on = false;
-                return;
-            }
-        }
-        std::future::pending().await
     }
 }
 
