@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 
 use crate::config::AgentConfig;
 use crate::dispatcher::Dispatcher;
+use crate::launch_log::LaunchLog;
 use crate::layout::RunDirs;
 use crate::recorder::Recorder;
 use crate::stamp::now_ms;
@@ -181,7 +182,9 @@ pub async fn resume(
     let unfinished = crate::Unfinished::read(store, run_id)
         .map_err(RunError::Store)
         .map_err(released)?;
-    let restored = plan_takeover(store, &graph, run_id, effective, &how).map_err(released)?;
+    let launched = LaunchLog::read(&RunDirs::new(&config.state_dir, run_id));
+    let restored =
+        plan_takeover(store, &graph, run_id, effective, &how, &launched).map_err(released)?;
     kill_leftovers(run_id, &unfinished);
     let held = hold(store, run_id, lease, &graph, &config).map_err(released)?;
     drive_run(graph, held, restored, reporter, &config, stops, None).await
@@ -264,12 +267,14 @@ pub async fn coordinate(
                 charge_retries: false,
                 budget: None,
             };
+            let launched = LaunchLog::read(&RunDirs::new(&config.state_dir, run_id));
             let restored = plan_takeover(
                 store,
                 &graph,
                 run_id,
                 baton_model::RunState::Interrupted,
                 &how,
+                &launched,
             )
             .map_err(released)?;
             kill_leftovers(run_id, &unfinished);

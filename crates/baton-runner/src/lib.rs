@@ -24,6 +24,7 @@ mod handoff_files;
 mod journal;
 mod launch;
 mod launch_error;
+mod launch_log;
 mod layout;
 mod ledger;
 mod leftovers;

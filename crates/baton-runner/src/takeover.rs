@@ -167,6 +167,7 @@ pub(crate) fn plan_takeover(
     run: &RunId,
     effective: RunState,
     how: &Takeover,
+    launched: &std::collections::HashMap<TaskId, u32>,
 ) -> Result<Restored, crate::RunError> {
     let records = store.tasks(run)?;
     let mut restored = Restored::default();
@@ -386,10 +387,46 @@ pub(crate) fn plan_takeover(
             },
         });
     }
+    // Attempts the dead driver launched whose start it did not get to record (see
+    // `launch_log`): they ran, perhaps to the end; recorded as started and interrupted, so
+    // that the record says so and the task's next attempt has a number of its own.
+    let mut unrecorded: BTreeSet<u32> = BTreeSet::new();
+    for t in records.iter().filter(|t| !t.status.is_terminal()) {
+        let noted = launched.get(&t.task).copied().unwrap_or(0);
+        for attempt in t.attempts + 1..=noted {
+            unrecorded.insert(t.idx);
+            for kind in [
+                EventKind::AttemptStarted {
+                    task: t.task.clone(),
+                    attempt,
+                    pid: None,
+                },
+                EventKind::AttemptFinished {
+                    task: t.task.clone(),
+                    attempt,
+                    outcome: Outcome::Interrupted,
+                    duration_ms: 0,
+                    agent: None,
+                    containment: None,
+                },
+            ] {
+                restored.opening.push(Event {
+                    seq: 0,
+                    at_ms,
+                    kind,
+                });
+            }
+        }
+    }
     for t in &records {
         if again.contains(&t.idx) {
-            restored.again.push((t.idx, t.attempts));
-            if t.status == TaskState::Pending {
+            let attempts = if unrecorded.contains(&t.idx) {
+                launched[&t.task]
+            } else {
+                t.attempts
+            };
+            restored.again.push((t.idx, attempts));
+            if t.status == TaskState::Pending && !unrecorded.contains(&t.idx) {
                 continue;
             }
             restored.opening.push(Event {

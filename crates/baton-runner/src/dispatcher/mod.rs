@@ -26,6 +26,7 @@ use crate::consolidate::Consolidation;
 use crate::drive::{RunConfig, StopRequest};
 use crate::journal::MAX_BATCH_EVENTS;
 use crate::launch::{Continue, HeldOutput, Launcher};
+use crate::launch_log::LaunchLog;
 use crate::layout::RunDirs;
 use crate::ledger::Ledger;
 use crate::reasons::{finish_reason, stop_reason};
@@ -93,6 +94,8 @@ pub(crate) struct Dispatcher<'a> {
     gathering: HashMap<u32, candidates::Gathering>,
     /// Where attempts run when workers run them (`baton worker`); `None`: here.
     queue: Option<crate::remote::Queue>,
+    /// The attempts launched, noted before they start (for a takeover after a crash).
+    launch_log: LaunchLog,
 }
 
 /// What one turn has to work through.
@@ -116,6 +119,7 @@ impl<'a> Dispatcher<'a> {
         let (stop_tx, stop) = watch::channel(StopLevel::Run);
         let (progress_tx, progress) = mpsc::unbounded_channel();
         let launcher = Launcher::new(Arc::clone(&graph), run_id.clone(), dirs.clone(), config);
+        let launch_log = LaunchLog::open(&dirs);
         let shared = Shared {
             run: run_id.clone(),
             dirs,
@@ -150,6 +154,7 @@ impl<'a> Dispatcher<'a> {
             gathering: HashMap::new(),
             approvals: Approvals::default(),
             queue: None,
+            launch_log,
         }
     }
 
@@ -605,6 +610,7 @@ impl<'a> Dispatcher<'a> {
     /// Starts the turn's launches. After a store failure nothing more is started: the
     /// launches are reported back as cancelled.
     fn carry_out(&mut self, turn: &mut Turn) {
+        let mut go = Vec::with_capacity(turn.launches.len());
         for &(task, attempt) in &turn.launches {
             if self.ledger.failed() {
                 self.carried.push_back(Input::Finished {
@@ -639,6 +645,18 @@ impl<'a> Dispatcher<'a> {
                     self.shared.meter.start((task, attempt), expected);
                 }
             }
+            go.push((task, attempt, is_agent));
+        }
+        // Noted before any starts: a driver killed before their starts are committed leaves
+        // a takeover what ran. (A best-of task's candidates are numbered apart, and recorded
+        // before the first of them starts.)
+        let graph = &self.graph;
+        self.launch_log.note(
+            go.iter()
+                .filter(|&&(task, ..)| graph.task(task).candidate_count() <= 1)
+                .map(|&(task, attempt, _)| (&graph.task(task).id, attempt)),
+        );
+        for (task, attempt, is_agent) in go {
             self.launch(task, attempt, is_agent);
         }
         if let Some(queue) = self.queue.as_mut() {

@@ -374,6 +374,69 @@ fn a_task_started_in_the_last_moment_before_a_crash_never_runs_twice_at_once() {
     let store = resumed.store();
     for task in store.tasks() {
         assert_eq!(task.status, TaskState::Succeeded, "{}", task.task);
+        // Every time it ran is an attempt on record, those whose start the dead driver did
+        // not get to commit among them.
+        let starts = log
+            .lines()
+            .filter(|l| *l == format!("start-{}", task.task))
+            .count();
+        let attempts = store.attempts(task.task.as_str());
+        assert!(
+            starts <= attempts.len(),
+            "{} started {starts} times, {} attempts recorded:\n{log}",
+            task.task,
+            attempts.len()
+        );
     }
+    store.assert_consistent();
+}
+
+#[test]
+fn an_attempt_launched_but_not_recorded_before_a_crash_is_recorded_by_the_takeover() {
+    let graph = r#"
+[[task]]
+id = "first"
+run = "touch started; sleep 30"
+
+[[task]]
+id = "second"
+run = "echo second >> ran.log"
+needs = ["first"]
+"#;
+    let mut running = Test::new()
+        .graph("g.toml", graph)
+        .args(&["run", "g.toml"])
+        .spawn();
+    running.await_that("the task to start", RUN_LIMIT, |root| {
+        root.join("started").exists().then_some(())
+    });
+    let killed = running.kill();
+    let run = killed.store().run().id.to_string();
+    // The driver noted `first` before it started it.
+    let noted = killed.path().join(format!(".baton/runs/{run}/launched"));
+    let text = std::fs::read_to_string(&noted).unwrap();
+    assert_eq!(text, "first 1\n");
+    // As a driver killed between starting `second` and committing its start would have
+    // left it: noted, not recorded (and it ran).
+    std::fs::write(&noted, "first 1\nsecond 1\n").unwrap();
+    let resumed = killed
+        .then()
+        .args(&["resume", &run, "--json"])
+        .run()
+        .status(0);
+    let store = resumed.store();
+    let attempts = store.attempts("second");
+    let outcomes: Vec<Option<Outcome>> = attempts.iter().map(|a| a.outcome.clone()).collect();
+    assert_eq!(
+        outcomes,
+        [
+            Some(Outcome::Interrupted),
+            Some(Outcome::Exited { code: 0 })
+        ],
+        "{attempts:?}"
+    );
+    assert_eq!(store.task("second").status, TaskState::Succeeded);
+    // Interrupted by the crash, it did not take one of the task's retries (it has none).
+    assert_eq!(resumed.json_task("second")["attempts"], 2);
     store.assert_consistent();
 }
