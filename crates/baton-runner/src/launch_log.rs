@@ -5,9 +5,15 @@
 //! one's start). A driver killed in between leaves a process that ran, and may have done its
 //! work, with no record of its attempt: a takeover would run the task again as the same
 //! attempt, and the record would show one run where there were two. So each turn's launches
-//! are appended to `.baton/runs/RUN/launched` — one `write` a turn, to the page cache, no
-//! sync: a killed process's writes are not lost — before any of them starts, and a takeover
-//! records every attempt noted there and not in the store as started and interrupted.
+//! are appended to `SCRATCH/RUN/launched` — one `write` a turn, no sync: a killed process's
+//! writes are not lost — before any of them starts, and a takeover records every attempt
+//! noted there and not in the store as started and interrupted.
+//!
+//! What it costs: an append of a line measured under a microsecond here (tmpfs 0.7 µs, ext4
+//! 0.8 µs), so 10,000 tasks' notes take ~8 ms of a run of 5 s; `bench.py` cannot tell that from
+//! its noise (two runs of the same binary in one sitting differed by 10%). It lives in
+//! SCRATCH, the run's private directory (tmpfs where there is one, see `layout.rs`), until the
+//! run ends; what tmpfs does not keep, a reboot, it does not keep with the processes either.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -28,7 +34,7 @@ pub(crate) struct LaunchLog {
 }
 
 fn path(dirs: &RunDirs) -> PathBuf {
-    dirs.run.join("launched")
+    dirs.scratch.join("launched")
 }
 
 impl LaunchLog {
@@ -93,11 +99,10 @@ mod tests {
     #[test]
     fn the_last_attempt_noted_of_each_task_is_read_back_and_a_cut_line_is_not() {
         let dir = tempfile::tempdir().unwrap();
-        let dirs = RunDirs::new(
-            dir.path(),
-            &baton_model::RunId::new("20261202-010203-abcd".to_owned()).unwrap(),
-        );
-        std::fs::create_dir_all(&dirs.run).unwrap();
+        let run = baton_model::RunId::new("20261202-010203-abcd".to_owned()).unwrap();
+        let mut dirs = RunDirs::new(dir.path(), &run);
+        dirs.scratch = dir.path().join("scratch");
+        std::fs::create_dir_all(&dirs.scratch).unwrap();
         let mut log = LaunchLog::open(&dirs);
         log.note([(&id("build"), 1), (&id("plan/api"), 1)]);
         log.note([(&id("build"), 2)]);

@@ -9,6 +9,8 @@ use baton_model::{RunId, TaskId};
 /// .baton/runs/RUN/logs/TASK.ATTEMPT.log     everything an attempt printed (kept)
 /// SCRATCH/RUN/handoff/PID.N.json            what a running task's predecessors handed it (reused)
 /// SCRATCH/RUN/out/TASK.ATTEMPT.json         structured output a task may write ($BATON_OUTPUT)
+/// SCRATCH/RUN/launched                      the attempts launched, noted before they start
+///                                            (kept until the run ends, for a takeover)
 /// SCRATCH/RUN/tmp/TASK/                     a confined task's $TMPDIR; a file-prompted
 ///                                            agent's prompt and record (aider)
 /// ```

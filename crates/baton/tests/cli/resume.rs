@@ -413,7 +413,7 @@ needs = ["first"]
     let killed = running.kill();
     let run = killed.store().run().id.to_string();
     // The driver noted `first` before it started it.
-    let noted = killed.path().join(format!(".baton/runs/{run}/launched"));
+    let noted = killed.scratch(&run).join("launched");
     let text = std::fs::read_to_string(&noted).unwrap();
     assert_eq!(text, "first 1\n");
     // As a driver killed between starting `second` and committing its start would have
