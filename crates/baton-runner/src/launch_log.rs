@@ -34,7 +34,7 @@ pub(crate) struct LaunchLog {
 }
 
 fn path(dirs: &RunDirs) -> PathBuf {
-    dirs.scratch.join("launched")
+    dirs.launched()
 }
 
 impl LaunchLog {

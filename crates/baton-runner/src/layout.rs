@@ -76,8 +76,14 @@ impl RunDirs {
         let _ = std::fs::remove_dir_all(&self.run);
     }
 
+    /// Where the attempts launched are noted before they start (`launch_log.rs`).
+    pub fn launched(&self) -> PathBuf {
+        self.scratch.join("launched")
+    }
+
     /// Removes the scratch files once the run is over.
     pub fn remove_scratch(&self) {
+        let _ = std::fs::remove_file(self.launched());
         let _ = std::fs::remove_dir_all(&self.handoff);
         let _ = std::fs::remove_dir_all(&self.out);
         let _ = std::fs::remove_dir_all(&self.own);
