@@ -637,26 +637,27 @@ impl<'a> Dispatcher<'a> {
                 }
                 continue;
             }
+            // A best-of task's candidates are numbered apart: they reserve and are recorded
+            // as they start, each.
+            let one = self.graph.task(task).candidate_count() <= 1;
             if is_agent {
                 self.agents_running += 1;
-                // Reserved from now: the next launch in this very turn counts it. (A best-of
-                // task reserves each of its candidates as it starts them.)
-                if self.graph.task(task).candidate_count() <= 1 {
+                // Reserved from now: the next launch in this very turn counts it.
+                if one {
                     self.shared.meter.start((task, attempt), expected);
                 }
             }
-            go.push((task, attempt, is_agent));
+            go.push((task, attempt, is_agent, one));
         }
         // Noted before any starts: a driver killed before their starts are committed leaves
-        // a takeover what ran. (A best-of task's candidates are numbered apart, and recorded
-        // before the first of them starts.)
+        // a takeover what ran.
         let graph = &self.graph;
         self.launch_log.note(
             go.iter()
-                .filter(|&&(task, ..)| graph.task(task).candidate_count() <= 1)
-                .map(|&(task, attempt, _)| (&graph.task(task).id, attempt)),
+                .filter(|&&(.., one)| one)
+                .map(|&(task, attempt, ..)| (&graph.task(task).id, attempt)),
         );
-        for (task, attempt, is_agent) in go {
+        for (task, attempt, is_agent, _) in go {
             self.launch(task, attempt, is_agent);
         }
         if let Some(queue) = self.queue.as_mut() {

@@ -202,9 +202,7 @@ impl RunReader for PgStore {
     }
 
     fn cancel_requested(&self, run: &RunId) -> Result<bool, StoreError> {
-        Ok(!self
-            .cancels_requested(std::slice::from_ref(run))?
-            .is_empty())
+        self.cancel_requested_pg(run)
     }
 
     fn runs(&self, limit: u32) -> Result<Vec<RunSummary>, StoreError> {

@@ -304,21 +304,18 @@ impl PgStore {
         })
     }
 
-    /// Which of `runs` someone asked to cancel.
-    pub fn cancels_requested(&self, runs: &[RunId]) -> Result<Vec<RunId>, StoreError> {
-        let ids: Vec<String> = runs.iter().map(|r| r.as_str().to_owned()).collect();
-        self.conn.call(move |client| {
-            client
-                .query(
-                    "SELECT id FROM runs WHERE id = ANY($1) AND cancel_requested_at_ms IS NOT NULL",
-                    &[&ids],
-                )?
-                .iter()
-                .map(|row| {
-                    RunId::new(row.get::<_, String>(0))
-                        .map_err(|e| StoreError::PgValue(e.to_string()))
-                })
-                .collect()
+    /// Whether someone asked to cancel `run` ([`PgStore::request_cancel`]) and it has not
+    /// ended since.
+    pub(super) fn cancel_requested_pg(&self, run: &RunId) -> Result<bool, StoreError> {
+        let run = run.clone();
+        self.conn.call_session(move |session| {
+            let statement = session.prepared(
+                "SELECT 1 FROM runs WHERE id = $1 AND cancel_requested_at_ms IS NOT NULL",
+            )?;
+            Ok(session
+                .client
+                .query_opt(&statement, &[&run.as_str()])?
+                .is_some())
         })
     }
 

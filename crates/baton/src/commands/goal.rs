@@ -382,6 +382,14 @@ fn write_plan_only(args: &DoArgs, file: &Path) -> Result<i32, Failure> {
     Ok(exit::SUCCESS)
 }
 
+/// An agent attempt of an earlier run here, as the estimate uses it.
+struct Earlier {
+    engine: String,
+    model: Option<String>,
+    usd: Option<f64>,
+    ms: u64,
+}
+
 /// What the plan should cost and take.
 struct Estimate {
     usd: Option<f64>,
@@ -394,8 +402,7 @@ struct Estimate {
 /// else from the planner's own attempt; the time is the plan's levels one after another, each
 /// as many rounds of agents as the concurrency needs.
 fn estimate(store_url: Option<&str>, graph: &Graph, planned: &RunResult) -> Estimate {
-    // Earlier agent attempts here: engine, model, cost, time.
-    let mut history: Vec<(String, Option<String>, Option<f64>, u64)> = Vec::new();
+    let mut history: Vec<Earlier> = Vec::new();
     if let Ok(store) = records::open(store_url)
         && let Ok(runs) = store.runs(HISTORY_RUNS + 1)
     {
@@ -405,15 +412,20 @@ fn estimate(store_url: Option<&str>, graph: &Graph, planned: &RunResult) -> Esti
             };
             for attempt in attempts {
                 if let (Some(agent), Some(ms)) = (attempt.agent, attempt.duration_ms) {
-                    history.push((agent.engine, agent.model, agent.cost_usd, ms));
+                    history.push(Earlier {
+                        engine: agent.engine,
+                        model: agent.model,
+                        usd: agent.cost_usd,
+                        ms,
+                    });
                 }
             }
         }
     }
     // The medians of `attempts`' costs and times.
-    let medians = |attempts: &[&(String, Option<String>, Option<f64>, u64)]| {
-        let mut costs: Vec<f64> = attempts.iter().filter_map(|a| a.2).collect();
-        let mut times: Vec<u64> = attempts.iter().map(|a| a.3).collect();
+    let medians = |attempts: &[&Earlier]| {
+        let mut costs: Vec<f64> = attempts.iter().filter_map(|a| a.usd).collect();
+        let mut times: Vec<u64> = attempts.iter().map(|a| a.ms).collect();
         (median_f64(&mut costs), median_u64(&mut times))
     };
     let all: Vec<_> = history.iter().collect();
@@ -439,7 +451,7 @@ fn estimate(store_url: Option<&str>, graph: &Graph, planned: &RunResult) -> Esti
     let similar = |engine: &str, model: Option<&str>| {
         let same: Vec<_> = history
             .iter()
-            .filter(|a| a.0 == engine && model.is_none_or(|m| a.1.as_deref() == Some(m)))
+            .filter(|a| a.engine == engine && model.is_none_or(|m| a.model.as_deref() == Some(m)))
             .collect();
         (same.len() >= SIMILAR_AT_LEAST).then(|| medians(&same))
     };
