@@ -13,6 +13,7 @@
 //! as the shell's exit code 128 + N, and it is the attempt's own process (the one in its
 //! process group that baton waits for) rather than the shell's child.
 
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -51,18 +52,65 @@ pub(crate) fn direct(
 }
 
 /// `name` as the shell would find it: itself (relative to `cwd`) when it holds a `/`, else
-/// the first executable regular file `DIR/name` in `path`'s directories (a relative entry is
-/// left to the shell). Only ever an executable file: what is missing is the shell's to say.
+/// the first executable regular file `DIR/name` in `path`'s directories. A relative entry
+/// (`bin`, or an empty one: the working directory) met before the program is found leaves the
+/// search to the shell, which resolves it against the child's directory. Only ever an
+/// executable file: what is missing is the shell's to say.
 fn find(name: &str, path: &OsStr, cwd: &Path) -> Option<PathBuf> {
     if name.contains('/') {
         return executable(&cwd.join(name)).then(|| PathBuf::from(name));
     }
-    path.as_bytes()
-        .split(|&b| b == b':')
-        .map(|dir| Path::new(OsStr::from_bytes(dir)))
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(name))
-        .find(|candidate| executable(candidate))
+    if let Some(found) = FOUND.get(path, name) {
+        return Some(found);
+    }
+    for dir in path.as_bytes().split(|&b| b == b':') {
+        let dir = Path::new(OsStr::from_bytes(dir));
+        if !dir.is_absolute() {
+            return None;
+        }
+        let candidate = dir.join(name);
+        if executable(&candidate) {
+            FOUND.put(path, name, &candidate);
+            return Some(candidate);
+        }
+    }
+    None
+}
+
+/// Programs found by a `PATH` search, by the `PATH` searched and their name, as a shell's
+/// `hash` remembers them: a graph runs the same few programs thousands of times, and each
+/// search is a `stat` per directory before the program's (nine for `true` on a typical
+/// `PATH`, ~5% of the dispatcher's CPU on 10,000 `true` tasks: docs/PERFORMANCE.md). What was
+/// found is looked at again (one `stat`) before it is used, so a program removed since is
+/// searched for anew; one installed since in an earlier directory of the same `PATH` is not
+/// seen until baton starts again, as with a shell's `hash`.
+static FOUND: Found = Found(std::sync::Mutex::new(None));
+
+struct Found(std::sync::Mutex<Option<HashMap<OsString, HashMap<String, PathBuf>>>>);
+
+impl Found {
+    /// Past this many programs the cache starts over: bounded, whatever a process runs.
+    const MAX: usize = 1024;
+
+    fn get(&self, path: &OsStr, name: &str) -> Option<PathBuf> {
+        let found = {
+            let cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            cache.as_ref()?.get(path)?.get(name)?.clone()
+        };
+        executable(&found).then_some(found)
+    }
+
+    fn put(&self, path: &OsStr, name: &str, found: &Path) {
+        let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let cache = cache.get_or_insert_with(HashMap::new);
+        if cache.values().map(HashMap::len).sum::<usize>() >= Self::MAX {
+            cache.clear();
+        }
+        cache
+            .entry(path.to_owned())
+            .or_default()
+            .insert(name.to_owned(), found.to_owned());
+    }
 }
 
 fn executable(path: &Path) -> bool {
@@ -138,5 +186,42 @@ mod tests {
             None,
             "no PATH: the shell's"
         );
+    }
+
+    /// A relative `PATH` entry is resolved against the child's directory, which only the
+    /// shell does: met before the program, it leaves the line to the shell.
+    #[test]
+    fn a_relative_path_entry_before_the_program_leaves_it_to_the_shell() {
+        for path in ["bin:/usr/bin", ":/usr/bin", "/usr/bin::bin"] {
+            let got = direct("true", Some(OsStr::new(path)), Path::new("/"));
+            let expected = path
+                .starts_with('/')
+                .then(|| PathBuf::from("/usr/bin/true"));
+            assert_eq!(got.map(|(program, _)| program), expected, "{path:?}");
+        }
+    }
+
+    /// A program found once is remembered; one removed since is searched for anew (and not
+    /// found, here: the shell's to say).
+    #[test]
+    fn a_program_found_is_remembered_until_it_is_gone() {
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let path = std::env::join_paths(dirs.iter().map(|d| d.path())).unwrap();
+        let program = |dir: &Path| {
+            let file = dir.join("tool");
+            std::fs::write(&file, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+            file
+        };
+        let second = program(dirs[1].path());
+        let found = || direct("tool -v", Some(&path), Path::new("/")).map(|(p, _)| p);
+        assert_eq!(found(), Some(second.clone()));
+        // Installed since in an earlier directory: not seen while the first is there.
+        let first = program(dirs[0].path());
+        assert_eq!(found(), Some(second.clone()));
+        std::fs::remove_file(&second).unwrap();
+        assert_eq!(found(), Some(first.clone()), "searched anew");
+        std::fs::remove_file(&first).unwrap();
+        assert_eq!(found(), None);
     }
 }

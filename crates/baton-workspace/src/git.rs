@@ -83,8 +83,27 @@ const DRIVER_KEYS: &str =
 const MERGE_FILE: &str = "git merge-file --marker-size=%L -L %X -L %S -L %Y %A %O %B";
 
 impl Drivers {
-    /// Reads the driver settings that apply to commands run in `dir`.
+    /// Reads the driver settings that apply to commands run in `dir`: what git said the last
+    /// time it read the same config (see [`Remembered`]), else what it says now.
     fn read(git: &Git, dir: &Path) -> Result<Drivers, GitError> {
+        let config = config_bytes(dir);
+        if let Some(config) = &config
+            && let Some(drivers) = git.remembered.get(config)
+        {
+            return Ok(drivers);
+        }
+        let drivers = Drivers::read_by_git(git, dir)?;
+        // Remembered only if the config did not change while git read it.
+        if let Some(config) = config
+            && config_bytes(dir).as_ref() == Some(&config)
+        {
+            git.remembered.put(config, drivers.clone());
+        }
+        Ok(drivers)
+    }
+
+    /// The driver settings `git config` reads for commands in `dir`.
+    fn read_by_git(git: &Git, dir: &Path) -> Result<Drivers, GitError> {
         let args = ["config", "--null", "--get-regexp", DRIVER_KEYS];
         let output = git.hardened(dir, &args).output().map_err(GitError::Spawn)?;
         match output.status.code() {
@@ -144,6 +163,66 @@ impl Drivers {
     }
 }
 
+/// The driver settings git read from a repository's config, with that config's bytes: a
+/// task's worktree is asked for its driver settings before every command that may run one
+/// (five times a task), and spawning `git config` for it cost ~2 ms each time, while the
+/// config had not changed since the last time (docs/PERFORMANCE.md). What git said is
+/// reused only for the very same bytes, and only where those bytes are all git reads (see
+/// [`config_bytes`]), so no parser of baton's has to agree with git's.
+#[derive(Debug, Default)]
+struct Remembered(std::sync::Mutex<Option<(Vec<u8>, Drivers)>>);
+
+impl Remembered {
+    fn get(&self, config: &[u8]) -> Option<Drivers> {
+        let last = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (bytes, drivers) = last.as_ref()?;
+        (bytes.as_slice() == config).then(|| drivers.clone())
+    }
+
+    fn put(&self, config: Vec<u8>, drivers: Drivers) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((config, drivers));
+    }
+}
+
+/// The bytes of the repository config a git command run in `dir` reads, when that file is
+/// all it reads for the driver settings: system and global config are off (see
+/// [`Git::hardened`]), the environment is scrubbed, and `dir` is the root of a worktree
+/// whose `.git` (a directory, or a file `gitdir: PATH`) leads to the repository's common
+/// directory (through its `commondir` file) as git follows it. `None`, so that git is
+/// asked, for anything else: a config that includes another file (`include`, `includeIf`:
+/// which can differ per worktree) or that turns on per-worktree config
+/// (`extensions.worktreeConfig`), found by a case-blind search for those words anywhere in
+/// it, whatever they stand in; a `.git` that is a symbolic link or unreadable; no config.
+fn config_bytes(dir: &Path) -> Option<Vec<u8>> {
+    // Git takes a `gitdir:` or `commondir` path up to its end of line, relative to the file
+    // that names it unless absolute.
+    fn line(text: &str) -> &str {
+        text.trim_end_matches(['\n', '\r'])
+    }
+    let dot_git = dir.join(".git");
+    let meta = std::fs::symlink_metadata(&dot_git).ok()?;
+    let git_dir = if meta.is_dir() {
+        dot_git
+    } else if meta.is_file() {
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        dir.join(line(text.strip_prefix("gitdir: ")?))
+    } else {
+        return None;
+    };
+    let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(text) => git_dir.join(line(&text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => git_dir,
+        Err(_) => return None,
+    };
+    let bytes = std::fs::read(common.join("config")).ok()?;
+    let lower = bytes.to_ascii_lowercase();
+    let holds = |word: &[u8]| lower.windows(word.len()).any(|w| w == word);
+    if holds(b"include") || holds(b"worktreeconfig") {
+        return None;
+    }
+    Some(bytes)
+}
+
 /// A value of a driver setting that runs nothing but git itself (see the module's notes).
 fn neutral(key: &str) -> &'static str {
     match key.rsplit('.').next() {
@@ -173,7 +252,9 @@ fn may_run_drivers(args: &[&str]) -> bool {
             "rev-parse" | "rev-list" | "for-each-ref" | "symbolic-ref" | "branch" | "config"
             | "commit-tree" | "update-ref",
         ) => true,
-        Some("worktree") => matches!(args.next(), Some(&("list" | "prune"))),
+        // Moving a worktree or repairing its links renames directories and rewrites the
+        // files that tie it to the repository; no file's content goes through git.
+        Some("worktree") => matches!(args.next(), Some(&("list" | "prune" | "move" | "repair"))),
         _ => false,
     };
     !read_only
@@ -188,6 +269,8 @@ pub(crate) struct Git {
     trusted: Option<Arc<Drivers>>,
     /// The pins of one directory, read once for a run of commands there ([`Git::settled`]).
     settled: Option<(std::path::PathBuf, Arc<Pins>)>,
+    /// The driver settings git last read, shared by this `Git`'s clones.
+    remembered: Arc<Remembered>,
 }
 
 impl Git {
@@ -222,6 +305,7 @@ impl Git {
         Ok(Git {
             trusted: self.trusted.clone(),
             settled: Some((dir.to_owned(), Arc::new(pins))),
+            remembered: self.remembered.clone(),
         })
     }
 
@@ -421,6 +505,8 @@ mod tests {
             &["branch", "--delete", "x"],
             &["worktree", "list"],
             &["worktree", "prune"],
+            &["worktree", "move", "a", "b"],
+            &["worktree", "repair", "a"],
             &["-c", "core.quotePath=false", "for-each-ref"],
             &["commit-tree", "t", "-p", "p"],
             &["update-ref", "refs/heads/x", "c"],

@@ -185,3 +185,87 @@ fn drivers_trusted_at_a_runs_start_hold_for_a_later_handle() {
     );
     assert_never_ran(&marker);
 }
+
+/// A commit in a task's worktree of a `*.txt` file whose filter `evil` is defined after the
+/// repository was taken in hand, somewhere the repository's own config file does not show.
+fn commit_under_evil(fx: &Fixture, marker: &Path, plant: impl FnOnce(&Path)) {
+    write(fx.root(), ".gitattributes", "*.txt filter=evil\n");
+    git(fx.root(), &["add", ".gitattributes"]);
+    git(fx.root(), &["commit", "--quiet", "-m", "attributes"]);
+    let base = fx.repo.resolve("HEAD").unwrap();
+    let wt = fx.wt("t");
+    merged(
+        fx.repo
+            .add_worktree(&wt, "task/t", &TaskStart::Commit(base))
+            .unwrap(),
+    );
+    // Once before the planting: what git said of the drivers is at hand.
+    write(&wt, "before.txt", "before\n");
+    fx.repo.commit_all(&wt, "before").unwrap().unwrap();
+    let config = std::fs::read(fx.root().join(".git/config")).unwrap();
+    plant(&wt);
+    assert_eq!(
+        std::fs::read(fx.root().join(".git/config")).unwrap(),
+        config,
+        "planted elsewhere"
+    );
+    write(&wt, "after.txt", "after\n");
+    fx.repo.commit_all(&wt, "after").unwrap().unwrap();
+    assert_never_ran(marker);
+}
+
+#[test]
+fn a_driver_planted_in_an_included_file_never_runs() {
+    // The config includes a file; the driver appears in that file, not in the config.
+    let mut fx = Fixture::new();
+    let included = fx.dir.path().join("included.config");
+    write(fx.dir.path(), "included.config", "");
+    set(fx.root(), "include.path", included.to_str().unwrap());
+    fx.repo = Repo::discover(fx.root()).unwrap();
+    let marker = fx.dir.path().join("driver-ran");
+    commit_under_evil(&fx, &marker, |_| {
+        let file = included.to_str().unwrap();
+        let clean = logs(&marker, "clean");
+        git(
+            fx.root(),
+            &["config", "--file", file, "filter.evil.clean", &clean],
+        );
+    });
+}
+
+#[test]
+fn a_driver_planted_in_a_worktrees_own_config_never_runs() {
+    // Per-worktree config on from the start: the driver goes in the worktree's own file.
+    let mut fx = Fixture::new();
+    set(fx.root(), "extensions.worktreeConfig", "true");
+    fx.repo = Repo::discover(fx.root()).unwrap();
+    let marker = fx.dir.path().join("driver-ran");
+    commit_under_evil(&fx, &marker, |wt| {
+        git(
+            wt,
+            &[
+                "config",
+                "--worktree",
+                "filter.evil.clean",
+                &logs(&marker, "clean"),
+            ],
+        );
+    });
+}
+
+#[test]
+fn a_driver_planted_in_the_config_after_it_was_read_never_runs() {
+    let fx = Fixture::new();
+    let marker = fx.dir.path().join("driver-ran");
+    write(fx.root(), ".gitattributes", "*.txt filter=evil\n");
+    let wt = fx.wt("t");
+    let start = TaskStart::Commit(fx.base.clone());
+    merged(fx.repo.add_worktree(&wt, "task/t", &start).unwrap());
+    write(&wt, "before.txt", "before\n");
+    write(&wt, ".gitattributes", "*.txt filter=evil\n");
+    fx.repo.commit_all(&wt, "before").unwrap().unwrap();
+    set(fx.root(), "filter.evil.clean", &logs(&marker, "clean"));
+    write(&wt, "after.txt", "after\n");
+    fx.repo.commit_all(&wt, "after").unwrap().unwrap();
+    assert_never_ran(&marker);
+}
