@@ -15,7 +15,9 @@ use baton_workspace::{Drivers, GitError, MergeOutcome, Repo, TaskStart};
 use crate::RunDirs;
 
 mod candidates;
+mod making;
 mod remote;
+pub(crate) use making::MakeTree;
 pub(crate) use remote::Publisher;
 
 /// One task's worktree.
@@ -47,6 +49,8 @@ pub(crate) struct Workspaces {
     run_dirs: RunDirs,
     /// Best-of tasks' candidates after the first, by (task, candidate): their worktrees.
     candidate_trees: std::collections::HashMap<(u32, u32), TaskTree>,
+    /// Worktrees prepared but not made yet, by task: their attempts make them.
+    pending: std::collections::HashMap<u32, MakeTree>,
 }
 
 /// What an attempt commits to: a task's worktree and what its changes are held to. A value,
@@ -65,6 +69,11 @@ pub(crate) struct TreeWork {
 }
 
 impl TreeWork {
+    /// Its worktree was made, starting at `commit`: what its evidence is measured against.
+    pub(crate) fn started_at(&mut self, commit: String) {
+        self.tree.start = commit;
+    }
+
     /// Keeps `files` (an engine's own, see `EngineKind::own_files`) out of its commits.
     pub(crate) fn keeping_out(self, files: &'static [&'static str]) -> TreeWork {
         TreeWork {
@@ -264,6 +273,7 @@ impl Workspaces {
             changed: Vec::new(),
             run_dirs: RunDirs::new(state_dir, run),
             candidate_trees: Default::default(),
+            pending: Default::default(),
         };
         if !graph
             .tasks()
@@ -312,6 +322,7 @@ impl Workspaces {
             changed: vec![Vec::new(); graph.len()],
             run_dirs: RunDirs::new(state_dir, run),
             candidate_trees: Default::default(),
+            pending: Default::default(),
         })
     }
 
@@ -447,43 +458,72 @@ impl Workspaces {
             1 => TaskStart::Commit(starts[0].1.clone()),
             _ => TaskStart::Merge(starts.iter().map(|(_, c)| c.clone()).collect()),
         };
-        let spawn_error = |error: String| Outcome::SpawnFailed { error };
-        let made = match self.reuse_pooled(repo, &path, &branch, &start) {
-            Some(made) => made,
-            // A conflict among its dependencies stays in the worktree, for a person.
-            None => repo.add_task_worktree(&path, &branch, &start),
+        // Made by the attempt, off the dispatcher's thread (see `making`); what it starts
+        // from is known once it is made.
+        let first = match &start {
+            TaskStart::Commit(commit) => commit.clone(),
+            TaskStart::Merge(commits) => commits[0].clone(),
         };
-        match made {
-            Ok(MergeOutcome::Merged(commit)) => {
-                self.run_dirs.keep_worktree_start(id, &commit);
-                self.trees[task as usize] = Some(TaskTree {
-                    path: path.clone(),
-                    branch,
-                    start: commit,
-                });
-                self.fresh[task as usize] = true;
-                include(&repo.root, &path, &graph.task(task).worktree_include);
-                Ok(Some(path))
+        self.pending.insert(
+            task,
+            MakeTree {
+                repo: repo.clone(),
+                path: path.clone(),
+                branch: branch.clone(),
+                start,
+                starts,
+                pool_dir: self.pool_dir(),
+                include: graph.task(task).worktree_include.clone(),
+                run_dirs: self.run_dirs.clone(),
+                task: id.clone(),
+            },
+        );
+        self.trees[task as usize] = Some(TaskTree {
+            path: path.clone(),
+            branch,
+            start: first,
+        });
+        self.fresh[task as usize] = true;
+        Ok(Some(path))
+    }
+
+    /// The worktree [`Workspaces::prepare`] left for `task`'s attempt to make, if it did.
+    pub(crate) fn take_making(&mut self, task: u32) -> Option<MakeTree> {
+        self.pending.remove(&task)
+    }
+
+    /// Makes `task`'s worktree left by [`Workspaces::prepare`] here and now.
+    pub(crate) fn make_now(&mut self, task: u32) -> Result<(), Outcome> {
+        let Some(making) = self.pending.remove(&task) else {
+            return Ok(());
+        };
+        match making.make() {
+            Ok(start) => {
+                if let Some(Some(tree)) = self.trees.get_mut(task as usize) {
+                    tree.start = start;
+                }
+                Ok(())
             }
-            Ok(MergeOutcome::Conflict(conflict)) => {
-                let incoming = starts
-                    .iter()
-                    .find(|(_, c)| *c == conflict.incoming)
-                    .map_or(conflict.incoming.clone(), |(id, _)| id.clone());
-                Err(Outcome::MergeConflict {
-                    incoming,
-                    files: conflict.files,
-                })
+            Err(outcome) => {
+                self.unmade(task);
+                Err(outcome)
             }
-            Err(e) => Err(spawn_error(format!(
-                "cannot create the task's worktree {}: {e}",
-                path.display()
-            ))),
+        }
+    }
+
+    /// `task`'s attempt could not make its worktree: the next one starts again from what is
+    /// there (a conflicted merge left for a person, or nothing).
+    pub(crate) fn unmade(&mut self, task: u32) {
+        if let Some(tree) = self.trees.get_mut(task as usize) {
+            *tree = None;
+        }
+        if let Some(fresh) = self.fresh.get_mut(task as usize) {
+            *fresh = false;
         }
     }
 
     /// A worktree from the pool made `path` for a task starting at `start`, if the pool has
-    /// one that can be used (see [`Repo::reuse_worktree`]); `None` to make a fresh one.
+    /// one that can be used; `None` to make a fresh one.
     fn reuse_pooled(
         &self,
         repo: &Repo,
@@ -491,14 +531,7 @@ impl Workspaces {
         branch: &str,
         start: &TaskStart,
     ) -> Option<Result<MergeOutcome, GitError>> {
-        for pooled in pooled_worktrees(&self.pool_dir()) {
-            match repo.reuse_worktree(&pooled, path, branch, start) {
-                Ok(Some(made)) => return Some(Ok(made)),
-                Ok(None) => continue,
-                Err(error) => return Some(Err(error)),
-            }
-        }
-        None
+        reuse_pooled(repo, &self.pool_dir(), path, branch, start)
     }
 
     /// Where finished runs' worktrees wait for the next tasks: `.baton/worktrees/.pool`.
@@ -802,6 +835,25 @@ pub(crate) enum Consolidated {
 /// copied, directories linked, from the repository's checkout. Entries are scope-like paths
 /// or globs, matched against the top levels of the checkout (what git ignores is rarely
 /// deeper: `.env`, `node_modules`, `target`).
+/// A worktree from the pool in `pool_dir` made `path` for a task starting at `start`, if the
+/// pool has one that can be used (see [`Repo::reuse_worktree`]); `None` to make a fresh one.
+fn reuse_pooled(
+    repo: &Repo,
+    pool_dir: &Path,
+    path: &Path,
+    branch: &str,
+    start: &TaskStart,
+) -> Option<Result<MergeOutcome, GitError>> {
+    for pooled in pooled_worktrees(pool_dir) {
+        match repo.reuse_worktree(&pooled, path, branch, start) {
+            Ok(Some(made)) => return Some(Ok(made)),
+            Ok(None) => continue,
+            Err(error) => return Some(Err(error)),
+        }
+    }
+    None
+}
+
 fn include(root: &Path, worktree: &Path, entries: &[String]) {
     if entries.is_empty() {
         return;

@@ -105,5 +105,11 @@ pub(crate) fn assemble(
         },
         spec: launch.spec,
         watcher: launch.watcher,
+        making: match candidate {
+            // A best-of task's candidates start from what its own worktree started at: it
+            // was made in `prepare_candidate`.
+            Some(_) => None,
+            None => workspaces.take_making(task),
+        },
     })
 }

@@ -44,7 +44,7 @@ use crate::budget::Meter;
 use crate::launch::{Continue, HeldOutput, Recipe};
 use crate::layout::RunDirs;
 use crate::out_dir::OutDir;
-use crate::workspace::TreeWork;
+use crate::workspace::{MakeTree, TreeWork};
 
 /// What every unit of a run shares: handles, cheap to clone.
 #[derive(Clone)]
@@ -68,6 +68,8 @@ pub(crate) struct AttemptUnit {
     unit: Unit,
     spec: AttemptSpec,
     watcher: Option<Box<dyn LineWatcher>>,
+    /// The task's new worktree, made first.
+    making: Option<MakeTree>,
 }
 
 /// How an attempt ended, everything the dispatcher records and applies. A worker sends it to
@@ -102,6 +104,10 @@ pub(crate) struct AttemptDone {
     pub checks: Option<Vec<CheckResult>>,
     /// The new worktree's `setup` ran to success.
     pub set_up: bool,
+    /// Its new worktree could not be made: the task's next attempt starts again from what
+    /// is there.
+    #[serde(default)]
+    pub tree_unmade: bool,
     /// The session the task's next attempt continues: this one was cut short by the
     /// machinery after the agent got somewhere.
     pub session: Option<Continue>,
@@ -129,6 +135,7 @@ impl AttemptDone {
             scope_warning: false,
             checks: None,
             set_up: false,
+            tree_unmade: false,
             session: None,
             review_warnings: false,
         }
@@ -152,6 +159,13 @@ struct Round {
               child would cost an allocation per attempt to save a copy or two"
 )]
 enum Phase {
+    /// The task's new worktree is made first (on a blocking thread: see
+    /// `crate::workspace::MakeTree`); then its `setup`, or its process.
+    Make {
+        making: MakeTree,
+        spec: AttemptSpec,
+        watcher: Option<Box<dyn LineWatcher>>,
+    },
     /// A new worktree's `setup` runs first; then the task's process is started.
     Setup {
         spec: AttemptSpec,
@@ -222,7 +236,21 @@ impl AttemptUnit {
             unit,
             spec,
             watcher,
+            making,
         } = self;
+        if let Some(making) = making {
+            return Started {
+                pid: None,
+                rest: Running {
+                    unit,
+                    phase: Phase::Make {
+                        making,
+                        spec,
+                        watcher,
+                    },
+                },
+            };
+        }
         if !unit.setup.is_empty() {
             return Started {
                 pid: None,
@@ -302,6 +330,11 @@ struct Progress {
 impl Unit {
     async fn step(&mut self, phase: Phase, progress: &mut Progress) -> Phase {
         match phase {
+            Phase::Make {
+                making,
+                spec,
+                watcher,
+            } => self.make_tree(making, spec, watcher).await,
             Phase::Setup { spec, watcher } => self.set_up(spec, watcher, progress).await,
             Phase::Run(child) => {
                 let (report, watcher) = child.wait_watched(self.shared.stop.clone()).await;
@@ -319,10 +352,53 @@ impl Unit {
             Phase::Judge { report, watcher } => {
                 Phase::Commit(self.judge(report, watcher, progress))
             }
-            Phase::Commit(round) => Phase::Verify(self.commit(round, progress)),
+            Phase::Commit(round) => Phase::Verify(self.commit(round, progress).await),
             Phase::Verify(round) => self.verify(round, progress).await,
             Phase::Fix { round, message } => self.fix(round, message, progress),
             Phase::Done(done) => Phase::Done(done),
+        }
+    }
+
+    async fn make_tree(
+        &mut self,
+        making: MakeTree,
+        spec: AttemptSpec,
+        watcher: Option<Box<dyn LineWatcher>>,
+    ) -> Phase {
+        let made = tokio::task::spawn_blocking(move || making.make())
+            .await
+            .unwrap_or_else(|panic| {
+                Err(Outcome::SpawnFailed {
+                    error: format!("baton failed making the task's worktree: {panic}"),
+                })
+            });
+        match made {
+            Ok(start) => {
+                if let Some(tree) = &mut self.tree {
+                    tree.started_at(start);
+                }
+                if self.setup.is_empty() {
+                    Phase::Run(Attempt::spawn_watched(spec, watcher))
+                } else {
+                    Phase::Setup { spec, watcher }
+                }
+            }
+            Err(outcome) => {
+                // File names are a task's output too: a secret can be one.
+                let outcome = match outcome {
+                    Outcome::MergeConflict { incoming, files } => Outcome::MergeConflict {
+                        incoming,
+                        files: files.iter().map(|f| self.redact(f)).collect(),
+                    },
+                    Outcome::SpawnFailed { error } => Outcome::SpawnFailed {
+                        error: self.redact(&error),
+                    },
+                    outcome => outcome,
+                };
+                let mut done = AttemptDone::never_started(self.task, self.attempt, outcome);
+                done.tree_unmade = true;
+                Phase::Done(done)
+            }
         }
     }
 
@@ -453,11 +529,22 @@ impl Unit {
     }
 
     /// Commits what the round changed on the task's branch, with its evidence.
-    fn commit(&mut self, mut round: Round, progress: &mut Progress) -> Round {
+    async fn commit(&mut self, mut round: Round, progress: &mut Progress) -> Round {
         let Some(tree) = &self.tree else {
             return round;
         };
-        match tree.commit(self.attempt, &round.report.outcome, &self.shared.redactor) {
+        // On a thread of its own: `git add --all` walks the whole worktree (a second or more
+        // on a large repository), and every other attempt's output, timers and the live view
+        // share this thread.
+        let (tree, attempt, redactor) = (tree.clone(), self.attempt, self.shared.redactor.clone());
+        let outcome = round.report.outcome.clone();
+        let committed =
+            tokio::task::spawn_blocking(move || tree.commit(attempt, &outcome, &redactor))
+                .await
+                .unwrap_or_else(|panic| {
+                    Err(format!("the commit of the task's work failed: {panic}"))
+                });
+        match committed {
             Ok(committed) => {
                 if let EventKind::WorkspaceCommitted {
                     scope_violations, ..
@@ -646,6 +733,7 @@ impl Unit {
             scope_warning: progress.scope_warning,
             checks,
             set_up: progress.set_up,
+            tree_unmade: false,
             session: progress.session.take(),
             review_warnings: progress.review_warnings,
         }

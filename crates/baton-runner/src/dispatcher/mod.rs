@@ -512,6 +512,7 @@ impl<'a> Dispatcher<'a> {
             scope_warning,
             checks,
             set_up,
+            tree_unmade,
             session,
             review_warnings,
         } = done;
@@ -552,6 +553,9 @@ impl<'a> Dispatcher<'a> {
         }
         if set_up {
             self.workspaces.set_up(task);
+        }
+        if tree_unmade {
+            self.workspaces.unmade(task);
         }
         if let Some(changed) = changed {
             self.workspaces.changed(task, changed);

@@ -25,6 +25,7 @@ impl Workspaces {
         k: u32,
     ) -> Result<Option<PathBuf>, Outcome> {
         let own = self.prepare(graph, task)?;
+        self.make_now(task)?;
         if k == 1 || own.is_none() {
             return Ok(own);
         }

@@ -1331,3 +1331,61 @@ fn tasks_of_one_run_hand_their_worktree_on() {
         );
     }
 }
+
+/// A task's worktree is made by its attempt, off the thread every other attempt is driven
+/// from: while `git worktree add` checks out (seconds on a large repository), the run's
+/// other tasks start and run. Here `git worktree add` waits until task `b` has run; made on
+/// the dispatcher's thread, it would hold `b` back, and time out.
+#[test]
+fn other_tasks_run_while_a_worktree_is_being_made() {
+    let graph = r#"
+[run]
+concurrency = 2
+
+[[task]]
+id = "a"
+workspace = "worktree"
+run = "echo from a > a.txt"
+
+[[task]]
+id = "b"
+run = "touch b-ran"
+"#;
+    let test = repo_with(graph);
+    let real_git = Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .unwrap();
+    let real_git = String::from_utf8(real_git.stdout).unwrap();
+    let shim = test.path().join("shim");
+    std::fs::create_dir(&shim).unwrap();
+    let marker = test.path().join("b-ran");
+    std::fs::write(
+        shim.join("git"),
+        format!(
+            "#!/bin/sh\n\
+             case \" $* \" in *\" worktree add \"*)\n\
+             \tn=0; while [ ! -e '{marker}' ]; do\n\
+             \t\tn=$((n+1)); [ $n -gt 300 ] && {{ echo 'b never ran' >&2; exit 1; }}; sleep 0.1\n\
+             \tdone;;\n\
+             esac\n\
+             exec '{git}' \"$@\"\n",
+            marker = marker.display(),
+            git = real_git.trim(),
+        ),
+    )
+    .unwrap();
+    let executable = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+    std::fs::set_permissions(shim.join("git"), executable).unwrap();
+    let path = format!("{}:{}", shim.display(), std::env::var("PATH").unwrap());
+    let out = test
+        .env("PATH", &path)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let run = run_id(&out);
+    assert_eq!(
+        git(out.path(), &["show", &format!("baton/{run}/result:a.txt")]),
+        "from a"
+    );
+}
