@@ -66,12 +66,32 @@ pub(crate) struct TreeWork {
     enforce: bool,
     /// Files the agent's CLI keeps in the worktree for itself, never committed.
     keep_out: &'static [&'static str],
+    /// Where its worktree goes when its attempt succeeds, and the commit it is set back to
+    /// there (the run's base); `None` to leave it (no pool, or a best-of task's candidate).
+    pool: Option<(PathBuf, String)>,
 }
 
 impl TreeWork {
     /// Its worktree was made, starting at `commit`: what its evidence is measured against.
     pub(crate) fn started_at(&mut self, commit: String) {
         self.tree.start = commit;
+    }
+
+    /// Leaves its worktree where it is when its attempt succeeds: a best-of task's
+    /// candidates' worktrees are the dispatcher's to sort out once the winner is picked.
+    pub(crate) fn not_pooled(self) -> TreeWork {
+        TreeWork { pool: None, ..self }
+    }
+
+    /// Sets its worktree aside in the pool, its attempt having succeeded (its work is on its
+    /// branch), while the pool has room: by the attempt, off the dispatcher's thread (see
+    /// `making`). Whether it went.
+    pub(crate) fn hand_on(&self) -> bool {
+        let Some((pool_dir, base)) = &self.pool else {
+            return false;
+        };
+        pooled_worktrees(pool_dir).len() < pool_size()
+            && pool_into(&self.repo, &self.tree.path, pool_dir, &self.run, base)
     }
 
     /// Keeps `files` (an engine's own, see `EngineKind::own_files`) out of its commits.
@@ -571,6 +591,7 @@ impl Workspaces {
             scope: spec.scope.clone(),
             enforce: spec.scope_policy == ScopePolicy::Enforce,
             keep_out: &[],
+            pool: (pool_size() > 0).then(|| (self.pool_dir(), self.base.clone())),
         })
     }
 
@@ -587,10 +608,16 @@ impl Workspaces {
     ///
     /// Its worktree is not needed any more (its work is on its branch; a conflict at the
     /// result's merge makes it again, see [`Workspaces::consolidate`]): it goes to the pool at
-    /// once, for the run's next tasks, while the pool has room.
-    pub(crate) fn succeeded(&mut self, task: u32, head: String) {
+    /// once, for the run's next tasks, while the pool has room — set aside by the attempt
+    /// itself (`pooled`), or here.
+    pub(crate) fn succeeded(&mut self, task: u32, head: String, pooled: bool) {
         if let Some(slot) = self.results.get_mut(task as usize) {
             *slot = Some(head);
+        }
+        if pooled {
+            // Its attempt set it aside already (`TreeWork::hand_on`).
+            self.trees[task as usize] = None;
+            return;
         }
         let Some(Some(tree)) = self.trees.get(task as usize) else {
             return;
@@ -606,9 +633,7 @@ impl Workspaces {
         let Some(repo) = &self.repo else {
             return false;
         };
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("task");
-        let pooled = self.pool_dir().join(format!("{}-{name}", self.run));
-        repo.pool_worktree(path, &pooled, &self.base).is_ok()
+        pool_into(repo, path, &self.pool_dir(), &self.run, &self.base)
     }
 
     /// A task that succeeded before a takeover: its branch is its result.
@@ -835,6 +860,14 @@ pub(crate) enum Consolidated {
 /// copied, directories linked, from the repository's checkout. Entries are scope-like paths
 /// or globs, matched against the top levels of the checkout (what git ignores is rarely
 /// deeper: `.env`, `node_modules`, `target`).
+/// Sets the task worktree at `path` aside in `pool_dir` as `RUN-TASK`, back at `base`;
+/// whether it went.
+fn pool_into(repo: &Repo, path: &Path, pool_dir: &Path, run: &RunId, base: &str) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("task");
+    let pooled = pool_dir.join(format!("{run}-{name}"));
+    repo.pool_worktree(path, &pooled, base).is_ok()
+}
+
 /// A worktree from the pool in `pool_dir` made `path` for a task starting at `start`, if the
 /// pool has one that can be used (see [`Repo::reuse_worktree`]); `None` to make a fresh one.
 fn reuse_pooled(

@@ -260,6 +260,38 @@ fn may_run_drivers(args: &[&str]) -> bool {
     !read_only
 }
 
+/// Held while a git command that makes, moves, removes or looks through the repository's
+/// worktrees runs. Git's own commands race on `.git/worktrees/`: one that lists the
+/// worktrees (`worktree add` looking for the branch checked out elsewhere, `checkout -b`,
+/// `branch -D`, `worktree move`) fails with `failed to read .git/worktrees/NAME/commondir`
+/// when it meets a worktree another is still making (four `git worktree add` at once, by
+/// hand: 2 failures in 8 tries). Baton makes, pools and removes worktrees from several
+/// threads at once (a task's attempt makes its own: `baton-runner`'s `making`), so those
+/// commands take turns; a worktree's checkout, the slow part, is not one of them (see
+/// [`Repo::add_worktree`](crate::Repo::add_worktree)).
+static WORKTREES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs `command` (`git ARGS`) to its end, taking its turn if it must ([`runs_alone`]).
+fn execute(command: &mut Command, args: &[&str]) -> Result<Output, GitError> {
+    let _turn = runs_alone(args).then(|| WORKTREES.lock().unwrap_or_else(|e| e.into_inner()));
+    command.output().map_err(GitError::Spawn)
+}
+
+/// Whether `args` is a command that must not run beside another that changes the
+/// repository's worktrees ([`WORKTREES`]).
+fn runs_alone(args: &[&str]) -> bool {
+    let mut args = args.iter();
+    let command = loop {
+        match args.next() {
+            Some(&"-c") => {
+                args.next();
+            }
+            other => break other.copied(),
+        }
+    };
+    matches!(command, Some("worktree" | "branch" | "checkout" | "switch"))
+}
+
 /// Driver settings pinned on a command line: `(key, value)`.
 type Pins = Vec<(String, String)>;
 
@@ -399,11 +431,9 @@ impl Git {
         args: &[&str],
         index: &Path,
     ) -> Result<String, GitError> {
-        let output = self
-            .command(dir, args)?
-            .env("GIT_INDEX_FILE", index)
-            .output()
-            .map_err(GitError::Spawn)?;
+        let mut command = self.command(dir, args)?;
+        command.env("GIT_INDEX_FILE", index);
+        let output = execute(&mut command, args)?;
         if !output.status.success() {
             return Err(failed(args, &output));
         }
@@ -414,7 +444,7 @@ impl Git {
     /// commands whose exit status is an answer (`diff --quiet`, `rev-parse --verify --quiet`,
     /// a `merge` that conflicts).
     pub(crate) fn run(&self, dir: &Path, args: &[&str]) -> Result<Output, GitError> {
-        self.command(dir, args)?.output().map_err(GitError::Spawn)
+        execute(&mut self.command(dir, args)?, args)
     }
 
     /// Like [`Git::output`], with `input` on stdin: commit messages go there rather than on

@@ -162,3 +162,55 @@ fn a_pooled_worktree_taken_already_or_broken_is_not_reused() {
     // A fresh one can be made where they were to go.
     merged(fx.repo.add_worktree(&fx.wt("b"), "task/b", &start).unwrap());
 }
+
+/// Worktrees made, committed in, pooled and reused from many threads at once, as a run's
+/// attempts do: git's own commands on `.git/worktrees/` race (one listing the worktrees meets
+/// one another is still making: `failed to read .git/worktrees/NAME/commondir`), so those
+/// take turns. Eight threads, five tasks each; every step must succeed.
+#[test]
+fn worktrees_are_made_pooled_and_reused_from_many_threads_at_once() {
+    const THREADS: usize = 8;
+    const ROUNDS: usize = 5;
+    let fx = Fixture::new();
+    let pool = fx.dir.path().join("pool");
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            let (fx, pool) = (&fx, &pool);
+            scope.spawn(move || {
+                for round in 0..ROUNDS {
+                    let name = format!("t{t}r{round}");
+                    let path = fx.wt(&name);
+                    let branch = format!("task/{name}");
+                    let start = TaskStart::Commit(fx.base.clone());
+                    // A pooled one when there is one to take, else a fresh one.
+                    let taken = std::fs::read_dir(pool)
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                        .find_map(|pooled| {
+                            fx.repo
+                                .reuse_worktree(&pooled.path(), &path, &branch, &start)
+                                .unwrap()
+                        });
+                    let made = match taken {
+                        Some(made) => made,
+                        None => fx.repo.add_worktree(&path, &branch, &start).unwrap(),
+                    };
+                    merged(made);
+                    write(&path, &format!("{name}.txt"), "work\n");
+                    fx.repo.commit_all(&path, &name).unwrap().unwrap();
+                    let pooled = pool.join(&name);
+                    fx.repo.pool_worktree(&path, &pooled, &fx.base).unwrap();
+                }
+            });
+        }
+    });
+    // Every task's work is on its branch.
+    for t in 0..THREADS {
+        for round in 0..ROUNDS {
+            let name = format!("t{t}r{round}");
+            let file = git(fx.root(), &["show", &format!("task/{name}:{name}.txt")]);
+            assert_eq!(file, "work");
+        }
+    }
+}

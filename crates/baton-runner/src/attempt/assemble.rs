@@ -6,7 +6,7 @@ use baton_model::Outcome;
 
 use super::{AttemptUnit, Shared, Unit};
 use crate::launch::{Continue, Launcher};
-use crate::workspace::Workspaces;
+use crate::workspace::{TreeWork, Workspaces};
 
 /// What a unit is assembled from: the dispatcher's parts, lent for the moment.
 pub(crate) struct Assembly<'a> {
@@ -85,7 +85,9 @@ pub(crate) fn assemble(
             verify: spec_task.verify.clone(),
             fix_attempts: spec_task.fix_attempts,
             tree: match candidate {
-                Some(k) => workspaces.candidate_work(graph, task, k),
+                Some(k) => workspaces
+                    .candidate_work(graph, task, k)
+                    .map(TreeWork::not_pooled),
                 None => workspaces.tree_work(graph, task),
             }
             .map(|tree| tree.keeping_out(launch.keep_out)),

@@ -108,6 +108,9 @@ pub(crate) struct AttemptDone {
     /// is there.
     #[serde(default)]
     pub tree_unmade: bool,
+    /// It succeeded and its worktree went to the pool.
+    #[serde(default)]
+    pub pooled: bool,
     /// The session the task's next attempt continues: this one was cut short by the
     /// machinery after the agent got somewhere.
     pub session: Option<Continue>,
@@ -136,6 +139,7 @@ impl AttemptDone {
             checks: None,
             set_up: false,
             tree_unmade: false,
+            pooled: false,
             session: None,
             review_warnings: false,
         }
@@ -305,7 +309,18 @@ impl Running {
         let mut progress = Progress::default();
         loop {
             phase = match phase {
-                Phase::Done(done) => return done,
+                Phase::Done(mut done) => {
+                    // Its work is on its branch: its worktree goes to the pool, from here
+                    // rather than the dispatcher's thread (a checkout, a clean, a move).
+                    if done.head.is_some()
+                        && let Some(tree) = unit.tree.clone()
+                    {
+                        done.pooled = tokio::task::spawn_blocking(move || tree.hand_on())
+                            .await
+                            .unwrap_or(false);
+                    }
+                    return done;
+                }
                 phase => unit.step(phase, &mut progress).await,
             };
         }
@@ -734,6 +749,7 @@ impl Unit {
             checks,
             set_up: progress.set_up,
             tree_unmade: false,
+            pooled: false,
             session: progress.session.take(),
             review_warnings: progress.review_warnings,
         }

@@ -265,7 +265,7 @@ impl Dispatcher<'_> {
         }
         self.warnings |= chosen.review_warnings;
         if let Some(head) = head.or(chosen.head).filter(|_| winner.is_some()) {
-            self.workspaces.succeeded(task, head);
+            self.workspaces.succeeded(task, head, false);
         }
         self.concluded(
             task,

@@ -513,6 +513,7 @@ impl<'a> Dispatcher<'a> {
             checks,
             set_up,
             tree_unmade,
+            pooled,
             session,
             review_warnings,
         } = done;
@@ -562,7 +563,7 @@ impl<'a> Dispatcher<'a> {
         }
         self.warnings |= scope_warning || review_warnings;
         if let Some(head) = head {
-            self.workspaces.succeeded(task, head);
+            self.workspaces.succeeded(task, head, pooled);
         }
         self.record_finished(
             task,

@@ -63,17 +63,35 @@ impl Repo {
         let path_arg = path_arg(path)?;
         create_parent(path)?;
         let (_, first) = &commits[0];
-        let args = ["worktree", "add", "--quiet", "-b", branch, &path_arg, first];
+        // Registered (a moment, taking its turn with the other commands on the repository's
+        // worktrees: see `git::WORKTREES`), then checked out (the long part, beside other
+        // worktrees' checkouts) as `worktree add` itself does it: `reset --hard`.
+        let args = [
+            "worktree",
+            "add",
+            "--quiet",
+            "--no-checkout",
+            "-b",
+            branch,
+            &path_arg,
+            first,
+        ];
         let added = self.git.run(&self.root, &args)?;
         if !added.status.success() {
-            // Asked only now, when it failed: one process less for every task that starts.
-            if self.branch_commit(branch)?.is_some() {
+            if String::from_utf8_lossy(&added.stderr).contains("already exists")
+                && self.branch_commit(branch)?.is_some()
+            {
                 return Err(GitError::Other(format!(
                     "branch `{branch}` already exists; delete it (`git branch -D {branch}`) or \
                      start the task on another branch"
                 )));
             }
             return Err(failed(&args, &added));
+        }
+        let reset = ["reset", "--hard", "--quiet", "--no-recurse-submodules"];
+        if let Err(error) = self.git.output(path, &reset) {
+            let _ = self.discard_task(path, branch);
+            return Err(error);
         }
         if commits.len() == 1 {
             // Checked out as it is: nothing to merge, and its head is the commit.
