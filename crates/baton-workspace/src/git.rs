@@ -237,16 +237,7 @@ fn neutral(key: &str) -> &'static str {
 /// Whether git may run a driver for `args`: everything but the commands that only read
 /// refs and names.
 fn may_run_drivers(args: &[&str]) -> bool {
-    let mut args = args.iter();
-    // Past `-c KEY=VALUE` pairs to the subcommand.
-    let command = loop {
-        match args.next() {
-            Some(&"-c") => {
-                args.next();
-            }
-            other => break other.copied(),
-        }
-    };
+    let (command, mut args) = subcommand(args);
     let read_only = match command {
         Some(
             "rev-parse" | "rev-list" | "for-each-ref" | "symbolic-ref" | "branch" | "config"
@@ -280,16 +271,21 @@ fn execute(command: &mut Command, args: &[&str]) -> Result<Output, GitError> {
 /// Whether `args` is a command that must not run beside another that changes the
 /// repository's worktrees ([`WORKTREES`]).
 fn runs_alone(args: &[&str]) -> bool {
+    let (command, _) = subcommand(args);
+    matches!(command, Some("worktree" | "branch" | "checkout" | "switch"))
+}
+
+/// The git subcommand `args` run, past `-c KEY=VALUE` pairs, and the arguments after it.
+fn subcommand<'a, 'b>(args: &'a [&'b str]) -> (Option<&'b str>, std::slice::Iter<'a, &'b str>) {
     let mut args = args.iter();
-    let command = loop {
+    loop {
         match args.next() {
             Some(&"-c") => {
                 args.next();
             }
-            other => break other.copied(),
+            other => return (other.copied(), args),
         }
-    };
-    matches!(command, Some("worktree" | "branch" | "checkout" | "switch"))
+    }
 }
 
 /// Driver settings pinned on a command line: `(key, value)`.

@@ -696,7 +696,11 @@ run = "echo 4 > four.txt"
     let checked = out
         .store()
         .events_of(|k| matches!(k, EventKind::Checked { task: None, .. }));
-    assert!(!checked.is_empty(), "no check of the result: {}", out.json());
+    assert!(
+        !checked.is_empty(),
+        "no check of the result: {}",
+        out.json()
+    );
     let EventKind::Checked { blamed, checks, .. } = &checked[0] else {
         unreachable!()
     };
