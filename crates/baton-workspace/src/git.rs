@@ -251,25 +251,50 @@ fn may_run_drivers(args: &[&str]) -> bool {
     !read_only
 }
 
-/// Held while a git command that makes, moves, removes or looks through the repository's
-/// worktrees runs. Git's own commands race on `.git/worktrees/`: one that lists the
+/// The file whose lock a git command that makes, moves, removes or looks through the
+/// repository's worktrees holds while it runs: `baton-worktrees.lock` in the repository's
+/// common directory. Git's own commands race on `.git/worktrees/`: one that lists the
 /// worktrees (`worktree add` looking for the branch checked out elsewhere, `checkout -b`,
 /// `branch -D`, `worktree move`) fails with `failed to read .git/worktrees/NAME/commondir`
 /// when it meets a worktree another is still making (four `git worktree add` at once, by
 /// hand: 2 failures in 8 tries). Baton makes, pools and removes worktrees from several
-/// threads at once (a task's attempt makes its own: `baton-runner`'s `making`), so those
-/// commands take turns; a worktree's checkout, the slow part, is not one of them (see
+/// threads at once (a task's attempt makes its own: `baton-runner`'s `making`), and two
+/// baton processes (two runs, workers sharing a checkout, a `prune`) may work in one
+/// repository, so those commands take turns through a lock on a file (`flock`: held per open
+/// file, so threads of one process exclude each other too, and a process that dies lets go).
+/// A worktree's checkout, the slow part, is not one of them (see
 /// [`Repo::add_worktree`](crate::Repo::add_worktree)).
-static WORKTREES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+const TURNS_FILE: &str = "baton-worktrees.lock";
 
-/// Runs `command` (`git ARGS`) to its end, taking its turn if it must ([`runs_alone`]).
-fn execute(command: &mut Command, args: &[&str]) -> Result<Output, GitError> {
-    let _turn = runs_alone(args).then(|| WORKTREES.lock().unwrap_or_else(|e| e.into_inner()));
-    command.output().map_err(GitError::Spawn)
+/// Where the turns are taken when the lock file cannot be opened (a read-only repository):
+/// within this process only.
+static TURNS_HERE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A turn taken ([`TURNS_FILE`]): let go when dropped.
+enum Turn {
+    File(#[expect(dead_code, reason = "held for its lock")] std::fs::File),
+    Here(#[expect(dead_code, reason = "held for its lock")] std::sync::MutexGuard<'static, ()>),
+}
+
+/// Waits for the repository's worktree commands' turn (see [`TURNS_FILE`]).
+fn take_turn(turns: Option<&Path>) -> Turn {
+    let file = turns.and_then(|path| {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .ok()?;
+        file.lock().ok()?;
+        Some(file)
+    });
+    match file {
+        Some(file) => Turn::File(file),
+        None => Turn::Here(TURNS_HERE.lock().unwrap_or_else(|e| e.into_inner())),
+    }
 }
 
 /// Whether `args` is a command that must not run beside another that changes the
-/// repository's worktrees ([`WORKTREES`]).
+/// repository's worktrees ([`TURNS_FILE`]).
 fn runs_alone(args: &[&str]) -> bool {
     let (command, _) = subcommand(args);
     matches!(command, Some("worktree" | "branch" | "checkout" | "switch"))
@@ -299,11 +324,24 @@ pub(crate) struct Git {
     settled: Option<(std::path::PathBuf, Arc<Pins>)>,
     /// The driver settings git last read, shared by this `Git`'s clones.
     remembered: Arc<Remembered>,
+    /// The lock file the repository's worktree commands take turns on ([`TURNS_FILE`]).
+    turns: Option<Arc<std::path::PathBuf>>,
 }
 
 impl Git {
     pub(crate) fn new() -> Self {
         Self::default()
+    }
+
+    /// Takes the turns of the repository whose common directory is `common` ([`TURNS_FILE`]).
+    pub(crate) fn take_turns_at(&mut self, common: &Path) {
+        self.turns = Some(Arc::new(common.join(TURNS_FILE)));
+    }
+
+    /// Runs `command` (`git ARGS`) to its end, taking its turn if it must ([`runs_alone`]).
+    fn execute(&self, command: &mut Command, args: &[&str]) -> Result<Output, GitError> {
+        let _turn = runs_alone(args).then(|| take_turn(self.turns.as_deref().map(|p| p.as_path())));
+        command.output().map_err(GitError::Spawn)
     }
 
     /// Reads the driver settings that hold for `dir` now and trusts them from now on.
@@ -334,6 +372,7 @@ impl Git {
             trusted: self.trusted.clone(),
             settled: Some((dir.to_owned(), Arc::new(pins))),
             remembered: self.remembered.clone(),
+            turns: self.turns.clone(),
         })
     }
 
@@ -429,7 +468,7 @@ impl Git {
     ) -> Result<String, GitError> {
         let mut command = self.command(dir, args)?;
         command.env("GIT_INDEX_FILE", index);
-        let output = execute(&mut command, args)?;
+        let output = self.execute(&mut command, args)?;
         if !output.status.success() {
             return Err(failed(args, &output));
         }
@@ -440,7 +479,7 @@ impl Git {
     /// commands whose exit status is an answer (`diff --quiet`, `rev-parse --verify --quiet`,
     /// a `merge` that conflicts).
     pub(crate) fn run(&self, dir: &Path, args: &[&str]) -> Result<Output, GitError> {
-        execute(&mut self.command(dir, args)?, args)
+        self.execute(&mut self.command(dir, args)?, args)
     }
 
     /// Like [`Git::output`], with `input` on stdin: commit messages go there rather than on

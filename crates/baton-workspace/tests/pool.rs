@@ -205,6 +205,8 @@ fn worktrees_are_made_pooled_and_reused_from_many_threads_at_once() {
             });
         }
     });
+    // They took turns through the repository's lock file.
+    assert!(fx.root().join(".git/baton-worktrees.lock").is_file());
     // Every task's work is on its branch.
     for t in 0..THREADS {
         for round in 0..ROUNDS {

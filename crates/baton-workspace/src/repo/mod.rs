@@ -60,12 +60,28 @@ impl Repo {
     /// with [`Repo::trust_drivers`].
     pub fn discover(dir: &Path) -> Result<Repo, GitError> {
         let mut git = Git::new();
-        let root = PathBuf::from(git.output(dir, &["rev-parse", "--show-toplevel"])?.trim());
+        let args = [
+            "rev-parse",
+            "--path-format=absolute",
+            "--show-toplevel",
+            "--git-common-dir",
+        ];
+        let found = git.output(dir, &args)?;
+        let mut found = found.lines();
+        let root = PathBuf::from(found.next().unwrap_or_default());
+        let common = found.next().unwrap_or_default().to_owned();
+        if root.as_os_str().is_empty() || common.is_empty() {
+            return Err(GitError::Other(format!(
+                "git did not say where the repository at `{}` is",
+                dir.display()
+            )));
+        }
+        git.take_turns_at(Path::new(&common));
         git.trust_drivers_of(&root)?;
         Ok(Repo {
             root,
             git,
-            common_dir: std::sync::OnceLock::new(),
+            common_dir: std::sync::OnceLock::from(common),
         })
     }
 

@@ -64,7 +64,7 @@ impl Repo {
         create_parent(path)?;
         let (_, first) = &commits[0];
         // Registered (a moment, taking its turn with the other commands on the repository's
-        // worktrees: see `git::WORKTREES`), then checked out (the long part, beside other
+        // worktrees: see `git::TURNS_FILE`), then checked out (the long part, beside other
         // worktrees' checkouts) as `worktree add` itself does it: `reset --hard`.
         let args = [
             "worktree",
