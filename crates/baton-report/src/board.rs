@@ -352,9 +352,18 @@ impl Board {
                 None => id.to_string(),
             }
         };
+        // A planner's tasks sit two columns further in: their names are two narrower, so that
+        // every row's time lines up.
+        let indent = |id: &TaskId| {
+            if self.planned_by.contains_key(id) {
+                2
+            } else {
+                0
+            }
+        };
         let column = running
             .iter()
-            .map(|id| display_width(&shown_as(id)))
+            .map(|id| display_width(&shown_as(id)) + indent(id))
             .max()
             .unwrap_or(0)
             .min(28);
@@ -367,7 +376,8 @@ impl Board {
         let mut groups: Vec<Group> = Vec::new();
         let mut of_planner: HashMap<&TaskId, usize> = HashMap::new();
         for id in running {
-            let (started, line) = self.working(id, &shown_as(id), column, now_ms);
+            let width = column.saturating_sub(indent(id));
+            let (started, line) = self.working(id, &shown_as(id), width, now_ms);
             match self.planned_by.get(id) {
                 Some(planner) => {
                     let at = *of_planner.entry(planner).or_insert_with(|| {
@@ -411,7 +421,8 @@ impl Board {
         rows
     }
 
-    /// `  ▾ plan  planned 3: 1 done, 2 running`.
+    /// `  ▾ plan  3 tasks: 1 done, 2 running`: a planner's plan, or a `for_each` task's
+    /// instances.
     fn plan_progress(&self, planner: &TaskId) -> String {
         let planned = self.plans.get(planner).map_or(&[][..], Vec::as_slice);
         let (mut done, mut running) = (0, 0);
@@ -422,7 +433,11 @@ impl Board {
                 _ => {}
             }
         }
-        let mut text = format!("  ▾ {planner}  planned {}: ", planned.len());
+        let count = match planned.len() {
+            1 => "1 task".to_owned(),
+            n => format!("{n} tasks"),
+        };
+        let mut text = format!("  ▾ {planner}  {count}: ");
         let waiting = planned.len() - done - running;
         let mut parts = vec![format!("{done} done"), format!("{running} running")];
         if waiting > 0 {
@@ -681,8 +696,8 @@ mod tests {
             frame[3..],
             [
                 "running",
-                "  ⠋ docs       9s  Bash cargo doc  · 900 tokens",
-                "  ▾ api  planned 3: 0 done, 2 running, 1 waiting",
+                "  ⠋ docs         9s  Bash cargo doc  · 900 tokens",
+                "  ▾ api  3 tasks: 0 done, 2 running, 1 waiting",
                 "    ⠋ db         2s",
                 "    ⠋ routes     1s",
             ]
