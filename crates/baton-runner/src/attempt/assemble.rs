@@ -64,9 +64,21 @@ pub(crate) fn assemble(
             attempt,
         }),
     };
+    // The task's new worktree, made by the unit; a best-of task's candidates start from what
+    // its own started at, made in `prepare_candidate`.
+    let making = match candidate {
+        Some(_) => None,
+        None => workspaces.take_making(task),
+    };
     let launch = launcher
         .prepare(task, attempt, &watching, resume, workdir.as_deref(), engine)
-        .map_err(|error| error.outcome(launcher.redact(&error.to_string())))?;
+        .map_err(|error| {
+            // No unit will make it: the next attempt starts again.
+            if making.is_some() {
+                workspaces.unmade(task);
+            }
+            error.outcome(launcher.redact(&error.to_string()))
+        })?;
     // A candidate after the first works in a worktree of its own: its setup runs there (as
     // setup must, it may run again).
     let setup = if workspaces.needs_setup(task) || candidate.is_some_and(|k| k > 1) {
@@ -107,11 +119,6 @@ pub(crate) fn assemble(
         },
         spec: launch.spec,
         watcher: launch.watcher,
-        making: match candidate {
-            // A best-of task's candidates start from what its own worktree started at: it
-            // was made in `prepare_candidate`.
-            Some(_) => None,
-            None => workspaces.take_making(task),
-        },
+        making,
     })
 }
