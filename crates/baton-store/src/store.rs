@@ -318,8 +318,22 @@ fn configure(conn: &Connection, durability: Option<Durability>) -> rusqlite::Res
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     conn.pragma_update(None, "foreign_keys", true)?;
     if let Some(durability) = durability {
-        let mode: String =
-            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+        // Switching a database to WAL needs it to itself, and SQLite answers "locked" at once,
+        // without waiting, while another connection is making it (two runs started together
+        // in a new project: the second failed to open the store). Tried again until the busy
+        // timeout.
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        let mode: String = loop {
+            match conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)) {
+                Err(busy)
+                    if busy.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                mode => break mode?,
+            }
+        };
         if !mode.eq_ignore_ascii_case("wal") {
             // Readers could then block the writer; better to refuse than to surprise.
             return Err(rusqlite::Error::SqliteFailure(

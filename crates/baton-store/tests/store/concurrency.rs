@@ -212,3 +212,30 @@ fn background_checkpoints_copy_the_wal_back_while_commits_go_on() {
     store.commit(&run, &events, &outputs).unwrap();
     assert_consistent(&store, &run);
 }
+
+/// Processes opening a database nobody has made yet, all at once (two runs started together
+/// in a new project): every one opens it. The switch to WAL is answered "locked" at once,
+/// without the busy timeout, while another connection is making the database.
+#[test]
+fn many_opening_a_new_database_at_once_all_open_it() {
+    for round in 0..10 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baton.db");
+        let opened: Vec<Result<(), String>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..6)
+                .map(|_| {
+                    let path = &path;
+                    scope.spawn(move || {
+                        baton_store::SqliteStore::open(path)
+                            .map(drop)
+                            .map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for result in opened {
+            assert!(result.is_ok(), "round {round}: {result:?}");
+        }
+    }
+}

@@ -1394,3 +1394,56 @@ run = "touch b-ran"
         "from a"
     );
 }
+
+/// Two runs in one repository at once, each making, pooling and removing worktrees: git's
+/// commands on `.git/worktrees/` race between processes as between threads (one listing the
+/// worktrees fails on one another is still making), so baton's take turns through a lock on
+/// a file in the repository. Both runs succeed, every task's work on its branch.
+#[test]
+fn two_runs_in_one_repository_at_once_both_make_their_worktrees() {
+    let tasks = |prefix: &str| {
+        (0..6)
+            .map(|n| {
+                format!(
+                    "[[task]]\nid = \"{prefix}{n}\"\nworkspace = \"worktree\"\nrun = \"echo {n} > {prefix}{n}.txt\"\n\n"
+                )
+            })
+            .collect::<String>()
+    };
+    let test = repo_with("[[task]]\nid = \"x\"\nrun = \"true\"\n")
+        .graph(
+            "a.toml",
+            &format!("[run]\nconcurrency = 6\n\n{}", tasks("a")),
+        )
+        .graph(
+            "b.toml",
+            &format!("[run]\nconcurrency = 6\n\n{}", tasks("b")),
+        );
+    git(test.path(), &["add", "-A"]);
+    git(test.path(), &["commit", "-qm", "two graphs"]);
+    let mut runs: Vec<std::process::Child> = ["a", "b"]
+        .iter()
+        .map(|name| {
+            test.command(
+                &["run", &format!("{name}.toml"), "--quiet"],
+                &format!("{name}.log"),
+            )
+            .spawn()
+            .expect("baton starts")
+        })
+        .collect();
+    for (run, name) in runs.iter_mut().zip(["a", "b"]) {
+        let status = run.wait().unwrap();
+        let log = std::fs::read_to_string(test.path().join(format!("{name}.log"))).unwrap();
+        assert!(status.success(), "run {name}: {status}\n{log}");
+    }
+    let branches = git(
+        test.path(),
+        &["branch", "--list", "baton/*/*", "--format=%(refname:short)"],
+    );
+    assert_eq!(
+        branches.lines().filter(|b| !b.ends_with("/result")).count(),
+        12,
+        "{branches}"
+    );
+}
