@@ -396,8 +396,11 @@ impl Workspaces {
         // left in it is saved on the branch first, then the task goes on from there. One on
         // another branch (a pooled worktree a crash left half taken) is not the task's: it
         // goes, and the task gets a fresh one.
+        // One whose checkout never ran (its maker died between registering it and checking
+        // it out) holds nothing of the task's: it goes too.
         if path.join(".git").exists()
-            && repo.worktree_branch(&path).ok().flatten().as_deref() != Some(branch.as_str())
+            && (repo.worktree_branch(&path).ok().flatten().as_deref() != Some(branch.as_str())
+                || !repo.is_checked_out(&path))
         {
             let _ = repo.remove_worktree(&path);
             let _ = std::fs::remove_dir_all(&path);

@@ -43,7 +43,8 @@ impl Workspaces {
         let branch = format!("baton/{}/{name}", self.run);
         let spawn_error = |error: String| Outcome::SpawnFailed { error };
         let mine = repo.worktree_branch(&path).ok().flatten().as_deref() == Some(branch.as_str());
-        if path.join(".git").exists() && mine {
+        // One whose checkout never ran (see `Workspaces::prepare`) is made again.
+        if path.join(".git").exists() && mine && repo.is_checked_out(&path) {
             // An earlier driver's (or an earlier attempt's): what it left is kept first.
             let _ = repo.commit_all(
                 &path,

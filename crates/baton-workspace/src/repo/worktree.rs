@@ -126,6 +126,14 @@ impl Repo {
         }))
     }
 
+    /// Whether the worktree at `path` was ever checked out: a worktree is registered first
+    /// (`worktree add --no-checkout`) and checked out after (see [`Repo::add_worktree`]), and
+    /// one whose checkout never ran (its maker died in between) has no index. Taken as it is,
+    /// it would look like a worktree whose every file was deleted.
+    pub fn is_checked_out(&self, path: &Path) -> bool {
+        admin_dir(path).is_ok_and(|admin| admin.join("index").is_file())
+    }
+
     /// The worktree `path` with the existing branch `branch` checked out: a finished task's
     /// worktree made again, for a person to work in.
     pub fn add_branch_worktree(&self, path: &Path, branch: &str) -> Result<(), GitError> {

@@ -1357,32 +1357,17 @@ id = "b"
 run = "touch b-ran"
 "#;
     let test = repo_with(graph);
-    let real_git = Command::new("sh")
-        .args(["-c", "command -v git"])
-        .output()
-        .unwrap();
-    let real_git = String::from_utf8(real_git.stdout).unwrap();
-    let shim = test.path().join("shim");
-    std::fs::create_dir(&shim).unwrap();
     let marker = test.path().join("b-ran");
-    std::fs::write(
-        shim.join("git"),
-        format!(
-            "#!/bin/sh\n\
-             case \" $* \" in *\" worktree add \"*)\n\
-             \tn=0; while [ ! -e '{marker}' ]; do\n\
+    let path = git_shim(
+        &test,
+        &format!(
+            "*\" worktree add \"*)\n\
+             \tn=0; while [ ! -e '{}' ]; do\n\
              \t\tn=$((n+1)); [ $n -gt 300 ] && {{ echo 'b never ran' >&2; exit 1; }}; sleep 0.1\n\
-             \tdone;;\n\
-             esac\n\
-             exec '{git}' \"$@\"\n",
-            marker = marker.display(),
-            git = real_git.trim(),
+             \tdone;;",
+            marker.display()
         ),
-    )
-    .unwrap();
-    let executable = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
-    std::fs::set_permissions(shim.join("git"), executable).unwrap();
-    let path = format!("{}:{}", shim.display(), std::env::var("PATH").unwrap());
+    );
     let out = test
         .env("PATH", &path)
         .args(&["run", "graph.toml", "--json"])
@@ -1446,4 +1431,71 @@ fn two_runs_in_one_repository_at_once_both_make_their_worktrees() {
         12,
         "{branches}"
     );
+}
+
+/// The driver dies after a task's worktree was registered and before it was checked out
+/// (`worktree add --no-checkout`, then `reset --hard`): the takeover must not take the empty
+/// directory for the task's work — committed as it is, it would delete every file on the
+/// task's branch — but make the worktree again.
+#[test]
+fn a_worktree_registered_but_never_checked_out_is_made_again_on_resume() {
+    let graph = r#"
+[[task]]
+id = "a"
+workspace = "worktree"
+run = "echo more >> shared.txt"
+"#;
+    let test = repo_with(graph);
+    let once = test.path().join(".kill-once");
+    std::fs::write(&once, "").unwrap();
+    // The driver (git's parent) is killed as it asks for the checkout, once.
+    let path = git_shim(
+        &test,
+        &format!(
+            "*\" reset --hard \"*)\n\
+             \tif rm '{}' 2>/dev/null; then kill -9 $PPID; exit 1; fi;;",
+            once.display()
+        ),
+    );
+    let killed = test.env("PATH", &path).args(&["run", "graph.toml"]).run();
+    assert_eq!(killed.code, None, "killed: {}", killed.stderr);
+    let run = killed.store().run().id.to_string();
+    let resumed = killed
+        .then()
+        .args(&["resume", &run, "--json"])
+        .run()
+        .status(0);
+    let root = resumed.path();
+    assert_eq!(
+        git(root, &["show", &format!("baton/{run}/result:shared.txt")]),
+        "line one\nmore"
+    );
+    assert_eq!(
+        git(root, &["show", &format!("baton/{run}/result:graph.toml")]),
+        git(root, &["show", "HEAD:graph.toml"]),
+        "nothing deleted"
+    );
+}
+
+/// A `PATH` with a `git` first on it that runs `case_arms` (shell `case` arms matched against
+/// ` ARGS `) before it runs the real git: to hold up or break one git command of baton's.
+fn git_shim(test: &Test, case_arms: &str) -> String {
+    let real_git = Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .unwrap();
+    let real_git = String::from_utf8(real_git.stdout).unwrap();
+    let shim = test.path().join(".shim");
+    std::fs::create_dir(&shim).unwrap();
+    std::fs::write(
+        shim.join("git"),
+        format!(
+            "#!/bin/sh\ncase \" $* \" in\n{case_arms}\nesac\nexec '{}' \"$@\"\n",
+            real_git.trim()
+        ),
+    )
+    .unwrap();
+    let executable = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+    std::fs::set_permissions(shim.join("git"), executable).unwrap();
+    format!("{}:{}", shim.display(), std::env::var("PATH").unwrap())
 }
