@@ -86,7 +86,8 @@ impl Drivers {
     /// Reads the driver settings that apply to commands run in `dir`: what git said the last
     /// time it read the same config (see [`Remembered`]), else what it says now.
     fn read(git: &Git, dir: &Path) -> Result<Drivers, GitError> {
-        let config = config_bytes(dir);
+        let common = git.common.as_deref();
+        let config = common.and_then(|common| config_bytes(dir, common));
         if let Some(config) = &config
             && let Some(drivers) = git.remembered.get(config)
         {
@@ -95,7 +96,7 @@ impl Drivers {
         let drivers = Drivers::read_by_git(git, dir)?;
         // Remembered only if the config did not change while git read it.
         if let Some(config) = config
-            && config_bytes(dir).as_ref() == Some(&config)
+            && common.and_then(|common| config_bytes(dir, common)).as_ref() == Some(&config)
         {
             git.remembered.put(config, drivers.clone());
         }
@@ -187,13 +188,17 @@ impl Remembered {
 /// The bytes of the repository config a git command run in `dir` reads, when that file is
 /// all it reads for the driver settings: system and global config are off (see
 /// [`Git::hardened`]), the environment is scrubbed, and `dir` is the root of a worktree
-/// whose `.git` (a directory, or a file `gitdir: PATH`) leads to the repository's common
-/// directory (through its `commondir` file) as git follows it. `None`, so that git is
-/// asked, for anything else: a config that includes another file (`include`, `includeIf`:
-/// which can differ per worktree) or that turns on per-worktree config
-/// (`extensions.worktreeConfig`), found by a case-blind search for those words anywhere in
-/// it, whatever they stand in; a `.git` that is a symbolic link or unreadable; no config.
-fn config_bytes(dir: &Path) -> Option<Vec<u8>> {
+/// whose `.git` leads, as git follows it, to `common`, the repository's common directory
+/// (canonical): a file `gitdir: PATH` naming a directory whose `commondir` names `common`
+/// (git stops with an error on a `.git` file that leads nowhere valid), or `common` itself,
+/// as a directory git takes for a repository (`HEAD` naming a ref or a commit, `objects/`,
+/// `refs/`: one it would not take, git passes over and looks for another higher up, whose
+/// config this is not). `None`, so that git is asked, for anything else: a config that
+/// includes another file (`include`, `includeIf`: which can differ per worktree) or that
+/// turns on per-worktree config (`extensions.worktreeConfig`), found by a case-blind search
+/// for those words anywhere in it, whatever they stand in; a `.git` that is a symbolic link,
+/// unreadable, or leads elsewhere; no config.
+fn config_bytes(dir: &Path, common: &Path) -> Option<Vec<u8>> {
     // Git takes a `gitdir:` or `commondir` path up to its end of line, relative to the file
     // that names it unless absolute.
     fn line(text: &str) -> &str {
@@ -201,19 +206,26 @@ fn config_bytes(dir: &Path) -> Option<Vec<u8>> {
     }
     let dot_git = dir.join(".git");
     let meta = std::fs::symlink_metadata(&dot_git).ok()?;
-    let git_dir = if meta.is_dir() {
+    let found = if meta.is_dir() {
+        let head = std::fs::read_to_string(dot_git.join("HEAD")).ok()?;
+        let head = line(&head);
+        let names = head.starts_with("ref: refs/")
+            || (matches!(head.len(), 40 | 64) && head.bytes().all(|b| b.is_ascii_hexdigit()));
+        if !names || !dot_git.join("objects").is_dir() || !dot_git.join("refs").is_dir() {
+            return None;
+        }
         dot_git
     } else if meta.is_file() {
         let text = std::fs::read_to_string(&dot_git).ok()?;
-        dir.join(line(text.strip_prefix("gitdir: ")?))
+        let git_dir = dir.join(line(text.strip_prefix("gitdir: ")?));
+        let named = std::fs::read_to_string(git_dir.join("commondir")).ok()?;
+        git_dir.join(line(&named))
     } else {
         return None;
     };
-    let common = match std::fs::read_to_string(git_dir.join("commondir")) {
-        Ok(text) => git_dir.join(line(&text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => git_dir,
-        Err(_) => return None,
-    };
+    if std::fs::canonicalize(&found).ok()? != common {
+        return None;
+    }
     let bytes = std::fs::read(common.join("config")).ok()?;
     let lower = bytes.to_ascii_lowercase();
     let holds = |word: &[u8]| lower.windows(word.len()).any(|w| w == word);
@@ -324,8 +336,10 @@ pub(crate) struct Git {
     settled: Option<(std::path::PathBuf, Arc<Pins>)>,
     /// The driver settings git last read, shared by this `Git`'s clones.
     remembered: Arc<Remembered>,
-    /// The lock file the repository's worktree commands take turns on ([`TURNS_FILE`]).
-    turns: Option<Arc<std::path::PathBuf>>,
+    /// The repository's common directory (canonical), once known: where its worktree
+    /// commands take turns ([`TURNS_FILE`]), and the config whose driver settings are
+    /// remembered ([`Remembered`]).
+    common: Option<Arc<std::path::PathBuf>>,
 }
 
 impl Git {
@@ -333,14 +347,16 @@ impl Git {
         Self::default()
     }
 
-    /// Takes the turns of the repository whose common directory is `common` ([`TURNS_FILE`]).
-    pub(crate) fn take_turns_at(&mut self, common: &Path) {
-        self.turns = Some(Arc::new(common.join(TURNS_FILE)));
+    /// Works in the repository whose common directory is `common`.
+    pub(crate) fn in_repository(&mut self, common: &Path) {
+        let common = std::fs::canonicalize(common).unwrap_or_else(|_| common.to_owned());
+        self.common = Some(Arc::new(common));
     }
 
     /// Runs `command` (`git ARGS`) to its end, taking its turn if it must ([`runs_alone`]).
     fn execute(&self, command: &mut Command, args: &[&str]) -> Result<Output, GitError> {
-        let _turn = runs_alone(args).then(|| take_turn(self.turns.as_deref().map(|p| p.as_path())));
+        let turns = self.common.as_deref().map(|common| common.join(TURNS_FILE));
+        let _turn = runs_alone(args).then(|| take_turn(turns.as_deref()));
         command.output().map_err(GitError::Spawn)
     }
 
@@ -372,7 +388,7 @@ impl Git {
             trusted: self.trusted.clone(),
             settled: Some((dir.to_owned(), Arc::new(pins))),
             remembered: self.remembered.clone(),
-            turns: self.turns.clone(),
+            common: self.common.clone(),
         })
     }
 

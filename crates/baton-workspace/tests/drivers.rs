@@ -269,3 +269,30 @@ fn a_driver_planted_in_the_config_after_it_was_read_never_runs() {
     fx.repo.commit_all(&wt, "after").unwrap().unwrap();
     assert_never_ran(&marker);
 }
+
+#[test]
+fn a_driver_behind_a_worktrees_fake_git_directory_never_runs() {
+    // A worktree inside the repository (as baton's are, under `.baton/worktrees/`) whose
+    // `.git` file the task replaced by a directory holding a copy of the config as it was:
+    // git passes over a directory that is no repository and finds the repository's own
+    // `.git` further up, whose config now points `core.worktree` at the worktree and defines
+    // the driver. The copy must not stand for the config git reads.
+    let fx = Fixture::new();
+    let marker = fx.dir.path().join("driver-ran");
+    let wt = fx.root().join(".wt").join("t");
+    let start = TaskStart::Commit(fx.base.clone());
+    merged(fx.repo.add_worktree(&wt, "task/t", &start).unwrap());
+    write(&wt, "before.txt", "before\n");
+    fx.repo.commit_all(&wt, "before").unwrap().unwrap();
+    let config = std::fs::read(fx.root().join(".git/config")).unwrap();
+    std::fs::remove_file(wt.join(".git")).unwrap();
+    std::fs::create_dir(wt.join(".git")).unwrap();
+    std::fs::write(wt.join(".git/config"), &config).unwrap();
+    set(fx.root(), "core.worktree", wt.to_str().unwrap());
+    set(fx.root(), "filter.evil.clean", &logs(&marker, "clean"));
+    write(&wt, ".gitattributes", "* filter=evil\n");
+    write(&wt, "after.txt", "after\n");
+    // Whether the commit goes through is not the point: no planted driver may run.
+    let _ = fx.repo.commit_all(&wt, "after");
+    assert_never_ran(&marker);
+}

@@ -76,7 +76,7 @@ impl Repo {
                 dir.display()
             )));
         }
-        git.take_turns_at(Path::new(&common));
+        git.in_repository(Path::new(&common));
         git.trust_drivers_of(&root)?;
         Ok(Repo {
             root,

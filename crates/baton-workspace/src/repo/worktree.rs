@@ -282,7 +282,9 @@ pub(super) struct Worktree {
 pub(super) fn admin_dir(worktree: &Path) -> Result<PathBuf, GitError> {
     let link = std::fs::read_to_string(worktree.join(".git"))
         .map_err(|e| GitError::Other(format!("cannot read `{}/.git`: {e}", worktree.display())))?;
+    // Relative to the worktree when it is (`worktree.useRelativePaths`); a join leaves an
+    // absolute one as it is.
     link.strip_prefix("gitdir: ")
-        .map(|dir| PathBuf::from(dir.trim()))
+        .map(|dir| worktree.join(dir.trim_end_matches(['\n', '\r'])))
         .ok_or_else(|| GitError::Other(format!("`{}/.git` is no link", worktree.display())))
 }
