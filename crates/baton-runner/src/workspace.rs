@@ -397,13 +397,20 @@ impl Workspaces {
         // another branch (a pooled worktree a crash left half taken) is not the task's: it
         // goes, and the task gets a fresh one.
         // One whose checkout never ran (its maker died between registering it and checking
-        // it out) holds nothing of the task's: it goes too.
-        if path.join(".git").exists()
-            && (repo.worktree_branch(&path).ok().flatten().as_deref() != Some(branch.as_str())
-                || !repo.is_checked_out(&path))
-        {
-            let _ = repo.remove_worktree(&path);
-            let _ = std::fs::remove_dir_all(&path);
+        // it out) holds nothing of the task's: it goes too, with the branch its making made
+        // (at its first dependency's commit, the others not merged in yet), and it is made
+        // again from the start.
+        if path.join(".git").exists() {
+            let ours =
+                repo.worktree_branch(&path).ok().flatten().as_deref() == Some(branch.as_str());
+            let unmade = !repo.is_checked_out(&path);
+            if !ours || unmade {
+                let _ = repo.remove_worktree(&path);
+                let _ = std::fs::remove_dir_all(&path);
+            }
+            if ours && unmade && self.run_dirs.worktree_start(id).is_none() {
+                let _ = repo.delete_branch(&branch);
+            }
         }
         if path.join(".git").exists() {
             // A merge of its dependencies left for a person: resolved and committed by them,
@@ -534,6 +541,16 @@ impl Workspaces {
         }
     }
 
+    /// What an attempt that ran on a worker did with `task`'s worktree in the worker's
+    /// checkout: this worker's copy forgets one it could not make, or that went to the pool.
+    pub(crate) fn attempt_ended(&mut self, task: u32, unmade: bool, pooled: bool) {
+        if unmade {
+            self.unmade(task);
+        } else if pooled && let Some(tree) = self.trees.get_mut(task as usize) {
+            *tree = None;
+        }
+    }
+
     /// `task`'s attempt could not make its worktree: the next one starts again from what is
     /// there (a conflicted merge left for a person, or nothing).
     pub(crate) fn unmade(&mut self, task: u32) {
@@ -579,7 +596,14 @@ impl Workspaces {
     /// What an attempt of `task` commits to: its worktree, once [`Workspaces::prepare`]
     /// made it. `None` for a task without a worktree.
     pub(crate) fn tree_work(&self, graph: &Graph, task: u32) -> Option<TreeWork> {
-        let tree = self.trees.get(task as usize)?.clone()?;
+        let mut tree = self.trees.get(task as usize)?.clone()?;
+        // Made by an earlier attempt (`MakeTree`): where it started is known now, kept when
+        // it was made (a merge of its dependencies is not the first one's commit).
+        if !self.pending.contains_key(&task)
+            && let Some(start) = self.run_dirs.worktree_start(&graph.task(task).id)
+        {
+            tree.start = start;
+        }
         self.work_in(graph, task, tree)
     }
 

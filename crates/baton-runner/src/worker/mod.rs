@@ -181,7 +181,7 @@ pub async fn work(
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut parts: HashMap<RunId, RunParts> = HashMap::new();
     let mut held: HashMap<AttemptKey, HeldAttempt> = HashMap::new();
-    let mut units: JoinSet<(AttemptKey, Delivered)> = JoinSet::new();
+    let mut units: JoinSet<(AttemptKey, Delivered, TreeAfter)> = JoinSet::new();
     let mut coordinating: HashMap<RunId, Coordinating> = HashMap::new();
     let (coordinated_tx, mut coordinated) = mpsc::unbounded_channel::<(RunId, String)>();
     let mut stopping: Option<StopLevel> = None;
@@ -231,7 +231,12 @@ pub async fn work(
         }
         tokio::select! {
             Some(joined) = units.join_next(), if !units.is_empty() => {
-                if let Ok((key, delivered)) = joined {
+                if let Ok((key, delivered, tree)) = joined {
+                    // This worker's own copy of the run's worktrees follows what the attempt
+                    // did with the task's (made it not, or pooled it).
+                    if let Some(run) = parts.get_mut(&key.run) {
+                        run.workspaces.attempt_ended(key.task, tree.unmade, tree.pooled);
+                    }
                     let Some(attempt) = held.remove(&key) else { continue };
                     let (run, task, n) = (key.run.clone(), attempt.task, key.attempt);
                     match delivered {
@@ -393,7 +398,7 @@ fn start(
     claim: ClaimedAttempt,
     parts: &mut HashMap<RunId, RunParts>,
     held: &mut HashMap<AttemptKey, HeldAttempt>,
-    units: &mut JoinSet<(AttemptKey, Delivered)>,
+    units: &mut JoinSet<(AttemptKey, Delivered, TreeAfter)>,
     news: &mut dyn FnMut(WorkerNews),
 ) {
     let key = AttemptKey {
@@ -497,6 +502,10 @@ fn start(
         if let Some(mut logs) = shipper {
             logs.ship(&store);
         }
+        let tree = TreeAfter {
+            unmade: done.tree_unmade,
+            pooled: done.pooled,
+        };
         let given_back = given_back.load(std::sync::atomic::Ordering::Relaxed);
         let delivered = deliver(
             &store,
@@ -507,8 +516,14 @@ fn start(
             done,
             given_back,
         );
-        (key, delivered)
+        (key, delivered, tree)
     });
+}
+
+/// What an attempt did with its task's worktree, for the worker's own copy of the run's.
+struct TreeAfter {
+    unmade: bool,
+    pooled: bool,
 }
 
 /// Hands an event of a running attempt to its coordinator.

@@ -185,6 +185,11 @@ impl Repo {
     /// Removes a task's worktree and branch after its start failed.
     pub(super) fn discard_task(&self, path: &Path, branch: &str) -> Result<(), GitError> {
         self.remove_worktree(path)?;
+        self.delete_branch(branch)
+    }
+
+    /// Deletes the branch `branch`, if there is one (checked out nowhere).
+    pub fn delete_branch(&self, branch: &str) -> Result<(), GitError> {
         if self.branch_commit(branch)?.is_some() {
             self.git
                 .output(&self.root, &["branch", "--delete", "--force", "--", branch])?;

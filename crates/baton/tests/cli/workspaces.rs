@@ -1499,3 +1499,55 @@ fn git_shim(test: &Test, case_arms: &str) -> String {
     std::fs::set_permissions(shim.join("git"), executable).unwrap();
     format!("{}:{}", shim.display(), std::env::var("PATH").unwrap())
 }
+
+/// A task that starts from a merge of its dependencies and is tried again measures its
+/// changes from that merge at every attempt, not from its first dependency's commit: the
+/// other dependency's files are not the task's, and under an enforced scope would fail it.
+#[test]
+fn a_retried_task_measures_its_changes_from_its_merged_start() {
+    let test = repo_with("[[task]]\nid = \"x\"\nrun = \"true\"\n");
+    let tried = test.path().join("c-tried");
+    let graph = format!(
+        r#"
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "a"
+run = "echo a > a.txt"
+
+[[task]]
+id = "b"
+run = "echo b > b.txt"
+
+[[task]]
+id = "c"
+needs = ["a", "b"]
+scope = ["c.txt"]
+scope_policy = "enforce"
+retries = 1
+backoff = "10ms"
+run = "echo c > c.txt; test -e '{tried}' || {{ touch '{tried}'; exit 1; }}"
+"#,
+        tried = tried.display()
+    );
+    std::fs::write(test.path().join("graph.toml"), graph).unwrap();
+    git(test.path(), &["commit", "-qam", "the graph"]);
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+    let task = out.json_task("c");
+    assert_eq!(task["attempts"], 2, "{task}");
+    let changed: Vec<Vec<String>> = out
+        .store()
+        .events_of(
+            |k| matches!(k, EventKind::WorkspaceCommitted { task, .. } if task.as_str() == "c"),
+        )
+        .into_iter()
+        .map(|k| match k {
+            EventKind::WorkspaceCommitted { evidence, .. } => {
+                evidence.files.into_iter().map(|f| f.path).collect()
+            }
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(changed, vec![vec!["c.txt".to_owned()]; 2]);
+}
