@@ -392,7 +392,14 @@ impl Unit {
                 if let Some(tree) = &mut self.tree {
                     tree.started_at(start);
                 }
-                if self.setup.is_empty() {
+                if self.stopping() {
+                    // Stopped while the worktree was made (a checkout can take seconds): its
+                    // process is not started only to be ended.
+                    Phase::Judge {
+                        report: not_started(Outcome::Cancelled),
+                        watcher: None,
+                    }
+                } else if self.setup.is_empty() {
                     Phase::Run(Attempt::spawn_watched(spec, watcher))
                 } else {
                     Phase::Setup { spec, watcher }

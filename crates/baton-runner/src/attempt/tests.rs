@@ -398,6 +398,29 @@ verify = ["touch checked"]
     assert!(!fixture.root.join("checked").exists());
 }
 
+#[tokio::test]
+async fn a_stop_while_the_worktree_is_made_starts_no_process() {
+    let fixture = Fixture::new(
+        r#"
+[[task]]
+id = "edit"
+workspace = "worktree"
+run = "touch started"
+"#,
+        true,
+    );
+    let mut parts = parts(&fixture);
+    let unit = parts.assemble(&fixture.graph, 0, 1).unwrap();
+    let started = unit.start();
+    assert_eq!(started.pid, None, "its worktree is made first");
+    // Stopped before the unit gets to make it: it is made, and nothing is started in it.
+    parts.stop.send_replace(StopLevel::Graceful);
+    let done = started.rest.finish().await;
+    assert_eq!(done.outcome, Outcome::Cancelled);
+    assert_eq!(done.containment, None, "no process was started");
+    assert!(!done.tree_unmade);
+}
+
 #[test]
 fn a_session_is_continued_only_after_the_machinery_cut_the_agent_short_mid_work() {
     let usage = |output_tokens, session: Option<&str>| AgentUsage {
