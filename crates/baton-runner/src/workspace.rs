@@ -10,15 +10,20 @@ use std::path::{Path, PathBuf};
 
 use baton_graph::{Graph, ScopePolicy, Workspace};
 use baton_model::{EventKind, Outcome, RunId};
-use baton_workspace::{Drivers, GitError, MergeOutcome, Repo, TaskStart};
+use baton_workspace::{Drivers, GitError, Repo, TaskStart};
 
 use crate::RunDirs;
 
 mod candidates;
 mod making;
+mod pool;
 mod remote;
+mod result;
 pub(crate) use making::MakeTree;
+pub use pool::empty_worktree_pool;
+use pool::{pool_if_room, pool_into, pool_name, pool_size, room};
 pub(crate) use remote::Publisher;
+pub(crate) use result::Consolidated;
 
 /// One task's worktree.
 #[derive(Debug, Clone)]
@@ -90,8 +95,8 @@ impl TreeWork {
         let Some((pool_dir, base)) = &self.pool else {
             return false;
         };
-        pooled_worktrees(pool_dir).len() < pool_size()
-            && pool_into(&self.repo, &self.tree.path, pool_dir, &self.run, base)
+        let name = pool_name(&self.run, &self.tree.path);
+        pool_if_room(&self.repo, &self.tree.path, pool_dir, &name, base)
     }
 
     /// Keeps `files` (an engine's own, see `EngineKind::own_files`) out of its commits.
@@ -562,18 +567,6 @@ impl Workspaces {
         }
     }
 
-    /// A worktree from the pool made `path` for a task starting at `start`, if the pool has
-    /// one that can be used; `None` to make a fresh one.
-    fn reuse_pooled(
-        &self,
-        repo: &Repo,
-        path: &Path,
-        branch: &str,
-        start: &TaskStart,
-    ) -> Option<Result<MergeOutcome, GitError>> {
-        reuse_pooled(repo, &self.pool_dir(), path, branch, start)
-    }
-
     /// Where finished runs' worktrees wait for the next tasks: `.baton/worktrees/.pool`.
     fn pool_dir(&self) -> PathBuf {
         self.dir
@@ -649,8 +642,15 @@ impl Workspaces {
         let Some(Some(tree)) = self.trees.get(task as usize) else {
             return;
         };
-        let room = pool_size().saturating_sub(pooled_worktrees(&self.pool_dir()).len());
-        if room > 0 && self.pool(&tree.path) {
+        if let Some(repo) = &self.repo
+            && pool_if_room(
+                repo,
+                &tree.path,
+                &self.pool_dir(),
+                &pool_name(&self.run, &tree.path),
+                &self.base,
+            )
+        {
             self.trees[task as usize] = None;
         }
     }
@@ -660,7 +660,13 @@ impl Workspaces {
         let Some(repo) = &self.repo else {
             return false;
         };
-        pool_into(repo, path, &self.pool_dir(), &self.run, &self.base)
+        pool_into(
+            repo,
+            path,
+            &self.pool_dir(),
+            &pool_name(&self.run, path),
+            &self.base,
+        )
     }
 
     /// A task that succeeded before a takeover: its branch is its result.
@@ -674,118 +680,6 @@ impl Workspaces {
         {
             self.results[task as usize] = Some(commit);
         }
-    }
-
-    /// Merges the branches of the tasks that succeeded, in graph order (which respects
-    /// dependencies: a task's needs come first), into `baton/RUN/result`.
-    pub(crate) fn consolidate(&self, graph: &Graph) -> Option<Consolidated> {
-        let repo = self.repo.as_ref()?;
-        // A task whose work a dependent's branch holds (the dependent started from it) is in
-        // the result through that dependent: merged again on its own, it would bring back the
-        // conflict the dependent resolved among its dependencies.
-        let held_by_dependent = |t: u32| {
-            graph
-                .dependents(t)
-                .iter()
-                .any(|&d| self.results[d as usize].is_some())
-        };
-        let merges: Vec<(String, String)> = topological(graph)
-            .into_iter()
-            .filter(|&t| !held_by_dependent(t))
-            .filter_map(|t| {
-                self.results[t as usize]
-                    .clone()
-                    .map(|c| (graph.task(t).id.to_string(), c))
-            })
-            .collect();
-        if merges.is_empty() {
-            return None;
-        }
-        let branch = format!("baton/{}/result", self.run);
-        let scratch = self.dir.join(".result");
-        Some(
-            match repo.merge_into_branch(&scratch, &branch, &self.base, &merges) {
-                Ok(MergeOutcome::Merged(commit)) => Consolidated::Merged {
-                    branch,
-                    commit,
-                    order: merges.into_iter().map(|(task, _)| task).collect(),
-                },
-                Ok(MergeOutcome::Conflict(conflict)) => {
-                    // The conflict is resolved in the task's worktree, which went to the pool
-                    // when it succeeded: made again, on its branch.
-                    let name = conflict.incoming.replace('/', "+");
-                    let path = self.dir.join(&name);
-                    if !path.join(".git").exists() {
-                        let branch = format!("baton/{}/{}", self.run, name);
-                        let _ = repo.add_branch_worktree(&path, &branch);
-                    }
-                    // Which tasks' changes it collides with: those merged before it that
-                    // changed one of the files.
-                    let before: Vec<String> = topological(graph)
-                        .into_iter()
-                        .take_while(|&t| graph.task(t).id.as_str() != conflict.incoming)
-                        .filter(|&t| {
-                            self.results[t as usize].is_some()
-                                && self.changed[t as usize]
-                                    .iter()
-                                    .any(|f| conflict.files.contains(f))
-                        })
-                        .map(|t| graph.task(t).id.to_string())
-                        .collect();
-                    Consolidated::Conflict {
-                        branch,
-                        task: conflict.incoming,
-                        with: before,
-                        files: conflict.files,
-                    }
-                }
-                Err(e) => Consolidated::Failed(format!("cannot merge the tasks' branches: {e}")),
-            },
-        )
-    }
-
-    /// A throwaway worktree of `commit`, removed (with its branch) when dropped: where the
-    /// run's checks look at the merged result.
-    pub(crate) fn checkout(&self, commit: &str) -> Result<Checkout, String> {
-        let repo = self.repo.as_ref().ok_or("no repository")?.clone();
-        let path = self.dir.join(".verify");
-        // `+` is never in a task id: this cannot be a task's branch. It sits in a directory
-        // of its own so that it can be deleted by prefix.
-        let branch = format!("baton/{}/+verify/probe", self.run);
-        // One left by a crash is replaced.
-        let _ = repo.remove_worktree(&path);
-        let _ = repo.delete_branches(&format!("baton/{}/+verify/", self.run));
-        // From a pooled worktree when there is one: only the files that differ are written,
-        // which on a large repository is the whole cost of a check (and of each of a
-        // bisection's probes); given back to the pool when the check is done.
-        let start = TaskStart::Commit(commit.to_owned());
-        let made = match self.reuse_pooled(&repo, &path, &branch, &start) {
-            Some(made) => made,
-            None => repo.add_worktree(&path, &branch, &start),
-        };
-        match made {
-            Ok(MergeOutcome::Merged(_)) => Ok(Checkout {
-                repo,
-                path,
-                prefix: format!("baton/{}/+verify/", self.run),
-                pool: (pool_size() > 0).then(|| {
-                    (
-                        self.pool_dir(),
-                        self.pool_dir().join(format!("{}-verify", self.run)),
-                        self.base.clone(),
-                    )
-                }),
-            }),
-            Ok(MergeOutcome::Conflict(_)) => Err("a checkout cannot conflict".to_owned()),
-            Err(e) => Err(format!("cannot check out the merged result: {e}")),
-        }
-    }
-
-    /// The merge commits of the result branch, one per task merged, oldest first.
-    pub(crate) fn merge_steps(&self, result: &str) -> Result<Vec<String>, String> {
-        let repo = self.repo.as_ref().ok_or("no repository")?;
-        repo.first_parents(&self.base, result)
-            .map_err(|e| format!("cannot read the result's history: {e}"))
     }
 
     /// Removes the run's worktrees; their branches stay until `baton prune`. All of them, not
@@ -806,14 +700,14 @@ impl Workspaces {
         }
         paths.sort();
         paths.dedup();
-        let mut room = pool_size().saturating_sub(pooled_worktrees(&self.pool_dir()).len());
+        let mut left = room(&self.pool_dir());
         for path in paths {
             // A task's worktree (not the scratch ones, `.verify`) is kept for the next tasks,
             // while the pool has room; its work is on its branch.
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or(".");
             let task_tree = !name.starts_with('.') && path.join(".git").is_file();
-            if room > 0 && task_tree && self.pool(&path) {
-                room -= 1;
+            if left > 0 && task_tree && self.pool(&path) {
+                left -= 1;
                 continue;
             }
             let _ = repo.remove_worktree(&path);
@@ -822,98 +716,10 @@ impl Workspaces {
     }
 }
 
-/// Removes the worktrees kept for later tasks in the pool of the project whose state
-/// directory is `state_dir` (inside the repository at `root`); with `dry_run`, only counts
-/// them. Returns how many. An explicit `baton prune` empties it: the pool is a cache, and the
-/// next run fills it again.
-pub fn empty_worktree_pool(root: &Path, state_dir: &Path, dry_run: bool) -> usize {
-    let pooled = pooled_worktrees(&state_dir.join("worktrees").join(".pool"));
-    if dry_run || pooled.is_empty() {
-        return pooled.len();
-    }
-    let Ok(repo) = Repo::discover(root) else {
-        return 0;
-    };
-    pooled
-        .iter()
-        .filter(|path| repo.remove_worktree(path).is_ok() || std::fs::remove_dir_all(path).is_ok())
-        .count()
-}
-
-/// How many finished worktrees are kept for later tasks: `BATON_WORKTREE_POOL`, 8 when
-/// unset; 0 keeps none (every task's worktree is made fresh and removed at the run's end).
-fn pool_size() -> usize {
-    std::env::var("BATON_WORKTREE_POOL")
-        .ok()
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(8)
-}
-
-/// The worktrees in the pool directory `pool`, oldest name first.
-fn pooled_worktrees(pool: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(pool) else {
-        return Vec::new();
-    };
-    let mut found: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join(".git").is_file())
-        .collect();
-    found.sort();
-    found
-}
-
-/// The end of a run's consolidation.
-#[derive(Debug, Clone)]
-pub(crate) enum Consolidated {
-    Merged {
-        branch: String,
-        commit: String,
-        /// The tasks merged, in order: one merge commit each on the branch.
-        order: Vec<String>,
-    },
-    /// Merging `task`'s branch conflicted in `files` with what was merged before it.
-    Conflict {
-        branch: String,
-        task: String,
-        /// The tasks merged before it whose changes it collides with.
-        with: Vec<String>,
-        files: Vec<String>,
-    },
-    Failed(String),
-}
-
 /// Gives a new worktree what git ignores but the task needs (`worktree_include`): files are
 /// copied, directories linked, from the repository's checkout. Entries are scope-like paths
 /// or globs, matched against the top levels of the checkout (what git ignores is rarely
 /// deeper: `.env`, `node_modules`, `target`).
-/// Sets the task worktree at `path` aside in `pool_dir` as `RUN-TASK`, back at `base`;
-/// whether it went.
-fn pool_into(repo: &Repo, path: &Path, pool_dir: &Path, run: &RunId, base: &str) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("task");
-    let pooled = pool_dir.join(format!("{run}-{name}"));
-    repo.pool_worktree(path, &pooled, base).is_ok()
-}
-
-/// A worktree from the pool in `pool_dir` made `path` for a task starting at `start`, if the
-/// pool has one that can be used (see [`Repo::reuse_worktree`]); `None` to make a fresh one.
-fn reuse_pooled(
-    repo: &Repo,
-    pool_dir: &Path,
-    path: &Path,
-    branch: &str,
-    start: &TaskStart,
-) -> Option<Result<MergeOutcome, GitError>> {
-    for pooled in pooled_worktrees(pool_dir) {
-        match repo.reuse_worktree(&pooled, path, branch, start) {
-            Ok(Some(made)) => return Some(Ok(made)),
-            Ok(None) => continue,
-            Err(error) => return Some(Err(error)),
-        }
-    }
-    None
-}
-
 fn include(root: &Path, worktree: &Path, entries: &[String]) {
     if entries.is_empty() {
         return;
@@ -956,56 +762,5 @@ fn collect(root: &Path, dir: &Path, entries: &[String], depth: usize, found: &mu
         } else if depth < 3 && child.file_type().is_ok_and(|t| t.is_dir()) {
             collect(root, &path, entries, depth + 1, found);
         }
-    }
-}
-
-/// Task indices with every task after the tasks it needs. Graph order already is one when the
-/// file lists needs first; this makes sure of it.
-fn topological(graph: &Graph) -> Vec<u32> {
-    let n = graph.len();
-    let mut remaining: Vec<usize> = graph.tasks().iter().map(|t| t.needs.len()).collect();
-    let mut ready: std::collections::VecDeque<u32> = (0..n as u32)
-        .filter(|&t| remaining[t as usize] == 0)
-        .collect();
-    let mut order = Vec::with_capacity(n);
-    while let Some(t) = ready.pop_front() {
-        order.push(t);
-        for &d in graph.dependents(t) {
-            remaining[d as usize] -= 1;
-            if remaining[d as usize] == 0 {
-                ready.push_back(d);
-            }
-        }
-    }
-    order
-}
-
-/// A worktree that exists for as long as the value does.
-pub(crate) struct Checkout {
-    repo: Repo,
-    path: PathBuf,
-    /// Where its branch is: deleted with it.
-    prefix: String,
-    /// The pool it goes back to (the pool's directory, its place there, and the commit it is
-    /// emptied to), while the pool has room.
-    pool: Option<(PathBuf, PathBuf, String)>,
-}
-
-impl Checkout {
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for Checkout {
-    fn drop(&mut self) {
-        let pooled = self.pool.as_ref().is_some_and(|(dir, place, rest)| {
-            pooled_worktrees(dir).len() < pool_size()
-                && self.repo.pool_worktree(&self.path, place, rest).is_ok()
-        });
-        if !pooled {
-            let _ = self.repo.remove_worktree(&self.path);
-        }
-        let _ = self.repo.delete_branches(&self.prefix);
     }
 }

@@ -2,7 +2,7 @@
 //! printed, and the scheduler told — or, for an attempt that never started, all of it at once.
 
 use baton_model::{EventKind, Outcome};
-use baton_scheduler::Input;
+use baton_scheduler::{Input, StopCause};
 use baton_store::AttemptOutput;
 
 use super::{Dispatcher, Turn};
@@ -19,6 +19,106 @@ pub(super) struct Record {
 }
 
 impl Dispatcher<'_> {
+    /// Records an attempt that ended and tells the scheduler how.
+    pub(super) fn apply(&mut self, done: AttemptDone, turn: &mut Turn) {
+        let Some(done) = self.candidate_ended(done, turn) else {
+            return;
+        };
+        let AttemptDone {
+            task,
+            attempt,
+            outcome,
+            duration,
+            containment,
+            log_bytes,
+            output,
+            output_bytes,
+            stderr_tail,
+            agent,
+            committed,
+            head,
+            changed,
+            scope_warning,
+            checks,
+            set_up,
+            tree_unmade,
+            pooled,
+            session,
+            review_warnings,
+        } = done;
+        let is_agent = self.launcher.is_agent(task);
+        // A planner that answered well grows the graph; one whose answer no longer fits it
+        // fails as one whose answer never did.
+        let (outcome, output) = match self.graph.task(task).plan {
+            Some(_) if outcome.is_success() && !self.graph.run_settings().hold_plans => {
+                match self.expand_or_replan(task, attempt, &output.text, turn) {
+                    Ok(()) => (outcome, output),
+                    Err(rejected) => (
+                        Outcome::InvalidPlan {
+                            problems: rejected.problems,
+                        },
+                        HeldOutput {
+                            text: rejected.errors,
+                            ..output
+                        },
+                    ),
+                }
+            }
+            _ => (outcome, output),
+        };
+        self.log_bytes += log_bytes;
+        if is_agent {
+            self.agents_running = self.agents_running.saturating_sub(1);
+            if agent.is_none() {
+                // Never started (or its unit failed): counted as an attempt that spent
+                // nothing, and whatever it had spent live is its spend.
+                self.shared
+                    .meter
+                    .finish((task, attempt), &baton_model::AgentUsage::default());
+            }
+            match session {
+                Some(session) => self.sessions.insert(task, session),
+                None => self.sessions.remove(&task),
+            };
+        }
+        if set_up {
+            self.workspaces.set_up(task);
+        }
+        if tree_unmade {
+            self.workspaces.unmade(task);
+        }
+        if let Some(changed) = changed {
+            self.workspaces.changed(task, changed);
+        }
+        self.warnings |= scope_warning || review_warnings;
+        if let Some(head) = head {
+            self.workspaces.succeeded(task, head, pooled);
+        }
+        self.record_finished(
+            task,
+            attempt,
+            &outcome,
+            Record {
+                duration,
+                agent,
+                containment,
+                committed,
+                checks,
+            },
+        );
+        self.ended(
+            task,
+            attempt,
+            (outcome, output, output_bytes, stderr_tail),
+            turn,
+        );
+        if is_agent && self.shared.meter.exhausted() {
+            turn.inputs.push_back(Input::Stop(StopCause::BudgetSpent));
+        } else if is_agent && self.soft_pause() {
+            turn.inputs.push_back(Input::Pause);
+        }
+    }
+
     /// Records that attempt `attempt` of `task` ended as `outcome`: its `attempt-finished`,
     /// then what it committed and what its checks found.
     pub(super) fn record_finished(

@@ -34,7 +34,7 @@ impl MakeTree {
     /// be made: its dependencies' changes conflict (the merge is left in it, for a person),
     /// or git failed.
     pub(crate) fn make(self) -> Result<String, Outcome> {
-        let made = match super::reuse_pooled(
+        let made = match super::pool::reuse_pooled(
             &self.repo,
             &self.pool_dir,
             &self.path,
