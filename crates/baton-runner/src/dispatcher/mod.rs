@@ -258,6 +258,7 @@ impl<'a> Dispatcher<'a> {
                     .journal()
                     .any_gathered(&self.graph.task(task).needs)
             });
+            let needs_gathered = needs_gathered && !crate::recorder::skips_commits();
             if needs_gathered || self.ledger.journal().is_due(tokio::time::Instant::now()) {
                 self.ledger.record();
             }
@@ -491,6 +492,9 @@ impl<'a> Dispatcher<'a> {
 
     /// Sets aside the turn's launches that need a predecessor's end not recorded yet.
     fn defer_unrecorded(&mut self, turn: &mut Turn) {
+        if crate::recorder::skips_commits() {
+            return;
+        }
         let graph = Arc::clone(&self.graph);
         self.ledger
             .defer(&mut turn.launches, |task| &graph.task(task).needs);
