@@ -56,6 +56,8 @@ pub(crate) struct Workspaces {
     candidate_trees: std::collections::HashMap<(u32, u32), TaskTree>,
     /// Worktrees prepared but not made yet, by task: their attempts make them.
     pending: std::collections::HashMap<u32, MakeTree>,
+    /// Candidates' worktrees prepared but not made yet, by (task, candidate).
+    pending_candidates: std::collections::HashMap<(u32, u32), MakeTree>,
 }
 
 /// What an attempt commits to: a task's worktree and what its changes are held to. A value,
@@ -299,6 +301,7 @@ impl Workspaces {
             run_dirs: RunDirs::new(state_dir, run),
             candidate_trees: Default::default(),
             pending: Default::default(),
+            pending_candidates: Default::default(),
         };
         if !graph
             .tasks()
@@ -348,6 +351,7 @@ impl Workspaces {
             run_dirs: RunDirs::new(state_dir, run),
             candidate_trees: Default::default(),
             pending: Default::default(),
+            pending_candidates: Default::default(),
         })
     }
 
@@ -511,6 +515,7 @@ impl Workspaces {
                 include: graph.task(task).worktree_include.clone(),
                 run_dirs: self.run_dirs.clone(),
                 task: id.clone(),
+                keeps_start: true,
             },
         );
         self.trees[task as usize] = Some(TaskTree {

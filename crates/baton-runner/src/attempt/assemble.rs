@@ -64,10 +64,9 @@ pub(crate) fn assemble(
             attempt,
         }),
     };
-    // The task's new worktree, made by the unit; a best-of task's candidates start from what
-    // its own started at, made in `prepare_candidate`.
+    // The task's new worktree (or a best-of candidate's), made by the unit.
     let making = match candidate {
-        Some(_) => None,
+        Some(k) => workspaces.take_candidate_making(task, k),
         None => workspaces.take_making(task),
     };
     let launch = launcher
@@ -75,7 +74,10 @@ pub(crate) fn assemble(
         .map_err(|error| {
             // No unit will make it: the next attempt starts again.
             if making.is_some() {
-                workspaces.unmade(task);
+                match candidate {
+                    Some(k) => workspaces.candidate_unmade(task, k),
+                    None => workspaces.unmade(task),
+                }
             }
             error.outcome(launcher.redact(&error.to_string()))
         })?;

@@ -145,6 +145,9 @@ impl Dispatcher<'_> {
         if done.set_up && k == 1 {
             self.workspaces.set_up(task);
         }
+        if done.tree_unmade {
+            self.workspaces.candidate_unmade(task, k);
+        }
         self.warnings |= done.scope_warning;
         let choice = spec.candidates.get(k as usize - 1);
         let (mut lines, mut files) = (0, 0);

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use baton_graph::Graph;
 use baton_model::Outcome;
-use baton_workspace::{MergeOutcome, TaskStart};
+use baton_workspace::TaskStart;
 
-use super::{TaskTree, TreeWork, Workspaces};
+use super::{MakeTree, TaskTree, TreeWork, Workspaces};
 
 impl Workspaces {
     /// The name of candidate `k`'s worktree and (after `baton/RUN/`) branch.
@@ -17,7 +17,12 @@ impl Workspaces {
         format!("{}@{k}", graph.task(task).id.file_name())
     }
 
-    /// Candidate `k`'s worktree, made at its first attempt (`None`: the task has none).
+    /// Candidate `k`'s worktree, made by its first attempt (`None`: the task has none).
+    ///
+    /// Candidate 1's is the task's own, left to its attempt as any task's; the others start
+    /// where it does and are left to theirs: all are made at once, off the dispatcher's
+    /// thread. Only a task whose start is a merge of its dependencies' work has its own made
+    /// here and now, first: the others start from that merge, which the making commits.
     pub(crate) fn prepare_candidate(
         &mut self,
         graph: &Graph,
@@ -25,13 +30,20 @@ impl Workspaces {
         k: u32,
     ) -> Result<Option<PathBuf>, Outcome> {
         let own = self.prepare(graph, task)?;
-        self.make_now(task)?;
-        if k == 1 || own.is_none() {
+        if own.is_none() {
+            return Ok(None);
+        }
+        let merges = self.pending.get(&task).map(|making| &making.start);
+        if matches!(merges, Some(TaskStart::Merge(_))) {
+            self.make_now(task)?;
+        }
+        if k == 1 {
             return Ok(own);
         }
         if let Some(tree) = self.candidate_trees.get(&(task, k)) {
             return Ok(Some(tree.path.clone()));
         }
+        // Made, or to be made from this very commit by candidate 1's attempt.
         let start = self.trees[task as usize]
             .as_ref()
             .expect("prepared above")
@@ -41,7 +53,6 @@ impl Workspaces {
         let name = Self::candidate_name(graph, task, k);
         let path = self.dir.join(&name);
         let branch = format!("baton/{}/{name}", self.run);
-        let spawn_error = |error: String| Outcome::SpawnFailed { error };
         let mine = repo.worktree_branch(&path).ok().flatten().as_deref() == Some(branch.as_str());
         // One whose checkout never ran (see `Workspaces::prepare`) is made again.
         if path.join(".git").exists() && mine && repo.is_checked_out(&path) {
@@ -55,27 +66,38 @@ impl Workspaces {
                 let _ = repo.remove_worktree(&path);
                 let _ = std::fs::remove_dir_all(&path);
             }
-            let made = match repo.branch_commit(&branch) {
-                Ok(Some(_)) => repo.add_branch_worktree(&path, &branch).map(|()| None),
-                _ => repo
-                    .add_task_worktree(&path, &branch, &TaskStart::Commit(start.clone()))
-                    .map(Some),
+            let start = match repo.branch_commit(&branch) {
+                // A retry after its worktree went: it goes on from its branch.
+                Ok(Some(_)) => {
+                    repo.add_branch_worktree(&path, &branch)
+                        .map_err(|e| Outcome::SpawnFailed {
+                            error: format!(
+                                "cannot create candidate {k}'s worktree {}: {e}",
+                                path.display()
+                            ),
+                        })?;
+                    super::include(&repo.root, &path, &graph.task(task).worktree_include);
+                    None
+                }
+                _ => Some(TaskStart::Commit(start.clone())),
             };
-            match made {
-                Ok(None | Some(MergeOutcome::Merged(_))) => {}
-                Ok(Some(MergeOutcome::Conflict(_))) => {
-                    return Err(spawn_error(format!(
-                        "cannot make {name}'s worktree: a conflict"
-                    )));
-                }
-                Err(e) => {
-                    return Err(spawn_error(format!(
-                        "cannot create candidate {k}'s worktree {}: {e}",
-                        path.display()
-                    )));
-                }
+            if let Some(start) = start {
+                self.pending_candidates.insert(
+                    (task, k),
+                    MakeTree {
+                        repo: repo.clone(),
+                        path: path.clone(),
+                        branch: branch.clone(),
+                        start,
+                        starts: Vec::new(),
+                        pool_dir: self.pool_dir(),
+                        include: graph.task(task).worktree_include.clone(),
+                        run_dirs: self.run_dirs.clone(),
+                        task: graph.task(task).id.clone(),
+                        keeps_start: false,
+                    },
+                );
             }
-            super::include(&repo.root, &path, &graph.task(task).worktree_include);
         }
         self.candidate_trees.insert(
             (task, k),
@@ -86,6 +108,26 @@ impl Workspaces {
             },
         );
         Ok(Some(path))
+    }
+
+    /// The worktree [`Workspaces::prepare_candidate`] left for candidate `k`'s attempt to
+    /// make: the task's own for candidate 1.
+    pub(crate) fn take_candidate_making(&mut self, task: u32, k: u32) -> Option<MakeTree> {
+        if k == 1 {
+            return self.take_making(task);
+        }
+        self.pending_candidates.remove(&(task, k))
+    }
+
+    /// Candidate `k`'s attempt could not make its worktree (or never came to): the next
+    /// attempt of the task makes it again.
+    pub(crate) fn candidate_unmade(&mut self, task: u32, k: u32) {
+        if k == 1 {
+            self.unmade(task);
+            return;
+        }
+        self.pending_candidates.remove(&(task, k));
+        self.candidate_trees.remove(&(task, k));
     }
 
     /// What candidate `k`'s attempt commits to.

@@ -27,6 +27,9 @@ pub(crate) struct MakeTree {
     pub(super) include: Vec<String>,
     pub(super) run_dirs: RunDirs,
     pub(super) task: TaskId,
+    /// The task's own worktree: where it started is kept for its later attempts (a
+    /// best-of task's other candidates start where it does, and keep nothing).
+    pub(super) keeps_start: bool,
 }
 
 impl MakeTree {
@@ -49,7 +52,9 @@ impl MakeTree {
         };
         match made {
             Ok(MergeOutcome::Merged(commit)) => {
-                self.run_dirs.keep_worktree_start(&self.task, &commit);
+                if self.keeps_start {
+                    self.run_dirs.keep_worktree_start(&self.task, &commit);
+                }
                 super::include(&self.repo.root, &self.path, &self.include);
                 Ok(commit)
             }
@@ -66,7 +71,12 @@ impl MakeTree {
             }
             Err(e) => Err(Outcome::SpawnFailed {
                 error: format!(
-                    "cannot create the task's worktree {}: {e}",
+                    "cannot create {} worktree {}: {e}",
+                    if self.keeps_start {
+                        "the task's"
+                    } else {
+                        "the candidate's"
+                    },
                     self.path.display()
                 ),
             }),

@@ -4,7 +4,7 @@
 
 use baton_model::{EventKind, TaskState};
 
-use crate::workspaces::{git, repo_with};
+use crate::workspaces::{git, git_shim_holding, repo_with};
 
 /// `command` engines that write `out.txt` in their worktree: `big` five lines, `small` one,
 /// `broken` one its check refuses.
@@ -102,6 +102,105 @@ fn the_smallest_change_that_passes_its_checks_wins_and_the_others_are_kept() {
         .run()
         .status(0);
     assert!(diff.stdout.contains("+e"), "{}", diff.stdout);
+}
+
+/// The candidates' worktrees are made by their attempts, at once and off the thread every
+/// other attempt is driven from: while candidate 2's `git worktree add` checks out (seconds
+/// on a large repository; here it waits until task `b` has run), the run's other tasks start
+/// and run. Made on the dispatcher's thread, as they were, it would hold `b` back, and time
+/// out. Each candidate still starts where the task does, and the winner's work is its result.
+#[test]
+fn candidates_worktrees_are_made_while_the_run_goes_on() {
+    let graph = r#"
+[run]
+concurrency = 4
+
+[[task]]
+id = "write"
+candidates = ["big", "small"]
+prompt = "write out.txt"
+
+[[task]]
+id = "b"
+run = "touch b-ran"
+"#;
+    let test = repo_with(graph).file("baton.toml", engines());
+    let marker = test.path().join("b-ran");
+    let path = git_shim_holding(&test, "*\" worktree add \"*write@2*", &marker);
+    let root = test.path().to_owned();
+    let out = test
+        .env("PATH", &path)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    let show = |rev: &str| git(&root, &["show", &format!("{rev}:out.txt")]);
+    assert_eq!(show(&format!("baton/{run}/write")), "a");
+    assert_eq!(show(&format!("baton/{run}/write@1")), "a\nb\nc\nd\ne");
+    // Both started from the run's base: each changed only what it wrote.
+    for k in [1, 2] {
+        let changed = git(
+            &root,
+            &[
+                "diff",
+                "--name-only",
+                "HEAD",
+                &format!("baton/{run}/write@{k}"),
+            ],
+        );
+        assert_eq!(changed, "out.txt", "candidate {k}");
+    }
+    assert_eq!(out.json_task("write")["candidates"]["winner"], 2);
+}
+
+/// A best-of task that needs two tasks starts from a merge of their work: the task's own
+/// worktree is made first (the merge is its first commit), and every other candidate starts
+/// from that merge, with both dependencies' files.
+#[test]
+fn candidates_of_a_task_with_two_dependencies_start_from_their_merge() {
+    let graph = r#"
+[[task]]
+id = "x"
+workspace = "worktree"
+run = "echo x > x.txt"
+
+[[task]]
+id = "y"
+workspace = "worktree"
+run = "echo y > y.txt"
+
+[[task]]
+id = "write"
+needs = ["x", "y"]
+candidates = ["big", "small"]
+prompt = "write out.txt"
+"#;
+    let test = repo_with(graph).file("baton.toml", engines());
+    let root = test.path().to_owned();
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    for k in [1, 2] {
+        let branch = format!("baton/{run}/write@{k}");
+        assert_eq!(git(&root, &["show", &format!("{branch}:x.txt")]), "x");
+        assert_eq!(git(&root, &["show", &format!("{branch}:y.txt")]), "y");
+        // Its own change is what it wrote, measured from the merge.
+        let changed = git(
+            &root,
+            &["diff", "--name-only", &format!("{branch}~1"), &branch],
+        );
+        assert_eq!(changed, "out.txt", "candidate {k}");
+    }
+    let result = format!("baton/{run}/result");
+    assert_eq!(git(&root, &["show", &format!("{result}:out.txt")]), "a");
+    assert_eq!(git(&root, &["show", &format!("{result}:x.txt")]), "x");
+    let evidence = &out.json_task("write")["workspace"]["evidence"];
+    let files: Vec<_> = evidence["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["out.txt"], "{evidence}");
 }
 
 #[test]

@@ -1358,16 +1358,7 @@ run = "touch b-ran"
 "#;
     let test = repo_with(graph);
     let marker = test.path().join("b-ran");
-    let path = git_shim(
-        &test,
-        &format!(
-            "*\" worktree add \"*)\n\
-             \tn=0; while [ ! -e '{}' ]; do\n\
-             \t\tn=$((n+1)); [ $n -gt 300 ] && {{ echo 'b never ran' >&2; exit 1; }}; sleep 0.1\n\
-             \tdone;;",
-            marker.display()
-        ),
-    );
+    let path = git_shim_holding(&test, "*\" worktree add \"*", &marker);
     let out = test
         .env("PATH", &path)
         .args(&["run", "graph.toml", "--json"])
@@ -1475,6 +1466,22 @@ run = "echo more >> shared.txt"
         git(root, &["show", "HEAD:graph.toml"]),
         "nothing deleted"
     );
+}
+
+/// A `PATH` with a `git` whose commands matching `pattern` (a shell `case` pattern, matched
+/// against ` ARGS `) wait until `until` exists (30 s at most, then fail) before running.
+pub(crate) fn git_shim_holding(test: &Test, pattern: &str, until: &Path) -> String {
+    git_shim(
+        test,
+        &format!(
+            "{pattern})\n\
+             \tn=0; while [ ! -e '{}' ]; do\n\
+             \t\tn=$((n+1)); [ $n -gt 300 ] && {{ echo 'never came: {}' >&2; exit 1; }}; sleep 0.1\n\
+             \tdone;;",
+            until.display(),
+            until.display()
+        ),
+    )
 }
 
 /// A `PATH` with a `git` first on it that runs `case_arms` (shell `case` arms matched against
