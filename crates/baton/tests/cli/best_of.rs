@@ -4,7 +4,7 @@
 
 use baton_model::{EventKind, TaskState};
 
-use crate::workspaces::{git, git_shim_holding, repo_with};
+use crate::workspaces::{git, git_shim, git_shim_holding, repo_with};
 
 /// `command` engines that write `out.txt` in their worktree: `big` five lines, `small` one,
 /// `broken` one its check refuses.
@@ -201,6 +201,51 @@ prompt = "write out.txt"
         .map(|f| f["path"].as_str().unwrap())
         .collect();
     assert_eq!(files, ["out.txt"], "{evidence}");
+}
+
+/// The driver dies while candidate 2's worktree is being checked out (registered, not yet
+/// checked out): the takeover makes it again rather than take the empty directory for the
+/// candidate's work (committed as it was, it would delete every file on its branch), and the
+/// best-of task goes on to its pick.
+#[test]
+fn a_candidate_worktree_half_made_when_the_driver_died_is_made_again() {
+    let graph = r#"
+[[task]]
+id = "write"
+candidates = ["big", "small"]
+prompt = "write out.txt"
+"#;
+    let test = repo_with(graph).file("baton.toml", engines());
+    let once = test.path().join(".kill-once");
+    std::fs::write(&once, "").unwrap();
+    let path = git_shim(
+        &test,
+        &format!(
+            "*\" reset --hard \"*)\n\
+             \tcase \"$PWD\" in *write@2) if rm '{}' 2>/dev/null; then kill -9 $PPID; exit 1; fi;; esac;;",
+            once.display()
+        ),
+    );
+    let killed = test.env("PATH", &path).args(&["run", "graph.toml"]).run();
+    assert_eq!(killed.code, None, "killed: {}", killed.stderr);
+    assert!(
+        !once.exists(),
+        "the driver was killed at candidate 2's checkout"
+    );
+    let run = killed.store().run().id.to_string();
+    let resumed = killed
+        .then()
+        .args(&["resume", &run, "--json"])
+        .run()
+        .status(0);
+    let root = resumed.path().to_owned();
+    let branch = format!("baton/{run}/write@2");
+    let changed = git(&root, &["diff", "--name-only", "HEAD", &branch]);
+    assert_eq!(changed, "out.txt", "nothing deleted on {branch}");
+    assert_eq!(
+        git(&root, &["show", &format!("baton/{run}/result:out.txt")]),
+        "a"
+    );
 }
 
 #[test]
