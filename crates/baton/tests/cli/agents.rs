@@ -1226,12 +1226,7 @@ fn what_an_agent_s_tools_left_running_ends_when_its_run_is_resumed() {
             .unwrap();
         assert!(crate::procs::alive(pid), "{path} died with the driver");
     }
-    let run = killed.store().run().id.to_string();
-    let resumed = killed
-        .then()
-        .args(&["resume", &run, "--json"])
-        .run()
-        .status(0);
+    let (_, resumed) = killed.resumed();
     assert_eq!(resumed.json_task("work")["output"], "Daemons: started");
     assert_gone(&pids, "after the resume");
 }

@@ -4,7 +4,7 @@
 
 use baton_model::{EventKind, TaskState};
 
-use crate::workspaces::{git, git_shim, git_shim_holding, repo_with};
+use crate::workspaces::{git, git_shim_holding, git_shim_killing_once, repo_with};
 
 /// `command` engines that write `out.txt` in their worktree: `big` five lines, `small` one,
 /// `broken` one its check refuses.
@@ -216,28 +216,14 @@ candidates = ["big", "small"]
 prompt = "write out.txt"
 "#;
     let test = repo_with(graph).file("baton.toml", engines());
-    let once = test.path().join(".kill-once");
-    std::fs::write(&once, "").unwrap();
-    let path = git_shim(
-        &test,
-        &format!(
-            "*\" reset --hard \"*)\n\
-             \tcase \"$PWD\" in *write@2) if rm '{}' 2>/dev/null; then kill -9 $PPID; exit 1; fi;; esac;;",
-            once.display()
-        ),
-    );
+    let path = git_shim_killing_once(&test, "*\" reset --hard \"*", "*write@2");
     let killed = test.env("PATH", &path).args(&["run", "graph.toml"]).run();
     assert_eq!(killed.code, None, "killed: {}", killed.stderr);
     assert!(
-        !once.exists(),
+        !killed.path().join(".kill-once").exists(),
         "the driver was killed at candidate 2's checkout"
     );
-    let run = killed.store().run().id.to_string();
-    let resumed = killed
-        .then()
-        .args(&["resume", &run, "--json"])
-        .run()
-        .status(0);
+    let (run, resumed) = killed.resumed();
     let root = resumed.path().to_owned();
     let branch = format!("baton/{run}/write@2");
     let changed = git(&root, &["diff", "--name-only", "HEAD", &branch]);

@@ -169,12 +169,7 @@ fn what_a_task_left_running_ends_when_a_dead_driver_s_run_is_resumed() {
             "{name} died with the driver"
         );
     }
-    let run = killed.store().run().id.to_string();
-    let resumed = killed
-        .then()
-        .args(&["resume", &run, "--json"])
-        .run()
-        .status(0);
+    let (_, resumed) = killed.resumed();
     assert_eq!(resumed.json_task("long")["output"], "again");
     assert_all_gone(resumed.path(), &PIDS, "after the resume");
     assert_all_gone(resumed.path(), &["piped.pid"], "after the resume");

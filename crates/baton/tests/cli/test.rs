@@ -497,6 +497,19 @@ impl Output {
         self.test.path()
     }
 
+    /// `baton resume RUN --json` of the run this one left (its driver killed, say), which
+    /// must succeed: the run's id, and what the resume printed.
+    #[track_caller]
+    pub fn resumed(self) -> (String, Output) {
+        let run = self.store().run().id.to_string();
+        let resumed = self
+            .then()
+            .args(&["resume", &run, "--json"])
+            .run()
+            .status(0);
+        (run, resumed)
+    }
+
     /// The same repository, for another invocation.
     pub fn then(self) -> Test {
         let mut test = self.test;

@@ -1437,25 +1437,11 @@ workspace = "worktree"
 run = "echo more >> shared.txt"
 "#;
     let test = repo_with(graph);
-    let once = test.path().join(".kill-once");
-    std::fs::write(&once, "").unwrap();
     // The driver (git's parent) is killed as it asks for the checkout, once.
-    let path = git_shim(
-        &test,
-        &format!(
-            "*\" reset --hard \"*)\n\
-             \tif rm '{}' 2>/dev/null; then kill -9 $PPID; exit 1; fi;;",
-            once.display()
-        ),
-    );
+    let path = git_shim_killing_once(&test, "*\" reset --hard \"*", "*");
     let killed = test.env("PATH", &path).args(&["run", "graph.toml"]).run();
     assert_eq!(killed.code, None, "killed: {}", killed.stderr);
-    let run = killed.store().run().id.to_string();
-    let resumed = killed
-        .then()
-        .args(&["resume", &run, "--json"])
-        .run()
-        .status(0);
+    let (run, resumed) = killed.resumed();
     let root = resumed.path();
     assert_eq!(
         git(root, &["show", &format!("baton/{run}/result:shared.txt")]),
@@ -1466,6 +1452,22 @@ run = "echo more >> shared.txt"
         git(root, &["show", "HEAD:graph.toml"]),
         "nothing deleted"
     );
+}
+
+/// A `PATH` with a `git` that kills its parent, the driver, the first time it is asked for
+/// a command matching `pattern` (a shell `case` pattern, matched against ` ARGS `) in a
+/// directory matching `dir` (another, against `$PWD`).
+pub(crate) fn git_shim_killing_once(test: &Test, pattern: &str, dir: &str) -> String {
+    let once = test.path().join(".kill-once");
+    std::fs::write(&once, "").unwrap();
+    git_shim(
+        test,
+        &format!(
+            "{pattern})\n\
+             \tcase \"$PWD\" in {dir}) if rm '{}' 2>/dev/null; then kill -9 $PPID; exit 1; fi;; esac;;",
+            once.display()
+        ),
+    )
 }
 
 /// A `PATH` with a `git` whose commands matching `pattern` (a shell `case` pattern, matched
@@ -1486,7 +1488,7 @@ pub(crate) fn git_shim_holding(test: &Test, pattern: &str, until: &Path) -> Stri
 
 /// A `PATH` with a `git` first on it that runs `case_arms` (shell `case` arms matched against
 /// ` ARGS `) before it runs the real git: to hold up or break one git command of baton's.
-pub(crate) fn git_shim(test: &Test, case_arms: &str) -> String {
+fn git_shim(test: &Test, case_arms: &str) -> String {
     let real_git = Command::new("sh")
         .args(["-c", "command -v git"])
         .output()
