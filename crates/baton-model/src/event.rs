@@ -211,6 +211,22 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// The attempt a `picked` event made its task's result (its winner's), if it picked one.
+    pub fn picked_attempt(&self) -> Option<u32> {
+        let Self::Picked {
+            candidates,
+            winner: Some(winner),
+            ..
+        } = self
+        else {
+            return None;
+        };
+        candidates
+            .iter()
+            .find(|c| c.candidate == *winner)
+            .map(|c| c.attempt)
+    }
+
     /// The task the event is about, if any.
     pub fn task(&self) -> Option<&TaskId> {
         match self {

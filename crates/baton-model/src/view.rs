@@ -153,6 +153,9 @@ pub struct RunView {
     /// Tasks per state, indexed like [`TaskState::ALL`].
     counts: [u32; TaskState::ALL.len()],
     anomalies: Vec<Anomaly>,
+    /// Best-of tasks, by index: the attempt their latest pick made their result, and the
+    /// attempts that were its candidates.
+    picks: HashMap<usize, (u32, Vec<u32>)>,
 }
 
 impl RunView {
@@ -177,6 +180,7 @@ impl RunView {
             index: HashMap::new(),
             counts: [0; TaskState::ALL.len()],
             anomalies: Vec::new(),
+            picks: HashMap::new(),
         };
         for task in tasks {
             view.add_task(task);
@@ -285,6 +289,16 @@ impl RunView {
             (EventKind::GraphExpanded { added, .. }, Some(_)) => {
                 for task in added {
                     self.add_task(task.clone());
+                }
+            }
+            // A best-of task's exit code is its winner's, whichever candidate ended last.
+            (EventKind::Picked { candidates, .. }, Some(i)) => {
+                if let Some(winner) = event.kind.picked_attempt() {
+                    if let Some(view) = find(&mut self.attempts[i], winner) {
+                        self.tasks[i].exit_code = view.exit_code;
+                    }
+                    let attempts = candidates.iter().map(|c| c.attempt).collect();
+                    self.picks.insert(i, (winner, attempts));
                 }
             }
             (
@@ -421,6 +435,13 @@ impl RunView {
 
     pub fn task(&self, task: &TaskId) -> Option<&TaskView> {
         self.index.get(task).map(|&i| &self.tasks[i])
+    }
+
+    /// A best-of task's latest pick: the attempt it made the task's result, and the attempts
+    /// that were its candidates.
+    pub fn picked(&self, task: &TaskId) -> Option<(u32, &[u32])> {
+        let (winner, candidates) = self.picks.get(self.index.get(task)?)?;
+        Some((*winner, candidates))
     }
 
     /// A task's attempts by number (none for a task the run lacks).

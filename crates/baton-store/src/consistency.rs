@@ -224,6 +224,16 @@ pub(crate) fn compare(
             .iter()
             .filter(|attempt| attempt.task == task.task && attempt.output.is_some())
             .max_by_key(|attempt| attempt.attempt);
+        // Of a best-of task's round, its winner's output is the task's.
+        let latest_output = match (latest_output, view.picked(&task.task)) {
+            (Some(latest), Some((winner, candidates))) if candidates.contains(&latest.attempt) => {
+                attempts
+                    .iter()
+                    .find(|attempt| attempt.task == task.task && attempt.attempt == winner)
+                    .or(Some(latest))
+            }
+            (latest, _) => latest,
+        };
         let consistent = match (task.output_attempt, latest_output) {
             (None, None) => true,
             (Some(number), Some(attempt)) => {

@@ -43,10 +43,11 @@ pub(crate) enum Sql {
     RunGrown,
     PendingAdded,
     TaskRan,
+    TaskPicked,
 }
 
 impl Sql {
-    const COUNT: usize = Self::TaskRan as usize + 1;
+    const COUNT: usize = Self::TaskPicked as usize + 1;
 
     fn text(self) -> &'static str {
         match self {
@@ -163,6 +164,16 @@ impl Sql {
             // `attempts` at MAX(attempts, ?3) and `exit_code` NULL, which the second reads; it
             // changes no column the second reads otherwise. One status change instead of two
             // (so the `task_counts` trigger runs once).
+            // A best-of task's output and exit code are its winner's, whichever candidate's
+            // attempt ended last.
+            Self::TaskPicked => {
+                "UPDATE tasks SET output_attempt = a.attempt, output = a.output, \
+                 output_bytes = a.output_bytes, output_json = a.output_json, \
+                 stderr_tail = a.stderr_tail, exit_code = a.exit_code \
+                 FROM attempts AS a \
+                 WHERE tasks.run_id = ?1 AND tasks.task_id = ?2 \
+                 AND a.run_id = ?1 AND a.task_idx = tasks.idx AND a.attempt = ?3"
+            }
             Self::TaskRan => {
                 concat!(
                     "UPDATE tasks SET status = ?5, attempts = MAX(attempts, ?3), \

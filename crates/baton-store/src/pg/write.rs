@@ -348,6 +348,22 @@ impl PgStore {
             for output in &outputs {
                 apply_output(&mut turn, &run, output)?;
             }
+            // After every output of the turn: a best-of task's output and exit code are its
+            // winner's, whichever candidate's attempt ended (or had its output land) last.
+            for event in &events {
+                if let Some(attempt) = event.kind.picked_attempt() {
+                    let task = event.kind.task().expect("a pick is about a task");
+                    turn.execute(
+                        "UPDATE tasks SET output_attempt = a.attempt, output = a.output, \
+                         output_bytes = a.output_bytes, output_json = a.output_json, \
+                         stderr_tail = a.stderr_tail, exit_code = a.exit_code \
+                         FROM attempts AS a \
+                         WHERE tasks.run_id = $1 AND tasks.task_id = $2 \
+                         AND a.run_id = $1 AND a.task_idx = tasks.idx AND a.attempt = $3",
+                        &[&run.as_str(), &task.as_str(), &i64::from(attempt)],
+                    )?;
+                }
+            }
             turn.tx.commit()?;
             Ok(seqs)
         })

@@ -140,6 +140,72 @@ pub fn a_planners_tasks_join_the_run_after_the_others(db: &dyn Database) {
     assert_eq!(store.tasks(&run).unwrap().len(), 4);
 }
 
+/// A best-of task's candidates end in any order; the task's output and exit code are its
+/// winner's once it is picked, not the last candidate's to end.
+pub fn a_best_of_tasks_output_is_its_winners(db: &dyn Database) {
+    let store = db.open();
+    let lease = held(store.as_ref());
+    let run = run_id("r1");
+    let candidate = |k: u32, passed: bool| baton_model::Candidate {
+        candidate: k,
+        attempt: k,
+        engine: "e".into(),
+        model: None,
+        passed,
+        warnings: false,
+        lines: 1,
+        files: 1,
+        branch: None,
+        outcome: if passed { "succeeded" } else { "failed" }.into(),
+    };
+    store
+        .record(
+            &run,
+            lease,
+            &[
+                started(1_100, "a", 1),
+                started(1_100, "a", 2),
+                started(1_100, "a", 3),
+                finished(1_200, "a", 2, Outcome::Exited { code: 0 }),
+                finished(1_300, "a", 1, Outcome::Exited { code: 0 }),
+                finished(1_400, "a", 3, Outcome::Exited { code: 1 }),
+                event(
+                    1_400,
+                    EventKind::Picked {
+                        task: task("a"),
+                        candidates: vec![
+                            candidate(1, true),
+                            candidate(2, true),
+                            candidate(3, false),
+                        ],
+                        winner: Some(2),
+                        why: "candidate 2 won".into(),
+                    },
+                ),
+                task_finished(1_400, "a", TaskState::Succeeded, None),
+            ],
+            &[
+                output("a", 2, "second"),
+                output("a", 1, "first"),
+                output("a", 3, "third"),
+            ],
+        )
+        .unwrap();
+    let a = store
+        .tasks(&run)
+        .unwrap()
+        .into_iter()
+        .find(|t| t.task.as_str() == "a")
+        .unwrap();
+    assert_eq!(a.status, TaskState::Succeeded);
+    assert_eq!(a.output.as_deref(), Some("second"), "{a:?}");
+    assert_eq!(a.output_attempt, Some(2), "{a:?}");
+    assert_eq!(a.exit_code, Some(0), "{a:?}");
+    assert_eq!(a.attempts, 3, "{a:?}");
+    // The tables agree with the fold of the events, the definition of what they hold.
+    assert_eq!(store.check_consistency(&run).unwrap(), Vec::<String>::new());
+}
+
 pub fn a_turn_is_recorded_whole_and_numbered(db: &dyn Database) {
     let store = db.open();
     let lease = held(store.as_ref());
@@ -574,6 +640,7 @@ macro_rules! conformance {
             conformance!(@cases $database;
                 a_new_run_has_its_tasks_pending_in_graph_order,
                 a_turn_is_recorded_whole_and_numbered,
+                a_best_of_tasks_output_is_its_winners,
                 what_agents_spent_is_summed_per_run,
                 a_task_is_decided_once,
                 a_live_driver_keeps_its_run_and_a_dead_one_is_replaced,

@@ -8,7 +8,7 @@ use crate::workspaces::{git, git_shim_holding, git_shim_killing_once, repo_with}
 
 /// `command` engines that write `out.txt` in their worktree: `big` five lines, `small` one,
 /// `broken` one its check refuses.
-fn engines() -> String {
+fn engines_toml() -> String {
     let engine = |name: &str, script: &str| {
         format!(
             "[engines.{name}]\nkind = \"command\"\ncommand = \"sh\"\nargs = [\"-c\", \"{script}\"]\n"
@@ -43,7 +43,7 @@ run = "printf '%s' {{ needs.write.output }}"
 
 #[test]
 fn the_smallest_change_that_passes_its_checks_wins_and_the_others_are_kept() {
-    let test = repo_with(GRAPH).file("baton.toml", engines());
+    let test = repo_with(GRAPH).file("baton.toml", engines_toml());
     let root = test.path().to_owned();
     let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
     let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
@@ -124,7 +124,7 @@ prompt = "write out.txt"
 id = "b"
 run = "touch b-ran"
 "#;
-    let test = repo_with(graph).file("baton.toml", engines());
+    let test = repo_with(graph).file("baton.toml", engines_toml());
     let marker = test.path().join("b-ran");
     let path = git_shim_holding(&test, "*\" worktree add \"*write@2*", &marker);
     let root = test.path().to_owned();
@@ -175,7 +175,7 @@ needs = ["x", "y"]
 candidates = ["big", "small"]
 prompt = "write out.txt"
 "#;
-    let test = repo_with(graph).file("baton.toml", engines());
+    let test = repo_with(graph).file("baton.toml", engines_toml());
     let root = test.path().to_owned();
     let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
     let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
@@ -215,7 +215,7 @@ id = "write"
 candidates = ["big", "small"]
 prompt = "write out.txt"
 "#;
-    let test = repo_with(graph).file("baton.toml", engines());
+    let test = repo_with(graph).file("baton.toml", engines_toml());
     let path = git_shim_killing_once(&test, "*\" reset --hard \"*", "*write@2");
     let killed = test.env("PATH", &path).args(&["run", "graph.toml"]).run();
     assert_eq!(killed.code, None, "killed: {}", killed.stderr);
@@ -234,6 +234,33 @@ prompt = "write out.txt"
     );
 }
 
+/// The task's output, exit code and what its dependents are handed are its winner's, whichever
+/// candidate ended last: here candidate 1 wins and candidate 2 (a bigger change, slower) ends
+/// after it. Before, the task showed and stored the last candidate's output.
+#[test]
+fn a_best_of_tasks_output_is_its_winners_whichever_ended_last() {
+    let graph = r#"
+[[task]]
+id = "write"
+candidates = ["small", "slow-big"]
+prompt = "write out.txt"
+
+[[task]]
+id = "echo"
+needs = ["write"]
+run = "printf '%s' {{ needs.write.output }}"
+"#;
+    let slow_big = "[engines.slow-big]\nkind = \"command\"\ncommand = \"sh\"\n\
+                    args = [\"-c\", \"sleep 1; printf 'a\\\\nb\\\\n' > out.txt; echo slow big wrote\"]\n";
+    let test = repo_with(graph).file("baton.toml", format!("{}{slow_big}", engines_toml()));
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+    assert_eq!(out.json_task("write")["candidates"]["winner"], 1);
+    assert_eq!(out.json_task("write")["output"], "small wrote");
+    assert_eq!(out.json_task("echo")["output"], "small wrote");
+    let status = out.then().args(&["status"]).run().status(0);
+    status.stdout_contains("“small wrote”");
+}
+
 #[test]
 fn a_budget_too_small_for_every_candidate_starts_none() {
     let graph = r#"
@@ -247,7 +274,7 @@ best_of = 3
 estimate = { usd = 0.5 }
 prompt = "write out.txt"
 "#;
-    let test = repo_with(graph).file("baton.toml", engines());
+    let test = repo_with(graph).file("baton.toml", engines_toml());
     let root = test.path().to_owned();
     let out = test.args(&["run", "graph.toml", "--json"]).run().status(1);
     let attempts = out.store().attempts("write");
