@@ -40,6 +40,8 @@ pub struct Board {
     stopping: Option<String>,
     quiet_after: Duration,
     agents: std::collections::HashSet<TaskId>,
+    /// Best-of tasks and their candidates at a time.
+    best_of: HashMap<TaskId, u32>,
     /// Tasks a planner (or a `for_each`) added, each with the task that added it: running,
     /// they are shown under it.
     planned_by: HashMap<TaskId, TaskId>,
@@ -99,6 +101,7 @@ impl Board {
             stopping: None,
             quiet_after: QUIET_AFTER,
             agents: info.agents.clone(),
+            best_of: info.best_of.clone(),
             planned_by: HashMap::new(),
             plans: HashMap::new(),
         }
@@ -449,17 +452,39 @@ impl Board {
 
     /// A running task's line, naming it `name`, and when its attempt started.
     fn working(&self, id: &TaskId, name: &str, column: usize, now_ms: i64) -> (i64, Line) {
-        let attempt = self.view.attempts(id).last();
-        let started = attempt.map_or(now_ms, |a| a.started_at_ms);
+        let attempts = self.view.attempts(id);
+        let attempt = attempts.last();
+        let number = attempt.map_or(1, |a| a.attempt);
+        // A best-of task's attempts are its candidates, N at a time: this round's.
+        let round = self.best_of.get(id).map(|&n| {
+            let first = (number - 1) / n * n + 1;
+            let candidates: Vec<_> = attempts.iter().filter(|a| a.attempt >= first).collect();
+            (n, (number - 1) / n + 1, candidates)
+        });
+        let started = match &round {
+            Some((_, _, candidates)) => candidates.iter().map(|a| a.started_at_ms).min(),
+            None => attempt.map(|a| a.started_at_ms),
+        }
+        .unwrap_or(now_ms);
         let spin = SPINNER[((now_ms / 100).rem_euclid(SPINNER.len() as i64)) as usize];
         let mut text = format!(
             "  {spin} {} {:>6}",
             crate::pad(name, column),
             since(started, now_ms)
         );
-        let number = attempt.map_or(1, |a| a.attempt);
-        if number > 1 {
-            text.push_str(&format!("  attempt {number}"));
+        match &round {
+            Some((n, round, candidates)) => {
+                let running = candidates
+                    .iter()
+                    .filter(|a| a.ended_at_ms.is_none())
+                    .count();
+                text.push_str(&format!("  best of {n}: {running} running"));
+                if *round > 1 {
+                    text.push_str(&format!(", round {round}"));
+                }
+            }
+            None if number > 1 => text.push_str(&format!("  attempt {number}")),
+            None => {}
         }
         let mut code = "";
         let quiet_after = self.quiet_after.as_millis() as i64;
@@ -549,6 +574,7 @@ mod tests {
             budget_usd: Some(5.0),
             budget_tokens: None,
             agents: ["api", "docs", "silent"].map(id).into_iter().collect(),
+            best_of: HashMap::new(),
         };
         let mut board = Board::new(&info);
         for event in [
@@ -731,6 +757,70 @@ mod tests {
         assert!(plain.iter().all(|l| !l.contains('\u{1b}')));
         let color = board().frame(30_000, 200, 40, Paint::Color);
         assert!(color[1].starts_with("\u{1b}[1;33m"), "{:?}", color[1]);
+    }
+
+    /// A best-of task's attempts are its candidates: the line counts those of the round still
+    /// running and times the round from its first start, not "attempt 6".
+    #[test]
+    fn a_best_of_tasks_line_counts_its_running_candidates() {
+        let mut board = board();
+        board.best_of.insert(id("deploy"), 3);
+        let start = |at_ms, attempt| {
+            at(
+                at_ms,
+                EventKind::AttemptStarted {
+                    task: id("deploy"),
+                    attempt,
+                    pid: None,
+                },
+            )
+        };
+        let end = |at_ms, attempt| {
+            at(
+                at_ms,
+                EventKind::AttemptFinished {
+                    task: id("deploy"),
+                    attempt,
+                    outcome: baton_model::Outcome::Exited { code: 0 },
+                    duration_ms: 1,
+                    agent: None,
+                    containment: None,
+                },
+            )
+        };
+        let line = |board: &Board| {
+            let frame = board.frame(20_000, 200, 40, Paint::Plain);
+            frame
+                .into_iter()
+                .find(|l| l.contains(" deploy "))
+                .expect("deploy is running")
+        };
+        for event in [start(10_000, 1), start(10_000, 2), start(10_000, 3)] {
+            board.apply(&event);
+        }
+        assert!(
+            line(&board).ends_with("deploy    10s  best of 3: 3 running"),
+            "{}",
+            line(&board)
+        );
+        board.apply(&end(12_000, 2));
+        assert!(
+            line(&board).ends_with("best of 3: 2 running"),
+            "{}",
+            line(&board)
+        );
+        // Tried again: a second round of three.
+        for event in [end(13_000, 1), end(13_000, 3)] {
+            board.apply(&event);
+        }
+        for attempt in 4..=6 {
+            board.apply(&start(15_000, attempt));
+        }
+        assert!(
+            line(&board).ends_with("deploy     5s  best of 3: 3 running, round 2"),
+            "{}",
+            line(&board)
+        );
     }
 
     #[test]

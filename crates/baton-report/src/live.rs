@@ -99,6 +99,7 @@ impl Reporter for LiveReporter {
     fn run_started(&mut self, info: &RunInfo) {
         self.list_successes = info.tasks <= LIST_SUCCESSES_UP_TO;
         self.run_id = info.run_id.to_string();
+        self.clock = TaskClock::with_best_of(info.best_of.clone());
         self.println(format!(
             "baton: run {} of `{}`: {} task{}, concurrency {}",
             info.run_id,

@@ -35,6 +35,7 @@ impl<W: Write> Reporter for PlainReporter<W> {
         self.counts.earlier = info.earlier;
         self.list_successes = info.tasks <= 200;
         self.run_id = info.run_id.to_string();
+        self.clock = TaskClock::with_best_of(info.best_of.clone());
         let _ = writeln!(
             self.out,
             "baton: run {} of `{}`: {} task{}, concurrency {}",
@@ -123,9 +124,28 @@ pub(crate) fn describe_retry(task: &TaskId, attempt: u32, delay_ms: u64) -> Stri
 #[derive(Debug, Default)]
 pub(crate) struct TaskClock {
     started: HashMap<TaskId, (i64, u32)>,
+    /// Best-of tasks and their candidates at a time: their attempts are counted in rounds.
+    best_of: HashMap<TaskId, u32>,
+}
+
+/// How long a finished task took, and how many tries.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Took {
+    took: Duration,
+    attempts: u32,
+    /// A best-of task's candidates at a time.
+    best_of: Option<u32>,
 }
 
 impl TaskClock {
+    /// Tells the clock which tasks are best-of tasks (from [`RunInfo::best_of`]).
+    pub(crate) fn with_best_of(best_of: HashMap<TaskId, u32>) -> Self {
+        Self {
+            started: HashMap::new(),
+            best_of,
+        }
+    }
+
     pub(crate) fn apply(&mut self, event: &Event) {
         if let EventKind::AttemptStarted { task, attempt, .. } = &event.kind {
             let entry = self.started.entry(task.clone()).or_insert((event.at_ms, 0));
@@ -134,12 +154,13 @@ impl TaskClock {
     }
 
     /// Time since the task's first attempt started, and its attempts; forgets the task.
-    pub(crate) fn finished(&mut self, task: &TaskId, at_ms: i64) -> Option<(Duration, u32)> {
+    pub(crate) fn finished(&mut self, task: &TaskId, at_ms: i64) -> Option<Took> {
         let (start, attempts) = self.started.remove(task)?;
-        Some((
-            Duration::from_millis(at_ms.saturating_sub(start).max(0) as u64),
+        Some(Took {
+            took: Duration::from_millis(at_ms.saturating_sub(start).max(0) as u64),
             attempts,
-        ))
+            best_of: self.best_of.get(task).copied(),
+        })
     }
 }
 
@@ -147,7 +168,7 @@ pub(crate) fn describe_finish(
     task: &TaskId,
     state: TaskState,
     reason: Option<&str>,
-    timing: Option<(Duration, u32)>,
+    timing: Option<Took>,
 ) -> String {
     let mark = match state {
         TaskState::Succeeded | TaskState::SucceededWithWarnings => "✓",
@@ -155,14 +176,83 @@ pub(crate) fn describe_finish(
         _ => "✗",
     };
     let mut line = format!("  {mark} {task}: {state}");
-    if let Some((took, attempts)) = timing {
+    if let Some(Took {
+        took,
+        attempts,
+        best_of,
+    }) = timing
+    {
         line.push_str(&format!(" in {}", format_duration(took)));
-        if attempts > 1 {
-            line.push_str(&format!(" ({attempts} attempts)"));
+        match best_of {
+            // Its attempts are candidates, N at a time: a round is one try of the task.
+            Some(n) => {
+                let rounds = attempts.div_ceil(n.max(1));
+                line.push_str(&format!(" (best of {n}"));
+                if rounds > 1 {
+                    line.push_str(&format!(", {rounds} rounds"));
+                }
+                line.push(')');
+            }
+            None if attempts > 1 => line.push_str(&format!(" ({attempts} attempts)")),
+            None => {}
         }
     }
     if let Some(reason) = reason {
         line.push_str(&format!(": {reason}"));
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_model::{Event, EventKind, TaskId, TaskState};
+
+    use super::*;
+
+    fn started(at_ms: i64, task: &str, attempt: u32) -> Event {
+        Event {
+            seq: 0,
+            at_ms,
+            kind: EventKind::AttemptStarted {
+                task: TaskId::new(task).unwrap(),
+                attempt,
+                pid: None,
+            },
+        }
+    }
+
+    /// A finished task says how many tries it took; a best-of task's attempts are candidates,
+    /// counted in rounds.
+    #[test]
+    fn a_finished_tasks_line_counts_attempts_or_rounds_of_candidates() {
+        let mut clock = TaskClock::with_best_of([(TaskId::new("pick").unwrap(), 3)].into());
+        for attempt in 1..=3 {
+            clock.apply(&started(1_000, "pick", attempt));
+        }
+        clock.apply(&started(1_000, "once", 1));
+        for attempt in 1..=2 {
+            clock.apply(&started(1_000, "again", attempt));
+        }
+        let line = |clock: &mut TaskClock, task: &str| {
+            let task = TaskId::new(task).unwrap();
+            let took = clock.finished(&task, 3_500);
+            describe_finish(&task, TaskState::Succeeded, None, took)
+        };
+        assert_eq!(
+            line(&mut clock, "pick"),
+            "  ✓ pick: succeeded in 2.5s (best of 3)"
+        );
+        assert_eq!(line(&mut clock, "once"), "  ✓ once: succeeded in 2.5s");
+        assert_eq!(
+            line(&mut clock, "again"),
+            "  ✓ again: succeeded in 2.5s (2 attempts)"
+        );
+        for attempt in 1..=6 {
+            clock.apply(&started(1_000, "pick", attempt));
+        }
+        assert_eq!(
+            line(&mut clock, "pick"),
+            "  ✓ pick: succeeded in 2.5s (best of 3, 2 rounds)"
+        );
+    }
 }

@@ -22,6 +22,9 @@ pub struct RunInfo {
     /// The tasks that are agents': one that says nothing is shown quiet, even before its first
     /// word (those a planner adds are learned from its `graph-expanded`).
     pub agents: std::collections::HashSet<baton_model::TaskId>,
+    /// The best-of tasks, each with how many candidates it runs at once: their attempts are
+    /// candidates, shown as such.
+    pub best_of: std::collections::HashMap<baton_model::TaskId, u32>,
 }
 
 /// Receives a run's events after they are recorded. Implementations must not block for long:

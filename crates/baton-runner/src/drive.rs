@@ -349,6 +349,7 @@ async fn drive_run(
             .filter(|t| matches!(t.action, TaskAction::Agent { .. }))
             .map(|t| t.id.clone())
             .collect(),
+        best_of: crate::best_of(graph),
     });
     // Commits are made on a thread of their own, off the path from one task's end to the next
     // one's start.

@@ -73,6 +73,17 @@ pub async fn check_engines(
 pub fn check_confinement(graph: &baton_graph::Graph) -> Result<Option<String>, Vec<String>> {
     confine::check(graph)
 }
+/// The graph's best-of tasks, each with how many candidates it runs at once: what the
+/// reporters need to show their attempts as candidates.
+pub fn best_of(graph: &baton_graph::Graph) -> std::collections::HashMap<baton_model::TaskId, u32> {
+    graph
+        .tasks()
+        .iter()
+        .filter(|t| t.candidate_count() > 1)
+        .map(|t| (t.id.clone(), t.candidate_count()))
+        .collect()
+}
+
 pub use launch::redaction;
 pub use layout::RunDirs;
 pub use leftovers::{Unfinished, kill_leftovers};

@@ -60,6 +60,7 @@ pub fn watch(args: WatchArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         (budget_usd, budget_tokens) = (usd, tokens);
     }
     let tasks = view.tasks().count() as u32;
+    let recorded = baton_runner::recorded_graph(&*store, &run.id);
     reporter.run_started(&RunInfo {
         run_id: run.id.clone(),
         name: run.name.clone(),
@@ -71,7 +72,8 @@ pub fn watch(args: WatchArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         budget_usd,
         budget_tokens,
         // The graph the run began with; a planner's tasks are learned from its events.
-        agents: baton_runner::recorded_graph(&*store, &run.id)
+        agents: recorded
+            .as_ref()
             .map(|graph| {
                 graph
                     .tasks()
@@ -80,6 +82,10 @@ pub fn watch(args: WatchArgs, store_url: Option<&str>) -> Result<i32, Failure> {
                     .map(|t| t.id.clone())
                     .collect()
             })
+            .unwrap_or_default(),
+        best_of: recorded
+            .as_ref()
+            .map(baton_runner::best_of)
             .unwrap_or_default(),
     });
     loop {
