@@ -211,8 +211,9 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    /// The attempt a `picked` event made its task's result (its winner's), if it picked one.
-    pub fn picked_attempt(&self) -> Option<u32> {
+    /// The attempt a `picked` event made its task's result (its winner's), if it picked one,
+    /// and the last attempt of the round it picked from.
+    pub fn picked_attempt(&self) -> Option<(u32, u32)> {
         let Self::Picked {
             candidates,
             winner: Some(winner),
@@ -221,10 +222,9 @@ impl EventKind {
         else {
             return None;
         };
-        candidates
-            .iter()
-            .find(|c| c.candidate == *winner)
-            .map(|c| c.attempt)
+        let won = candidates.iter().find(|c| c.candidate == *winner)?;
+        let last = candidates.iter().map(|c| c.attempt).max()?;
+        Some((won.attempt, last))
     }
 
     /// The task the event is about, if any.

@@ -293,7 +293,10 @@ impl RunView {
             }
             // A best-of task's exit code is its winner's, whichever candidate ended last.
             (EventKind::Picked { candidates, .. }, Some(i)) => {
-                if let Some(winner) = event.kind.picked_attempt() {
+                // As long as no later attempt started (the store's projection checks the same).
+                if let Some((winner, last)) = event.kind.picked_attempt()
+                    && self.tasks[i].attempts <= last
+                {
                     if let Some(view) = find(&mut self.attempts[i], winner) {
                         self.tasks[i].exit_code = view.exit_code;
                     }

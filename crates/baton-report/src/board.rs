@@ -154,6 +154,8 @@ impl Board {
                         self.agents.insert(id.clone());
                     }
                 }
+                self.best_of
+                    .extend(crate::plain::best_of_added(added, tasks));
             }
             EventKind::BudgetChanged { usd, tokens, .. } => {
                 self.budget_usd = *usd;
@@ -456,7 +458,7 @@ impl Board {
         let attempt = attempts.last();
         let number = attempt.map_or(1, |a| a.attempt);
         // A best-of task's attempts are its candidates, N at a time: this round's.
-        let round = self.best_of.get(id).map(|&n| {
+        let round = self.best_of.get(id).map(|&n| n.max(1)).map(|n| {
             let first = (number - 1) / n * n + 1;
             let candidates: Vec<_> = attempts.iter().filter(|a| a.attempt >= first).collect();
             (n, (number - 1) / n + 1, candidates)

@@ -147,9 +147,15 @@ impl TaskClock {
     }
 
     pub(crate) fn apply(&mut self, event: &Event) {
-        if let EventKind::AttemptStarted { task, attempt, .. } = &event.kind {
-            let entry = self.started.entry(task.clone()).or_insert((event.at_ms, 0));
-            entry.1 = *attempt;
+        match &event.kind {
+            EventKind::AttemptStarted { task, attempt, .. } => {
+                let entry = self.started.entry(task.clone()).or_insert((event.at_ms, 0));
+                entry.1 = *attempt;
+            }
+            EventKind::GraphExpanded { added, tasks, .. } => {
+                self.best_of.extend(best_of_added(added, tasks));
+            }
+            _ => {}
         }
     }
 
@@ -162,6 +168,24 @@ impl TaskClock {
             best_of: self.best_of.get(task).copied(),
         })
     }
+}
+
+/// The best-of tasks among those a planner added (`graph-expanded`: their ids, and the tasks
+/// as the graph stores them), each with its candidates at a time.
+pub(crate) fn best_of_added<'a>(
+    added: &'a [TaskId],
+    tasks: &'a serde_json::Value,
+) -> impl Iterator<Item = (TaskId, u32)> + 'a {
+    let counts = tasks.as_array().into_iter().flatten().map(|t| {
+        t.get("candidates")
+            .and_then(|c| c.as_array())
+            .map_or(0, |c| c.len() as u32)
+    });
+    added
+        .iter()
+        .zip(counts)
+        .filter(|&(_, n)| n > 1)
+        .map(|(id, n)| (id.clone(), n))
 }
 
 pub(crate) fn describe_finish(
@@ -253,6 +277,33 @@ mod tests {
         assert_eq!(
             line(&mut clock, "pick"),
             "  ✓ pick: succeeded in 2.5s (best of 3, 2 rounds)"
+        );
+        // A best-of task a planner added is learned from its `graph-expanded`.
+        clock.apply(&Event {
+            seq: 0,
+            at_ms: 1_000,
+            kind: EventKind::GraphExpanded {
+                task: TaskId::new("plan").unwrap(),
+                attempt: 1,
+                added: vec![TaskId::new("one").unwrap(), TaskId::new("two").unwrap()],
+                tasks: serde_json::json!([
+                    { "id": "one", "candidates": [{ "engine": "a" }, { "engine": "b" }] },
+                    { "id": "two" }
+                ]),
+                replaces: Vec::new(),
+            },
+        });
+        for attempt in 1..=2 {
+            clock.apply(&started(1_000, "one", attempt));
+            clock.apply(&started(1_000, "two", attempt));
+        }
+        assert_eq!(
+            line(&mut clock, "one"),
+            "  ✓ one: succeeded in 2.5s (best of 2)"
+        );
+        assert_eq!(
+            line(&mut clock, "two"),
+            "  ✓ two: succeeded in 2.5s (2 attempts)"
         );
     }
 }

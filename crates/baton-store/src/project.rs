@@ -99,12 +99,13 @@ pub(crate) fn apply_turn(
     // After every output of the turn: a best-of task's output and exit code are its
     // winner's, whichever candidate's attempt ended (or had its output land) last.
     for event in events {
-        if let Some(attempt) = event.kind.picked_attempt() {
+        if let Some((attempt, last)) = event.kind.picked_attempt() {
             let task = event.kind.task().expect("a pick is about a task");
             statements.get(Sql::TaskPicked)?.execute(params![
                 run.as_str(),
                 task.as_str(),
-                attempt
+                attempt,
+                last
             ])?;
         }
     }

@@ -160,20 +160,22 @@ impl Sql {
                 "INSERT INTO task_counts (run_id, status, n) VALUES (?1, ?2, 1) \
                  ON CONFLICT (run_id, status) DO UPDATE SET n = n + 1"
             }
-            // `TaskStarted` and then `TaskEndedWithOutput`, composed: the first leaves
-            // `attempts` at MAX(attempts, ?3) and `exit_code` NULL, which the second reads; it
-            // changes no column the second reads otherwise. One status change instead of two
-            // (so the `task_counts` trigger runs once).
-            // A best-of task's output and exit code are its winner's, whichever candidate's
-            // attempt ended last.
+            // A best-of task's output and exit code are its winner's (attempt ?3), whichever
+            // candidate's attempt ended last, unless an attempt after the round (which ends at
+            // ?4) started since.
             Self::TaskPicked => {
                 "UPDATE tasks SET output_attempt = a.attempt, output = a.output, \
                  output_bytes = a.output_bytes, output_json = a.output_json, \
                  stderr_tail = a.stderr_tail, exit_code = a.exit_code \
                  FROM attempts AS a \
                  WHERE tasks.run_id = ?1 AND tasks.task_id = ?2 \
-                 AND a.run_id = ?1 AND a.task_idx = tasks.idx AND a.attempt = ?3"
+                 AND a.run_id = ?1 AND a.task_idx = tasks.idx AND a.attempt = ?3 \
+                 AND tasks.attempts <= ?4"
             }
+            // `TaskStarted` and then `TaskEndedWithOutput`, composed: the first leaves
+            // `attempts` at MAX(attempts, ?3) and `exit_code` NULL, which the second reads; it
+            // changes no column the second reads otherwise. One status change instead of two
+            // (so the `task_counts` trigger runs once).
             Self::TaskRan => {
                 concat!(
                     "UPDATE tasks SET status = ?5, attempts = MAX(attempts, ?3), \

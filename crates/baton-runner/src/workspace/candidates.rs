@@ -43,12 +43,23 @@ impl Workspaces {
         if let Some(tree) = self.candidate_trees.get(&(task, k)) {
             return Ok(Some(tree.path.clone()));
         }
-        // Made, or to be made from this very commit by candidate 1's attempt.
-        let start = self.trees[task as usize]
-            .as_ref()
-            .expect("prepared above")
-            .start
-            .clone();
+        // Made, or to be made from this very commit by candidate 1's attempt. Still pending
+        // here, it is one candidate 1 never took (it could not launch): nobody will make it,
+        // and it goes, the task's own worktree with it.
+        let start = match self.pending.remove(&task) {
+            Some(MakeTree {
+                start: TaskStart::Commit(commit),
+                ..
+            }) => {
+                self.unmade(task);
+                commit
+            }
+            _ => self.trees[task as usize]
+                .as_ref()
+                .expect("prepared above")
+                .start
+                .clone(),
+        };
         let repo = self.repo.as_ref().expect("the task has a worktree");
         let name = Self::candidate_name(graph, task, k);
         let path = self.dir.join(&name);
@@ -143,22 +154,24 @@ impl Workspaces {
     /// (candidate 1's stays, on `TASK@1`, when it lost), and the other candidates' worktrees
     /// go (their branches stay). Returns the winner's commit, for [`Workspaces::succeeded`].
     pub(crate) fn pick(&mut self, graph: &Graph, task: u32, winner: u32) -> Option<String> {
-        let (Some(repo), Some(Some(own))) = (&self.repo, self.trees.get(task as usize)) else {
-            return None;
-        };
-        let first = repo.branch_commit(&own.branch).ok().flatten();
+        let repo = self.repo.as_ref()?;
+        // The task's branch by name: candidate 1's worktree, the task's own, may never have
+        // been made (its making failed while the others ran), and the winner's work must
+        // still become the task's.
+        let own = format!("baton/{}/{}", self.run, graph.task(task).id.file_name());
+        let first = repo.branch_commit(&own).ok().flatten();
         let head = if winner == 1 {
             first
         } else {
-            let head = repo
-                .branch_commit(&self.candidate_branch(graph, task, winner))
+            repo.branch_commit(&self.candidate_branch(graph, task, winner))
                 .ok()
-                .flatten()?;
-            if let Some(first) = first {
-                let _ = repo.set_branch(&self.candidate_branch(graph, task, 1), &first);
-            }
-            let _ = repo.set_branch(&own.branch, &head);
-            Some(head)
+                .flatten()
+                .inspect(|head| {
+                    if let Some(first) = &first {
+                        let _ = repo.set_branch(&self.candidate_branch(graph, task, 1), first);
+                    }
+                    let _ = repo.set_branch(&own, head);
+                })
         };
         let mut done: Vec<u32> = self
             .candidate_trees

@@ -351,7 +351,7 @@ impl PgStore {
             // After every output of the turn: a best-of task's output and exit code are its
             // winner's, whichever candidate's attempt ended (or had its output land) last.
             for event in &events {
-                if let Some(attempt) = event.kind.picked_attempt() {
+                if let Some((attempt, last)) = event.kind.picked_attempt() {
                     let task = event.kind.task().expect("a pick is about a task");
                     turn.execute(
                         "UPDATE tasks SET output_attempt = a.attempt, output = a.output, \
@@ -359,8 +359,14 @@ impl PgStore {
                          stderr_tail = a.stderr_tail, exit_code = a.exit_code \
                          FROM attempts AS a \
                          WHERE tasks.run_id = $1 AND tasks.task_id = $2 \
-                         AND a.run_id = $1 AND a.task_idx = tasks.idx AND a.attempt = $3",
-                        &[&run.as_str(), &task.as_str(), &i64::from(attempt)],
+                         AND a.run_id = $1 AND a.task_idx = tasks.idx AND a.attempt = $3 \
+                         AND tasks.attempts <= $4",
+                        &[
+                            &run.as_str(),
+                            &task.as_str(),
+                            &i64::from(attempt),
+                            &i64::from(last),
+                        ],
                     )?;
                 }
             }

@@ -4,7 +4,7 @@
 
 use baton_model::{EventKind, TaskState};
 
-use crate::workspaces::{git, git_shim_holding, git_shim_killing_once, repo_with};
+use crate::workspaces::{git, git_shim, git_shim_holding, git_shim_killing_once, repo_with};
 
 /// `command` engines that write `out.txt` in their worktree: `big` five lines, `small` one,
 /// `broken` one its check refuses.
@@ -40,6 +40,33 @@ id = "echo"
 needs = ["write"]
 run = "printf '%s' {{ needs.write.output }}"
 "#;
+
+/// `baton run graph.toml --json` with `path` for `PATH`, which must succeed: what it printed,
+/// the run's id, and the repository.
+fn run_with_path(
+    test: crate::test::Test,
+    path: &str,
+) -> (crate::test::Output, String, std::path::PathBuf) {
+    let root = test.path().to_owned();
+    let out = test
+        .env("PATH", path)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    (out, run, root)
+}
+
+/// A repository with task `write` of two candidates, `big` and then `small`.
+fn two_candidates() -> crate::test::Test {
+    let graph = r#"
+[[task]]
+id = "write"
+candidates = ["big", "small"]
+prompt = "write out.txt"
+"#;
+    repo_with(graph).file("baton.toml", engines_toml())
+}
 
 #[test]
 fn the_smallest_change_that_passes_its_checks_wins_and_the_others_are_kept() {
@@ -127,13 +154,7 @@ run = "touch b-ran"
     let test = repo_with(graph).file("baton.toml", engines_toml());
     let marker = test.path().join("b-ran");
     let path = git_shim_holding(&test, "*\" worktree add \"*write@2*", &marker);
-    let root = test.path().to_owned();
-    let out = test
-        .env("PATH", &path)
-        .args(&["run", "graph.toml", "--json"])
-        .run()
-        .status(0);
-    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    let (out, run, root) = run_with_path(test, &path);
     let show = |rev: &str| git(&root, &["show", &format!("{rev}:out.txt")]);
     assert_eq!(show(&format!("baton/{run}/write")), "a");
     assert_eq!(show(&format!("baton/{run}/write@1")), "a\nb\nc\nd\ne");
@@ -209,13 +230,7 @@ prompt = "write out.txt"
 /// best-of task goes on to its pick.
 #[test]
 fn a_candidate_worktree_half_made_when_the_driver_died_is_made_again() {
-    let graph = r#"
-[[task]]
-id = "write"
-candidates = ["big", "small"]
-prompt = "write out.txt"
-"#;
-    let test = repo_with(graph).file("baton.toml", engines_toml());
+    let test = two_candidates();
     let path = git_shim_killing_once(&test, "*\" reset --hard \"*", "*write@2");
     let killed = test.env("PATH", &path).args(&["run", "graph.toml"]).run();
     assert_eq!(killed.code, None, "killed: {}", killed.stderr);
@@ -259,6 +274,25 @@ run = "printf '%s' {{ needs.write.output }}"
     assert_eq!(out.json_task("echo")["output"], "small wrote");
     let status = out.then().args(&["status"]).run().status(0);
     status.stdout_contains("“small wrote”");
+}
+
+/// Candidate 1's worktree is the task's own; when it cannot be made (git fails here, every
+/// time) the other candidates still run, and the winner's work still becomes the task's
+/// branch, what its dependents and the result start from.
+#[test]
+fn the_winner_becomes_the_task_even_when_candidate_1_could_not_start() {
+    let test = two_candidates();
+    let path = git_shim(
+        &test,
+        "*\" worktree add \"*\"/write \"*) echo 'no room' >&2; exit 1;;",
+    );
+    let (out, run, root) = run_with_path(test, &path);
+    let write = out.json_task("write");
+    assert_eq!(write["candidates"]["winner"], 2, "{write}");
+    assert_eq!(write["candidates"]["list"][0]["passed"], false, "{write}");
+    let show = |rev: &str| git(&root, &["show", &format!("{rev}:out.txt")]);
+    assert_eq!(show(&format!("baton/{run}/write")), "a");
+    assert_eq!(show(&format!("baton/{run}/result")), "a");
 }
 
 #[test]

@@ -1488,7 +1488,7 @@ pub(crate) fn git_shim_holding(test: &Test, pattern: &str, until: &Path) -> Stri
 
 /// A `PATH` with a `git` first on it that runs `case_arms` (shell `case` arms matched against
 /// ` ARGS `) before it runs the real git: to hold up or break one git command of baton's.
-fn git_shim(test: &Test, case_arms: &str) -> String {
+pub(crate) fn git_shim(test: &Test, case_arms: &str) -> String {
     let real_git = Command::new("sh")
         .args(["-c", "command -v git"])
         .output()
