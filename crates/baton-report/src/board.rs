@@ -488,6 +488,17 @@ impl Board {
             None if number > 1 => text.push_str(&format!("  attempt {number}")),
             None => {}
         }
+        // What the task is doing: of a best-of task's candidates, the running one that spoke
+        // last (the last to start may have ended already).
+        let attempt = match &round {
+            Some((_, _, candidates)) => candidates
+                .iter()
+                .filter(|a| a.ended_at_ms.is_none())
+                .max_by_key(|a| a.activity.as_ref().map_or(a.started_at_ms, |x| x.at_ms))
+                .copied()
+                .or(attempt),
+            None => attempt,
+        };
         let mut code = "";
         let quiet_after = self.quiet_after.as_millis() as i64;
         let activity = attempt.and_then(|a| a.activity.as_ref());
@@ -811,10 +822,35 @@ mod tests {
             "{}",
             line(&board)
         );
+        // What it is doing is what a running candidate said last, not what the last to start
+        // said before it ended.
+        let said = |at_ms, attempt, doing: &str| {
+            at(
+                at_ms,
+                EventKind::AgentActivity {
+                    task: id("deploy"),
+                    attempt,
+                    doing: Some(doing.to_owned()),
+                    tokens: 0,
+                    cost_usd: None,
+                },
+            )
+        };
+        board.apply(&said(12_500, 3, "editing main.rs"));
+        board.apply(&said(12_800, 1, "running the tests"));
+        assert!(
+            line(&board).ends_with("best of 3: 2 running  running the tests"),
+            "{}",
+            line(&board)
+        );
+        board.apply(&end(12_900, 1));
+        assert!(
+            line(&board).ends_with("best of 3: 1 running  editing main.rs"),
+            "{}",
+            line(&board)
+        );
         // Tried again: a second round of three.
-        for event in [end(13_000, 1), end(13_000, 3)] {
-            board.apply(&event);
-        }
+        board.apply(&end(13_000, 3));
         for attempt in 4..=6 {
             board.apply(&start(15_000, attempt));
         }
