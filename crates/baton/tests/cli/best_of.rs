@@ -273,7 +273,17 @@ run = "printf '%s' {{ needs.write.output }}"
     assert_eq!(out.json_task("write")["output"], "small wrote");
     assert_eq!(out.json_task("echo")["output"], "small wrote");
     let status = out.then().args(&["status"]).run().status(0);
-    status.stdout_contains("“small wrote”");
+    let status = status.stdout_contains("“small wrote”");
+    // The report's card says so too, and shows the winner's output.
+    let report = status.then().args(&["report", "-o", "-"]).run().status(0);
+    let card = report
+        .stdout
+        .split("<details class=\"task")
+        .find(|card| card.contains("<span class=\"id mono\">write</span>"))
+        .expect("write's card");
+    assert!(card.contains("best of 2 · 2 attempts"), "{card}");
+    assert!(card.contains("small wrote"), "{card}");
+    assert!(!card.contains("slow big wrote"), "{card}");
 }
 
 /// Candidate 1's worktree is the task's own; when it cannot be made (git fails here, every
