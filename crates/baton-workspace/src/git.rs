@@ -282,15 +282,22 @@ const TURNS_FILE: &str = "baton-worktrees.lock";
 /// within this process only.
 static TURNS_HERE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// A turn taken ([`TURNS_FILE`]): let go when dropped.
-enum Turn {
+/// A turn taken ([`TURNS_FILE`]), or another lock [`hold`] holds: let go when dropped.
+pub(crate) enum Turn {
     File(#[expect(dead_code, reason = "held for its lock")] std::fs::File),
     Here(#[expect(dead_code, reason = "held for its lock")] std::sync::MutexGuard<'static, ()>),
 }
 
 /// Waits for the repository's worktree commands' turn (see [`TURNS_FILE`]).
 fn take_turn(turns: Option<&Path>) -> Turn {
-    let file = turns.and_then(|path| {
+    hold(turns, &TURNS_HERE)
+}
+
+/// Holds an exclusive `flock` of the file at `path` (made if missing) until dropped: threads
+/// and processes alike wait for it. Where it cannot be opened, `here` stands in for it, within
+/// this process only (one mutex per lock: a thread holding one may take another).
+pub(crate) fn hold(path: Option<&Path>, here: &'static std::sync::Mutex<()>) -> Turn {
+    let file = path.and_then(|path| {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -301,7 +308,7 @@ fn take_turn(turns: Option<&Path>) -> Turn {
     });
     match file {
         Some(file) => Turn::File(file),
-        None => Turn::Here(TURNS_HERE.lock().unwrap_or_else(|e| e.into_inner())),
+        None => Turn::Here(here.lock().unwrap_or_else(|e| e.into_inner())),
     }
 }
 

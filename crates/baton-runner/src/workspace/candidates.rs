@@ -77,7 +77,7 @@ impl Workspaces {
                 let _ = repo.remove_worktree(&path);
                 let _ = std::fs::remove_dir_all(&path);
             }
-            let start = match repo.branch_commit(&branch) {
+            let to_make = match repo.branch_commit(&branch) {
                 // A retry after its worktree went: it goes on from its branch.
                 Ok(Some(_)) => {
                     repo.add_branch_worktree(&path, &branch)
@@ -92,7 +92,7 @@ impl Workspaces {
                 }
                 _ => Some(TaskStart::Commit(start.clone())),
             };
-            if let Some(start) = start {
+            if let Some(start) = to_make {
                 self.pending_candidates.insert(
                     (task, k),
                     MakeTree {

@@ -65,7 +65,12 @@ pub(super) fn pool_into(repo: &Repo, path: &Path, pool_dir: &Path, name: &str, b
     repo.pool_worktree(path, &pool_dir.join(name), base).is_ok()
 }
 
-/// [`pool_into`] while the pool has room.
+/// [`pool_into`] while the pool has room; whether the worktree left `path` (into the pool, or
+/// removed when the pool filled up while it was being emptied).
+///
+/// Room is counted again when it is the worktree's turn to go in (the pool's lock): tasks
+/// that end at once all find room before any of them has moved theirs in, and filled a pool
+/// of 2 with 8.
 pub(super) fn pool_if_room(
     repo: &Repo,
     path: &Path,
@@ -73,7 +78,10 @@ pub(super) fn pool_if_room(
     name: &str,
     base: &str,
 ) -> bool {
-    room(pool_dir) > 0 && pool_into(repo, path, pool_dir, name, base)
+    room(pool_dir) > 0
+        && repo
+            .pool_worktree_if(path, &pool_dir.join(name), base, || room(pool_dir) > 0)
+            .is_ok()
 }
 
 /// A worktree from the pool in `pool_dir` made `path` for a task starting at `start`, if the

@@ -7,6 +7,9 @@ use super::worktree::admin_dir;
 use super::{MergeOutcome, OnConflict, Repo, TaskStart, create_parent, path_arg};
 use crate::git::{GitError, failed};
 
+/// The pool's lock where its file cannot be had: within this process only.
+static POOL_HERE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 impl Repo {
     /// Sets aside the worktree at `path` (a task's, its work committed on its branch) for a
     /// later task: emptied of the task's work (`rest` checked out detached, a commit of the
@@ -14,6 +17,23 @@ impl Repo {
     /// so that it holds nothing the repository's history does not, and no branch; then moved
     /// to `pooled`. [`Repo::reuse_worktree`] makes it a task's again.
     pub fn pool_worktree(&self, path: &Path, pooled: &Path, rest: &str) -> Result<(), GitError> {
+        self.pool_worktree_if(path, pooled, rest, || true)
+            .map(|_| ())
+    }
+
+    /// [`Repo::pool_worktree`] if `admit` says so when it is its turn to go in: `admit` and the
+    /// move run while the pool's lock (`POOL.lock`, beside the pool's directory: nothing in
+    /// it but worktrees) is held, so that of
+    /// tasks ending at once, those `admit` counts in are all there is (the emptying before
+    /// goes on beside the others). Whether it went in; if not, the emptied worktree is
+    /// removed (it no longer holds the task's work), and its branch stays.
+    pub fn pool_worktree_if(
+        &self,
+        path: &Path,
+        pooled: &Path,
+        rest: &str,
+        admit: impl FnOnce() -> bool,
+    ) -> Result<bool, GitError> {
         self.check_worktree_root(path)?;
         let rest = self.commit_id(rest)?;
         let git = self.git.settled(path)?;
@@ -21,9 +41,15 @@ impl Repo {
         git.output(path, &["clean", "-ffdxq"])?;
         create_parent(pooled)?;
         let (from, to) = (path_arg(path)?, path_arg(pooled)?);
+        let lock = pooled.parent().map(|pool| pool.with_extension("lock"));
+        let _held = crate::git::hold(lock.as_deref(), &POOL_HERE);
+        if !admit() {
+            self.remove_worktree(path)?;
+            return Ok(false);
+        }
         self.git
             .output(&self.root, &["worktree", "move", &from, &to])?;
-        Ok(())
+        Ok(true)
     }
 
     /// Makes the pooled worktree at `pooled` the worktree `path` of a new task, as

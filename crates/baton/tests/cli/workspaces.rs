@@ -1131,6 +1131,7 @@ fn pooled(root: &Path) -> Vec<String> {
         .into_iter()
         .flatten()
         .flatten()
+        .filter(|e| e.path().join(".git").is_file())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
@@ -1217,6 +1218,41 @@ run = "ls -A | grep -v '^.git$' | sort | tr '\n' ' '"
     assert_eq!(pooled(pruned.path()), Vec::<String>::new());
     let listed = git(pruned.path(), &["worktree", "list", "--porcelain"]);
     assert!(!listed.contains(".pool"), "{listed}");
+}
+
+/// The pool holds at most `BATON_WORKTREE_POOL` worktrees, even when many tasks end at once
+/// and each finds room before any of them has moved its worktree in.
+#[test]
+fn many_tasks_ending_at_once_never_overfill_the_pool() {
+    let graph = (0..8)
+        .map(|i| {
+            format!(
+                "[[task]]\nid = \"t{i}\"\nworkspace = \"worktree\"\nrun = \"echo {i} > f{i}.txt\"\n"
+            )
+        })
+        .collect::<String>();
+    let out = repo_with(&format!("[run]\nconcurrency = 8\n\n{graph}"))
+        .env("BATON_WORKTREE_POOL", "2")
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let kept = pooled(out.path());
+    assert_eq!(kept.len(), 2, "filled, and no more: {kept:?}");
+    // Those that found no room were removed, their work kept on their branches.
+    let run = run_id(&out);
+    for i in 0..8 {
+        assert_eq!(
+            git(
+                out.path(),
+                &["show", &format!("baton/{run}/result:f{i}.txt")]
+            ),
+            i.to_string()
+        );
+    }
+    // What went over was removed whole: git knows no worktree that is not on disk.
+    let listed = git(out.path(), &["worktree", "list", "--porcelain"]);
+    let pool_entries = listed.matches(".pool/").count();
+    assert_eq!(pool_entries, kept.len(), "{listed}");
 }
 
 /// `workspace = "worktree"` where no worktree can be made (#16 item 5) is refused before
