@@ -312,6 +312,42 @@ pub(crate) fn hold(path: Option<&Path>, here: &'static std::sync::Mutex<()>) -> 
     }
 }
 
+/// Whether `args` writes a worktree's files (a checkout can take seconds): such a command
+/// must not outlive the baton process that started it. Killed with it, it would otherwise go
+/// on writing into a worktree a takeover has meanwhile found never checked out, removed and
+/// made again at the same path.
+fn writes_files(args: &[&str]) -> bool {
+    let (command, _) = subcommand(args);
+    matches!(
+        command,
+        Some("reset" | "checkout" | "switch" | "clean" | "read-tree")
+    )
+}
+
+/// Makes the child `command` starts die (SIGKILL) when baton does: `PR_SET_PDEATHSIG`, and
+/// an exit at once if baton died before it was set. The hook makes `std` fork rather than
+/// `posix_spawn`: only for the few commands [`writes_files`] picks, each of which takes far
+/// longer than the fork.
+fn die_with_baton(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let baton = std::process::id();
+    // SAFETY: between fork and exec the hook makes only async-signal-safe calls (`prctl`,
+    // `getppid`, `_exit`) and touches no memory but its captured integer.
+    unsafe {
+        command.pre_exec(move || {
+            // Refused (a seccomp policy, say): the command runs all the same, as it did before.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0
+                // The signal is only for a death after the call: one before it reparented the
+                // child.
+                && u32::try_from(libc::getppid()).ok() != Some(baton)
+            {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Whether `args` is a command that must not run beside another that changes the
 /// repository's worktrees ([`TURNS_FILE`]).
 fn runs_alone(args: &[&str]) -> bool {
@@ -362,6 +398,9 @@ impl Git {
 
     /// Runs `command` (`git ARGS`) to its end, taking its turn if it must ([`runs_alone`]).
     fn execute(&self, command: &mut Command, args: &[&str]) -> Result<Output, GitError> {
+        if writes_files(args) {
+            die_with_baton(command);
+        }
         let turns = self.common.as_deref().map(|common| common.join(TURNS_FILE));
         let _turn = runs_alone(args).then(|| take_turn(turns.as_deref()));
         command.output().map_err(GitError::Spawn)

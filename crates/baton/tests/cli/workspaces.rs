@@ -1477,6 +1477,7 @@ run = "echo more >> shared.txt"
     let path = git_shim_killing_once(&test, "*\" reset --hard \"*", "*");
     let killed = test.env("PATH", &path).args(&["run", "graph.toml"]).run();
     assert_eq!(killed.code, None, "killed: {}", killed.stderr);
+    assert_died_with_the_driver(killed.path());
     let (run, resumed) = killed.resumed();
     let root = resumed.path();
     assert_eq!(
@@ -1492,7 +1493,8 @@ run = "echo more >> shared.txt"
 
 /// A `PATH` with a `git` that kills its parent, the driver, the first time it is asked for
 /// a command matching `pattern` (a shell `case` pattern, matched against ` ARGS `) in a
-/// directory matching `dir` (another, against `$PWD`).
+/// directory matching `dir` (another, against `$PWD`). A second later, if it is still
+/// running, it leaves `.outlived` in the repository: see [`assert_died_with_the_driver`].
 pub(crate) fn git_shim_killing_once(test: &Test, pattern: &str, dir: &str) -> String {
     let once = test.path().join(".kill-once");
     std::fs::write(&once, "").unwrap();
@@ -1500,10 +1502,26 @@ pub(crate) fn git_shim_killing_once(test: &Test, pattern: &str, dir: &str) -> St
         test,
         &format!(
             "{pattern})\n\
-             \tcase \"$PWD\" in {dir}) if rm '{}' 2>/dev/null; then kill -9 $PPID; exit 1; fi;; esac;;",
-            once.display()
+             \tcase \"$PWD\" in {dir}) if rm '{}' 2>/dev/null; then\n\
+             \t\tkill -9 $PPID; sleep 1; touch '{}'; exit 1\n\
+             \tfi;; esac;;",
+            once.display(),
+            test.path().join(".outlived").display()
         ),
     )
+}
+
+/// The git command that [`git_shim_killing_once`] made kill the driver died with it: one that
+/// writes a worktree's files (a checkout can take minutes on a large repository) must not go
+/// on writing, its `index.lock` in the way of the takeover's own commands, while the takeover
+/// makes that worktree again at the same path.
+#[track_caller]
+pub(crate) fn assert_died_with_the_driver(root: &Path) {
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(
+        !root.join(".outlived").exists(),
+        "git went on after the driver that started it died"
+    );
 }
 
 /// A `PATH` with a `git` whose commands matching `pattern` (a shell `case` pattern, matched
