@@ -400,7 +400,7 @@ impl Workspaces {
         let repo = self.repo.as_ref().expect("uses_tree checked");
         let id = &graph.task(task).id;
         let path = self.dir.join(&*id.file_name());
-        let branch = format!("baton/{}/{}", self.run, id.file_name());
+        let branch = self.branch(&id.file_name());
         // A takeover finds the worktree an earlier driver made: what an interrupted attempt
         // left in it is saved on the branch first, then the task goes on from there. One on
         // another branch (a pooled worktree a crash left half taken) is not the task's: it
@@ -525,6 +525,12 @@ impl Workspaces {
         });
         self.fresh[task as usize] = true;
         Ok(Some(path))
+    }
+
+    /// The run's branch `baton/RUN/NAME`: a task's (`NAME` its file name), a candidate's
+    /// (`TASK@K`), `result`.
+    pub(crate) fn branch(&self, name: &str) -> String {
+        format!("baton/{}/{name}", self.run)
     }
 
     /// The worktree [`Workspaces::prepare`] left for `task`'s attempt to make, if it did.
@@ -679,7 +685,7 @@ impl Workspaces {
         if !self.uses_tree(graph, task) {
             return;
         }
-        let branch = format!("baton/{}/{}", self.run, graph.task(task).id.file_name());
+        let branch = self.branch(&graph.task(task).id.file_name());
         if let Some(repo) = &self.repo
             && let Ok(Some(commit)) = repo.branch_commit(&branch)
         {

@@ -63,7 +63,7 @@ impl Workspaces {
         let repo = self.repo.as_ref().expect("the task has a worktree");
         let name = Self::candidate_name(graph, task, k);
         let path = self.dir.join(&name);
-        let branch = format!("baton/{}/{name}", self.run);
+        let branch = self.branch(&name);
         let mine = repo.worktree_branch(&path).ok().flatten().as_deref() == Some(branch.as_str());
         // One whose checkout never ran (see `Workspaces::prepare`) is made again.
         if path.join(".git").exists() && mine && repo.is_checked_out(&path) {
@@ -158,7 +158,7 @@ impl Workspaces {
         // The task's branch by name: candidate 1's worktree, the task's own, may never have
         // been made (its making failed while the others ran), and the winner's work must
         // still become the task's.
-        let own = format!("baton/{}/{}", self.run, graph.task(task).id.file_name());
+        let own = self.branch(&graph.task(task).id.file_name());
         let first = repo.branch_commit(&own).ok().flatten();
         let head = if winner == 1 {
             first
@@ -190,10 +190,6 @@ impl Workspaces {
 
     /// The branch candidate `k` of `task` worked on.
     pub(crate) fn candidate_branch(&self, graph: &Graph, task: u32, k: u32) -> String {
-        format!(
-            "baton/{}/{}",
-            self.run,
-            Self::candidate_name(graph, task, k)
-        )
+        self.branch(&Self::candidate_name(graph, task, k))
     }
 }

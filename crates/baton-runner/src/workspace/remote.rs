@@ -123,7 +123,7 @@ impl Workspaces {
         let Some(repo) = &self.repo else {
             return Ok(());
         };
-        let branch = format!("baton/{}/result", self.run);
+        let branch = self.branch("result");
         let Ok(Some(_)) = repo.branch_commit(&branch) else {
             return Ok(());
         };

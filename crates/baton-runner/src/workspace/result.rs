@@ -35,7 +35,7 @@ impl Workspaces {
         if merges.is_empty() {
             return None;
         }
-        let branch = format!("baton/{}/result", self.run);
+        let branch = self.branch("result");
         let scratch = self.dir.join(".result");
         Some(
             match repo.merge_into_branch(&scratch, &branch, &self.base, &merges) {
@@ -50,7 +50,7 @@ impl Workspaces {
                     let name = conflict.incoming.replace('/', "+");
                     let path = self.dir.join(&name);
                     if !path.join(".git").exists() {
-                        let branch = format!("baton/{}/{}", self.run, name);
+                        let branch = self.branch(&name);
                         let _ = repo.add_branch_worktree(&path, &branch);
                     }
                     // Which tasks' changes it collides with: those merged before it that
@@ -85,10 +85,10 @@ impl Workspaces {
         let path = self.dir.join(".verify");
         // `+` is never in a task id: this cannot be a task's branch. It sits in a directory
         // of its own so that it can be deleted by prefix.
-        let branch = format!("baton/{}/+verify/probe", self.run);
+        let branch = self.branch("+verify/probe");
         // One left by a crash is replaced.
         let _ = repo.remove_worktree(&path);
-        let _ = repo.delete_branches(&format!("baton/{}/+verify/", self.run));
+        let _ = repo.delete_branches(&self.branch("+verify/"));
         // From a pooled worktree when there is one: only the files that differ are written,
         // which on a large repository is the whole cost of a check (and of each of a
         // bisection's probes); given back to the pool when the check is done.
@@ -101,7 +101,7 @@ impl Workspaces {
             Ok(MergeOutcome::Merged(_)) => Ok(Checkout {
                 repo,
                 path,
-                prefix: format!("baton/{}/+verify/", self.run),
+                prefix: self.branch("+verify/"),
                 pool: (pool_size() > 0).then(|| {
                     (
                         self.pool_dir(),
