@@ -80,6 +80,10 @@ pub enum EventKind {
         evidence: Evidence,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         scope_violations: Vec<String>,
+        /// Symbolic links the task made that point out of its worktree (to the user's own
+        /// files, say): left uncommitted, so that no result ever carries them to the user.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        links_left_out: Vec<String>,
     },
     /// Acceptance checks ran: a task's (`task`, `attempt`) in its workspace after the attempt,
     /// or the run's (no task) on the merged result.
@@ -208,6 +212,14 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         replaces: Vec<TaskId>,
     },
+    /// `baton retry --reload` (or `resume --reload`): from here on the run's tasks are defined
+    /// as its graph file defines them now (`graph`, in the stored form), not as when it
+    /// started; `changed` names the tasks whose definitions differ. Planners' tasks are added
+    /// to it as before.
+    GraphReloaded {
+        graph: String,
+        changed: Vec<TaskId>,
+    },
 }
 
 impl EventKind {
@@ -249,6 +261,7 @@ impl EventKind {
             | Self::RunFinished { .. }
             | Self::RunResumed { .. }
             | Self::BudgetChanged { .. }
+            | Self::GraphReloaded { .. }
             | Self::ResultMerged { .. } => None,
         }
     }
@@ -273,6 +286,7 @@ impl EventKind {
             Self::AgentActivity { .. } => "agent-activity",
             Self::TaskFinished { .. } => "task-finished",
             Self::GraphExpanded { .. } => "graph-expanded",
+            Self::GraphReloaded { .. } => "graph-reloaded",
             Self::Reviewed { .. } => "reviewed",
             Self::Picked { .. } => "picked",
             Self::Replanning { .. } => "replanning",

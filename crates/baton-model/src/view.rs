@@ -310,6 +310,7 @@ impl RunView {
                 | EventKind::Picked { .. }
                 | EventKind::Replanning { .. }
                 | EventKind::BudgetChanged { .. }
+                | EventKind::GraphReloaded { .. }
                 | EventKind::WorkspaceCommitted { .. }
                 | EventKind::ResultMerged { .. }
                 | EventKind::Checked { .. },

@@ -77,6 +77,7 @@ impl StateCounts {
             | EventKind::RunResumed { .. }
             | EventKind::TaskReset { .. }
             | EventKind::BudgetChanged { .. }
+            | EventKind::GraphReloaded { .. }
             | EventKind::WorkspaceCommitted { .. }
             | EventKind::ResultMerged { .. }
             | EventKind::Checked { .. }

@@ -167,7 +167,11 @@ pub async fn resume(
     let record = store
         .run(run_id)?
         .ok_or_else(|| TakeoverError::UnknownRun(run_id.clone()))?;
-    let graph = crate::takeover::recorded_graph(store, run_id)?;
+    let graph = match how.reload() {
+        // The file read again, grown by what the run's planners added, as the recorded one is.
+        Some(reload) => crate::takeover::grown(store, run_id, (*reload.graph).clone())?,
+        None => crate::takeover::recorded_graph(store, run_id)?,
+    };
     // Refuses while another live process drives the run, naming it; but a run that has ended
     // is let go by its driver a moment later (it merges, cleans up, reads its result), and
     // `baton cancel RUN && baton retry RUN` must not fall into that moment.
@@ -266,6 +270,7 @@ pub async fn coordinate(
             let how = Takeover::Resume {
                 charge_retries: false,
                 budget: None,
+                reload: None,
             };
             let launched = LaunchLog::read(&RunDirs::new(&config.state_dir, run_id));
             let restored = plan_takeover(

@@ -89,6 +89,9 @@ pub use layout::RunDirs;
 pub use leftovers::{Unfinished, kill_leftovers};
 pub use result::{build_observed_result, build_result};
 pub use run_id::new_run_id;
-pub use takeover::{BudgetChange, Takeover, TakeoverError, cancel_abandoned, recorded_graph};
+pub use takeover::{
+    BudgetChange, FileChanges, Reload, Takeover, TakeoverError, cancel_abandoned,
+    compare_with_file, recorded_graph,
+};
 pub use worker::{WorkerNews, WorkerOptions, work};
 pub use workspace::{check_worktrees, empty_worktree_pool, run_repo};

@@ -23,6 +23,8 @@ pub enum Takeover {
     Resume {
         charge_retries: bool,
         budget: Option<BudgetChange>,
+        /// `--reload`: the graph file as it is now defines the tasks from here on.
+        reload: Option<Reload>,
     },
     /// Run again the given tasks of a finished run (all that did not succeed when empty), with
     /// what they need that did not succeed and what they blocked; `budget` changes the run's
@@ -30,7 +32,113 @@ pub enum Takeover {
     Retry {
         tasks: Vec<TaskId>,
         budget: Option<BudgetChange>,
+        reload: Option<Reload>,
     },
+}
+
+impl Takeover {
+    /// The graph file read again, when asked (`--reload`).
+    pub fn reload(&self) -> Option<&Reload> {
+        match self {
+            Takeover::Resume { reload, .. } | Takeover::Retry { reload, .. } => reload.as_ref(),
+        }
+    }
+}
+
+/// A run's graph file read again for `baton retry --reload` / `resume --reload`: its tasks
+/// as they are defined now, checked against what the run recorded ([`compare_with_file`]).
+#[derive(Debug, Clone)]
+pub struct Reload {
+    pub graph: Box<Graph>,
+    /// The tasks whose definitions changed.
+    pub changed: Vec<TaskId>,
+}
+
+/// How a run's graph file differs from the graph the run recorded (before planners added
+/// to it; as last reloaded, if it was).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct FileChanges {
+    /// Tasks whose definitions differ (their command, prompt, settings).
+    pub changed: Vec<TaskId>,
+    /// Why the file cannot stand for the run's graph: tasks added, removed, renamed or
+    /// reordered, or their `needs` changed. A run's records are the tasks it had.
+    pub refused: Vec<String>,
+    /// The run's own settings (`[run]`, the name) differ.
+    pub settings: bool,
+}
+
+impl FileChanges {
+    pub fn any(&self) -> bool {
+        !self.changed.is_empty() || !self.refused.is_empty() || self.settings
+    }
+}
+
+/// The graph the run last stood on before its planners added to it: the one it started
+/// with, or the last one `--reload` gave it.
+fn base_graph(store: &dyn Store, run: &RunId) -> Result<Graph, crate::RunError> {
+    let bad = |source| TakeoverError::Graph {
+        run: run.clone(),
+        source,
+    };
+    let reloaded = store.last_event_of_kind(run, "graph-reloaded")?;
+    if let Some(Event {
+        kind: EventKind::GraphReloaded { graph, .. },
+        ..
+    }) = reloaded
+    {
+        return Ok(Graph::from_stored_json(&graph).map_err(bad)?);
+    }
+    let json = store
+        .graph_json(run)?
+        .ok_or_else(|| TakeoverError::UnknownRun(run.clone()))?;
+    Ok(Graph::from_stored_json(&json).map_err(bad)?)
+}
+
+/// How `file` (the run's graph file, loaded and validated now) differs from what `run`
+/// recorded.
+pub fn compare_with_file(
+    store: &dyn Store,
+    run: &RunId,
+    file: &Graph,
+) -> Result<FileChanges, crate::RunError> {
+    let recorded = base_graph(store, run)?;
+    let mut changes = FileChanges::default();
+    let ids = |g: &Graph| g.tasks().iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+    let (before, now) = (ids(&recorded), ids(file));
+    for id in before.iter().filter(|id| !now.contains(id)) {
+        changes
+            .refused
+            .push(format!("task `{id}` is no longer in the file"));
+    }
+    for id in now.iter().filter(|id| !before.contains(id)) {
+        changes.refused.push(format!("task `{id}` is new"));
+    }
+    if changes.refused.is_empty() && before != now {
+        changes
+            .refused
+            .push("the tasks are in another order".to_owned());
+    }
+    let json = |t: &baton_graph::Task| serde_json::to_value(t).unwrap_or_default();
+    for task in recorded.tasks() {
+        let Some(index) = file.index_of(task.id.as_str()) else {
+            continue;
+        };
+        let theirs = file.task(index);
+        let names = |g: &Graph, needs: &[u32]| -> Vec<String> {
+            needs.iter().map(|&n| g.task(n).id.to_string()).collect()
+        };
+        if names(&recorded, &task.needs) != names(file, &theirs.needs) {
+            changes
+                .refused
+                .push(format!("task `{}` needs other tasks now", task.id));
+        } else if json(task) != json(theirs) {
+            changes.changed.push(task.id.clone());
+        }
+    }
+    changes.settings = recorded.name() != file.name()
+        || serde_json::to_value(recorded.run_settings()).ok()
+            != serde_json::to_value(file.run_settings()).ok();
+    Ok(changes)
 }
 
 /// What a person decided about a run's budget.
@@ -75,14 +183,18 @@ pub enum TakeoverError {
 /// answer in the order they were recorded (each answer's tasks are stored with `needs` into
 /// the graph as it was then, which replaying in order makes again).
 pub fn recorded_graph(store: &dyn Store, run: &RunId) -> Result<Graph, crate::RunError> {
-    let json = store
-        .graph_json(run)?
-        .ok_or_else(|| TakeoverError::UnknownRun(run.clone()))?;
+    let base = base_graph(store, run)?;
+    grown(store, run, base)
+}
+
+/// `base` (a run's graph file, read again) grown by what the run's planners added to it, as
+/// [`recorded_graph`] grows the graph it recorded.
+pub(crate) fn grown(store: &dyn Store, run: &RunId, base: Graph) -> Result<Graph, crate::RunError> {
     let bad = |source| TakeoverError::Graph {
         run: run.clone(),
         source,
     };
-    let mut graph = Graph::from_stored_json(&json).map_err(bad)?;
+    let mut graph = base;
     for event in store.events_of_kind(run, "graph-expanded")? {
         let EventKind::GraphExpanded {
             task,
@@ -181,6 +293,7 @@ pub(crate) fn plan_takeover(
         Takeover::Resume {
             charge_retries,
             budget,
+            ..
         } => {
             restored.charge_retries = *charge_retries;
             match effective {
@@ -262,6 +375,16 @@ pub(crate) fn plan_takeover(
             retry: matches!(how, Takeover::Retry { .. }),
         },
     });
+    if let Some(reload) = how.reload() {
+        restored.opening.push(Event {
+            seq: 0,
+            at_ms,
+            kind: EventKind::GraphReloaded {
+                graph: reload.graph.to_stored_json(),
+                changed: reload.changed.clone(),
+            },
+        });
+    }
     let (mut budget, changed_before) = current_budget(store, graph, run)?;
     if let Takeover::Resume {
         budget: Some(change),

@@ -127,8 +127,11 @@ impl TreeWork {
             "baton: {} attempt {attempt} of run {} ({outcome})",
             self.task, self.run
         );
-        let commit = repo
-            .commit_all_but(&tree.path, &message, self.keep_out)
+        let baton_workspace::WorktreeCommit {
+            commit,
+            mut links_left_out,
+        } = repo
+            .commit_worktree(&tree.path, &message, self.keep_out)
             .map_err(|e| format!("cannot commit the task's changes: {e}"))?;
         let head = match &commit {
             Some(commit) => commit.clone(),
@@ -152,6 +155,7 @@ impl TreeWork {
             file.from.iter_mut().for_each(redact);
         }
         scope_violations.iter_mut().for_each(redact);
+        links_left_out.iter_mut().for_each(redact);
         let violates =
             (self.enforce && !scope_violations.is_empty()).then(|| scope_violations.clone());
         Ok(Committed {
@@ -165,10 +169,23 @@ impl TreeWork {
                 commit,
                 evidence,
                 scope_violations,
+                links_left_out,
             },
             violates,
         })
     }
+}
+
+/// Sets `tree` back to where its task started, keeping what attempt `earlier` left.
+fn restart_tree(repo: &Repo, tree: &TaskTree, earlier: u32) -> Result<(), Outcome> {
+    repo.restart_worktree(&tree.path, &tree.branch, &tree.start, earlier)
+        .map(|_| ())
+        .map_err(|e| Outcome::SpawnFailed {
+            error: format!(
+                "cannot set the task's worktree {} back to where it started: {e}",
+                tree.path.display()
+            ),
+        })
 }
 
 /// What happened to a task's worktree at the end of an attempt.
@@ -390,11 +407,37 @@ impl Workspaces {
     /// The directory `task` works in: its worktree, created at its first attempt, or `None`
     /// for the repository itself. A merge of its dependencies' results that conflicts is the
     /// task's outcome: it needs a person.
-    pub(crate) fn prepare(&mut self, graph: &Graph, task: u32) -> Result<Option<PathBuf>, Outcome> {
+    ///
+    /// `restart`: the attempt starts a new process or agent session (it continues none), so
+    /// its worktree is set back to where the task started, clean; what the earlier attempt
+    /// (this number) left is kept on its own ref (see `baton_workspace::Repo::restart_worktree`).
+    /// Only an attempt that continues a session (a fix round, an agent cut short) goes on
+    /// from the worktree as that session left it.
+    pub(crate) fn prepare(
+        &mut self,
+        graph: &Graph,
+        task: u32,
+        restart: Option<u32>,
+    ) -> Result<Option<PathBuf>, Outcome> {
         if !self.uses_tree(graph, task) {
             return Ok(None);
         }
         if let Some(tree) = &self.trees[task as usize] {
+            // One still to be made, or set aside already (its task succeeded), holds nothing
+            // of an earlier attempt.
+            if let Some(earlier) = restart
+                && !self.pending.contains_key(&task)
+                && tree.path.join(".git").is_file()
+            {
+                let repo = self.repo.as_ref().expect("uses_tree checked");
+                // Where it started as kept when it was made (a merge of its dependencies is
+                // not the first one's commit, which is all `tree` knows before).
+                let mut tree = tree.clone();
+                if let Some(start) = self.run_dirs.worktree_start(&graph.task(task).id) {
+                    tree.start = start;
+                }
+                restart_tree(repo, &tree, earlier)?;
+            }
             return Ok(Some(tree.path.clone()));
         }
         let repo = self.repo.as_ref().expect("uses_tree checked");
@@ -462,16 +505,29 @@ impl Workspaces {
                 .worktree_start(id)
                 .or_else(|| repo.branch_commit(&branch).ok().flatten())
                 .unwrap_or_else(|| self.base.clone());
-            self.trees[task as usize] = Some(TaskTree {
+            let tree = TaskTree {
                 path: path.clone(),
                 branch,
                 start,
-            });
+            };
+            if let Some(earlier) = restart {
+                restart_tree(repo, &tree, earlier)?;
+            }
+            self.trees[task as usize] = Some(tree);
             return Ok(Some(path));
         }
         // It ran before in this run (a planner asked again), and its worktree went back to the
         // pool: it goes on from its branch, in a worktree made again.
         if let Ok(Some(commit)) = repo.branch_commit(&branch) {
+            // An attempt that continues nothing starts from the task's start, the earlier
+            // attempts' work kept on their refs (a run resumed after its budget ran out).
+            if let (Some(earlier), Some(start)) = (restart, self.run_dirs.worktree_start(id)) {
+                repo.restart_branch(&branch, &start, earlier).map_err(|e| {
+                    Outcome::SpawnFailed {
+                        error: format!("cannot set {branch} back to where the task started: {e}"),
+                    }
+                })?;
+            }
             repo.add_branch_worktree(&path, &branch)
                 .map_err(|e| Outcome::SpawnFailed {
                     error: format!("cannot make the task's worktree again on {branch}: {e}"),
@@ -730,28 +786,37 @@ impl Workspaces {
 /// Gives a new worktree what git ignores but the task needs (`worktree_include`): files are
 /// copied, directories linked, from the repository's checkout. Entries are scope-like paths
 /// or globs, matched against the top levels of the checkout (what git ignores is rarely
-/// deeper: `.env`, `node_modules`, `target`).
+/// deeper: `.env`, `node_modules`, `target`). What it brings in is noted in the worktree so
+/// that no commit of it ever takes them (`baton_workspace::note_included`), whatever
+/// `.gitignore` says: a link committed and applied replaced the user's own directory.
 fn include(root: &Path, worktree: &Path, entries: &[String]) {
     if entries.is_empty() {
         return;
     }
     let mut found = Vec::new();
     collect(root, root, entries, 0, &mut found);
+    let mut brought = Vec::new();
     for relative in found {
         let from = root.join(&relative);
         let to = worktree.join(&relative);
-        if to.exists() {
+        if to.symlink_metadata().is_ok() {
             continue;
         }
         if let Some(parent) = to.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        let _ = if from.is_dir() {
+        let made = if from.is_dir() {
             std::os::unix::fs::symlink(&from, &to)
         } else {
             std::fs::copy(&from, &to).map(|_| ())
         };
+        if made.is_ok() {
+            brought.push(relative);
+        }
     }
+    // Should the note fail, its links are still never committed (they point out of the
+    // worktree); only a copied file that `.gitignore` does not name would be.
+    let _ = baton_workspace::note_included(worktree, &brought);
 }
 
 /// The paths under `dir` (to a depth of 3) that `entries` cover, not descending into a match.

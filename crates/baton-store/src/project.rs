@@ -396,6 +396,7 @@ fn apply_event(
         }
         // The event is the record; readers look it up when they need the budget.
         EventKind::BudgetChanged { .. }
+        | EventKind::GraphReloaded { .. }
         | EventKind::ResultMerged { .. }
         | EventKind::Checked { task: None, .. } => {}
         EventKind::RunFinished { state } => {

@@ -11,4 +11,6 @@ mod repo;
 
 pub use evidence::{ChangeKind, Evidence, FileChange, scope_violations};
 pub use git::{Drivers, GitError};
-pub use repo::{Conflict, MergeInProgress, MergeOutcome, Repo, TaskStart};
+pub use repo::{
+    Conflict, MergeInProgress, MergeOutcome, Repo, TaskStart, WorktreeCommit, note_included,
+};

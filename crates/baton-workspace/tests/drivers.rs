@@ -130,7 +130,7 @@ fn planted_drivers_never_run_and_trusted_ones_still_do() {
         fx.repo.remove_worktree(&fx.wt(wt)).unwrap();
     }
     // Into the user's own checkout, which has the attributes too.
-    merged(fx.repo.apply(&result, "baton: apply run r").unwrap());
+    merged(fx.repo.apply(&result, "baton: apply run r", false).unwrap());
     assert_eq!(read(fx.root(), "shared.txt"), "ONE\ntwo\nTHREE\n");
     assert_never_ran(&marker);
 

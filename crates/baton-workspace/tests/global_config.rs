@@ -80,7 +80,7 @@ fn a_global_config_and_git_variables_change_nothing() {
     std::fs::write(fx.root().join("new.txt"), "x\n").unwrap();
     assert!(fx.repo.is_dirty().unwrap());
     std::fs::remove_file(fx.root().join("new.txt")).unwrap();
-    let applied = merged(fx.repo.apply(&result, "baton: apply").unwrap());
+    let applied = merged(fx.repo.apply(&result, "baton: apply", false).unwrap());
     assert_eq!(applied, result, "a fast-forward");
 
     assert!(!marker.exists());

@@ -97,7 +97,7 @@ fn run_everything(fx: &Fixture) {
     std::fs::remove_file(fx.root().join("untracked.txt")).unwrap();
     let applied = merged(
         fx.repo
-            .apply("baton/r/result", "baton: apply run r")
+            .apply("baton/r/result", "baton: apply run r", false)
             .unwrap(),
     );
     assert_eq!(parents(fx.root(), &applied).len(), 2);

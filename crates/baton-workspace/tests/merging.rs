@@ -207,7 +207,7 @@ fn apply_fast_forwards_a_clean_tree() {
     );
     let outcome = fx
         .repo
-        .apply("baton/r/result", "baton: apply run r")
+        .apply("baton/r/result", "baton: apply run r", false)
         .unwrap();
     assert_eq!(outcome, MergeOutcome::Merged(result.clone()));
     assert_eq!(git(fx.root(), &["rev-parse", "main"]), result);
@@ -225,7 +225,7 @@ fn apply_makes_a_merge_commit_when_the_branch_moved_on() {
     git(fx.root(), &["commit", "--quiet", "-m", "user's work"]);
     let user = git(fx.root(), &["rev-parse", "HEAD"]);
 
-    let head = merged(fx.repo.apply(&a, "baton: apply run r").unwrap());
+    let head = merged(fx.repo.apply(&a, "baton: apply run r", false).unwrap());
     assert_eq!(parents(fx.root(), &head), vec![user, a]);
     assert_eq!(
         git(fx.root(), &["log", "-1", "--format=%s", &head]),
@@ -247,7 +247,7 @@ fn apply_refuses_a_dirty_tree_and_a_detached_head() {
     write(fx.root(), "elsewhere.txt", "x\n");
     write(fx.root(), "staged.txt", "x\n");
     git(fx.root(), &["add", "staged.txt"]);
-    let error = fx.repo.apply(&a, "m").unwrap_err().to_string();
+    let error = fx.repo.apply(&a, "m", false).unwrap_err().to_string();
     assert_eq!(
         error,
         "uncommitted changes are in the way of the merge: a.txt (untracked), staged.txt \
@@ -257,14 +257,14 @@ fn apply_refuses_a_dirty_tree_and_a_detached_head() {
     std::fs::remove_file(fx.root().join("staged.txt")).unwrap();
     std::fs::remove_file(fx.root().join("a.txt")).unwrap();
     // One the merge does not touch stays, and does not stop it.
-    let applied = merged(fx.repo.apply(&a, "m").unwrap());
+    let applied = merged(fx.repo.apply(&a, "m", false).unwrap());
     assert_eq!(git(fx.root(), &["rev-parse", "main"]), applied);
     assert_eq!(read(fx.root(), "elsewhere.txt"), "x\n");
     git(fx.root(), &["reset", "--quiet", "--hard", &fx.base]);
     std::fs::remove_file(fx.root().join("elsewhere.txt")).unwrap();
 
     git(fx.root(), &["switch", "--quiet", "--detach", "main"]);
-    let error = fx.repo.apply(&a, "m").unwrap_err().to_string();
+    let error = fx.repo.apply(&a, "m", false).unwrap_err().to_string();
     assert!(error.contains("HEAD is detached"), "{error}");
     assert_eq!(git(fx.root(), &["rev-parse", "main"]), fx.base);
 }
@@ -276,7 +276,7 @@ fn apply_aborts_a_conflict() {
     write(fx.root(), "shared.txt", "one\nTWO by the user\nthree\n");
     git(fx.root(), &["commit", "--quiet", "-am", "user's edit"]);
     let before = fx.main_state();
-    let outcome = fx.repo.apply(&a, "m").unwrap();
+    let outcome = fx.repo.apply(&a, "m", false).unwrap();
     assert_eq!(
         outcome,
         MergeOutcome::Conflict(Conflict {

@@ -197,6 +197,11 @@ pub struct ResumeArgs {
     /// with no soft limit any more).
     #[arg(long, value_name = "USD")]
     pub raise_budget: Option<f64>,
+    /// Take the graph file's task definitions as they are now (the run recorded the file as
+    /// it was when it started): fix a command in the file, then retry. Tasks added, removed,
+    /// renamed or given other `needs` are refused: `baton run` the file afresh.
+    #[arg(long)]
+    pub reload: bool,
     #[command(flatten)]
     pub drive: DriveArgs,
 }
@@ -210,12 +215,23 @@ pub struct DiffArgs {
     /// A best-of task's candidate K (from 1): its work, won or not.
     #[arg(long, value_name = "K", requires = "task", value_parser = clap::value_parser!(u32).range(1..))]
     pub candidate: Option<u32>,
+    /// Attempt N's work (from 1): a retried task starts again from where it started, and
+    /// what an earlier attempt changed is kept on `baton/RUN/TASK/attempt-N`.
+    #[arg(long, value_name = "N", requires = "task", conflicts_with = "candidate", value_parser = clap::value_parser!(u32).range(1..))]
+    pub attempt: Option<u32>,
+    /// The files changed and their lines added and removed, instead of the patch.
+    #[arg(long)]
+    pub stat: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
     /// A run id (or a unique prefix), or `latest`.
     pub run: String,
+    /// One commit on the current branch, its message naming the run and its tasks, instead
+    /// of the run's own commits merged in.
+    #[arg(long)]
+    pub squash: bool,
 }
 
 #[derive(Debug, Args)]
@@ -249,6 +265,11 @@ pub struct RetryArgs {
     /// A new hard budget in dollars for the run, first (a run its budget stopped).
     #[arg(long, value_name = "USD")]
     pub raise_budget: Option<f64>,
+    /// Take the graph file's task definitions as they are now (the run recorded the file as
+    /// it was when it started): fix a command in the file, then retry. Tasks added, removed,
+    /// renamed or given other `needs` are refused: `baton run` the file afresh.
+    #[arg(long)]
+    pub reload: bool,
     #[command(flatten)]
     pub drive: DriveArgs,
 }

@@ -43,9 +43,13 @@ pub(crate) fn assemble(
         candidate,
     } = parts;
     let spec_task = graph.task(task);
+    // An attempt that continues no session (a fix round's, an agent's cut short) starts from
+    // the task's start, clean: a retry never builds on the failed attempt's changes.
+    let continues = resume.is_some_and(|r| r.fix.is_some() || r.session.is_some());
+    let restart = (attempt > 1 && !continues).then(|| attempt - 1);
     let workdir = match candidate {
         Some(k) => workspaces.prepare_candidate(graph, task, k),
-        None => workspaces.prepare(graph, task),
+        None => workspaces.prepare(graph, task, restart),
     };
     let workdir = workdir.map_err(|outcome| match outcome {
         // File names are a task's output too: a secret can be one.

@@ -29,7 +29,7 @@ impl Workspaces {
         task: u32,
         k: u32,
     ) -> Result<Option<PathBuf>, Outcome> {
-        let own = self.prepare(graph, task)?;
+        let own = self.prepare(graph, task, None)?;
         if own.is_none() {
             return Ok(None);
         }

@@ -499,6 +499,7 @@ fn apply(tx: &mut Turn<'_>, run: &RunId, event: &Event) -> Result<(), StoreError
             task: Some(task), ..
         } => task_known(tx, run, task)?,
         EventKind::BudgetChanged { .. }
+        | EventKind::GraphReloaded { .. }
         | EventKind::ResultMerged { .. }
         | EventKind::Checked { task: None, .. } => {}
         EventKind::AttemptStarted { task, attempt, pid } => {

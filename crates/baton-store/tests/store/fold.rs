@@ -336,6 +336,7 @@ fn simulate(case: &Case) -> Log {
                     commit: None,
                     evidence: Evidence::default(),
                     scope_violations: Vec::new(),
+                    links_left_out: Vec::new(),
                 });
             }
             // Another output for a started attempt, in the turn of the latest event.
@@ -621,6 +622,7 @@ fn an_event_about_a_task_the_run_lacks_is_refused_whatever_its_kind() {
             commit: None,
             evidence: Evidence::default(),
             scope_violations: Vec::new(),
+            links_left_out: Vec::new(),
         },
         EventKind::Checked {
             task: Some(ghost.clone()),

@@ -62,7 +62,7 @@ impl Repo {
     /// person edited is taken as it is), with git's own message for it. Returns the commit.
     pub fn conclude_merge(&self, path: &Path) -> Result<String, GitError> {
         let git = self.git.settled(path)?;
-        git.output(path, &["add", "--all"])?;
+        super::add_all(&git, path, &[])?;
         git.output(path, &["commit", "--quiet", "--no-edit", "--no-verify"])?;
         self.head(path)
     }
@@ -268,6 +268,14 @@ impl Repo {
             FastForward::Allow => "--ff",
             FastForward::Never => "--no-ff",
         };
+        // In the user's own checkout (`baton apply`), what git ignores is the user's too
+        // (`node_modules`, `.venv`): the merge stops rather than replace it. `apply` looks
+        // first and names it; this holds should something appear in between.
+        let ignored = if worktree == self.root {
+            "--no-overwrite-ignore"
+        } else {
+            "--overwrite-ignore"
+        };
         let args = [
             "merge",
             "--quiet",
@@ -275,6 +283,7 @@ impl Repo {
             "--no-stat",
             "--no-verify",
             ff,
+            ignored,
             "-m",
             message,
             commit,

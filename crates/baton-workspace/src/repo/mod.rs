@@ -7,11 +7,14 @@ use std::path::{Path, PathBuf};
 use crate::evidence::Evidence;
 use crate::git::{Drivers, Git, GitError, failed};
 
+mod kept_out;
 mod merge;
 mod pool;
+mod restart;
 mod working_tree;
 mod worktree;
 
+pub use kept_out::note_included;
 pub use merge::MergeInProgress;
 use merge::{FastForward, OnConflict};
 
@@ -23,6 +26,15 @@ pub struct Repo {
     git: Git,
     /// `--git-common-dir`, once asked.
     common_dir: std::sync::OnceLock<String>,
+}
+
+/// What [`Repo::commit_worktree`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorktreeCommit {
+    /// The new commit; `None` when nothing changed.
+    pub commit: Option<String>,
+    /// Symbolic links out of the worktree that were left uncommitted.
+    pub links_left_out: Vec<String>,
 }
 
 /// How a task's worktree starts.
@@ -152,20 +164,56 @@ impl Repo {
         message: &str,
         keep_out: &[&str],
     ) -> Result<Option<String>, GitError> {
+        Ok(self.commit_worktree(worktree, message, keep_out)?.commit)
+    }
+
+    /// [`Repo::commit_all_but`], saying what was left out besides `keep_out`: never
+    /// committed are what `worktree_include` brought in (see [`note_included`]) and a
+    /// symbolic link the commit would add that points out of the worktree (to the user's own
+    /// files: applied, it would stand where they are).
+    pub fn commit_worktree(
+        &self,
+        worktree: &Path,
+        message: &str,
+        keep_out: &[&str],
+    ) -> Result<WorktreeCommit, GitError> {
         let (head, head_tree) = self.check_worktree_root(worktree)?;
         // `add` and `write-tree` (which refreshes the index, and may clean a file again)
         // both run filters: one read of the config for the two.
         let git = self.git.settled(worktree)?;
-        let excluded: Vec<String> = keep_out.iter().map(|p| format!(":(exclude){p}")).collect();
-        let mut add = vec!["add", "--all"];
-        if !excluded.is_empty() {
-            add.extend(["--", "."]);
-            add.extend(excluded.iter().map(String::as_str));
-        }
-        git.output(worktree, &add)?;
-        let tree = git.output(worktree, &["write-tree"])?.trim().to_owned();
+        add_all(&git, worktree, keep_out)?;
+        let mut tree = git.output(worktree, &["write-tree"])?.trim().to_owned();
         if tree == head_tree {
-            return Ok(None);
+            return Ok(WorktreeCommit::default());
+        }
+        let raw = git.output(
+            worktree,
+            &[
+                "diff-tree",
+                "-r",
+                "--raw",
+                "-z",
+                "--no-renames",
+                &head_tree,
+                &tree,
+            ],
+        )?;
+        let links_left_out = kept_out::links_leaving(worktree, &raw);
+        if !links_left_out.is_empty() {
+            let mut rm = vec!["rm", "--cached", "--quiet", "--ignore-unmatch", "--"];
+            let literal: Vec<String> = links_left_out
+                .iter()
+                .map(|p| format!(":(literal){p}"))
+                .collect();
+            rm.extend(literal.iter().map(String::as_str));
+            git.output(worktree, &rm)?;
+            tree = git.output(worktree, &["write-tree"])?.trim().to_owned();
+            if tree == head_tree {
+                return Ok(WorktreeCommit {
+                    commit: None,
+                    links_left_out,
+                });
+            }
         }
         let commit = self
             .git
@@ -181,7 +229,10 @@ impl Repo {
             worktree,
             &["update-ref", "-m", "baton: commit", "HEAD", &commit, &head],
         )?;
-        Ok(Some(commit))
+        Ok(WorktreeCommit {
+            commit: Some(commit),
+            links_left_out,
+        })
     }
 
     /// What changed between `from` and `to` (commits).
@@ -215,6 +266,19 @@ impl Repo {
             name.strip_prefix(prefix)
                 .is_some_and(|rest| rest.starts_with('/'))
         };
+        // The earlier attempts' work kept beside the branches (`Repo::attempt_ref`) goes too.
+        let kept = self.git.output(
+            &self.root,
+            &[
+                "for-each-ref",
+                "--format=%(refname)",
+                &format!("refs/{prefix}/"),
+            ],
+        )?;
+        for reference in kept.lines().filter(|r| !r.is_empty()) {
+            self.git
+                .output(&self.root, &["update-ref", "-d", reference])?;
+        }
         let pattern = format!("refs/heads/{prefix}/");
         let refs = self.git.output(
             &self.root,
@@ -284,7 +348,12 @@ impl Repo {
 
     /// The commit a branch points at, if it exists.
     pub fn branch_commit(&self, branch: &str) -> Result<Option<String>, GitError> {
-        let spec = format!("refs/heads/{branch}^{{commit}}");
+        self.ref_commit(&format!("refs/heads/{branch}"))
+    }
+
+    /// The commit a full ref name (`refs/…`) points at, if it exists.
+    fn ref_commit(&self, reference: &str) -> Result<Option<String>, GitError> {
+        let spec = format!("{reference}^{{commit}}");
         let args = [
             "rev-parse",
             "--verify",
@@ -326,6 +395,16 @@ impl Repo {
     /// no external diff program or text conversion), and with file names unquoted, for people
     /// to read.
     pub fn diff(&self, from: &str, to: &str) -> Result<String, GitError> {
+        self.diff_as(from, to, "--patch")
+    }
+
+    /// What changed between `from` and `to` as git's `--stat`: a line a file, with its lines
+    /// added and removed, and a total.
+    pub fn diff_stat(&self, from: &str, to: &str) -> Result<String, GitError> {
+        self.diff_as(from, to, "--stat=100")
+    }
+
+    fn diff_as(&self, from: &str, to: &str, form: &str) -> Result<String, GitError> {
         let from = self.resolve(from)?;
         let to = self.resolve(to)?;
         self.git.output(
@@ -334,6 +413,7 @@ impl Repo {
                 "-c",
                 "core.quotePath=false",
                 "diff",
+                form,
                 "--no-color",
                 "--no-ext-diff",
                 "--no-textconv",
@@ -370,6 +450,30 @@ impl Repo {
             .to_owned();
         Ok(self.common_dir.get_or_init(|| dir))
     }
+}
+
+/// `git add --all` in `worktree` (with `git`, its config read), leaving out what `keep_out`
+/// matches and what `worktree_include` brought in (see `kept_out`).
+pub(super) fn add_all(git: &Git, worktree: &Path, keep_out: &[&str]) -> Result<(), GitError> {
+    let excluded: Vec<String> = keep_out.iter().map(|p| format!(":(exclude){p}")).collect();
+    let mut add = vec!["add", "--all"];
+    if !excluded.is_empty() {
+        add.extend(["--", "."]);
+        add.extend(excluded.iter().map(String::as_str));
+    }
+    git.output(worktree, &add)?;
+    // Taken out of the index after the `add` rather than excluded from it: git refuses a
+    // pathspec that names an ignored path, even one that excludes it.
+    let included: Vec<String> = kept_out::included(worktree)
+        .iter()
+        .map(|p| format!(":(literal){p}"))
+        .collect();
+    if !included.is_empty() {
+        let mut rm = vec!["rm", "--cached", "-r", "--quiet", "--ignore-unmatch", "--"];
+        rm.extend(included.iter().map(String::as_str));
+        git.output(worktree, &rm)?;
+    }
+    Ok(())
 }
 
 /// Whether `rev` is a full object id (SHA-1 or SHA-256), not a name to resolve.

@@ -50,26 +50,45 @@ pub fn diff(args: DiffArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let (from, to) = match &args.task {
         None => result_of(&*store, &run.id)?,
         Some(task) => {
-            let last = store
+            let committed: Vec<_> = store
                 .events_of_kind(&run.id, "workspace-committed")?
                 .into_iter()
-                .rev()
-                .find_map(|e| match e.kind {
+                .filter_map(|e| match e.kind {
                     EventKind::WorkspaceCommitted {
                         task: t,
+                        attempt,
                         start,
                         commit,
                         branch,
                         ..
-                    } if t.as_str() == task => Some((start, commit, branch)),
+                    } if t.as_str() == task => Some((attempt, start, commit, branch)),
                     _ => None,
-                });
-            let Some((start, _, branch)) = last else {
+                })
+                .collect();
+            let Some((_, start, _, branch)) = committed.last().cloned() else {
                 return Err(Failure::BadInput(format!(
                     "task `{task}` of run {} has no worktree changes recorded",
                     run.id
                 )));
             };
+            if let Some(n) = args.attempt {
+                // Its own commit, or where its work was kept when a later attempt started
+                // again (an interrupted attempt's checkpoint has only the ref).
+                let own = committed.iter().rev().find(|(a, ..)| *a == n).cloned();
+                let kept = repo.kept_attempt(&branch, n).ok().flatten();
+                let commit = own.as_ref().and_then(|(_, _, c, _)| c.clone()).or(kept);
+                let Some(head) = commit else {
+                    return Err(Failure::BadInput(format!(
+                        "attempt {n} of task `{task}` in run {} left no changes",
+                        run.id
+                    )));
+                };
+                let start = own
+                    .and_then(|(_, s, ..)| s)
+                    .or(start)
+                    .unwrap_or_else(|| head.clone());
+                return show(&repo, &start, &head, args.stat);
+            }
             // A best-of task's candidates work on `TASK@K`; its own branch holds the winner's.
             let own = branch.split('@').next().unwrap_or(&branch).to_owned();
             let branch = match args.candidate {
@@ -95,7 +114,18 @@ pub fn diff(args: DiffArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             (start.unwrap_or_else(|| head.clone()), head)
         }
     };
-    let text = repo.diff(&from, &to).context("git diff failed")?;
+    show(&repo, &from, &to, args.stat)
+}
+
+/// Prints what changed from `from` to `to`: the patch, or with `stat` the files and their
+/// line counts.
+fn show(repo: &Repo, from: &str, to: &str, stat: bool) -> Result<i32, Failure> {
+    let text = if stat {
+        repo.diff_stat(from, to)
+    } else {
+        repo.diff(from, to)
+    };
+    let text = text.context("git diff failed")?;
     // What an agent wrote may hold terminal escapes: never replayed raw to a terminal.
     out::Stdout::new("the diff").task_output(text.as_bytes())?;
     Ok(exit::SUCCESS)
@@ -106,16 +136,17 @@ pub fn apply(args: ApplyArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let run = records::resolve(&*store, Some(&args.run))?;
     let repo = repo_of(&project, &run.id)?;
     let (_, commit) = result_of(&*store, &run.id)?;
-    // Uncommitted changes the merge would meet refuse it, named (`Repo::apply`); others stay
-    // as they are.
-    let message = format!("baton: apply run {} ({})", run.id, run.name);
-    match repo.apply(&commit, &message) {
+    let message = apply_message(&*store, &run, args.squash)?;
+    // What the merge would meet of the user's (uncommitted changes, what git ignores that it
+    // would replace) refuses it, named, before anything is touched (`Repo::apply`).
+    match repo.apply(&commit, &message, args.squash) {
         Ok(baton_workspace::MergeOutcome::Merged(head)) => {
             out::line(
                 "what was applied",
                 &format!(
-                    "baton: applied run {} to the current branch (now at {})",
+                    "baton: applied run {} to the current branch{} (now at {})",
                     run.id,
+                    if args.squash { " as one commit" } else { "" },
                     &head[..head.len().min(12)]
                 ),
             )?;
@@ -130,4 +161,56 @@ pub fn apply(args: ApplyArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         }
         Err(e) => Err(Failure::BadInput(e.to_string())),
     }
+}
+
+/// The message of the commit `baton apply` makes (a merge, or with `--squash` the one
+/// commit): the run, and the tasks whose changes it brings, one a line with its files.
+fn apply_message(
+    store: &dyn baton_store::Store,
+    run: &baton_store::RunRecord,
+    squash: bool,
+) -> Result<String, Failure> {
+    let mut tasks: Vec<(String, usize)> = Vec::new();
+    for event in store.events_of_kind(&run.id, "workspace-committed")? {
+        let EventKind::WorkspaceCommitted { task, evidence, .. } = event.kind else {
+            continue;
+        };
+        // A task's last commit holds all its attempts' changes (measured from its start).
+        match tasks.iter_mut().find(|(t, _)| t == task.as_str()) {
+            Some(known) => known.1 = evidence.files.len(),
+            None => tasks.push((task.as_str().to_owned(), evidence.files.len())),
+        }
+    }
+    tasks.retain(|(_, files)| *files > 0);
+    // In the graph's order, not in the order they happened to end.
+    let order: Vec<String> = store
+        .tasks(&run.id)?
+        .into_iter()
+        .map(|t| t.task.to_string())
+        .collect();
+    tasks.sort_by_key(|(t, _)| order.iter().position(|o| o == t));
+    let names: Vec<&str> = tasks.iter().map(|(t, _)| t.as_str()).collect();
+    let subject = format!(
+        "{} baton run {} ({}){}",
+        if squash { "Squashed" } else { "Merge" },
+        run.name,
+        run.id,
+        match names.len() {
+            0 => String::new(),
+            1..=3 => format!(": {}", names.join(", ")),
+            n => format!(": {} and {} more", names[..2].join(", "), n - 2),
+        }
+    );
+    let mut message = subject;
+    if !tasks.is_empty() {
+        message.push_str("\n\n");
+        for (task, files) in &tasks {
+            message.push_str(&format!(
+                "- {task}: {files} file{}\n",
+                if *files == 1 { "" } else { "s" }
+            ));
+        }
+        message.push_str(&format!("\nbaton status {}\n", run.id));
+    }
+    Ok(message)
 }

@@ -90,6 +90,10 @@ fn describe(event: &Event) -> String {
             let names: Vec<&str> = added.iter().map(TaskId::as_str).collect();
             format!("{task}#{attempt}: added {}", names.join(", "))
         }
+        EventKind::GraphReloaded { changed, .. } => {
+            let names: Vec<&str> = changed.iter().map(TaskId::as_str).collect();
+            format!("the graph file read again; changed: {}", names.join(", "))
+        }
         EventKind::TaskWaiting { task } => format!("{task}: waits for approval"),
         EventKind::Replanning { task, failed } => {
             format!("{task}: `{failed}` failed; asked to plan what is left")
@@ -198,6 +202,7 @@ fn describe(event: &Event) -> String {
             commit,
             evidence,
             scope_violations,
+            links_left_out,
             ..
         } => {
             let mut text = match commit {
@@ -214,6 +219,12 @@ fn describe(event: &Event) -> String {
                 text.push_str(&format!(
                     "; outside its scope: {}",
                     scope_violations.join(", ")
+                ));
+            }
+            if !links_left_out.is_empty() {
+                text.push_str(&format!(
+                    "; links out of its worktree left out: {}",
+                    links_left_out.join(", ")
                 ));
             }
             text

@@ -84,11 +84,14 @@ fn raised_budget(usd: Option<f64>) -> Result<Option<BudgetChange>, Failure> {
 }
 
 pub fn resume(args: ResumeArgs, store_url: Option<&str>) -> Result<i32, Failure> {
-    let run = records::resolve(&*records::open(store_url)?, Some(&args.run))?;
+    let store = records::open(store_url)?;
+    let run = records::resolve(&*store, Some(&args.run))?;
     let budget = raised_budget(args.raise_budget)?;
+    let reload = reload(&*store, &run, args.reload, "resume")?;
     let how = Takeover::Resume {
         charge_retries: args.charge_retries,
         budget,
+        reload,
     };
     drive(Job::Takeover(run.id, how), &args.drive, store_url)
 }
@@ -108,23 +111,107 @@ pub fn approve(args: ApproveArgs, store_url: Option<&str>) -> Result<i32, Failur
     let how = Takeover::Resume {
         charge_retries: false,
         budget: Some(BudgetChange::Approve),
+        reload: None,
     };
     drive(Job::Takeover(run.id, how), &args.drive, store_url)
 }
 
 pub fn retry(args: RetryArgs, store_url: Option<&str>) -> Result<i32, Failure> {
-    let run = records::resolve(&*records::open(store_url)?, Some(&args.run))?;
+    let store = records::open(store_url)?;
+    let run = records::resolve(&*store, Some(&args.run))?;
     let tasks = args
         .tasks
         .iter()
         .map(|t| TaskId::new(t.clone()).map_err(|e| Failure::BadInput(format!("`{t}`: {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
     let budget = raised_budget(args.raise_budget)?;
+    let reload = reload(&*store, &run, args.reload, "retry")?;
+    drop(store);
     drive(
-        Job::Takeover(run.id, Takeover::Retry { tasks, budget }),
+        Job::Takeover(
+            run.id,
+            Takeover::Retry {
+                tasks,
+                budget,
+                reload,
+            },
+        ),
         &args.drive,
         store_url,
     )
+}
+
+/// What `baton retry` and `resume` make of the run's graph file: changed since the run
+/// recorded it, it is said in one line, and with `--reload` (`asked`) it defines the tasks
+/// from here on; a file that cannot stand for the run's graph is refused, saying why.
+fn reload(
+    store: &dyn Store,
+    run: &baton_store::RunRecord,
+    asked: bool,
+    verb: &str,
+) -> Result<Option<baton_runner::Reload>, Failure> {
+    let Some(path) = graph_file_of(run) else {
+        if asked {
+            return Err(Failure::BadInput(format!(
+                "--reload: run {}'s graph file `{}` is not there any more",
+                run.id, run.graph_path
+            )));
+        }
+        return Ok(None);
+    };
+    let path = path.as_path();
+    let file = if asked {
+        load_graph(path)?
+    } else {
+        // Only to tell: a file that does not load now is not this command's business.
+        match baton_graph::load(path) {
+            Ok(graph) => graph,
+            Err(_) => {
+                out::err(&format!(
+                    "baton: {} changed since run {} started and does not load now; this {verb} \
+                     runs the tasks as the run recorded them",
+                    run.graph_path, run.id
+                ));
+                return Ok(None);
+            }
+        }
+    };
+    let changes = baton_runner::compare_with_file(store, &run.id, &file)
+        .map_err(|e| Failure::BadInput(e.to_string()))?;
+    if !changes.any() {
+        return Ok(None);
+    }
+    let named = if changes.changed.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = changes.changed.iter().map(|t| format!("`{t}`")).collect();
+        format!(" (tasks {})", names.join(", "))
+    };
+    if !asked {
+        out::err(&format!(
+            "baton: {} changed since run {} started{named}; this {verb} runs the tasks as the \
+             run recorded them: `baton {verb} {} --reload` takes the changes",
+            run.graph_path, run.id, run.id
+        ));
+        return Ok(None);
+    }
+    if !changes.refused.is_empty() {
+        return Err(Failure::BadInput(format!(
+            "--reload: {} no longer has run {}'s tasks: {}; `baton run {}` runs it afresh",
+            run.graph_path,
+            run.id,
+            changes.refused.join("; "),
+            run.graph_path
+        )));
+    }
+    out::err(&format!(
+        "baton: {verb} of run {} takes {} as it is now{named}",
+        run.id, run.graph_path
+    ));
+    Ok(Some(baton_runner::Reload {
+        graph: Box::new(file),
+        changed: changes.changed,
+    }))
 }
 
 fn kill_grace(args: &DriveArgs) -> Result<Duration, Failure> {
@@ -134,9 +221,48 @@ fn kill_grace(args: &DriveArgs) -> Result<Duration, Failure> {
 /// Drives a run to its end in this process, prints the result and maps it to an exit code.
 pub(super) fn drive(job: Job, args: &DriveArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     match execute(job, args, store_url)? {
-        Driven::Done(result) => print_result(&result, args),
+        Driven::Done(mut result) => {
+            suggest_reload(&mut result, store_url);
+            print_result(&result, args)
+        }
         Driven::Nothing(code) => Ok(code),
     }
+}
+
+/// A run whose next step is `baton retry RUN` while its graph file has changed since it
+/// recorded it: the retry that takes the fix is `--reload`'s (else "fix the file, retry"
+/// would run the old command for ever).
+fn suggest_reload(result: &mut baton_report::RunResult, store_url: Option<&str>) {
+    let plain = format!("baton retry {}", result.run.id);
+    let Some(at) = result.next.iter().position(|n| *n == plain) else {
+        return;
+    };
+    let Ok(store) = records::open(store_url) else {
+        return;
+    };
+    let Ok(id) = RunId::new(&result.run.id) else {
+        return;
+    };
+    let Ok(Some(run)) = store.run(&id) else {
+        return;
+    };
+    let changed = graph_file_of(&run)
+        .and_then(|path| baton_graph::load(&path).ok())
+        .and_then(|file| baton_runner::compare_with_file(&*store, &run.id, &file).ok())
+        .is_some_and(|changes| changes.any() && changes.refused.is_empty());
+    if changed {
+        result.next[at] = format!("{plain} --reload");
+    }
+}
+
+/// Where a run's graph file is now: as it was named, from here or from the project's root.
+fn graph_file_of(run: &baton_store::RunRecord) -> Option<std::path::PathBuf> {
+    let named = std::path::Path::new(&run.graph_path);
+    if named.is_file() {
+        return Some(named.to_path_buf());
+    }
+    let rooted = Project::discover().ok()?.root.join(named);
+    rooted.is_file().then_some(rooted)
 }
 
 /// A job driven to its end, or one there was nothing to drive for.

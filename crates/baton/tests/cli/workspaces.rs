@@ -571,31 +571,41 @@ fi
     });
     let (run, resumed) = running.kill_and_resume();
     let root = resumed.path();
-    let branch = format!("baton/{run}/slow");
-    // The half survived the crash as a checkpoint commit, and the result has both.
-    let log = git(root, &["log", "--format=%s", &branch]);
+    // The half survived the crash as a checkpoint commit, kept on the interrupted attempt's
+    // ref; the attempt after it (a shell task: no session to continue) started again from the
+    // task's start, so the result holds its work alone, not one on top of the other (#28).
+    let kept = format!("refs/baton/{run}/slow/attempt-1");
+    let log = git(root, &["log", "--format=%s", &kept]);
     assert!(log.contains("checkpoint of slow"), "{log}");
-    let result = format!("baton/{run}/result");
     assert_eq!(
-        git(root, &["show", &format!("{result}:half.txt")]),
+        git(root, &["show", &format!("{kept}:half.txt")]),
         "half done"
     );
+    let result = format!("baton/{run}/result");
+    let files = git(root, &["ls-tree", "--name-only", &result]);
+    assert!(!files.contains("half.txt"), "{files}");
     assert_eq!(
         git(root, &["show", &format!("{result}:done.txt")]),
         "all done"
     );
-    // What the task changed is all its attempts' work, from where it started (#16 item 9):
-    // its evidence and `baton diff` name both files, not only the attempt after the crash.
+    // What the task changed is measured from where it started: its evidence and `baton diff`
+    // name the file of the attempt that succeeded; `--attempt 1` shows the half.
     let files: Vec<String> = resumed.json_task("slow")["workspace"]["evidence"]["files"]
         .as_array()
         .unwrap_or_else(|| panic!("{}", resumed.json_task("slow")))
         .iter()
         .map(|f| f["path"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(files, ["done.txt", "half.txt"]);
-    let diff = resumed.then().args(&["diff", &run, "slow"]).run().status(0);
+    assert_eq!(files, ["done.txt"]);
+    let first = resumed
+        .then()
+        .args(&["diff", &run, "slow", "--attempt", "1"])
+        .run()
+        .status(0);
+    assert!(first.stdout.contains("+half done"), "{}", first.stdout);
+    let diff = first.then().args(&["diff", &run, "slow"]).run().status(0);
     assert!(
-        diff.stdout.contains("+half done") && diff.stdout.contains("+all done"),
+        diff.stdout.contains("+all done") && !diff.stdout.contains("half"),
         "{}",
         diff.stdout
     );
@@ -867,7 +877,7 @@ echo quick > quick.txt
 [[task]]
 id = "slow"
 run = '''
-if [ -e planted.txt ]; then echo resumed; exit 0; fi
+if [ "$BATON_ATTEMPT" -ge 2 ]; then echo resumed; exit 0; fi
 {plant}
 echo planted > planted.txt
 sleep 60
@@ -894,8 +904,9 @@ sleep 60
             (planted && quick.status == baton_model::TaskState::Succeeded).then_some(())
         },
     );
-    // The takeover commits what the interrupted attempt left (a checkpoint), the task goes
-    // on, and the result is merged.
+    // The takeover commits what the interrupted attempt left (a checkpoint), the task starts
+    // again from its start (its worktree set back: a checkout, held to the trusted drivers
+    // too), and the result is merged.
     let (run, resumed) = running.kill_and_resume();
     assert!(
         git(resumed.path(), &["config", "filter.evil.clean"]).contains("driver-ran"),
@@ -909,7 +920,9 @@ sleep 60
     );
     let result = format!("baton/{run}/result");
     let show = |path: &str| git(resumed.path(), &["show", &format!("{result}:{path}")]);
-    assert_eq!(show("planted.txt"), "planted");
+    // The interrupted attempt's work is kept on its ref, not built upon.
+    let kept = format!("refs/baton/{run}/slow/attempt-1:planted.txt");
+    assert_eq!(git(resumed.path(), &["show", &kept]), "planted");
     assert_eq!(show("quick.txt"), "quick");
     assert_eq!(show(".gitattributes"), "* filter=evil");
 }

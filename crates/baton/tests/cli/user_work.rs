@@ -1,0 +1,383 @@
+//! A user's work is safe with baton: what `worktree_include` brings in is never committed,
+//! `baton apply` never replaces what the user has that git does not track (ignored
+//! included), and a retried task starts from where it started rather than on top of its failed
+//! attempt. Each of these lost a newcomer work on a real repository.
+
+use std::path::Path;
+
+use baton_model::EventKind;
+
+use crate::test::{RUN_LIMIT, Test};
+use crate::workspaces::{git, repo_with};
+
+fn run_id(out: &crate::test::Output) -> String {
+    out.json()["run"]["id"].as_str().unwrap().to_owned()
+}
+
+/// What `dir` holds at `path`: `dir`, `link`, `file` or `none` (not following a link).
+fn kind(dir: &Path, path: &str) -> &'static str {
+    match dir.join(path).symlink_metadata() {
+        Err(_) => "none",
+        Ok(m) if m.file_type().is_symlink() => "link",
+        Ok(m) if m.is_dir() => "dir",
+        Ok(_) => "file",
+    }
+}
+
+/// The newcomer's repro, for each directory people keep out of git, each with and without a
+/// trailing slash in `.gitignore`: the link `worktree_include` makes is not committed, and
+/// `baton apply` leaves the real directory as it was. Before the fix, `node_modules/` (with a
+/// slash, which matches no link) was committed as a link to the user's directory, and the
+/// apply replaced the directory by a link to itself.
+#[test]
+fn worktree_include_is_never_committed_and_apply_keeps_the_user_s_directories() {
+    for name in ["node_modules", ".venv", "target"] {
+        for pattern in [format!("{name}/"), name.to_owned()] {
+            let graph = format!(
+                "[[task]]\nid = \"edit\"\nworkspace = \"worktree\"\n\
+                 worktree_include = [\"{name}\"]\nrun = \"test -f {name}/x/i.js && echo more >> shared.txt\"\n"
+            );
+            let test = repo_with(&graph).file(".gitignore", format!("{pattern}\n"));
+            git(test.path(), &["add", ".gitignore"]);
+            git(test.path(), &["commit", "-qm", "ignore"]);
+            let test = test.file(&format!("{name}/x/i.js"), "1\n");
+            let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+            let run = run_id(&out);
+            let root = out.path();
+            let result = format!("baton/{run}/result");
+            let files = git(root, &["ls-tree", "-r", "--name-only", &result]);
+            assert!(!files.contains(name), "{pattern}: the result holds {files}");
+            let applied = out.then().args(&["apply", &run]).run().status(0);
+            let root = applied.path();
+            assert_eq!(kind(root, name), "dir", "{pattern}");
+            assert_eq!(
+                std::fs::read_to_string(root.join(name).join("x/i.js")).unwrap(),
+                "1\n",
+                "{pattern}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(root.join("shared.txt")).unwrap(),
+                "line one\nmore\n"
+            );
+        }
+    }
+}
+
+/// A result that writes where the user has something git ignores (a file where a
+/// `node_modules/` directory is, an ignored `.env`, a file inside an ignored directory) is
+/// refused before anything is touched, the paths named. Git itself replaces ignored files
+/// without a word: before the fix, each of these was overwritten or deleted.
+#[test]
+fn apply_refuses_to_replace_what_git_ignores_and_names_it() {
+    // (.gitignore line, what the user has, what the task force-adds to its result)
+    let cases = [
+        ("node_modules/", "node_modules/x/i.js", "node_modules"),
+        ("node_modules", "node_modules/x/i.js", "node_modules"),
+        (".venv/", ".venv/bin/python", ".venv"),
+        ("target/", "target/debug/app", "target/debug/app"),
+        ("target", "target/debug/app", "target"),
+        (".env", ".env", ".env"),
+        ("*.log", "build.log", "build.log"),
+    ];
+    for (pattern, mine, theirs) in cases {
+        let graph = format!(
+            "[[task]]\nid = \"w\"\nworkspace = \"worktree\"\n\
+             run = \"mkdir -p $(dirname {theirs}) && echo theirs > {theirs} && git add -f {theirs}\"\n"
+        );
+        let test = repo_with(&graph).file(".gitignore", format!("{pattern}\n"));
+        git(test.path(), &["add", ".gitignore"]);
+        git(test.path(), &["commit", "-qm", "ignore"]);
+        let test = test.file(mine, "mine\n");
+        let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+        let run = run_id(&out);
+        let head = git(out.path(), &["rev-parse", "HEAD"]);
+        let refused = out.then().args(&["apply", &run]).run().status(2);
+        let top = theirs.split('/').next().unwrap();
+        assert!(
+            refused.stderr.contains("(ignored)") && refused.stderr.contains(top),
+            "{pattern}: {}",
+            refused.stderr
+        );
+        assert!(
+            refused.stderr.contains("move them aside"),
+            "{}",
+            refused.stderr
+        );
+        let root = refused.path();
+        assert_eq!(
+            std::fs::read_to_string(root.join(mine)).unwrap(),
+            "mine\n",
+            "{pattern}"
+        );
+        assert_eq!(git(root, &["rev-parse", "HEAD"]), head, "{pattern}");
+    }
+}
+
+/// A link a task makes to somewhere outside its worktree is left out of its commit (and told
+/// of in the event): applied, it would stand where the user's files are.
+#[test]
+fn a_link_out_of_the_worktree_is_left_out_of_the_commit() {
+    let graph = r#"
+[[task]]
+id = "w"
+workspace = "worktree"
+run = "ln -s /etc/hostname host && ln -s shared.txt inside && echo b >> shared.txt"
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let run = run_id(&out);
+    let files = git(
+        out.path(),
+        &["ls-tree", "-r", "--name-only", &format!("baton/{run}/w")],
+    );
+    assert!(!files.contains("host"), "{files}");
+    assert!(files.contains("inside"), "{files}");
+    let left: Vec<Vec<String>> = out
+        .store()
+        .events_of(|k| matches!(k, EventKind::WorkspaceCommitted { .. }))
+        .into_iter()
+        .map(|k| match k {
+            EventKind::WorkspaceCommitted { links_left_out, .. } => links_left_out,
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(left, [vec!["host".to_owned()]]);
+    let events = out.then().args(&["events", &run]).run().status(0);
+    assert!(
+        events.stdout.contains("left out: host"),
+        "{}",
+        events.stdout
+    );
+}
+
+/// `baton apply --squash` makes one commit on the user's branch whose message names the run
+/// and its tasks; a plain apply's merge says the same; `baton diff --stat` counts lines.
+#[test]
+fn apply_squash_makes_one_commit_naming_the_run_and_its_tasks() {
+    let graph = r#"
+name = "docs"
+
+[defaults]
+workspace = "worktree"
+
+[[task]]
+id = "a"
+run = "echo from a > a.txt"
+
+[[task]]
+id = "b"
+run = "echo 'line two' >> shared.txt"
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let run = run_id(&out);
+    let stat = out.then().args(&["diff", &run, "--stat"]).run().status(0);
+    assert!(
+        stat.stdout.contains("a.txt") && stat.stdout.contains("2 files changed, 2 insertions(+)"),
+        "{}",
+        stat.stdout
+    );
+    assert!(!stat.stdout.contains("+line two"), "{}", stat.stdout);
+    let before = git(stat.path(), &["rev-parse", "HEAD"]);
+    let applied = stat
+        .then()
+        .args(&["apply", &run, "--squash"])
+        .run()
+        .status(0)
+        .stdout_contains("as one commit");
+    let root = applied.path();
+    assert_eq!(git(root, &["rev-parse", "HEAD^"]), before);
+    assert_eq!(
+        git(root, &["rev-list", "--count", &format!("{before}..HEAD")]),
+        "1"
+    );
+    let message = git(root, &["log", "-1", "--format=%B"]);
+    assert!(
+        message.starts_with(&format!("Squashed baton run docs ({run}): a, b")),
+        "{message}"
+    );
+    assert!(message.contains("- a: 1 file\n- b: 1 file"), "{message}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("shared.txt")).unwrap(),
+        "line one\nline two\n"
+    );
+    assert_eq!(git(root, &["status", "--porcelain"]), "");
+}
+
+/// The newcomer's repro: a retried worktree task starts from where the task started, not on
+/// top of its failed attempt (before the fix the line was appended twice). The failed attempt's
+/// work is kept on `baton/RUN/TASK/attempt-1` and shown by `baton diff --attempt 1`.
+#[test]
+fn a_retry_starts_from_the_task_s_start_and_keeps_the_failed_attempt() {
+    let graph = r#"
+[[task]]
+id = "append"
+workspace = "worktree"
+retries = 1
+backoff = "10ms"
+run = "echo appended >> shared.txt; echo $BATON_ATTEMPT > scratch-$BATON_ATTEMPT; test $BATON_ATTEMPT -ge 2"
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let run = run_id(&out);
+    let branch = format!("baton/{run}/append");
+    let root = out.path();
+    assert_eq!(
+        git(root, &["show", &format!("{branch}:shared.txt")]),
+        "line one\nappended"
+    );
+    let files = git(root, &["ls-tree", "--name-only", &branch]);
+    assert!(!files.contains("scratch-1"), "{files}");
+    let kept = format!("refs/baton/{run}/append/attempt-1");
+    assert_eq!(git(root, &["show", &format!("{kept}:scratch-1")]), "1");
+    let diff = out.then().args(&["diff", &run, "append"]).run().status(0);
+    assert_eq!(
+        diff.stdout.matches("+appended").count(),
+        1,
+        "{}",
+        diff.stdout
+    );
+    let first = diff
+        .then()
+        .args(&["diff", &run, "append", "--attempt", "1"])
+        .run()
+        .status(0);
+    assert!(first.stdout.contains("scratch-1"), "{}", first.stdout);
+    assert!(!first.stdout.contains("scratch-2"), "{}", first.stdout);
+    // Pruning the run removes the kept attempts with its branches.
+    let pruned = first.then().args(&["prune", "--keep", "0"]).run().status(0);
+    let refs = git(pruned.path(), &["for-each-ref", "--format=%(refname)"]);
+    assert!(!refs.contains(&run), "{refs}");
+}
+
+/// A fix round continues the attempt's work (its session, or for a shell task its feedback):
+/// it goes on from the worktree as the round before left it.
+#[test]
+fn a_fix_round_goes_on_from_the_worktree_as_it_was_left() {
+    let graph = r#"
+[[task]]
+id = "build"
+workspace = "worktree"
+fix_attempts = 1
+run = "echo round >> shared.txt"
+verify = ["test $(grep -c round shared.txt) -ge 2"]
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let run = run_id(&out);
+    assert_eq!(
+        git(
+            out.path(),
+            &["show", &format!("baton/{run}/build:shared.txt")]
+        ),
+        "line one\nround\nround"
+    );
+}
+
+/// `baton resume` after the driver was killed mid-task: the interrupted shell task (no
+/// session to continue) starts again from its start; what it had done is kept on its ref.
+#[test]
+fn a_shell_task_interrupted_by_a_killed_driver_starts_again_clean() {
+    let graph = r#"
+[[task]]
+id = "slow"
+workspace = "worktree"
+run = "echo appended >> shared.txt; touch started-$BATON_ATTEMPT; [ $BATON_ATTEMPT -ge 2 ] || sleep 30"
+"#;
+    let test: Test = repo_with(graph);
+    let mut running = test.args(&["run", "graph.toml"]).spawn();
+    running.await_that("the first attempt started", RUN_LIMIT, |root| {
+        walk_has(&root.join(".baton/worktrees"), "started-1").then_some(())
+    });
+    let (run, resumed) = running.kill_and_resume();
+    let root = resumed.path();
+    let branch = format!("baton/{run}/slow");
+    assert_eq!(
+        git(root, &["show", &format!("{branch}:shared.txt")]),
+        "line one\nappended"
+    );
+    let files = git(root, &["ls-tree", "--name-only", &branch]);
+    assert!(!files.contains("started-1"), "{files}");
+    let kept = format!("refs/baton/{run}/slow/attempt-1");
+    let kept_files = git(root, &["ls-tree", "--name-only", &kept]);
+    assert!(kept_files.contains("started-1"), "{kept_files}");
+}
+
+/// Whether a file named `name` is anywhere under `dir` (three levels down at most).
+fn walk_has(dir: &Path, name: &str) -> bool {
+    fn walk(dir: &Path, name: &str, depth: u32) -> bool {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return false;
+        };
+        entries.flatten().any(|e| {
+            e.file_name() == name
+                || (depth > 0
+                    && e.file_type().is_ok_and(|t| t.is_dir())
+                    && walk(&e.path(), name, depth - 1))
+        })
+    }
+    walk(dir, name, 3)
+}
+
+/// The newcomer's loop, "fix the file, retry": `baton retry` says the file changed (it ran
+/// the recorded `mkae` again, silently, before), the summary's `next:` offers `--reload`, and
+/// `--reload` runs the fixed command. A file whose tasks changed shape is refused, named.
+#[test]
+fn retry_reload_takes_the_fixed_graph_file() {
+    let failed = Test::new()
+        .graph("f.toml", "[[task]]\nid = \"build\"\nrun = \"mkae build\"\n")
+        .args(&["run", "f.toml", "--json"])
+        .run()
+        .status(1);
+    let run = run_id(&failed);
+    std::fs::write(
+        failed.path().join("f.toml"),
+        "[[task]]\nid = \"build\"\nrun = \"echo built\"\n",
+    )
+    .unwrap();
+    let again = failed
+        .then()
+        .args(&["retry", &run, "--json"])
+        .run()
+        .status(1)
+        .stderr_contains(&format!(
+            "f.toml changed since run {run} started (tasks `build`); this retry runs the tasks \
+             as the run recorded them: `baton retry {run} --reload` takes the changes"
+        ));
+    let next: Vec<String> = serde_json::from_value(again.json()["next"].clone()).unwrap();
+    assert!(
+        next.contains(&format!("baton retry {run} --reload")),
+        "{next:?}"
+    );
+    let reloaded = again
+        .then()
+        .args(&["retry", &run, "--reload", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(reloaded.json_task("build")["output"], "built");
+    // From here on the run is the file's: a resume or retry reads the reloaded graph.
+    let events = reloaded
+        .store()
+        .events_of(|k| matches!(k, EventKind::GraphReloaded { .. }));
+    assert_eq!(events.len(), 1);
+
+    std::fs::write(
+        reloaded.path().join("f.toml"),
+        "[[task]]\nid = \"compile\"\nrun = \"echo\"\n",
+    )
+    .unwrap();
+    reloaded
+        .then()
+        .args(&["retry", &run, "build", "--reload"])
+        .run()
+        .status(2)
+        .stderr_contains("task `build` is no longer in the file; task `compile` is new");
+}
