@@ -381,3 +381,44 @@ fn retry_reload_takes_the_fixed_graph_file() {
         .status(2)
         .stderr_contains("task `build` is no longer in the file; task `compile` is new");
 }
+
+/// The same rule for an agent (the real Claude Code CLI against the scripted model): its
+/// attempt appends a line with its Bash tool and fails its check; the retry is a new session,
+/// so it starts from the task's start and the line is in the result once (twice before).
+#[test]
+fn a_retried_agent_starts_from_the_task_s_start() {
+    let graph = r#"
+[[task]]
+id = "append"
+prompt = "TASK-APPEND: append a line to shared.txt"
+allowed_tools = ["Bash"]
+timeout = "2m"
+retries = 1
+retry_on = "any"
+backoff = "10ms"
+verify = ["test \"$BATON_ATTEMPT\" -ge 2"]
+"#;
+    let script = baton_mock_model::Script::new()
+        .rule(baton_mock_model::Rule::text("appended").when_last_contains("toolu_mock"))
+        .rule(
+            baton_mock_model::Rule::tool_use(
+                "Bash",
+                serde_json::json!({"command": "echo appended >> shared.txt", "description": "append"}),
+            )
+            .when_contains("TASK-APPEND"),
+        );
+    let model = baton_mock_model::MockModel::start(script).unwrap();
+    let test = crate::agents::with_claude(repo_with(graph), &model);
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+    assert_eq!(out.json_task("append")["attempts"], 2);
+    let run = run_id(&out);
+    assert_eq!(
+        git(
+            out.path(),
+            &["show", &format!("baton/{run}/result:shared.txt")]
+        ),
+        "line one\nappended"
+    );
+    let kept = format!("refs/baton/{run}/append/attempt-1:shared.txt");
+    assert_eq!(git(out.path(), &["show", &kept]), "line one\nappended");
+}
