@@ -202,6 +202,9 @@ impl Meter {
         if state.limit.is_unlimited() {
             return true;
         }
+        if state.cost_unknown(expected_usd) {
+            return false;
+        }
         let mut next = state.average();
         next.usd = next.usd.max(expected_usd.unwrap_or(0.0));
         let total = state.spent.plus(state.running(state.average())).plus(next);
@@ -284,6 +287,21 @@ impl Meter {
 }
 
 impl State {
+    /// Whether an agent expected to spend `expected_usd` must wait for the running ones
+    /// because nothing says what they cost: no agent of the run has finished (no average),
+    /// and it or a running one has no estimate (in dollars; none counts against a token
+    /// limit). Reserved $0, agents launched together each spent what the budget had left: three
+    /// against $0.30 ended at $0.45, all stopped after answering. So until the first one ends
+    /// they go one at a time, and a run overshoots by one agent's spend at most; tasks with an
+    /// `estimate` go together from the start.
+    fn cost_unknown(&self, expected_usd: Option<f64>) -> bool {
+        if self.finished > 0 || self.live.is_empty() {
+            return false;
+        }
+        let unknown = |usd: f64| usd <= 0.0 || self.limit.tokens.is_some();
+        unknown(expected_usd.unwrap_or(0.0)) || self.live.values().any(|l| unknown(l.expected_usd))
+    }
+
     /// What the running agents are likely to spend beyond what is finished (at least the
     /// average of the finished attempts, or what they spent already), and the average for one
     /// more.
@@ -418,6 +436,41 @@ mod tests {
     }
 
     #[test]
+    fn agents_of_unknown_cost_start_one_at_a_time_until_one_has_finished() {
+        let meter = Meter::new(Budget {
+            usd: Some(0.3),
+            ..Budget::default()
+        });
+        assert!(meter.can_start(None));
+        meter.start((0, 1), None);
+        // Reserved $0, a second would spend what the first may need too.
+        assert!(!meter.can_start(None));
+        // With an estimate it is known, but the running one is not.
+        assert!(!meter.can_start(Some(0.05)));
+        meter.finish((0, 1), &usage(0.1, 10));
+        // The average ($0.10) is known now: 0.1 spent + 0.1 for the next fits, and a third
+        // beside it too (0.1 + 0.1 + 0.1 = 0.3 reaches the limit: not).
+        assert!(meter.can_start(None));
+        meter.start((1, 1), None);
+        assert!(!meter.can_start(None));
+
+        // Estimates on both: they go together from the start.
+        let meter = Meter::new(Budget {
+            usd: Some(1.0),
+            ..Budget::default()
+        });
+        meter.start((0, 1), Some(0.3));
+        assert!(meter.can_start(Some(0.3)));
+        // Against a token limit a dollar estimate says nothing: one at a time.
+        let meter = Meter::new(Budget {
+            tokens: Some(1000),
+            ..Budget::default()
+        });
+        meter.start((0, 1), Some(0.3));
+        assert!(!meter.can_start(Some(0.3)));
+    }
+
+    #[test]
     fn a_tasks_estimate_is_reserved_from_its_launch_to_its_end() {
         let meter = Meter::new(Budget {
             usd: Some(1.0),
@@ -428,8 +481,8 @@ mod tests {
         meter.start((0, 1), Some(0.6));
         // 0.6 reserved for the running one + 0.5 expected of the next = 1.1: does not fit.
         assert!(!meter.can_start(Some(0.5)));
-        // One with no estimate, at the average (none yet), does.
-        assert!(meter.can_start(None));
+        // One with no estimate (and no average yet) waits: nothing says what it costs.
+        assert!(!meter.can_start(None));
         // Spending less than its estimate so far, it is still reserved its estimate.
         assert_eq!(
             meter.update(

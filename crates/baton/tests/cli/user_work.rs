@@ -422,3 +422,58 @@ verify = ["test \"$BATON_ATTEMPT\" -ge 2"]
     let kept = format!("refs/baton/{run}/append/attempt-1:shared.txt");
     assert_eq!(git(out.path(), &["show", &kept]), "line one\nappended");
 }
+
+/// The newcomer's budget trial: three agents of unknown cost (no `estimate`, none finished)
+/// against `usd = 0.30`, each answer costing $0.15 (claude-sonnet-4-5, 50,000 input tokens).
+/// Before, all three launched at once, reserved $0 each, and the run ended at $0.45, every
+/// answer thrown away as over budget. Now the first goes alone; once its cost is known the
+/// next does not fit, and the run stops within its budget with the first task's work kept.
+#[test]
+fn agents_of_unknown_cost_do_not_overshoot_the_budget_together() {
+    let model = baton_mock_model::MockModel::start(baton_mock_model::Script::new().rule(
+        baton_mock_model::Rule::reply(baton_mock_model::Reply::Text {
+            text: "done".into(),
+            input_tokens: 50_000,
+            output_tokens: 0,
+        }),
+    ))
+    .unwrap();
+    let graph = r#"
+[defaults]
+model = "claude-sonnet-4-5"
+
+[run]
+concurrency = 3
+budget = { usd = 0.30 }
+
+[[task]]
+id = "a"
+prompt = "one"
+
+[[task]]
+id = "b"
+prompt = "two"
+
+[[task]]
+id = "c"
+prompt = "three"
+"#;
+    let out = crate::agents::with_claude(Test::new(), &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let json = out.json();
+    let spent = json["spend"]["cost_usd"].as_f64().unwrap();
+    assert!(spent <= 0.30, "spent {spent}: {json}");
+    let states: Vec<String> = ["a", "b", "c"]
+        .iter()
+        .map(|t| out.json_task(t)["state"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        states.iter().filter(|s| *s == "succeeded").count(),
+        1,
+        "{states:?}"
+    );
+    assert_eq!(model.requests().len(), 1);
+}
