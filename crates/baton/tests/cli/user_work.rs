@@ -477,3 +477,31 @@ prompt = "three"
     );
     assert_eq!(model.requests().len(), 1);
 }
+
+/// A timed-out attempt is no different: its retry starts from the task's start, and what the
+/// cut-short attempt had written is kept on its ref.
+#[test]
+fn a_retry_after_a_timeout_starts_from_the_task_s_start() {
+    let graph = r#"
+[[task]]
+id = "slow"
+workspace = "worktree"
+timeout = "1s"
+retries = 1
+backoff = "10ms"
+run = "echo appended >> shared.txt; [ $BATON_ATTEMPT -ge 2 ] || sleep 30"
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let run = run_id(&out);
+    assert_eq!(out.json_task("slow")["attempts"], 2);
+    let root = out.path();
+    assert_eq!(
+        git(root, &["show", &format!("baton/{run}/result:shared.txt")]),
+        "line one\nappended"
+    );
+    let kept = format!("refs/baton/{run}/slow/attempt-1:shared.txt");
+    assert_eq!(git(root, &["show", &kept]), "line one\nappended");
+}
