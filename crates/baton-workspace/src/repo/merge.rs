@@ -119,6 +119,41 @@ impl Repo {
         Ok((self.commit_id(base)?, commits))
     }
 
+    /// The tree of `ours` and `theirs` merged, made without a checkout (`merge-tree
+    /// --write-tree`, git 2.38+); `Err` with the conflicting files, sorted.
+    pub(super) fn merge_tree(
+        &self,
+        ours: &str,
+        theirs: &str,
+    ) -> Result<Result<String, Vec<String>>, GitError> {
+        let args = [
+            "merge-tree",
+            "--write-tree",
+            "-z",
+            "--name-only",
+            "--no-messages",
+            ours,
+            theirs,
+        ];
+        let output = self.git.run(&self.root, &args)?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let mut fields = text.split('\0');
+        let tree = fields.next().unwrap_or_default().to_owned();
+        match output.status.code() {
+            Some(0) => Ok(Ok(tree)),
+            Some(1) if !tree.is_empty() => {
+                let mut files: Vec<String> = fields
+                    .filter(|f| !f.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                files.sort();
+                files.dedup();
+                Ok(Err(files))
+            }
+            _ => Err(failed(&args, &output)),
+        }
+    }
+
     /// [`Repo::merge_into_branch`] with `merge-tree` and `commit-tree`.
     fn merge_without_checkout(
         &self,
@@ -129,36 +164,17 @@ impl Repo {
         let mut current = base.to_owned();
         let mut conflict = None;
         for (label, commit) in commits {
-            let args = [
-                "merge-tree",
-                "--write-tree",
-                "-z",
-                "--name-only",
-                "--no-messages",
-                current.as_str(),
-                commit.as_str(),
-            ];
-            let output = self.git.run(&self.root, &args)?;
-            let text = String::from_utf8_lossy(&output.stdout);
-            let mut fields = text.split('\0');
-            let tree = fields.next().unwrap_or_default();
-            match output.status.code() {
-                Some(0) => {}
-                Some(1) if !tree.is_empty() => {
-                    let mut files: Vec<String> = fields
-                        .filter(|f| !f.is_empty())
-                        .map(str::to_owned)
-                        .collect();
-                    files.sort();
-                    files.dedup();
+            let tree = match self.merge_tree(&current, commit)? {
+                Ok(tree) => tree,
+                Err(files) => {
                     conflict = Some(Conflict {
                         incoming: (*label).to_owned(),
                         files,
                     });
                     break;
                 }
-                _ => return Err(failed(&args, &output)),
-            }
+            };
+            let tree = tree.as_str();
             let message = format!("baton: merge task {label}");
             current = self
                 .git

@@ -318,28 +318,10 @@ impl Repo {
         message: &str,
     ) -> Result<Result<String, Vec<String>>, GitError> {
         let head = self.resolve("HEAD")?;
-        let args = [
-            "merge-tree",
-            "--write-tree",
-            "-z",
-            "--name-only",
-            "--no-messages",
-            head.as_str(),
-            commit,
-        ];
-        let output = self.git.run(&self.root, &args)?;
-        let text = String::from_utf8_lossy(&output.stdout);
-        let mut fields = text.split('\0').filter(|f| !f.is_empty());
-        let tree = fields.next().unwrap_or_default().to_owned();
-        match output.status.code() {
-            Some(0) => {}
-            Some(1) => {
-                let mut files: Vec<String> = fields.map(str::to_owned).collect();
-                files.dedup();
-                return Ok(Err(files));
-            }
-            _ => return Err(failed(&args, &output)),
-        }
+        let tree = match self.merge_tree(&head, commit)? {
+            Ok(tree) => tree,
+            Err(files) => return Ok(Err(files)),
+        };
         let squashed = self
             .git
             .output_with_input(

@@ -8,11 +8,7 @@ use std::path::Path;
 use baton_model::EventKind;
 
 use crate::test::{RUN_LIMIT, Test};
-use crate::workspaces::{git, repo_with};
-
-fn run_id(out: &crate::test::Output) -> String {
-    out.json()["run"]["id"].as_str().unwrap().to_owned()
-}
+use crate::workspaces::{git, repo_with, run_id};
 
 /// What `dir` holds at `path`: `dir`, `link`, `file` or `none` (not following a link).
 fn kind(dir: &Path, path: &str) -> &'static str {

@@ -39,7 +39,7 @@ pub(crate) fn repo_with(graph: &str) -> Test {
     test
 }
 
-fn run_id(out: &Output) -> String {
+pub(crate) fn run_id(out: &Output) -> String {
     out.json()["run"]["id"].as_str().unwrap().to_owned()
 }
 
