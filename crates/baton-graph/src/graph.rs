@@ -58,8 +58,7 @@ pub struct RunSettings {
     pub remote: Option<String>,
     /// Acceptance checks on the merged result.
     pub verify: Vec<String>,
-    /// Limits on what the run's agents may spend. Not enforced yet: kept so that a graph file
-    /// that states them loads, and so that the scheduler can read them once budgets land.
+    /// Limits on what the run's agents may spend, all attempts together.
     #[serde(default)]
     pub budget: Budget,
     /// Most tasks the run may hold, those its planners add included (`[run] max_tasks`;

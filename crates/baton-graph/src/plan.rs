@@ -45,8 +45,23 @@ pub struct Plan {
     /// ready): `{"id", "over"}`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fan_outs: Vec<FanOutLine>,
+    /// How the run's budget holds its agents back, when it has a hard limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetLine>,
     /// What a conversion from a legacy format did.
     pub notes: Vec<String>,
+}
+
+/// The run's hard budget, as `baton plan` shows it: before an agent starts, what it will likely
+/// cost is reserved. `estimated` agent tasks reserve their `estimate.usd`; `unestimated` ones
+/// (and, against a token limit, all: a dollar estimate says nothing of tokens) start one at a
+/// time until one of the run's agents has finished, then reserve the average of the finished.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetLine {
+    /// `$20.00`, `2000000 tokens`, or both.
+    pub limit: String,
+    pub estimated: Vec<String>,
+    pub unestimated: Vec<String>,
 }
 
 /// A `for_each` task, as `baton plan` shows it.
@@ -162,8 +177,36 @@ pub fn plan(graph: &Graph) -> Plan {
                 })
             })
             .collect(),
+        budget: budget_line(graph),
         notes: graph.notes().to_vec(),
     }
+}
+
+fn budget_line(graph: &Graph) -> Option<BudgetLine> {
+    let limit = &graph.run_settings().budget;
+    let limit = match (limit.usd, limit.tokens) {
+        (None, None) => return None,
+        (Some(usd), None) => format!("${usd:.2}"),
+        (None, Some(tokens)) => format!("{tokens} tokens"),
+        (Some(usd), Some(tokens)) => format!("${usd:.2} and {tokens} tokens"),
+    };
+    let by_tokens = graph.run_settings().budget.tokens.is_some();
+    let (mut estimated, mut unestimated) = (Vec::new(), Vec::new());
+    for task in graph.tasks() {
+        if !matches!(task.action, crate::Action::Agent { .. }) {
+            continue;
+        }
+        let usd = task.estimate.and_then(|e| e.usd).filter(|usd| *usd > 0.0);
+        match usd {
+            Some(_) if !by_tokens => estimated.push(task.id.to_string()),
+            _ => unestimated.push(task.id.to_string()),
+        }
+    }
+    Some(BudgetLine {
+        limit,
+        estimated,
+        unestimated,
+    })
 }
 
 /// Kahn's algorithm; a validated graph has no cycles, so every task appears.
@@ -316,6 +359,40 @@ impl fmt::Display for Plan {
             writeln!(f, "for each (one task per item, added when it is ready):")?;
             for line in &self.fan_outs {
                 writeln!(f, "  {}: {}", line.id, line.over)?;
+            }
+        }
+        if let Some(budget) = &self.budget {
+            let list = |ids: &[String]| {
+                let mut text = ids
+                    .iter()
+                    .take(SHOWN)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                if ids.len() > SHOWN {
+                    text.push_str(&format!(" … and {} more", ids.len() - SHOWN));
+                }
+                text
+            };
+            writeln!(
+                f,
+                "budget: {} for the run; an agent reserves what it will likely cost before it starts",
+                budget.limit
+            )?;
+            if !budget.estimated.is_empty() {
+                writeln!(f, "  its estimate: {}", list(&budget.estimated))?;
+            }
+            if !budget.unestimated.is_empty() {
+                writeln!(
+                    f,
+                    "  no estimate{}: one at a time until an agent has finished, then their average: {}",
+                    if budget.limit.contains("tokens") {
+                        " in tokens"
+                    } else {
+                        ""
+                    },
+                    list(&budget.unestimated)
+                )?;
             }
         }
         if !self.notes.is_empty() {

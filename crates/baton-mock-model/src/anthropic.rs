@@ -15,7 +15,9 @@ pub fn render(a: &Answer, cx: &Ctx) -> Rendered {
             stop_reason = "end_turn";
             blocks.push(text_block(text));
         }
-        Answer::ToolUse { name, input, text } => {
+        Answer::ToolUse {
+            name, input, text, ..
+        } => {
             stop_reason = "tool_use";
             if let Some(t) = text {
                 blocks.push(text_block(t));

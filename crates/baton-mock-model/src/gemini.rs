@@ -22,7 +22,9 @@ pub fn render(a: &Answer, cx: &Ctx) -> Rendered {
         Answer::Text { text, .. } => {
             pieces.extend(split_text(text, 3).into_iter().map(|t| json!({"text": t})))
         }
-        Answer::ToolUse { name, input, text } => {
+        Answer::ToolUse {
+            name, input, text, ..
+        } => {
             if let Some(t) = text {
                 pieces.push(json!({"text": t}));
             }

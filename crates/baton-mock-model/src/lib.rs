@@ -181,6 +181,8 @@ pub(crate) enum Answer<'a> {
         name: &'a str,
         input: &'a Value,
         text: Option<&'a str>,
+        input_tokens: u64,
+        output_tokens: u64,
     },
 }
 
@@ -192,7 +194,11 @@ impl Answer<'_> {
                 output_tokens,
                 ..
             } => (*input_tokens, *output_tokens),
-            Answer::ToolUse { .. } => (10, 5),
+            Answer::ToolUse {
+                input_tokens,
+                output_tokens,
+                ..
+            } => (*input_tokens, *output_tokens),
         }
     }
 }
@@ -385,10 +391,18 @@ async fn answer(
             input_tokens: *input_tokens,
             output_tokens: *output_tokens,
         },
-        Reply::ToolUse { name, input, text } => Answer::ToolUse {
+        Reply::ToolUse {
+            name,
+            input,
+            text,
+            input_tokens,
+            output_tokens,
+        } => Answer::ToolUse {
             name,
             input,
             text: text.as_deref(),
+            input_tokens: *input_tokens,
+            output_tokens: *output_tokens,
         },
         Reply::Error {
             status,

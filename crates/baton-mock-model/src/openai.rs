@@ -57,7 +57,9 @@ pub fn render_responses(a: &Answer, cx: &Ctx) -> Rendered {
     };
     match a {
         Answer::Text { text, .. } => items.push(message(format!("msg_mock_{}", cx.seq), text)),
-        Answer::ToolUse { name, input, text } => {
+        Answer::ToolUse {
+            name, input, text, ..
+        } => {
             if let Some(t) = text {
                 items.push(message(format!("msg_mock_{}", cx.seq), t));
             }
@@ -153,7 +155,9 @@ pub fn render_chat(a: &Answer, cx: &Ctx) -> Rendered {
         "total_tokens": input_tokens + output_tokens});
     let (text, tool, finish) = match a {
         Answer::Text { text, .. } => (Some(*text), None, "stop"),
-        Answer::ToolUse { name, input, text } => (
+        Answer::ToolUse {
+            name, input, text, ..
+        } => (
             *text,
             Some(
                 json!({"id": format!("call_mock_{}", cx.seq), "type": "function",

@@ -175,6 +175,10 @@ pub enum Reply {
         input: Value,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
+        #[serde(default = "default_input_tokens")]
+        input_tokens: u64,
+        #[serde(default = "default_output_tokens")]
+        output_tokens: u64,
     },
     /// An HTTP error. `body: null` means "the asking API's usual error shape for this status".
     Error {
@@ -210,7 +214,28 @@ impl Reply {
             name: name.into(),
             input,
             text: None,
+            input_tokens: default_input_tokens(),
+            output_tokens: default_output_tokens(),
         }
+    }
+
+    /// This reply, billed as `input_tokens` and `output_tokens` (text and tool calls; the
+    /// other replies bill nothing).
+    pub fn costing(mut self, input: u64, output: u64) -> Reply {
+        if let Reply::Text {
+            input_tokens,
+            output_tokens,
+            ..
+        }
+        | Reply::ToolUse {
+            input_tokens,
+            output_tokens,
+            ..
+        } = &mut self
+        {
+            (*input_tokens, *output_tokens) = (input, output);
+        }
+        self
     }
     pub fn error(status: u16) -> Reply {
         Reply::Error {

@@ -19,7 +19,8 @@ pub(crate) struct AgentWatch {
     budget: Option<WatchBudget>,
     /// The limit the attempt went past, once it has.
     pub(crate) exceeded: Option<Exceeded>,
-    last: Spent,
+    /// The attempt was told to stop for it.
+    stopping: bool,
     /// Where the CLI writes its own record (aider), read once it exits.
     pub(crate) records: Option<baton_agent::RecordFiles>,
     /// Where what the agent is doing is told, as it changes.
@@ -114,13 +115,15 @@ impl AgentWatch {
             parser,
             budget,
             exceeded: None,
-            last: Spent::default(),
+            stopping: false,
             records: None,
             news: None,
         }
     }
 
-    /// Checks the budgets when what the attempt spent changed.
+    /// Checks the budgets, at every line: what the others spent counts against the run's too,
+    /// and a line that spends nothing (a tool's result) is where work goes on after the run's
+    /// budget ran out under another agent.
     fn check(&mut self) -> Option<Exceeded> {
         let budget = self.budget.as_ref()?;
         let (usd, usage) = self.parser.spent();
@@ -128,19 +131,16 @@ impl AgentWatch {
             usd: usd.unwrap_or(0.0),
             tokens: budget_tokens(usage.input, usage.output, usage.cache_write),
         };
-        if now == self.last {
-            return None;
-        }
-        self.last = now;
+        let run = budget.meter.update(budget.key, now);
         let earlier = budget.meter.task_spent(budget.key.0);
         let task_total = Spent {
             usd: earlier.usd + now.usd,
             tokens: earlier.tokens + now.tokens,
         };
-        if let Some(what) = over(&budget.task_limit, task_total) {
-            return Some(Exceeded::Task(format!("task {what}")));
+        match over(&budget.task_limit, task_total) {
+            Some(what) => Some(Exceeded::Task(format!("task {what}"))),
+            None => run,
         }
-        budget.meter.update(budget.key, now)
     }
 }
 
@@ -166,15 +166,28 @@ impl LineWatcher for AgentWatch {
         if let Some(news) = &mut self.news {
             news.tell(&self.parser);
         }
-        if self.exceeded.is_none()
-            && let Some(exceeded) = self.check()
-        {
-            self.exceeded = Some(exceeded);
-            return WatchSignal::Stop;
+        // Every change goes to the meter, also past the limit: the run's total stays true.
+        let exceeded = self.check();
+        if self.exceeded.is_none() {
+            self.exceeded = exceeded;
         }
-        match signal {
-            baton_agent::LineSignal::Continue => WatchSignal::Continue,
-            baton_agent::LineSignal::Finished => WatchSignal::Finished,
+        let finished = match signal {
+            baton_agent::LineSignal::Continue => false,
+            baton_agent::LineSignal::Finished => true,
+        };
+        if self.exceeded.is_some() && !self.stopping {
+            // What the budget can still save is the work not done yet. An agent whose answer
+            // is in (or, for Claude Code, whose last message was its answer and no tool call
+            // followed it) has spent what it will spend: stopping it now throws away what was
+            // paid for. It is judged as usual; the meter refuses whatever would start next.
+            if !finished && !self.parser.answering() {
+                self.stopping = true;
+                return WatchSignal::Stop;
+            }
+        }
+        match finished {
+            false => WatchSignal::Continue,
+            true => WatchSignal::Finished,
         }
     }
 
@@ -411,6 +424,35 @@ pub(crate) struct Judged {
     pub output: String,
 }
 
+/// The agent's own verdict on an attempt that ended as `ended` (with `exit_code`), as an
+/// outcome.
+fn verdict(
+    agent: &AgentReport,
+    exec: &AttemptReport,
+    ended: &Outcome,
+    exit_code: Option<i32>,
+    reaped_after_result: bool,
+) -> Outcome {
+    match agent.verdict(exit_code, reaped_after_result) {
+        Verdict::Succeeded => Outcome::Exited { code: 0 },
+        Verdict::Infrastructure {
+            message,
+            retry_after,
+        } => Outcome::AgentFailed {
+            class: FailureClass::Infrastructure,
+            reason: infrastructure_reason(agent, ended),
+            message: with_stderr(message, exec),
+            retry_after_ms: retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        },
+        Verdict::Task { reason, message } => Outcome::AgentFailed {
+            class: FailureClass::Task,
+            reason,
+            message,
+            retry_after_ms: None,
+        },
+    }
+}
+
 /// Judges an agent attempt by how its process ended and what the agent said.
 pub(crate) fn judge(
     exec: &AttemptReport,
@@ -423,7 +465,13 @@ pub(crate) fn judge(
         agent.result = Some(exec.stdout.text.clone());
     }
     let usage = usage_of(&agent);
-    if let (true, Some(exceeded)) = (exec.stopped_by_watcher, exceeded) {
+    // Stopped for the budget: over budget, unless its answer came out while it was being
+    // stopped (the stop went out before the answer was known). Then it is paid for and
+    // complete: judged as an agent reaped after its result.
+    let answered_while_stopped = exec.stopped_by_watcher && agent.finished;
+    if let (true, false, Some(exceeded)) =
+        (exec.stopped_by_watcher, answered_while_stopped, exceeded)
+    {
         return Judged {
             outcome: Outcome::OverBudget {
                 limit: exceeded.describe().to_owned(),
@@ -453,34 +501,22 @@ pub(crate) fn judge(
                 retry_after_ms: None,
             }
         }
+        Outcome::Cancelled if answered_while_stopped => {
+            verdict(&agent, exec, &Outcome::Cancelled, None, true)
+        }
         // baton's own verdicts stand: the agent had no say in them.
         Outcome::TimedOut
         | Outcome::Cancelled
         | Outcome::IdleTimeout { .. }
         | Outcome::SpawnFailed { .. }
         | Outcome::Interrupted => exec.outcome.clone(),
-        other => {
-            let exit_code = other.exit_code();
-            match agent.verdict(exit_code, exec.reaped_after_result) {
-                Verdict::Succeeded => Outcome::Exited { code: 0 },
-                Verdict::Infrastructure {
-                    message,
-                    retry_after,
-                } => Outcome::AgentFailed {
-                    class: FailureClass::Infrastructure,
-                    reason: infrastructure_reason(&agent, other),
-                    message: with_stderr(message, exec),
-                    retry_after_ms: retry_after
-                        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-                },
-                Verdict::Task { reason, message } => Outcome::AgentFailed {
-                    class: FailureClass::Task,
-                    reason,
-                    message,
-                    retry_after_ms: None,
-                },
-            }
-        }
+        other => verdict(
+            &agent,
+            exec,
+            other,
+            other.exit_code(),
+            exec.reaped_after_result,
+        ),
     };
     Judged {
         outcome,

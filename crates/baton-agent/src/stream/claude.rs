@@ -48,7 +48,9 @@ pub(super) fn line(
             result(report, value);
             return Some(LineSignal::Finished);
         }
-        // Tool results, partial messages, hooks, rate-limit notices: nothing to account.
+        // A tool's result: the agent's work goes on.
+        "user" => state.answering = false,
+        // Partial messages, hooks, rate-limit notices: nothing to account.
         _ => {}
     }
     Some(LineSignal::Continue)
@@ -61,10 +63,12 @@ fn assistant(report: &mut AgentReport, state: &mut State, message: &Value) {
         report.model = Some(model.to_owned());
     }
     let mut text = String::new();
+    let mut calls = false;
     if let Some(content) = message.get("content").and_then(Value::as_array) {
         for block in content {
             match str_at(block, "type") {
                 Some("tool_use") => {
+                    calls = true;
                     report.tool_calls = report.tool_calls.saturating_add(1);
                     report.doing = Some(super::doing::tool(
                         str_at(block, "name").unwrap_or("a tool"),
@@ -75,6 +79,13 @@ fn assistant(report: &mut AgentReport, state: &mut State, message: &Value) {
                 _ => {}
             }
         }
+    }
+    // One message may arrive as several lines (its text, then its tool call): a call on any
+    // of them means the work goes on.
+    if calls {
+        state.answering = false;
+    } else if !text.is_empty() {
+        state.answering = true;
     }
     if !text.is_empty() {
         state.last_text = Some(text);
@@ -211,6 +222,35 @@ mod tests {
         assert_eq!(report.cost_usd(), Some(0.0123));
         assert_eq!(report.malformed_lines, 0);
         assert_eq!(report.verdict(Some(0), false), crate::Verdict::Succeeded);
+    }
+
+    #[test]
+    fn an_answer_is_told_from_work_that_goes_on() {
+        let mut parser = StreamParser::new(EngineKind::Claude, "claude", PriceTable::builtin());
+        let mut read = |line: &str| {
+            parser.line(line.as_bytes());
+            parser.answering()
+        };
+        // A message that says something, then calls a tool on its next line (same id).
+        assert!(read(
+            r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Let me look."}]}}"#
+        ));
+        assert!(!read(
+            r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","name":"Bash","input":{}}]}}"#
+        ));
+        assert!(!read(
+            r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"x"},{"type":"tool_use","name":"Bash","input":{}}]}}"#
+        ));
+        assert!(!read(
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","content":"ok"}]}}"#
+        ));
+        assert!(read(
+            r#"{"type":"assistant","message":{"id":"m3","content":[{"type":"text","text":"Done."}]}}"#
+        ));
+        // The result itself is not "on its way" any more: it is in.
+        assert!(!read(
+            r#"{"type":"result","subtype":"success","is_error":false,"result":"Done."}"#
+        ));
     }
 
     #[test]

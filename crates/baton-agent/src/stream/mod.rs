@@ -46,6 +46,9 @@ pub(crate) struct State {
     pub(crate) counted_messages: Vec<String>,
     /// Claude: text of the last assistant message, for a stream cut before its `result`.
     pub(crate) last_text: Option<String>,
+    /// Claude: the latest assistant message said something and called no tool, and no tool
+    /// result came after it: unless a call follows, the next thing printed is the result.
+    pub(crate) answering: bool,
     /// Gemini: the assistant's streamed text.
     pub(crate) text: String,
     /// Gemini: tokens per model (its router's classifier runs on a cheaper model than the
@@ -142,6 +145,14 @@ impl StreamParser {
             Some(error) => Some(doing::waiting_for_the_api(error)),
             None => self.report.doing.clone(),
         }
+    }
+
+    /// Whether the agent's latest message is its answer: text with no tool call after it, so
+    /// that unless a call still follows, its work is done and its result is on its way. Only
+    /// Claude Code's stream tells this before the result; for the other engines it is never
+    /// true (they report what they spent only with their result).
+    pub fn answering(&self) -> bool {
+        self.kind == EngineKind::Claude && self.state.answering && !self.report.finished
     }
 
     /// What the attempt has cost so far (the agent's own figure once it gave one, else the

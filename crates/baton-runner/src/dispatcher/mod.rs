@@ -408,6 +408,15 @@ impl<'a> Dispatcher<'a> {
                         });
                         self.approvals.wait(task);
                     }
+                    // A spent budget stops no running attempt from here: each agent's watcher
+                    // sees the meter at its next line and stops it there, unless its answer is
+                    // in (paid for, so kept), and a shell command costs nothing. An attempt on
+                    // a worker is held to what was left when it was queued, blind to the rest
+                    // of the run's spending: the stop goes out to the workers.
+                    Action::StopRunning {
+                        cause: StopCause::BudgetSpent,
+                        ..
+                    } if self.queue.is_none() => {}
                     Action::StopRunning { immediate, .. } => {
                         let level = if immediate {
                             StopLevel::Immediate

@@ -46,7 +46,9 @@ pub enum Input {
 pub enum StopCause {
     /// A task failed under `on_failure = "stop"`.
     TaskFailed,
-    /// The run's budget is spent: nothing more starts, running agents are stopped.
+    /// The run's budget is spent: nothing more starts. Running attempts are asked to stop
+    /// (`StopRunning`); the dispatcher leaves to each agent's budget watcher when and whether
+    /// (an agent whose answer is in keeps it).
     BudgetSpent,
     /// The user asked: Ctrl-C or `baton cancel`. Running tasks get TERM, then KILL.
     Cancelled,

@@ -414,18 +414,34 @@ run = "printf 'got: %s' {{ needs.notes.output }}"
 }
 
 /// A model whose every answer costs about $3 with claude-sonnet-4-5 (a million input tokens).
+/// A model whose agent is stopped mid-work by any budget under $3: its first message, a tool
+/// call, costs a million input tokens (priced at $3 for claude-sonnet-4-5); with the tool's
+/// result it answers.
+pub(crate) fn expensive_work_model() -> MockModel {
+    MockModel::start(
+        Script::new()
+            .rule(Rule::text("done, expensively").when_last_contains("toolu_mock"))
+            .rule(Rule::reply(
+                Reply::tool_use("Bash", serde_json::json!({"command": "true"}))
+                    .costing(1_000_000, 10),
+            )),
+    )
+    .unwrap()
+}
+
+/// A model whose agent answers at once, expensively: its answer costs a million input tokens
+/// ($3 for claude-sonnet-4-5).
 pub(crate) fn expensive_model() -> MockModel {
-    MockModel::start(Script::new().rule(Rule::reply(Reply::Text {
-        text: "done, expensively".into(),
-        input_tokens: 1_000_000,
-        output_tokens: 10,
-    })))
+    MockModel::start(Script::new().rule(Rule::reply(
+        Reply::text("done, expensively").costing(1_000_000, 10),
+    )))
     .unwrap()
 }
 
 #[test]
 fn a_spent_run_budget_stops_the_agent_that_spent_it_and_starts_nothing_more() {
-    let model = expensive_model();
+    // Its first message, a tool call, spends $3 of $1: its work is stopped there.
+    let model = expensive_work_model();
     let graph = r#"
 [defaults]
 model = "claude-sonnet-4-5"
@@ -474,7 +490,7 @@ prompt = "three"
 
 #[test]
 fn a_task_over_its_own_budget_fails_alone() {
-    let model = expensive_model();
+    let model = expensive_work_model();
     let graph = r#"
 [defaults]
 model = "claude-sonnet-4-5"
@@ -828,12 +844,12 @@ backoff = "50ms"
 }
 
 #[test]
-fn a_spent_run_budget_stops_codex_too() {
-    let model = MockModel::start(Script::new().rule(Rule::reply(Reply::Text {
-        text: "done".into(),
-        input_tokens: 1_000_000,
-        output_tokens: 10,
-    })))
+fn a_codex_answer_that_spent_the_run_budget_is_kept_and_nothing_more_starts() {
+    // Codex tells what it spent only with its answer: by then the money is spent, and
+    // throwing the answer away would buy nothing.
+    let model = MockModel::start(
+        Script::new().rule(Rule::reply(Reply::text("done").costing(1_000_000, 10))),
+    )
     .unwrap();
     let graph = r#"
 [defaults]
@@ -859,8 +875,18 @@ prompt = "two"
         .status(1);
     // $1.25 priced from the table for gpt-5's million input tokens: past the run's $1.
     let first = out.json_task("first");
-    assert_eq!(first["outcome"]["kind"], "over-budget", "{first}");
-    assert_eq!(out.json_task("second")["state"], "skipped");
+    assert_eq!(first["state"], "succeeded", "{first}");
+    assert_eq!(first["output"], "done", "{first}");
+    assert!(
+        first["agent"]["cost_usd"].as_f64().unwrap() > 1.0,
+        "{first}"
+    );
+    let second = out.json_task("second");
+    assert_eq!(second["state"], "skipped", "{second}");
+    assert_eq!(
+        second["reason"], "not started: run budget spent",
+        "{second}"
+    );
     assert_eq!(model.requests().len(), 1);
 }
 

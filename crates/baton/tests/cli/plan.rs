@@ -167,3 +167,69 @@ run = "echo {{ item }}"
         "{shown}"
     );
 }
+
+/// Before a budgeted run starts, `baton plan` says how its agents will be held to the budget:
+/// which reserve their estimate, which start one at a time for want of one.
+#[test]
+fn plan_says_what_each_agent_reserves_against_the_budget() {
+    let graph = r#"
+[defaults]
+model = "claude-sonnet-4-5"
+
+[run]
+budget = { usd = 2.5 }
+
+[[task]]
+id = "known"
+prompt = "one"
+estimate = { usd = 0.4 }
+
+[[task]]
+id = "unknown"
+prompt = "two"
+
+[[task]]
+id = "shell"
+run = "echo free"
+"#;
+    let out = Test::new()
+        .graph("g.toml", graph)
+        .args(&["plan", "g.toml"])
+        .run()
+        .status(0);
+    let shown = out.stdout.replace("\r\n", "\n");
+    assert!(
+        shown.contains(
+            "budget: $2.50 for the run; an agent reserves what it will likely cost before it starts\n  its estimate: known\n  no estimate: one at a time until an agent has finished, then their average: unknown\n"
+        ),
+        "{shown}"
+    );
+    let json = out
+        .then()
+        .args(&["plan", "g.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(
+        json.json()["budget"],
+        serde_json::json!({"limit": "$2.50", "estimated": ["known"], "unestimated": ["unknown"]})
+    );
+    // Against a token limit a dollar estimate says nothing: both go one at a time.
+    let tokens = json
+        .then()
+        .graph("t.toml", &graph.replace("usd = 2.5", "tokens = 100000"))
+        .args(&["plan", "t.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(
+        tokens.json()["budget"]["unestimated"],
+        serde_json::json!(["known", "unknown"])
+    );
+    // Without a budget, nothing is said.
+    let free = tokens
+        .then()
+        .graph("f.toml", &graph.replace("budget = { usd = 2.5 }", ""))
+        .args(&["plan", "f.toml"])
+        .run()
+        .status(0);
+    assert!(!free.stdout.contains("budget"), "{}", free.stdout);
+}

@@ -474,6 +474,196 @@ prompt = "three"
     assert_eq!(model.requests().len(), 1);
 }
 
+/// The worst overshoot with N agents at once: estimates that are too low ($0.09 each, so all
+/// three fit $0.30 together) and answers that cost $0.15 each. The budget cannot stop an
+/// answer that is already paid for, so the run ends at $0.45 at most with every answer that
+/// came out kept, where before it ended at $0.45 with answers thrown away. What bounds the
+/// overshoot is the reservation: each agent past its estimate spends at most its answer (or,
+/// mid-work, the one message that crossed the limit) before it is stopped.
+#[test]
+fn agents_started_together_on_low_estimates_keep_the_answers_they_paid_for() {
+    let model = baton_mock_model::MockModel::start(baton_mock_model::Script::new().rule(
+        baton_mock_model::Rule::reply(baton_mock_model::Reply::text("done").costing(50_000, 0)),
+    ))
+    .unwrap();
+    let graph = r#"
+[defaults]
+model = "claude-sonnet-4-5"
+
+[run]
+concurrency = 3
+budget = { usd = 0.30 }
+
+[[task]]
+id = "a"
+prompt = "one"
+estimate = { usd = 0.09 }
+
+[[task]]
+id = "b"
+prompt = "two"
+estimate = { usd = 0.09 }
+
+[[task]]
+id = "c"
+prompt = "three"
+estimate = { usd = 0.09 }
+"#;
+    let out = crate::agents::with_claude(Test::new(), &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run();
+    let json = out.json();
+    let spent = json["spend"]["cost_usd"].as_f64().unwrap();
+    assert!(spent <= 0.45 + 1e-9, "spent {spent}: {json}");
+    // Whatever answered is kept. One whose answer had not come out when the others had spent
+    // the budget (its first line arrived after theirs) is stopped there, mid-work.
+    let mut kept = 0;
+    for task in ["a", "b", "c"] {
+        let t = out.json_task(task);
+        if t["output"] == "done" {
+            assert_eq!(t["state"], "succeeded", "{t}");
+            kept += 1;
+        } else {
+            assert_eq!(t["outcome"]["kind"], "over-budget", "{t}");
+        }
+    }
+    assert!(kept >= 2, "{json}");
+}
+
+/// The newcomer's other budget loss: an agent that had already answered was stopped as over
+/// budget after answering, its work thrown away, and `resume --raise-budget` paid for it again.
+/// Here the agent appends a line with its Bash tool (cheap), then answers for $3 against a $1
+/// budget: the answer is in, so it is judged and committed as usual, and only what had not
+/// started is held back. Raising the budget runs just that (the first task's model is not asked
+/// again). Before: `first` failed as over budget and the resume ran it a second time.
+#[test]
+fn an_answer_in_when_the_budget_runs_out_is_kept_and_never_paid_again() {
+    let graph = r#"
+[defaults]
+model = "claude-sonnet-4-5"
+allowed_tools = ["Bash"]
+
+[run]
+concurrency = 1
+budget = { usd = 1.0 }
+
+[[task]]
+id = "first"
+prompt = "TASK: append a line to shared.txt"
+
+[[task]]
+id = "second"
+needs = ["first"]
+prompt = "TASK: append another line to shared.txt"
+"#;
+    let script = baton_mock_model::Script::new()
+        .rule(
+            baton_mock_model::Rule::reply(
+                baton_mock_model::Reply::text("appended").costing(1_000_000, 10),
+            )
+            .when_last_contains("toolu_mock"),
+        )
+        .rule(baton_mock_model::Rule::tool_use(
+            "Bash",
+            serde_json::json!({"command": "echo appended >> shared.txt", "description": "append"}),
+        ));
+    let model = baton_mock_model::MockModel::start(script).unwrap();
+    let out = crate::agents::with_claude(repo_with(graph), &model)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let run = run_id(&out);
+    let first = out.json_task("first");
+    assert_eq!(first["state"], "succeeded", "{first}");
+    assert_eq!(first["output"], "appended", "{first}");
+    assert!(
+        first["agent"]["cost_usd"].as_f64().unwrap() > 1.0,
+        "{first}"
+    );
+    let second = out.json_task("second");
+    assert_eq!(second["state"], "skipped", "{second}");
+    assert_eq!(
+        second["reason"], "not started: run budget spent",
+        "{second}"
+    );
+    assert_eq!(model.requests().len(), 2);
+    let result = format!("baton/{run}/result:shared.txt");
+    assert_eq!(git(out.path(), &["show", &result]), "line one\nappended");
+
+    let raised = out
+        .then()
+        .args(&["resume", &run, "--raise-budget", "20", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(raised.json_task("first")["attempts"], 1);
+    assert_eq!(raised.json_task("second")["state"], "succeeded");
+    // Two requests for `second`, none again for `first`.
+    assert_eq!(model.requests().len(), 4);
+    assert_eq!(
+        git(raised.path(), &["show", &result]),
+        "line one\nappended\nappended"
+    );
+}
+
+/// A budget stop is no different: the agent appended its line, then its next message passed
+/// the budget and it was stopped mid-work. `retry --raise-budget` starts a new session, so it
+/// starts from the task's start: the line is in the result once (twice without the restart).
+#[test]
+fn a_retry_after_a_budget_stop_starts_from_the_task_s_start() {
+    let graph = r#"
+[defaults]
+model = "claude-sonnet-4-5"
+allowed_tools = ["Bash"]
+
+[run]
+budget = { usd = 1.0 }
+
+[[task]]
+id = "append"
+prompt = "TASK: append a line to shared.txt, then check"
+"#;
+    let bash = |command: &str| serde_json::json!({"command": command, "description": "step"});
+    let script = baton_mock_model::Script::new()
+        .rule(baton_mock_model::Rule::text("appended").when_last_contains("STEP-TWO"))
+        .rule(
+            baton_mock_model::Rule::reply(
+                baton_mock_model::Reply::tool_use("Bash", bash("echo STEP-TWO"))
+                    .costing(1_000_000, 10),
+            )
+            .when_last_contains("STEP-ONE"),
+        )
+        .rule(baton_mock_model::Rule::tool_use(
+            "Bash",
+            bash("echo appended >> shared.txt; echo STEP-ONE"),
+        ));
+    let model = baton_mock_model::MockModel::start(script).unwrap();
+    let out = crate::agents::with_claude(repo_with(graph), &model)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let run = run_id(&out);
+    assert_eq!(
+        out.json_task("append")["outcome"]["kind"],
+        "over-budget",
+        "{}",
+        out.stdout
+    );
+    let retried = out
+        .then()
+        .args(&["retry", &run, "--raise-budget", "20", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(retried.json_task("append")["attempts"], 2);
+    let root = retried.path();
+    assert_eq!(
+        git(root, &["show", &format!("baton/{run}/result:shared.txt")]),
+        "line one\nappended"
+    );
+    let kept = format!("refs/baton/{run}/append/attempt-1:shared.txt");
+    assert_eq!(git(root, &["show", &kept]), "line one\nappended");
+}
+
 /// A timed-out attempt is no different: its retry starts from the task's start, and what the
 /// cut-short attempt had written is kept on its ref.
 #[test]

@@ -8,7 +8,7 @@ use std::path::Path;
 use baton_mock_model::{MockModel, Reply, Rule, Script};
 use baton_model::TaskState;
 
-use crate::agents::{expensive_model, with_claude};
+use crate::agents::{expensive_model, expensive_work_model, with_claude};
 use crate::test::{Output, RUN_LIMIT, Store, Test, baton_in};
 
 /// `text` with what changes from run to run masked: the run id made `RUN`, the start's date
@@ -193,7 +193,7 @@ fn a_soft_budget_stop_says_what_was_spent_and_how_to_go_on() {
 
 #[test]
 fn a_hard_budget_stop_says_what_was_spent_and_how_to_go_on() {
-    let model = expensive_model();
+    let model = expensive_work_model();
     let graph = THREE_AGENTS.replace("BUDGET", "{ usd = 1.0 }");
     let out = with_claude(Test::new(), &model)
         .graph("graph.toml", &graph)

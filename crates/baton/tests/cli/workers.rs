@@ -788,7 +788,19 @@ fn the_runs_budget_holds_for_an_agent_on_a_worker() {
     let model = MockModel::start(
         Script::new()
             .rule(answer("TASK-CHEAP", 166_667))
-            .rule(answer("TASK-DEAR", 600_000)),
+            .rule(
+                Rule::text("done")
+                    .when_contains("TASK-DEAR")
+                    .when_last_contains("toolu_mock"),
+            )
+            // Mid-work (a tool call) when it passes the budget: stopped there.
+            .rule(
+                Rule::reply(
+                    Reply::tool_use("Bash", serde_json::json!({"command": "true"}))
+                        .costing(600_000, 10),
+                )
+                .when_contains("TASK-DEAR"),
+            ),
     )
     .unwrap();
     let graph = r#"
