@@ -307,6 +307,95 @@ run = "echo appended >> shared.txt; touch started-$BATON_ATTEMPT; [ $BATON_ATTEM
     assert!(kept_files.contains("started-1"), "{kept_files}");
 }
 
+/// The same for an agent (the real Claude Code CLI): it appended its line, then the driver was
+/// killed during its next tool call. The resumed attempt is a new session (the driver that
+/// knew the old one died with it), so it starts from the task's start and appends again: the
+/// line is in the result once (twice without the restart), and the interrupted attempt's work
+/// is kept on its ref.
+#[test]
+fn an_agent_interrupted_by_a_killed_driver_does_not_double_its_edit() {
+    let graph = r#"
+[[task]]
+id = "append"
+prompt = "TASK: append a line to shared.txt, then wait"
+allowed_tools = ["Bash"]
+"#;
+    let bash = |command: &str| serde_json::json!({"command": command, "description": "step"});
+    let script = baton_mock_model::Script::new()
+        .rule(baton_mock_model::Rule::text("finished").when_last_contains("cut short"))
+        .rule(baton_mock_model::Rule::text("finished").when_last_contains("STEP-TWO"))
+        .rule(
+            baton_mock_model::Rule::tool_use("Bash", bash("tail -f /dev/null; echo STEP-TWO"))
+                .when_last_contains("STEP-ONE")
+                .times(1),
+        )
+        .rule(baton_mock_model::Rule::text("finished").when_last_contains("STEP-ONE"))
+        .rule(baton_mock_model::Rule::tool_use(
+            "Bash",
+            bash("echo appended >> shared.txt; echo STEP-ONE"),
+        ));
+    let model = baton_mock_model::MockModel::start(script).unwrap();
+    let test = crate::agents::with_claude(repo_with(graph), &model);
+    let mut running = test.args(&["run", "graph.toml"]).spawn();
+    running.await_that("the agent's second tool call", RUN_LIMIT, |_| {
+        (model.requests().len() >= 2).then_some(())
+    });
+    let (run, resumed) = running.kill_and_resume();
+    assert_eq!(resumed.json_task("append")["state"], "succeeded");
+    let root = resumed.path();
+    assert_eq!(
+        git(root, &["show", &format!("baton/{run}/result:shared.txt")]),
+        "line one\nappended"
+    );
+    let kept = format!("refs/baton/{run}/append/attempt-1:shared.txt");
+    assert_eq!(git(root, &["show", &kept]), "line one\nappended");
+}
+
+/// And for an agent whose attempt timed out mid-work (its tool call never returns): the retry
+/// is a new session, from the task's start; the line is in the result once (twice without the
+/// restart), the timed-out attempt's work on its ref.
+#[test]
+fn an_agent_that_timed_out_does_not_double_its_edit() {
+    let graph = r#"
+[[task]]
+id = "append"
+prompt = "TASK: append a line to shared.txt, then wait"
+allowed_tools = ["Bash"]
+timeout = "4s"
+retries = 1
+retry_on = "any"
+backoff = "10ms"
+"#;
+    let bash = |command: &str| serde_json::json!({"command": command, "description": "step"});
+    let script = baton_mock_model::Script::new()
+        .rule(baton_mock_model::Rule::text("finished").when_last_contains("cut short"))
+        .rule(baton_mock_model::Rule::text("finished").when_last_contains("STEP-TWO"))
+        .rule(
+            baton_mock_model::Rule::tool_use("Bash", bash("tail -f /dev/null; echo STEP-TWO"))
+                .when_last_contains("STEP-ONE")
+                .times(1),
+        )
+        .rule(baton_mock_model::Rule::text("finished").when_last_contains("STEP-ONE"))
+        .rule(baton_mock_model::Rule::tool_use(
+            "Bash",
+            bash("echo appended >> shared.txt; echo STEP-ONE"),
+        ));
+    let model = baton_mock_model::MockModel::start(script).unwrap();
+    let out = crate::agents::with_claude(repo_with(graph), &model)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(out.json_task("append")["attempts"], 2);
+    let run = run_id(&out);
+    let root = out.path();
+    assert_eq!(
+        git(root, &["show", &format!("baton/{run}/result:shared.txt")]),
+        "line one\nappended"
+    );
+    let kept = format!("refs/baton/{run}/append/attempt-1:shared.txt");
+    assert_eq!(git(root, &["show", &kept]), "line one\nappended");
+}
+
 /// Whether a file named `name` is anywhere under `dir` (three levels down at most).
 fn walk_has(dir: &Path, name: &str) -> bool {
     fn walk(dir: &Path, name: &str, depth: u32) -> bool {
