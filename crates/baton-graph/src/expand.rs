@@ -285,6 +285,12 @@ impl Graph {
             task.workspace_asked &= self.defaults.workspace.is_some();
             task.parent = Some(planner);
             task.depth = depth;
+            // A model's code: never in the checkout itself, whatever the run's defaults say,
+            // and confined (see `PlannedCommands`).
+            task.planned = true;
+            if task.workspace == crate::Workspace::Shared {
+                task.workspace = crate::Workspace::Worktree;
+            }
             if let Some(plan) = &mut task.plan {
                 // The first planner's limit holds all the way down.
                 plan.max_depth = plan.max_depth.min(planning.max_depth);

@@ -70,6 +70,40 @@ pub struct RunSettings {
     /// [`Graph::hold_plans`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hold_plans: bool,
+    /// What a planner's shell commands get where the kernel cannot confine them
+    /// (`[run] planned_commands`).
+    #[serde(default, skip_serializing_if = "PlannedCommands::is_default")]
+    pub planned_commands: PlannedCommands,
+}
+
+/// `[run] planned_commands`: the shell commands a planner's answer holds (`run`, `setup`,
+/// `verify` of the tasks it adds) are code a model wrote. They always run in a worktree under
+/// the write sandbox; this says what happens where there is no sandbox (no Landlock) or no
+/// worktree (no git repository).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlannedCommands {
+    /// Refused, saying why: the default.
+    #[default]
+    Confined,
+    /// Run anyway, unconfined, after a note: the graph's author accepts the risk.
+    Allow,
+}
+
+impl PlannedCommands {
+    pub const NAMES: &'static [&'static str] = &["confined", "allow"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "confined" => Some(Self::Confined),
+            "allow" => Some(Self::Allow),
+            _ => None,
+        }
+    }
+
+    fn is_default(&self) -> bool {
+        *self == Self::Confined
+    }
 }
 
 fn unlimited() -> u32 {
@@ -354,6 +388,10 @@ pub struct Task {
     /// The planner that added it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<TaskIndex>,
+    /// A planner's answer added it (or it is an instance of one that did): what it runs is a
+    /// model's, and gets no more than the model had (see [`PlannedCommands`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub planned: bool,
     /// Planners above it: 0 for a task of the file.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub depth: u32,

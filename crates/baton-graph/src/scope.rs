@@ -159,6 +159,7 @@ mod tests {
             contain: None,
             plan: None,
             parent: None,
+            planned: false,
             depth: 0,
             for_each: None,
             item: None,

@@ -165,6 +165,7 @@ pub(crate) struct RunSpec {
     pub budget: Budget,
     pub verify: Vec<String>,
     pub max_tasks: Option<u32>,
+    pub planned_commands: Option<crate::graph::PlannedCommands>,
 }
 
 #[derive(Debug, Default)]

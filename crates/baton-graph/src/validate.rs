@@ -451,6 +451,7 @@ fn assemble(
             budget: spec.run.budget,
             max_tasks,
             hold_plans: false,
+            planned_commands: spec.run.planned_commands.unwrap_or_default(),
         },
         tasks,
         dependents: Default::default(),
@@ -734,6 +735,7 @@ pub(crate) fn task(
             },
         }),
         parent: None,
+        planned: false,
         depth: 0,
         for_each: more.for_each.map(|f| match f.value {
             ForEachSpec::List(items) => ForEach::List(items),

@@ -623,6 +623,13 @@ impl Walker<'_> {
                 "budget" => r.budget = w.budget(e),
                 "verify" => r.verify = w.plain_strings(e),
                 "max_tasks" => r.max_tasks = w.count(e, 1),
+                "planned_commands" => {
+                    r.planned_commands = w.choice(
+                        e,
+                        crate::graph::PlannedCommands::NAMES,
+                        crate::graph::PlannedCommands::parse,
+                    )
+                }
                 _ => return false,
             }
             true

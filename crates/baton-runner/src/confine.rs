@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 use baton_agent::EngineKind;
 use baton_exec::WriteSandbox;
-use baton_graph::{Action, Confine, Graph, Task, Workspace};
+use baton_graph::{Action, Confine, Graph, PlannedCommands, Task, Workspace};
 
-/// How a task's `confine` resolves before its workspace is known.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a task's `confine` resolves before its workspace is known. Ordered: more is stricter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Want {
     No,
     /// Confined where the kernel can.
@@ -21,14 +21,32 @@ enum Want {
 /// What `task` asks for, given whether it runs in a worktree. Unset, an agent task in a
 /// worktree is confined: it runs what a model decided, and its worktree is all it should
 /// change. A shell task runs what the graph's author wrote, so it is confined only on request.
-fn want(task: &Task, in_worktree: bool) -> Want {
-    match task.confine {
+/// A task a planner added is a model's whatever its kind: an agent gets at least what its
+/// planner had, and shell commands are confined or not run, unless the graph says
+/// `planned_commands = "allow"`.
+fn want(task: &Task, in_worktree: bool, planned: PlannedCommands) -> Want {
+    let asked = match task.confine {
         Some(Confine::None) => Want::No,
         Some(Confine::Workspace) => Want::Soft,
         Some(Confine::Require) => Want::Hard,
         None if in_worktree && matches!(task.action, Action::Agent { .. }) => Want::Soft,
         None => Want::No,
+    };
+    match (task.planned, &task.action, planned) {
+        (false, _, _) => asked,
+        (true, Action::Agent { .. }, _) | (true, _, PlannedCommands::Allow) => {
+            asked.max(Want::Soft)
+        }
+        (true, _, PlannedCommands::Confined) => Want::Hard,
     }
+}
+
+/// Why a task a planner added cannot run here, and what the graph can say to let it.
+fn planned_refusal(task: &Task, why: &str) -> String {
+    format!(
+        "task `{}` was planned by a model, and its shell commands run only in a worktree under          the write sandbox, but {why}; to run planned commands unconfined, set          `planned_commands = \"allow\"` under [run]",
+        task.id
+    )
 }
 
 /// Before a run: problems that refuse it (a task requires a sandbox this kernel cannot give),
@@ -37,19 +55,21 @@ pub fn check(graph: &Graph) -> Result<Option<String>, Vec<String>> {
     let Err(why) = baton_exec::landlock_support() else {
         return Ok(None);
     };
+    let planned = graph.run_settings().planned_commands;
     let wants: Vec<(&Task, Want)> = graph
         .tasks()
         .iter()
-        .map(|t| (t, want(t, t.workspace == Workspace::Worktree)))
+        .map(|t| (t, want(t, t.workspace == Workspace::Worktree, planned)))
         .collect();
     let problems: Vec<String> = wants
         .iter()
         .filter(|(_, want)| *want == Want::Hard)
-        .map(|(t, _)| {
-            format!(
+        .map(|(t, _)| match t.planned {
+            true => planned_refusal(t, &format!("Landlock is not available ({why})")),
+            false => format!(
                 "task `{}` has `confine = \"require\"` but Landlock is not available: {why}",
                 t.id
-            )
+            ),
         })
         .collect();
     if !problems.is_empty() {
@@ -71,6 +91,8 @@ pub(crate) struct Place<'a> {
     /// The repository's root: a confined task without a worktree may write there.
     pub root: &'a Path,
     pub engine: Option<EngineKind>,
+    /// The run's `planned_commands`.
+    pub planned_commands: PlannedCommands,
 }
 
 /// The sandbox of an attempt, or `None` if it runs unconfined; the variables it adds to the
@@ -83,14 +105,26 @@ pub(crate) fn sandbox_for(
     tmp: impl FnOnce() -> std::io::Result<PathBuf>,
     own_out: impl FnOnce() -> std::io::Result<PathBuf>,
 ) -> Result<Option<(WriteSandbox, PathBuf)>, String> {
-    let want = want(place.task, place.worktree.is_some());
+    let want = want(place.task, place.worktree.is_some(), place.planned_commands);
     if want == Want::No {
         return Ok(None);
+    }
+    if want == Want::Hard && place.task.planned && place.worktree.is_none() {
+        // Confined to the checkout is still the checkout: a model's commands get a worktree.
+        return Err(planned_refusal(
+            place.task,
+            "there is no worktree to run them in (the project is not a git repository with a \
+             commit)",
+        ));
     }
     if let Err(why) = baton_exec::landlock_support() {
         return match want {
             // The run said so once before it started.
             Want::Soft => Ok(None),
+            _ if place.task.planned => Err(planned_refusal(
+                place.task,
+                &format!("Landlock is not available ({why})"),
+            )),
             _ => Err(format!(
                 "`confine = \"require\"` but Landlock is not available ({why}): set \
                  `confine = \"workspace\"` to run unconfined"

@@ -46,6 +46,7 @@ pub(crate) const RUN_FIELDS: &[&str] = &[
     "budget",
     "verify",
     "max_tasks",
+    "planned_commands",
 ];
 pub(crate) const BUDGET_FIELDS: &[&str] = &["tokens", "usd", "soft_usd", "soft_tokens"];
 /// The fields of a task that are not agent fields.

@@ -417,6 +417,7 @@ impl Launcher {
             worktree,
             root: &self.root,
             engine,
+            planned_commands: self.graph.run_settings().planned_commands,
         };
         let confined = crate::confine::sandbox_for(
             &place,

@@ -47,6 +47,7 @@ mod store_access;
 mod terminal;
 mod timeout;
 mod traces;
+mod untrusted_plans;
 mod user_work;
 mod validation;
 mod why;
