@@ -389,6 +389,9 @@ fn check_top(root: &Node, diags: &mut Vec<Diagnostic>) {
                 let Kind::Table(fields) = &item.kind else {
                     continue;
                 };
+                for field in fields.iter().filter(|f| f.key == "env") {
+                    check_literal_env(&field.value, diags);
+                }
                 for field in fields
                     .iter()
                     .filter(|f| RUN_DECIDES.contains(&f.key.as_str()))
@@ -417,6 +420,29 @@ fn check_top(root: &Node, diags: &mut Vec<Diagnostic>) {
             .label(if known { "the run's" } else { "unknown" })
             .help("the run's `[run]` and `[defaults]` stay the run's: answer with `{\"task\": [ … ]}`"),
         );
+    }
+}
+
+/// A plan's `env` values are literals: `${VAR}` in a graph file reads baton's own environment
+/// when the task starts, which would hand a model whatever baton was given (red-team finding
+/// 2: `{"A": "${AWS_SECRET_ACCESS_KEY}"}`).
+fn check_literal_env(env: &Node, diags: &mut Vec<Diagnostic>) {
+    let Kind::Table(vars) = &env.kind else {
+        return;
+    };
+    for var in vars {
+        if let Kind::Str(value) = &var.value.kind
+            && value.contains("${")
+        {
+            diags.push(
+                Diagnostic::at(
+                    var.value.span.clone(),
+                    format!("a plan's `env` takes literal values, not `{value}`"),
+                )
+                .label("reads baton's environment")
+                .help("write the value itself; what a task gets of baton's environment is the run's to give (`pass_env`, `secret_env` in its [defaults])"),
+            );
+        }
     }
 }
 

@@ -562,6 +562,11 @@ impl Walker<'_> {
                 );
                 continue;
             }
+            if let Some(refusal) = reserved_env(&var.key) {
+                self.diags
+                    .push(Diagnostic::at(var.key_span.clone(), refusal.0).help(refusal.1));
+                continue;
+            }
             match &var.value.kind {
                 Kind::Str(s) => {
                     env.insert(var.key.clone(), s.clone());
@@ -840,4 +845,29 @@ impl Walker<'_> {
         });
         t
     }
+}
+
+/// Why a task's `env` may not set `name`, and what to do instead: `BATON_*` are baton's to
+/// set (the run, task and attempt ids that the sweep of leftover processes goes by, where its
+/// output goes), and the dynamic loader's variables would load code into every program the
+/// task starts, baton's helpers included.
+pub(crate) fn reserved_env(name: &str) -> Option<(String, String)> {
+    if name.starts_with("BATON_") {
+        return Some((
+            format!("`{name}` is baton's to set"),
+            "`BATON_*` variables tell a task its run, task, attempt and output file; \
+             name yours otherwise"
+                .to_owned(),
+        ));
+    }
+    if name.starts_with("LD_") || name.starts_with("DYLD_") {
+        return Some((
+            format!("`{name}` is the dynamic loader's, and a task may not set it"),
+            format!(
+                "it would load code into every program the task starts; if your tools need \
+                 it, set it where baton runs and name it in `pass_env = [\"{name}\"]`"
+            ),
+        ));
+    }
+    None
 }

@@ -303,19 +303,6 @@ impl Launcher {
         let mut env: Vec<(OsString, OsString)> =
             Vec::with_capacity(choice.passed.len() + spec_task.env.len() + 5);
         env.extend(choice.passed.iter().cloned());
-        env.push(("BATON_TASK_ID".into(), spec_task.id.as_str().into()));
-        env.push(("BATON_RUN_ID".into(), self.run_id.as_str().into()));
-        env.push(("BATON_ATTEMPT".into(), attempt.to_string().into()));
-        if let Some(worker) = &self.worker {
-            env.push(("BATON_WORKER".into(), worker.into()));
-        }
-        env.push((
-            "BATON_OUTPUT".into(),
-            self.dirs.structured_output(&spec_task.id, attempt).into(),
-        ));
-        if let Some(handoff) = &prepared.handoff {
-            env.push(("BATON_HANDOFF_FILE".into(), handoff.path().into()));
-        }
         for (key, value) in &spec_task.env {
             // `${VAR}` comes from baton's own environment now: the graph and its stored copy
             // never hold the value.
@@ -332,6 +319,21 @@ impl Launcher {
                 }));
             }
             env.push((key.into(), value.into()));
+        }
+        // baton's own last, so that nothing passed or set before them stands: the sweep of
+        // leftover processes goes by these ids.
+        env.push(("BATON_TASK_ID".into(), spec_task.id.as_str().into()));
+        env.push(("BATON_RUN_ID".into(), self.run_id.as_str().into()));
+        env.push(("BATON_ATTEMPT".into(), attempt.to_string().into()));
+        if let Some(worker) = &self.worker {
+            env.push(("BATON_WORKER".into(), worker.into()));
+        }
+        env.push((
+            "BATON_OUTPUT".into(),
+            self.dirs.structured_output(&spec_task.id, attempt).into(),
+        ));
+        if let Some(handoff) = &prepared.handoff {
+            env.push(("BATON_HANDOFF_FILE".into(), handoff.path().into()));
         }
         let output_limit = self
             .graph

@@ -183,3 +183,91 @@ expand = true
     assert_eq!(out.json_task("plan/a")["output"], "done");
     untouched(&out, &home);
 }
+
+/// Finding 2's reproduction: a plan whose `env` reads baton's own environment
+/// (`${MY_PLAIN_SECRET}`, `${AWS_SECRET_ACCESS_KEY}`) and writes what it got. Before: the
+/// file held both values in clear. Now the plan is refused as a graph file would be, each
+/// value named, and nothing ran.
+#[test]
+fn a_plan_s_env_takes_literals_only() {
+    let plan = |_: &Path| {
+        serde_json::json!({"task": [{
+            "id": "a",
+            "run": "echo A=$A B=$B > env-leak.txt",
+            "env": {"A": "${MY_PLAIN_SECRET}", "B": "${AWS_SECRET_ACCESS_KEY}", "C": "plain"},
+        }]})
+        .to_string()
+    };
+    let (test, _home) = planning(plan, "");
+    let out = test
+        .env("MY_PLAIN_SECRET", "plainsecretvalue123")
+        .env(
+            "AWS_SECRET_ACCESS_KEY",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        )
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let planner = out.json_task("plan");
+    assert_eq!(planner["outcome"]["kind"], "invalid-plan", "{planner}");
+    let said = planner.to_string();
+    assert!(
+        said.contains("a plan's `env` takes literal values, not `${MY_PLAIN_SECRET}`")
+            && said.contains("not `${AWS_SECRET_ACCESS_KEY}`"),
+        "{said}"
+    );
+    assert!(!said.contains("plainsecretvalue123"), "{said}");
+    assert!(!walk_has(out.path(), "env-leak.txt"));
+}
+
+/// In any graph, `BATON_*` are baton's to set and the dynamic loader's variables are refused
+/// (finding 2's `env-baton2` case set `BATON_RUN_ID`, `BATON_OUTPUT`, `LD_PRELOAD`, and they
+/// reached the task, hiding it from the sweep that goes by its ids).
+#[test]
+fn a_task_may_not_set_baton_s_variables_or_the_loader_s() {
+    let graph = r#"
+[[task]]
+id = "a"
+run = "true"
+env = { BATON_RUN_ID = "x", BATON_OUTPUT = "/tmp/out.json", LD_PRELOAD = "/tmp/evil.so", PATH = "/usr/bin:/bin" }
+"#;
+    Test::new()
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml"])
+        .run()
+        .status(2)
+        .stderr_contains("graph.toml:5:")
+        .stderr_contains("`BATON_RUN_ID` is baton's to set")
+        .stderr_contains("`BATON_OUTPUT` is baton's to set")
+        .stderr_contains("`LD_PRELOAD` is the dynamic loader's")
+        .stderr_contains("pass_env");
+}
+
+/// The same names in a plan: refused with the plan, before anything runs.
+#[test]
+fn a_plan_may_not_set_baton_s_variables_either() {
+    let plan = |_: &Path| {
+        r#"{"task": [{"id": "a", "run": "echo $BATON_TASK_ID > id.txt", "env": {"BATON_TASK_ID": "y", "LD_PRELOAD": "/tmp/x.so"}}]}"#
+            .to_owned()
+    };
+    let (test, _home) = planning(plan, "");
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(1);
+    let said = out.json_task("plan").to_string();
+    assert!(
+        said.contains("`BATON_TASK_ID` is baton's to set")
+            && said.contains("`LD_PRELOAD` is the dynamic loader's"),
+        "{said}"
+    );
+    assert!(!walk_has(out.path(), "id.txt"));
+}
+
+/// Whether a file named `name` is anywhere under `dir` (its worktrees included).
+fn walk_has(dir: &Path, name: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let path = e.path();
+        e.file_name() == name || (path.is_dir() && !path.is_symlink() && walk_has(&path, name))
+    })
+}
