@@ -57,9 +57,14 @@
 //! # Limits
 //!
 //! - Secret values shorter than [`MIN_SECRET_LEN`] bytes are not redacted verbatim.
-//! - Tokens are matched on bytes, ASCII only, as printed: a secret printed with each character
-//!   escaped, split over lines, or base64-encoded is not recognised. (JSON that baton parses
-//!   is redacted again once decoded: see `baton_exec::handoff::redact_json`.)
+//! - Tokens are matched on bytes, ASCII only, as printed — and, in a line that holds JSON
+//!   escapes (`\/`, `\u0067`, `\"`, `\n`), decoded too, up to three levels (JSON in a JSON
+//!   string in a stream line), each secret found there redacted as the whole escapes it came
+//!   from, so that valid JSON stays valid. A secret split over lines or base64-encoded is not
+//!   recognised; nor is one escaped in a line longer than 1 MiB, or in a line that goes on
+//!   from a secret of the lines before it (an AWS key id at a line's end), or one whose escape
+//!   comes after a [release](StreamRedactor::release) in the middle of its line.
+//! - A stream holds each line until its end (`\n` or `\r`) or a release, to decode it whole.
 //! - A stream that is [released](StreamRedactor::release) in a pause judges what it holds up
 //!   to its last line break on its own: a secret spanning a line break and a pause (an AWS
 //!   key id at a line's end, its secret key on the next line later) is seen as two pieces.
@@ -69,6 +74,7 @@
 mod byteset;
 mod engine;
 mod env;
+mod escaped;
 mod redactor;
 mod rules;
 mod stream;

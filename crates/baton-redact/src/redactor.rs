@@ -207,6 +207,17 @@ impl Redactor {
 
     /// Redacts a whole text. Borrows when nothing was redacted.
     pub fn redact<'h>(&self, text: &'h [u8]) -> Cow<'h, [u8]> {
+        if text.contains(&b'\\') && crate::escaped::has_escape(text) {
+            // Escapes are decoded line by line: the stream's way, so both give the same.
+            let mut stream = self.stream();
+            let mut out = Vec::with_capacity(text.len());
+            stream.push(text, &mut out);
+            stream.finish(&mut out);
+            return match out == text {
+                true => Cow::Borrowed(text),
+                false => Cow::Owned(out),
+            };
+        }
         let mut out = CowOut {
             text,
             passed: 0,
@@ -239,16 +250,25 @@ impl Redactor {
     /// The secrets in a whole text, in order: what [`Redactor::redact`] would replace, and
     /// with which marker. Empty exactly when `redact` would give the text back unchanged.
     pub fn find(&self, text: &[u8]) -> Vec<Finding> {
-        let mut out = FindOut {
-            text,
-            found: Vec::new(),
-            open: 0,
-            given_back: 0,
-        };
-        self.engine
-            .run(text, 0, true, &mut Mode::Scan, None, &mut out);
-        out.close(text.len());
-        out.found
+        if !(text.contains(&b'\\') && crate::escaped::has_escape(text)) {
+            return find_with(&self.engine, text);
+        }
+        // As `redact` goes: line by line, the lines with escapes decoded. Between those, the
+        // rules as printed ran over the lines as one text, and had decided all of it when a
+        // decoded line came.
+        let mut stream = StreamRedactor::traced(Arc::clone(&self.engine));
+        let mut sink = Vec::new();
+        stream.push(text, &mut sink);
+        let decoded = stream.finish_traced(&mut sink).unwrap_or_default();
+        let mut found = Vec::new();
+        let mut at = 0;
+        for (start, len, line) in decoded {
+            found.extend(shifted(find_with(&self.engine, &text[at..start]), at));
+            found.extend(shifted(line, start));
+            at = start + len;
+        }
+        found.extend(shifted(find_with(&self.engine, &text[at..]), at));
+        found
     }
 
     /// A redactor for one stream of bytes (one task's stdout, say).
@@ -261,6 +281,26 @@ impl Redactor {
     pub fn window(&self) -> usize {
         self.engine.window
     }
+}
+
+fn shifted(found: Vec<Finding>, by: usize) -> impl Iterator<Item = Finding> {
+    found.into_iter().map(move |f| Finding {
+        range: f.range.start + by..f.range.end + by,
+        label: f.label,
+    })
+}
+
+/// [`Redactor::find`] with `engine`: the secrets of a text as printed.
+pub(crate) fn find_with(engine: &Engine, text: &[u8]) -> Vec<Finding> {
+    let mut out = FindOut {
+        text,
+        found: Vec::new(),
+        open: 0,
+        given_back: 0,
+    };
+    engine.run(text, 0, true, &mut Mode::Scan, None, &mut out);
+    out.close(text.len());
+    out.found
 }
 
 /// The capture groups of a pattern that are secrets, in order, with their markers.

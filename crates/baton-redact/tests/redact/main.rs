@@ -2,6 +2,7 @@
 //! stay, and streams cut at random places.
 
 mod corpus;
+mod escaped;
 mod false_positives;
 mod find;
 mod regressions;

@@ -377,3 +377,118 @@ fn a_secret_in_a_check_s_command_is_redacted_in_the_event_log() {
         "{checked}"
     );
 }
+
+/// Red-team findings 6 and 7, end to end: secrets behind JSON escapes in an agent's activity
+/// (a tool call's command), in a plan's answer (its `env`, its prompt), in ordinary stdout and
+/// stderr (PHP's `json_encode` escapes `/`). Before, each was in the database, `events`,
+/// `status` and the logs in clear, and `ghp_\u0041…` in a plan became an invalid escape that
+/// failed the plan. Now none of them is anywhere baton writes, and the plan runs.
+#[test]
+fn secrets_behind_escapes_in_activity_plans_and_output_are_redacted_everywhere() {
+    let fake_claude = r#"#!/bin/sh
+echo '{"type":"system","subtype":"init","session_id":"s-1","model":"claude-sonnet-4-5","tools":["Bash"]}'
+echo '{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","name":"Bash","input":{"command":"psql postgres:\/\/app:activitypw777@db\/x; echo \u0067hp_ESCACTIVITYabcdefghijklmnopqrstuvw12"}}]}}'
+sleep 1
+echo '{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"total_cost_usd":0.01,"usage":{"input_tokens":1,"output_tokens":1}}'
+"#;
+    let plan = r#"{"task":[{"id":"a","run":"echo tok=ghp_\u0041BCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 done","env":{"DBURL":"postgres:\/\/app:planpw98765@db\/x","K":"AKIA\u0049OSFODNN7EXAMPLE"}},{"id":"b","engine":"fake","prompt":"use sk-ant-api03-\u0041bcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ-_abcdefghijklmnopqrstuvwx-AAAAAAAA"}]}"#;
+    let test = Test::new()
+        .file("fake-claude.sh", fake_claude)
+        .file("secrets/plan.json", plan)
+        .file(
+            "secrets/out.json",
+            r#"{"db":"postgres:\/\/app:stdoutpw4242@db\/x","hook":"https:\/\/hooks.slack.com\/services\/T11111111\/B22222222\/YYYYYYYYYYYYYYYYYYYYYYYY"}"#,
+        )
+        .file("secrets/err.json", r#"{"u":"postgres:\/\/app:shellpw321@db\/x"}"#);
+    let root = test.path().canonicalize().unwrap();
+    std::fs::set_permissions(
+        root.join("fake-claude.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let config = format!(
+        "[engines.fake]\nkind = \"command\"\ncommand = \"{root}/fake-claude.sh\"\noutput = \"claude\"\n\n\
+         [engines.planner]\nkind = \"command\"\ncommand = \"cat\"\nargs = [\"{root}/secrets/plan.json\"]\n",
+        root = root.display()
+    );
+    let graph = r#"
+[[task]]
+id = "agent"
+engine = "fake"
+prompt = "go"
+
+[[task]]
+id = "php"
+run = 'cat secrets/out.json; cat secrets/err.json >&2'
+
+[[task]]
+id = "plan"
+engine = "planner"
+prompt = "plan"
+expand = true
+
+[[task]]
+id = "downstream"
+needs = ["php"]
+run = 'echo {{ needs.php.output }}'
+"#;
+    let test = test.file("baton.toml", config).graph("graph.toml", graph);
+    crate::workspaces::git(test.path(), &["add", "-A"]);
+    crate::workspaces::git(test.path(), &["commit", "-qm", "the user's work"]);
+    let out = test.args(&["run", "graph.toml", "--json"]).run();
+    for task in ["agent", "php", "plan", "plan/a", "plan/b", "downstream"] {
+        assert_eq!(
+            out.json_task(task)["state"],
+            "succeeded",
+            "{task}: {}",
+            out.stdout
+        );
+    }
+    let mut haystacks: Vec<(String, Vec<u8>)> = vec![
+        ("run --json".into(), out.stdout.clone().into_bytes()),
+        ("run stderr".into(), out.stderr.clone().into_bytes()),
+    ];
+    for args in [
+        vec!["events", "latest", "--json"],
+        vec!["events", "latest"],
+        vec!["status"],
+        vec!["status", "--json"],
+        vec!["logs", "latest", "php"],
+        vec!["logs", "latest", "agent"],
+        vec!["logs", "latest", "downstream"],
+    ] {
+        let side = baton_in(&root, &args);
+        assert_eq!(side.code, Some(0), "{args:?}: {}", side.stderr);
+        haystacks.push((args.join(" "), side.stdout.into_bytes()));
+    }
+    let mut files = Vec::new();
+    files_under(&root.join(".baton"), &mut files);
+    // The pooled worktrees hold a checkout of the repository, the secrets' files among them.
+    let pool = root.join(".baton/worktrees/.pool");
+    files.retain(|file| !file.starts_with(&pool) && !file.to_string_lossy().contains("/secrets/"));
+    assert!(files.iter().any(|f| f.ends_with("agent.1.log")));
+    for file in files {
+        haystacks.push((file.display().to_string(), std::fs::read(&file).unwrap()));
+    }
+    let needles = [
+        "activitypw777",
+        "ESCACTIVITYabcdefghijklmnopqrstuvw12",
+        "planpw98765",
+        "OSFODNN7EXAMPLE",
+        "bcdefghijklmnopqrstuvwxyz0123456789ABCDEF",
+        "BCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+        "stdoutpw4242",
+        "YYYYYYYYYYYYYYYYYYYYYYYY",
+        "shellpw321",
+    ];
+    for (what, hay) in &haystacks {
+        for needle in needles {
+            assert!(
+                !hay.windows(needle.len()).any(|w| w == needle.as_bytes()),
+                "{needle} leaked into {what}"
+            );
+        }
+    }
+    let events = baton_in(&root, &["events", "latest"]).stdout;
+    assert!(events.contains("[REDACTED:url-password]"), "{events}");
+}
