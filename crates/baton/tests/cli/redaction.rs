@@ -68,6 +68,47 @@ fn files_under(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
+/// Everything baton wrote or printed for the run: `out`'s stdout and stderr, what `baton`
+/// says to each of `views` (each must succeed), and every file under `.baton/` that `keep`
+/// lets through (pooled worktrees hold a checkout of the repository, as the user's does).
+fn everything(
+    out: &crate::test::Output,
+    views: &[&[&str]],
+    keep: impl Fn(&Path) -> bool,
+) -> Vec<(String, Vec<u8>)> {
+    let root = out.path().to_path_buf();
+    let mut haystacks: Vec<(String, Vec<u8>)> = vec![
+        ("run --json".into(), out.stdout.clone().into_bytes()),
+        ("run stderr".into(), out.stderr.clone().into_bytes()),
+    ];
+    for args in views {
+        let side = baton_in(&root, args);
+        assert_eq!(side.code, Some(0), "{args:?}: {}", side.stderr);
+        haystacks.push((args.join(" "), side.stdout.into_bytes()));
+    }
+    let mut files = Vec::new();
+    files_under(&root.join(".baton"), &mut files);
+    let pool = root.join(".baton/worktrees/.pool");
+    files.retain(|file| !file.starts_with(&pool) && keep(file));
+    assert!(!files.is_empty());
+    for file in files {
+        haystacks.push((file.display().to_string(), std::fs::read(&file).unwrap()));
+    }
+    haystacks
+}
+
+/// No needle in any haystack.
+fn nowhere(haystacks: &[(String, Vec<u8>)], needles: &[&str]) {
+    for (what, hay) in haystacks {
+        for needle in needles {
+            assert!(
+                !hay.windows(needle.len()).any(|w| w == needle.as_bytes()),
+                "{needle} leaked into {what}"
+            );
+        }
+    }
+}
+
 #[test]
 fn secrets_printed_by_tasks_are_redacted_everywhere() {
     let env_secret = "v4lue-of-an-env-secret-9f8e7d6c";
@@ -107,28 +148,23 @@ echo {{ needs.leaky.json.key }}
     let root = out.path().to_path_buf();
     assert_eq!(out.json_task("downstream")["state"], "succeeded");
 
-    let mut haystacks: Vec<(String, Vec<u8>)> = vec![
-        ("run --json".into(), out.stdout.clone().into_bytes()),
-        ("run stderr".into(), out.stderr.clone().into_bytes()),
-    ];
-    for args in [
-        vec!["events", "latest", "--json"],
-        vec!["status"],
-        vec!["status", "--json"],
-        vec!["logs", "latest", "leaky"],
-        vec!["logs", "latest", "downstream"],
-    ] {
-        let side = baton_in(&root, &args);
-        assert_eq!(side.code, Some(0), "{args:?}: {}", side.stderr);
-        haystacks.push((args.join(" "), side.stdout.into_bytes()));
-    }
-    let mut files = Vec::new();
-    files_under(&root.join(".baton"), &mut files);
-    assert!(files.iter().any(|f| f.ends_with("leaky.1.log")));
-    for file in files {
-        haystacks.push((file.display().to_string(), std::fs::read(&file).unwrap()));
-    }
-
+    let files_before = {
+        let mut files = Vec::new();
+        files_under(&root.join(".baton"), &mut files);
+        files
+    };
+    assert!(files_before.iter().any(|f| f.ends_with("leaky.1.log")));
+    let haystacks = everything(
+        &out,
+        &[
+            &["events", "latest", "--json"],
+            &["status"],
+            &["status", "--json"],
+            &["logs", "latest", "leaky"],
+            &["logs", "latest", "downstream"],
+        ],
+        |_| true,
+    );
     let mut needles: Vec<(String, String)> = secrets()
         .into_iter()
         .map(|(name, secret)| (name.to_owned(), sensitive(name, &secret)))
@@ -308,43 +344,22 @@ run = '''cat "$BATON_HANDOFF_FILE" > copy.json; echo {{ needs.json.json.tok }} {
     assert_eq!(out.json_task("json")["state"], "succeeded");
     assert_eq!(out.json_task("downstream")["state"], "succeeded");
 
-    let mut haystacks: Vec<(String, Vec<u8>)> = vec![
-        ("run --json".into(), out.stdout.clone().into_bytes()),
-        ("run stderr".into(), out.stderr.clone().into_bytes()),
-        (
-            "copy.json".into(),
-            std::fs::read(root.join("copy.json")).unwrap(),
-        ),
-    ];
-    for args in [
-        vec!["events", "latest", "--json"],
-        vec!["events", "latest"],
-        vec!["status"],
-        vec!["status", "--json"],
-        vec!["logs", "latest", "downstream"],
-    ] {
-        let side = baton_in(&root, &args);
-        haystacks.push((args.join(" "), side.stdout.into_bytes()));
-    }
-    let mut files = Vec::new();
-    files_under(&root.join(".baton"), &mut files);
-    // Not the pooled worktrees: they hold a checkout of the repository's own history (the
-    // run's base, here with the fake CLI's script, which has the password in it), as the
-    // user's checkout does; baton's records are the rest.
-    let pool = root.join(".baton/worktrees/.pool");
-    files.retain(|file| !file.starts_with(&pool));
-    assert!(!files.is_empty());
-    for file in files {
-        haystacks.push((file.display().to_string(), std::fs::read(&file).unwrap()));
-    }
-    for (what, hay) in &haystacks {
-        for needle in [&token[4..], &decoded[4..], slack, "hunter2"] {
-            assert!(
-                !hay.windows(needle.len()).any(|w| w == needle.as_bytes()),
-                "{needle} leaked into {what}"
-            );
-        }
-    }
+    let mut haystacks = everything(
+        &out,
+        &[
+            &["events", "latest", "--json"],
+            &["events", "latest"],
+            &["status"],
+            &["status", "--json"],
+            &["logs", "latest", "downstream"],
+        ],
+        |_| true,
+    );
+    haystacks.push((
+        "copy.json".into(),
+        std::fs::read(root.join("copy.json")).unwrap(),
+    ));
+    nowhere(&haystacks, &[&token[4..], &decoded[4..], slack, "hunter2"]);
     let status = baton_in(&root, &["status"]).stdout;
     assert!(status.contains("[REDACTED:github-token].txt"), "{status}");
     let copy = std::fs::read_to_string(root.join("copy.json")).unwrap();
@@ -444,51 +459,34 @@ run = 'echo {{ needs.php.output }}'
             out.stdout
         );
     }
-    let mut haystacks: Vec<(String, Vec<u8>)> = vec![
-        ("run --json".into(), out.stdout.clone().into_bytes()),
-        ("run stderr".into(), out.stderr.clone().into_bytes()),
-    ];
-    for args in [
-        vec!["events", "latest", "--json"],
-        vec!["events", "latest"],
-        vec!["status"],
-        vec!["status", "--json"],
-        vec!["logs", "latest", "php"],
-        vec!["logs", "latest", "agent"],
-        vec!["logs", "latest", "downstream"],
-    ] {
-        let side = baton_in(&root, &args);
-        assert_eq!(side.code, Some(0), "{args:?}: {}", side.stderr);
-        haystacks.push((args.join(" "), side.stdout.into_bytes()));
-    }
-    let mut files = Vec::new();
-    files_under(&root.join(".baton"), &mut files);
-    // The pooled worktrees hold a checkout of the repository, the secrets' files among them.
-    let pool = root.join(".baton/worktrees/.pool");
-    files.retain(|file| !file.starts_with(&pool) && !file.to_string_lossy().contains("/secrets/"));
-    assert!(files.iter().any(|f| f.ends_with("agent.1.log")));
-    for file in files {
-        haystacks.push((file.display().to_string(), std::fs::read(&file).unwrap()));
-    }
-    let needles = [
-        "activitypw777",
-        "ESCACTIVITYabcdefghijklmnopqrstuvw12",
-        "planpw98765",
-        "OSFODNN7EXAMPLE",
-        "bcdefghijklmnopqrstuvwxyz0123456789ABCDEF",
-        "BCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
-        "stdoutpw4242",
-        "YYYYYYYYYYYYYYYYYYYYYYYY",
-        "shellpw321",
-    ];
-    for (what, hay) in &haystacks {
-        for needle in needles {
-            assert!(
-                !hay.windows(needle.len()).any(|w| w == needle.as_bytes()),
-                "{needle} leaked into {what}"
-            );
-        }
-    }
+    let haystacks = everything(
+        &out,
+        &[
+            &["events", "latest", "--json"],
+            &["events", "latest"],
+            &["status"],
+            &["status", "--json"],
+            &["logs", "latest", "php"],
+            &["logs", "latest", "agent"],
+            &["logs", "latest", "downstream"],
+        ],
+        // The secrets' own files, checked out in the worktrees, are the user's.
+        |file| !file.to_string_lossy().contains("/secrets/"),
+    );
+    nowhere(
+        &haystacks,
+        &[
+            "activitypw777",
+            "ESCACTIVITYabcdefghijklmnopqrstuvw12",
+            "planpw98765",
+            "OSFODNN7EXAMPLE",
+            "bcdefghijklmnopqrstuvwxyz0123456789ABCDEF",
+            "BCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+            "stdoutpw4242",
+            "YYYYYYYYYYYYYYYYYYYYYYYY",
+            "shellpw321",
+        ],
+    );
     let events = baton_in(&root, &["events", "latest"]).stdout;
     assert!(events.contains("[REDACTED:url-password]"), "{events}");
 }
