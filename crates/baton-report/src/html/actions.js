@@ -8,8 +8,8 @@ function act(action, task) {
   }
   var msg = document.getElementById('act-msg');
   if (msg) msg.textContent = action + '…';
-  fetch('/runs/' + encodeURIComponent(LIVE.run) + '/act', {
-    method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Baton-Token': LIVE.token },
+  fetch(LIVE.base + '/runs/' + encodeURIComponent(LIVE.run) + '/act', {
+    method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Baton-Token': LIVE.act_key },
     body: JSON.stringify(body),
   }).then(function (r) { return r.json(); }).then(function (r) {
     var m = document.getElementById('act-msg');

@@ -53,8 +53,12 @@ pub struct ReportInput<'a> {
 #[derive(Debug, Clone, Serialize)]
 pub struct Live {
     pub run: String,
-    /// The dashboard's token: the page's requests that act carry it.
-    pub token: String,
+    /// Where the dashboard's pages are (`/` and a path of its own): links and requests start
+    /// with it.
+    pub base: String,
+    /// What the page's requests that act carry beside the dashboard's cookie: a key of the
+    /// dashboard's own, not its token (a page saved or shown keeps no token).
+    pub act_key: String,
     /// The run is over (or its driver gone): nothing more comes.
     pub finished: bool,
     pub resumable: bool,
@@ -424,7 +428,8 @@ impl Page {
             live: input.live.clone().map(|live| LiveContext {
                 script: serde_json::json!({
                     "run": live.run,
-                    "token": live.token,
+                    "base": live.base,
+                    "act_key": live.act_key,
                     "finished": live.finished,
                 }),
                 live,

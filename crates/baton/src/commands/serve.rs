@@ -5,9 +5,15 @@
 //! `cancel`, `retry`, `resume`), so what they record is recorded exactly as the CLI records it.
 //! The streams are the CLI's too: `baton events --follow --json` and `baton logs --follow`.
 //!
-//! Bound to loopback unless `--allow-remote`; every request needs the token printed at start
-//! (the link carries it once, then a cookie does), and a request that acts also carries it in
-//! a header, which another site's page cannot send.
+//! Bound to loopback unless `--allow-remote`. Every page is under a path of the instance's
+//! own, random (`/3f9c…/`), and every request needs the token printed at start: the link
+//! carries it once, then a cookie does, scoped to that path. Cookies are scoped by host, not
+//! by port, so a cookie for `/` would go to every other server on the machine (a dev server an
+//! agent started); one for the instance's path goes to no other, and two dashboards keep
+//! theirs apart. A request that acts also carries the instance's act key in a header, which
+//! another site's page cannot send; pages hold that key, never the token. Every value from a
+//! request that reaches a command line is checked as what it is (a run, a task) and passed
+//! after `--`. At most [`MAX_STREAMS`] streams are open at once.
 
 use std::convert::Infallible;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -25,7 +31,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use baton_model::{RunId, RunState};
 use baton_store::Store;
-use futures_util::stream::{self, Stream};
+use futures_util::stream;
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
 
@@ -37,13 +43,20 @@ use crate::project::Project;
 
 /// The cookie the link's token becomes.
 const COOKIE: &str = "baton_token";
-/// The header a request that acts carries the token in.
+/// The header a request that acts carries the act key in.
 const ACT_HEADER: &str = "x-baton-token";
+/// Most streams (`events --follow`, `logs --follow`, a process each) open at once.
+const MAX_STREAMS: usize = 16;
 
 struct App {
     store: Box<dyn Store>,
     project: Project,
     token: String,
+    /// The path every page is under: `/` and 32 random hex digits.
+    base: String,
+    /// What a request that acts carries in [`ACT_HEADER`] beside the cookie.
+    act_key: String,
+    streams: Arc<tokio::sync::Semaphore>,
     /// `--store`, passed on to the commands the dashboard runs.
     store_url: Option<String>,
     exe: PathBuf,
@@ -66,7 +79,10 @@ pub fn serve(args: ServeArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let app = Arc::new(App {
         store,
         project,
-        token: token()?,
+        token: random_hex()?,
+        base: format!("/{}", random_hex()?),
+        act_key: random_hex()?,
+        streams: Arc::new(tokio::sync::Semaphore::new(MAX_STREAMS)),
         store_url: store_url.map(str::to_owned),
         exe: std::env::current_exe().context("cannot find baton's own executable")?,
     });
@@ -90,7 +106,7 @@ fn address(text: &str) -> Result<SocketAddr, Failure> {
 }
 
 /// 128 bits from the kernel's generator, as hex.
-fn token() -> Result<String, Failure> {
+fn random_hex() -> Result<String, Failure> {
     let mut bytes = [0u8; 16];
     std::io::Read::read_exact(
         &mut std::fs::File::open("/dev/urandom").context("cannot open /dev/urandom")?,
@@ -107,19 +123,34 @@ async fn run(app: Shared, addr: SocketAddr) -> Result<i32, Failure> {
     let bound = listener
         .local_addr()
         .context("cannot read the bound address")?;
+    let base = &app.base;
     let router = Router::new()
-        .route("/", get(runs_page))
-        .route("/runs/{id}", get(run_page))
-        .route("/runs/{id}/events", get(run_events))
-        .route("/runs/{id}/task", get(task_page))
-        .route("/runs/{id}/log", get(task_log))
-        .route("/runs/{id}/act", post(act))
+        .route(base, get(runs_page))
+        .route(&format!("{base}/"), get(runs_page))
+        .route(&format!("{base}/runs/{{id}}"), get(run_page))
+        .route(&format!("{base}/runs/{{id}}/events"), get(run_events))
+        .route(&format!("{base}/runs/{{id}}/task"), get(task_page))
+        .route(&format!("{base}/runs/{{id}}/log"), get(task_log))
+        .route(&format!("{base}/runs/{{id}}/act"), post(act))
+        .fallback(not_here)
         .layer(middleware::from_fn_with_state(Arc::clone(&app), guard))
         .with_state(Arc::clone(&app));
+    if !bound.ip().is_loopback() {
+        crate::out::line(
+            "the remote warning",
+            &format!(
+                "baton: warning: serving on {bound}, which other machines can reach: whoever has \
+                 the link can read every run of {} (tasks' output, logs, diffs) and approve, \
+                 reject, cancel, retry and resume them; over plain HTTP the token travels in the \
+                 clear, so put a proxy that adds TLS in front",
+                app.project.root.display()
+            ),
+        )?;
+    }
     crate::out::line(
         "where the dashboard is",
         &format!(
-            "baton: the dashboard of {} is at http://{bound}/ (Ctrl-C stops it)\nbaton: open http://{bound}/?token={}",
+            "baton: the dashboard of {} is at http://{bound}{base}/ (Ctrl-C stops it)\nbaton: open http://{bound}{base}/?token={}",
             app.project.root.display(),
             app.token
         ),
@@ -159,9 +190,28 @@ fn bearer_token(headers: &HeaderMap) -> Option<&str> {
         .strip_prefix("Bearer ")
 }
 
+/// A path outside the instance's: nothing of the dashboard is there.
+async fn not_here() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        "404: not a page of this dashboard: open the link `baton serve` printed\n",
+    )
+        .into_response()
+}
+
 /// Every request needs the token: in the link (then it becomes a cookie), the cookie, or an
-/// `Authorization: Bearer` header. One that acts also carries it in [`ACT_HEADER`].
+/// `Authorization: Bearer` header. One that acts also carries the act key in [`ACT_HEADER`].
+/// No response tells another site where it came from (the path is the instance's).
 async fn guard(State(app): State<Shared>, request: Request, next: Next) -> Response {
+    let mut response = checked(&app, request, next).await;
+    response.headers_mut().insert(
+        header::REFERRER_POLICY,
+        header::HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
+async fn checked(app: &App, request: Request, next: Next) -> Response {
     let query = request.uri().query().unwrap_or("");
     let in_link = query
         .split('&')
@@ -180,7 +230,10 @@ async fn guard(State(app): State<Shared>, request: Request, next: Next) -> Respo
         } else {
             format!("{path}?{}", rest.join("&"))
         };
-        let cookie = format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", app.token);
+        let cookie = format!(
+            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path={}",
+            app.token, app.base
+        );
         return ([(header::SET_COOKIE, cookie)], Redirect::to(&to)).into_response();
     }
     let headers = request.headers();
@@ -194,11 +247,11 @@ async fn guard(State(app): State<Shared>, request: Request, next: Next) -> Respo
         let carried = headers
             .get(ACT_HEADER)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|given| same(given, &app.token));
+            .is_some_and(|given| same(given, &app.act_key));
         if !carried {
             return (
                 StatusCode::FORBIDDEN,
-                "403: a request that acts carries the token in the X-Baton-Token header\n",
+                "403: a request that acts carries the page's act key in the X-Baton-Token header\n",
             )
                 .into_response();
         }
@@ -304,6 +357,7 @@ async fn runs_page(State(app): State<Shared>) -> Result<Html<String>, PageError>
             .and_then(|t| {
                 t.render(minijinja::context! {
                     runs => rows,
+                    base => app.base,
                     root => app.project.root.display().to_string(),
                 })
             })
@@ -335,7 +389,8 @@ fn live_of(app: &App, gathered: &Gathered) -> baton_report::Live {
     });
     baton_report::Live {
         run: gathered.result.run.id.clone(),
-        token: app.token.clone(),
+        base: app.base.clone(),
+        act_key: app.act_key.clone(),
         finished: !matches!(state, RunState::Running | RunState::Queued),
         resumable: matches!(state, RunState::Interrupted | RunState::Cancelled),
         retryable: !matches!(state, RunState::Running | RunState::Queued) && failed_some,
@@ -387,8 +442,9 @@ async fn task_page(
         }
     })
     .await?;
+    let task = task_id(&query.name).map_err(|r| PageError(StatusCode::BAD_REQUEST, r))?;
     // What `baton diff RUN TASK` says; a task without a branch has none to show.
-    let diff = cli(&app, &["diff", run.id.as_str(), &query.name])
+    let diff = cli(&app, &["diff", "--", run.id.as_str(), task.as_str()])
         .await
         .ok()
         .filter(|out| out.status.success())
@@ -442,11 +498,16 @@ enum Framing {
 
 /// A command's standard output as server-sent events, then an `end` event; the command is
 /// killed when the page goes away.
-fn follow(
-    app: &App,
-    args: &[&str],
-    framing: Framing,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
+fn follow(app: &App, args: &[&str], framing: Framing) -> Response {
+    // A process each: a bounded number, whoever asks.
+    let Ok(permit) = Arc::clone(&app.streams).try_acquire_owned() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "5")],
+            format!("503: {MAX_STREAMS} streams are open already; close a page and try again\n"),
+        )
+            .into_response();
+    };
     let child = command(app, args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -456,12 +517,15 @@ fn follow(
         stdout: Option<tokio::process::ChildStdout>,
         pending: Vec<u8>,
         done: bool,
+        /// Held while the stream is open.
+        _permit: tokio::sync::OwnedSemaphorePermit,
     }
     let mut state = Following {
         stdout: None,
         child: None,
         pending: Vec::new(),
         done: false,
+        _permit: permit,
     };
     if let Ok(mut child) = child {
         state.stdout = child.stdout.take();
@@ -477,7 +541,10 @@ fn follow(
             {
                 let line: Vec<u8> = state.pending.drain(..=at).collect();
                 let text = String::from_utf8_lossy(&line).trim_end().to_owned();
-                return Some((Ok(Event::default().event(name).data(text)), state));
+                return Some((
+                    Ok::<_, Infallible>(Event::default().event(name).data(text)),
+                    state,
+                ));
             }
             let mut buf = vec![0u8; 16 * 1024];
             let read = match state.stdout.as_mut() {
@@ -511,16 +578,31 @@ fn follow(
             }
         }
     });
-    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+/// The run `id` names (an id, a prefix of one, `latest`), or the page's error.
+async fn run_of(app: &Shared, id: String) -> Result<baton_store::RunRecord, PageError> {
+    blocking(app, move |app| resolve(app, &id)).await
+}
+
+/// `name` as a task id, or why it is not one.
+fn task_id(name: &str) -> Result<baton_model::TaskId, String> {
+    baton_model::TaskId::new(name).map_err(|e| format!("`{name}` is not a task id: {e}"))
 }
 
 async fn run_events(State(app): State<Shared>, Path(id): Path<String>) -> Response {
+    let run = match run_of(&app, id).await {
+        Ok(run) => run,
+        Err(e) => return e.into_response(),
+    };
     follow(
         &app,
-        &["events", &id, "--follow", "--json"],
+        &["events", "--follow", "--json", "--", run.id.as_str()],
         Framing::Lines("baton"),
     )
-    .into_response()
 }
 
 #[derive(Deserialize)]
@@ -534,12 +616,21 @@ async fn task_log(
     Path(id): Path<String>,
     Query(query): Query<LogQuery>,
 ) -> Response {
+    let run = match run_of(&app, id).await {
+        Ok(run) => run,
+        Err(e) => return e.into_response(),
+    };
+    let task = match task_id(&query.name) {
+        Ok(task) => task,
+        Err(reason) => return PageError(StatusCode::BAD_REQUEST, reason).into_response(),
+    };
     let attempt = query.attempt.map(|n| n.to_string());
-    let mut args = vec!["logs", id.as_str(), query.name.as_str(), "--follow"];
+    let mut args = vec!["logs", "--follow"];
     if let Some(n) = &attempt {
         args.extend(["--attempt", n.as_str()]);
     }
-    follow(&app, &args, Framing::Chunks("chunk")).into_response()
+    args.extend(["--", run.id.as_str(), task.as_str()]);
+    follow(&app, &args, Framing::Chunks("chunk"))
 }
 
 #[derive(Deserialize)]
@@ -573,27 +664,48 @@ async fn act(
         Err(e) => return e.into_response(),
     };
     let run_id = run.id.to_string();
-    let task = action.task.as_deref();
-    let mut args: Vec<&str> = vec![action.action.as_str(), run_id.as_str()];
+    let task = match action.task.as_deref().map(task_id).transpose() {
+        Ok(task) => task,
+        Err(reason) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(Acted {
+                    ok: false,
+                    message: reason,
+                }),
+            )
+                .into_response();
+        }
+    };
+    let task = task.as_ref().map(baton_model::TaskId::as_str);
+    // Options first, `--`, then the run and the task: nothing from the request is an option.
+    let reason = format!(
+        "--reason={}",
+        action
+            .reason
+            .as_deref()
+            .unwrap_or("rejected in the dashboard")
+    );
+    let mut args: Vec<&str> = vec![action.action.as_str()];
     let drives = match (action.action.as_str(), task) {
         ("approve", _) | ("retry", _) => {
+            args.extend(["--", run_id.as_str()]);
             args.extend(task);
             // Approving a run at its soft budget, and retrying, drive the run.
             action.action == "retry" || task.is_none()
         }
         ("reject", Some(task)) => {
-            args.push(task);
-            args.extend([
-                "--reason",
-                action
-                    .reason
-                    .as_deref()
-                    .unwrap_or("rejected in the dashboard"),
-            ]);
+            args.extend([reason.as_str(), "--", run_id.as_str(), task]);
             false
         }
-        ("cancel", None) => false,
-        ("resume", None) => true,
+        ("cancel", None) => {
+            args.extend(["--", run_id.as_str()]);
+            false
+        }
+        ("resume", None) => {
+            args.extend(["--", run_id.as_str()]);
+            true
+        }
         _ => {
             return (
                 StatusCode::BAD_REQUEST,

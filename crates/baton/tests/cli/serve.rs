@@ -61,24 +61,26 @@ run = "echo meanwhile"
         refused.stderr
     );
 
-    let mut server = Command::new(BATON)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .current_dir(running.path())
-        .env_remove("BATON_STORE")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    assert!(first.contains("the dashboard of"), "{first}");
-    let second = lines.next().unwrap().unwrap();
-    let link = second
+    // Remote, when asked: with a warning that says what is exposed.
+    let (mut remote, said) = serve(running.path(), &["--addr", "0.0.0.0:0", "--allow-remote"]);
+    let _ = remote.kill();
+    let _ = remote.wait();
+    assert!(
+        said[0].starts_with("baton: warning: serving on 0.0.0.0:")
+            && said[0].contains("approve, reject, cancel, retry and resume")
+            && said[0].contains("TLS"),
+        "{said:?}"
+    );
+
+    let (mut server, said) = serve(running.path(), &["--addr", "127.0.0.1:0"]);
+    let link = said[1]
         .strip_prefix("baton: open ")
-        .unwrap_or_else(|| panic!("{second}"))
+        .unwrap_or_else(|| panic!("{said:?}"))
         .to_owned();
     assert!(link.contains("?token="), "{link}");
+    // Two dashboards side by side (on another port, for the same project here).
+    let (mut other, said) = serve(running.path(), &["--addr", "127.0.0.1:0"]);
+    let other_link = said[1].strip_prefix("baton: open ").unwrap().to_owned();
 
     let screenshot = match std::env::var_os("BATON_UPDATE_SCREENSHOTS") {
         Some(_) => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/dashboard.png"),
@@ -89,10 +91,13 @@ run = "echo meanwhile"
         .args([&link, &run])
         .arg(&release)
         .arg(&screenshot)
+        .arg(&other_link)
         .output()
         .expect("node (the test command installs playwright-core)");
-    let _ = server.kill();
-    let _ = server.wait();
+    for server in [&mut server, &mut other] {
+        let _ = server.kill();
+        let _ = server.wait();
+    }
     assert!(
         browser.status.success(),
         "{}\n{}",
@@ -109,12 +114,40 @@ run = "echo meanwhile"
         !seen["address"].as_str().unwrap().contains("token"),
         "{seen}"
     );
+    // The cookie went to no other server on the host, and two dashboards keep theirs apart.
+    assert!(
+        seen["cookiesElsewhere"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| !c.as_str().unwrap().contains("baton")),
+        "{seen}"
+    );
+    assert_eq!(seen["otherDashboard"], "baton runs", "{seen}");
+    assert_eq!(seen["firstAfterSecond"], 200, "{seen}");
+    // No page holds the token.
+    assert_eq!(
+        seen["tokenInPages"],
+        serde_json::json!([false, false]),
+        "{seen}"
+    );
+    // Nothing from a request is an option; only the dashboard's own paths answer.
+    assert_eq!(
+        seen["injection"],
+        serde_json::json!({"retryOption": 400, "eventsOption": 404, "logOption": 400, "outside": 404}),
+        "{seen}"
+    );
+    // Sixteen streams at once, and the seventeenth refused.
+    let mut streams = vec![200; 16];
+    streams.push(503);
+    assert_eq!(seen["streams"], serde_json::json!(streams), "{seen}");
     assert!(seen["logBefore"].as_str().unwrap().contains("started"));
     assert!(!seen["logBefore"].as_str().unwrap().contains("released"));
     assert!(seen["logAfter"].as_str().unwrap().contains("released"));
     assert_eq!(seen["greenWithoutReload"], true);
     assert_eq!(seen["stillNotReloaded"], true);
     assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    assert_eq!(seen["backToRuns"], true, "{seen}");
     assert!(
         seen["needsYou"]
             .as_str()
@@ -133,4 +166,25 @@ run = "echo meanwhile"
         "{}",
         decisions.stdout
     );
+}
+
+/// `baton serve ARGS` in `dir`, and the first two lines it printed.
+fn serve(dir: &Path, args: &[&str]) -> (std::process::Child, Vec<String>) {
+    let mut server = Command::new(BATON)
+        .arg("serve")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("BATON_STORE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let said: Vec<String> = (0..2).map(|_| lines.next().unwrap().unwrap()).collect();
+    assert!(
+        said.iter().any(|l| l.contains("the dashboard of")),
+        "{said:?}"
+    );
+    (server, said)
 }
