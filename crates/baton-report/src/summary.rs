@@ -3,7 +3,7 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use baton_model::{TaskState, format_duration, format_size};
+use baton_model::{Outcome, TaskState, format_duration, format_size};
 
 use crate::RunResult;
 
@@ -168,6 +168,9 @@ fn detail(task: &crate::TaskResult, run: &str) -> String {
     // check failed, what the check said.
     let said = if let Some(check) = &task.check {
         last_line(&check.output)
+    } else if let Some(Outcome::InvalidPlan { .. }) = &task.outcome {
+        // The first problem, not the last line (a `help:`).
+        task.output.as_deref().and_then(first_problem)
     } else if task.state.is_failure() {
         task.stderr
             .as_deref()
@@ -418,6 +421,25 @@ fn merge_trouble(result: &RunResult) -> String {
 /// The last non-empty line of an output, shortened for a table cell.
 fn last_line(text: &str) -> Option<String> {
     let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
+    cell(line)
+}
+
+/// An invalid plan's first problem, without what every line of it repeats: `1:22: a plan's
+/// env takes literal values…` of `plan of plan:1:22: error: a plan's env …`.
+fn first_problem(text: &str) -> Option<String> {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("help:"))?;
+    let line = match line.strip_prefix("plan of ") {
+        Some(rest) => rest.split_once(':').map_or(rest, |(_, at)| at),
+        None => line,
+    };
+    cell(&line.replacen(" error: ", " ", 1))
+}
+
+/// `line` made safe for a terminal and shortened for a table cell.
+fn cell(line: &str) -> Option<String> {
     let clean = crate::terminal_safe(line);
     Some(if clean.chars().count() > 60 {
         format!("{}…", clean.chars().take(59).collect::<String>())

@@ -256,6 +256,41 @@ impl Meter {
         })
     }
 
+    /// Why an agent expected to spend `expected_usd` (its task's estimate) does not fit, when
+    /// the budget is not all spent: what it would reserve, beside what is spent and what the
+    /// running agents hold, against the limit.
+    pub(crate) fn describe_unfit(&self, expected_usd: Option<f64>) -> String {
+        let state = self.state();
+        let average = state.average();
+        let next = Spent {
+            usd: average.usd.max(expected_usd.unwrap_or(0.0)),
+            tokens: average.tokens,
+        };
+        let running = state.running(average);
+        match (state.limit.usd, state.limit.tokens) {
+            (Some(limit), _) => format!(
+                "would reserve {}{} and does not fit: {} spent{}, of {}",
+                format_usd(next.usd),
+                match expected_usd {
+                    Some(usd) if usd >= average.usd => " (its estimate)",
+                    _ => " (the average of the finished agents)",
+                },
+                format_usd(state.spent.usd),
+                match running.usd {
+                    0.0 => String::new(),
+                    usd => format!(" and {} reserved for the running agents", format_usd(usd)),
+                },
+                format_usd(limit)
+            ),
+            (None, Some(limit)) => format!(
+                "would reserve {} tokens and does not fit: {} spent and {} reserved for the \
+                 running agents, of {limit}",
+                next.tokens, state.spent.tokens, running.tokens
+            ),
+            (None, None) => String::new(),
+        }
+    }
+
     /// Why the budget stops the run, for its reason: what is spent, what is reserved for the
     /// running agents and the next one (the average of the finished ones), and the limit —
     /// apart, since a budget that cannot cover the next agent is not all spent.

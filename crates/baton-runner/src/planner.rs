@@ -52,6 +52,22 @@ pub(crate) fn check_answer(
     }
 }
 
+/// Why an answer baton kept only part of is not a plan: it was longer than baton keeps of a
+/// planner's answer (its plain stdout, cut in the middle), which a JSON parser would only
+/// call an unexpected token. `None` for an answer that is whole.
+pub(crate) fn cut_answer(stdout: &baton_exec::Captured, answer: &str) -> Option<Rejected> {
+    let cut = stdout.cut_bytes > 0 && answer.contains(" cut …]\n");
+    cut.then(|| Rejected {
+        errors: format!(
+            "the plan answer is {}, more than baton keeps of a planner's answer ({}): plan \
+             fewer, larger tasks",
+            baton_model::format_size(stdout.total_bytes),
+            baton_model::format_size(crate::launch::PLAN_ANSWER_LIMIT as u64)
+        ),
+        problems: 1,
+    })
+}
+
 /// What a planner is told when its answer will not do, in the same session where the engine
 /// can continue one.
 pub(crate) fn fix_message(rejected: &Rejected, round: u32, of: u32) -> String {

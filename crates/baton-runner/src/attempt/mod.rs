@@ -613,7 +613,12 @@ impl Unit {
         }
         let checkable = round.report.outcome.is_success() && !self.stopping();
         if checkable && let Some((graph, dropped)) = &self.plan {
-            match crate::planner::check_answer(graph, self.task, &round.output.text, dropped) {
+            let answer = match crate::planner::cut_answer(&round.report.stdout, &round.output.text)
+            {
+                Some(rejected) => Err(rejected),
+                None => crate::planner::check_answer(graph, self.task, &round.output.text, dropped),
+            };
+            match answer {
                 // Its dependents are handed the plan itself, not the words around it.
                 Ok(plan) => round.output.text = plan,
                 Err(rejected) => {

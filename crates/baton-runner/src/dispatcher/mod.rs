@@ -95,6 +95,9 @@ pub(crate) struct Dispatcher<'a> {
     queue: Option<crate::remote::Queue>,
     /// The attempts launched, noted before they start (for a takeover after a crash).
     launch_log: LaunchLog,
+    /// The agent task whose reservation did not fit when the budget stopped the run: what
+    /// the stop's reason names.
+    unfit: Option<u32>,
 }
 
 /// What one turn has to work through.
@@ -154,6 +157,7 @@ impl<'a> Dispatcher<'a> {
             approvals: Approvals::default(),
             queue: None,
             launch_log,
+            unfit: None,
         }
     }
 
@@ -348,11 +352,21 @@ impl<'a> Dispatcher<'a> {
             let actions = self.sched.handle(input);
             if let Some(cause) = self.sched.stop_cause().filter(|c| Some(*c) != stop_before) {
                 let reason = match cause {
-                    StopCause::BudgetSpent => format!(
-                        "{}: {}",
-                        crate::takeover::BUDGET_STOP,
-                        self.shared.meter.describe()
-                    ),
+                    StopCause::BudgetSpent => match self.unfit.take() {
+                        Some(task) if !self.shared.meter.exhausted() => format!(
+                            "{}: `{}` {}",
+                            crate::takeover::BUDGET_STOP,
+                            self.graph.task(task).id,
+                            self.shared
+                                .meter
+                                .describe_unfit(self.graph.task(task).estimate.and_then(|e| e.usd))
+                        ),
+                        _ => format!(
+                            "{}: {}",
+                            crate::takeover::BUDGET_STOP,
+                            self.shared.meter.describe()
+                        ),
+                    },
                     cause => stop_reason(cause).to_owned(),
                 };
                 self.ledger.push(EventKind::RunStopping { reason });
@@ -550,6 +564,7 @@ impl<'a> Dispatcher<'a> {
                 // for one of them to end. With none running, the budget is spent.
                 self.carried.push_back(Input::Declined { task, attempt });
                 if self.agents_running == 0 {
+                    self.unfit = Some(task);
                     self.carried.push_back(Input::Stop(StopCause::BudgetSpent));
                 }
                 continue;

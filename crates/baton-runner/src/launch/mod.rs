@@ -32,6 +32,8 @@ mod reviewer;
 
 /// Stdout kept in memory per attempt, at least: what is stored as the task's output.
 const MIN_OUTPUT_CAPTURE: usize = 64 * 1024;
+/// How much of a planner's answer is kept: a plan of thousands of tasks fits.
+pub(crate) const PLAN_ANSWER_LIMIT: usize = 8 * 1024 * 1024;
 /// Tail of stderr kept per attempt.
 const STDERR_CAPTURE: usize = 16 * 1024;
 /// A finished task's result, held for its dependents until the last of them has started.
@@ -342,7 +344,13 @@ impl Launcher {
             .map(|&d| self.graph.task(d).handoff_limit as usize)
             .max()
             .unwrap_or(0)
-            .max(MIN_OUTPUT_CAPTURE);
+            .max(MIN_OUTPUT_CAPTURE)
+            // A planner's answer is its plan, which must be whole to be read.
+            .max(if spec_task.plan.is_some() {
+                PLAN_ANSWER_LIMIT
+            } else {
+                0
+            });
         let mut spec = AttemptSpec {
             program,
             // A task with a worktree works there, the repository's twin.

@@ -1051,9 +1051,10 @@ prompt = "three"
     let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
     assert_eq!(out.json_task("second")["state"], "skipped");
     let reason = out.store().run().stop_reason.unwrap();
-    assert!(
-        reason.contains("spent and") && reason.contains("reserved for the next agent, of $4.00"),
-        "{reason}"
+    assert_eq!(
+        reason,
+        "budget spent: `second` would reserve $3.00 (the average of the finished agents) and \
+         does not fit: $3.00 spent, of $4.00"
     );
     // Without more budget it says what to do.
     let refused = out

@@ -271,3 +271,64 @@ fn walk_has(dir: &Path, name: &str) -> bool {
         e.file_name() == name || (path.is_dir() && !path.is_symlink() && walk_has(&path, name))
     })
 }
+
+/// Finding 19: a plan answer longer than the 64 KiB baton kept of a text planner's output was
+/// cut in the middle and reported as `Unexpected token`. Now a planner's answer is kept up to
+/// 8 MiB (a 300 KB plan runs), and one longer than that says so.
+#[test]
+fn a_long_plan_is_read_whole_and_one_too_long_says_so() {
+    // Padded with env values of 100 KiB (one string of a process's environment may not pass
+    // 128 KiB).
+    let long = |size: usize| {
+        move |_: &Path| {
+            let env: serde_json::Map<String, serde_json::Value> = (0..size / (100 * 1024))
+                .map(|i| (format!("PAD{i}"), "x".repeat(100 * 1024).into()))
+                .collect();
+            serde_json::json!({"task": [{"id": "a", "run": "true", "env": env}]}).to_string()
+        }
+    };
+    let (test, _home) = planning(long(300 * 1024), "");
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+    assert_eq!(out.json_task("plan/a")["state"], "succeeded");
+
+    let (test, _home) = planning(long(9 * 1024 * 1024), "");
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(1);
+    let planner = out.json_task("plan");
+    assert_eq!(
+        planner["outcome"]["kind"], "invalid-plan",
+        "{}",
+        planner["reason"]
+    );
+    let output = planner["output"].as_str().unwrap();
+    assert!(
+        output.starts_with(
+            "the plan answer is 9.0MiB, more than baton keeps of a planner's answer (8.0MiB)"
+        ),
+        "{output}"
+    );
+}
+
+/// Finding 19: an invalid plan's line in the summary and `status` was its last line, the
+/// `help:`; it is its first problem.
+#[test]
+fn an_invalid_plan_is_summed_up_by_its_first_problem() {
+    let plan =
+        |_: &Path| r#"{"task": [{"id": "a", "run": "true", "env": {"A": "${HOME}"}}]}"#.to_owned();
+    let (test, _home) = planning(plan, "");
+    let out = test.args(&["run", "graph.toml"]).run().status(1);
+    let status = baton_in_status(&out);
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("plan "))
+        .unwrap_or_else(|| panic!("{status}"));
+    assert!(
+        line.contains("its plan is not valid (1 problem) · “1:"),
+        "{line}"
+    );
+    assert!(line.contains("a plan's `env` takes literal"), "{line}");
+    assert!(!line.contains("help:"), "{line}");
+}
+
+fn baton_in_status(out: &Output) -> String {
+    crate::test::baton_in(out.path(), &["status"]).stdout
+}

@@ -780,3 +780,58 @@ run = "echo appended >> shared.txt; [ $BATON_ATTEMPT -ge 2 ] || sleep 30"
     let kept = format!("refs/baton/{run}/slow/attempt-1:shared.txt");
     assert_eq!(git(root, &["show", &kept]), "line one\nappended");
 }
+
+/// Red-team finding 19: with tasks estimated at $100 and $0.50 under `usd = 1`, the stop said
+/// "$0 spent and $0.50 reserved for the next agent, of $1.00" (what fits), and the affordable
+/// running task was cancelled. Now the one that fits runs to its end, and the stop names the
+/// task whose reservation does not fit, with its figure.
+#[test]
+fn a_budget_stop_names_the_task_that_does_not_fit_and_spares_the_one_that_does() {
+    let model = baton_mock_model::MockModel::start(
+        baton_mock_model::Script::new().rule(
+            baton_mock_model::Rule::reply(baton_mock_model::Reply::text("done").costing(30_000, 0))
+                .slow(200),
+        ),
+    )
+    .unwrap();
+    let graph = r#"
+[defaults]
+model = "claude-sonnet-4-5"
+
+[run]
+budget = { usd = 1.0 }
+
+[[task]]
+id = "huge"
+prompt = "two"
+estimate = { usd = 100.0 }
+
+[[task]]
+id = "small"
+prompt = "one"
+estimate = { usd = 0.5 }
+"#;
+    let out = crate::agents::with_claude(Test::new(), &model)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    assert_eq!(out.json_task("small")["state"], "succeeded");
+    assert_eq!(out.json_task("huge")["state"], "skipped");
+    let stopping: Vec<String> = out
+        .store()
+        .events()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::RunStopping { reason } => Some(reason),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        stopping,
+        [
+            "budget spent: `huge` would reserve $100.00 (its estimate) and does not fit: $0 spent \
+          and $0.50 reserved for the running agents, of $1.00"
+        ],
+    );
+}
