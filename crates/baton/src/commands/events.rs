@@ -46,7 +46,7 @@ fn print(out: &mut out::Stdout, events: &[Event], json: bool) -> Result<bool, Fa
     for event in events {
         finished |= matches!(event.kind, EventKind::RunFinished { .. });
         if json {
-            out.json_line(&JsonEvent { schema: 1, event })?;
+            out.json_line(&JsonEvent::of(event))?;
         } else {
             out.line(&describe(event))?;
         }
@@ -54,11 +54,18 @@ fn print(out: &mut out::Stdout, events: &[Event], json: bool) -> Result<bool, Fa
     Ok(finished)
 }
 
+/// An event as `baton events --json` prints it (and the dashboard streams it).
 #[derive(serde::Serialize)]
-struct JsonEvent<'a> {
+pub struct JsonEvent<'a> {
     schema: u32,
     #[serde(flatten)]
     event: &'a Event,
+}
+
+impl<'a> JsonEvent<'a> {
+    pub fn of(event: &'a Event) -> Self {
+        Self { schema: 1, event }
+    }
 }
 
 /// `#12 2026-11-30 04:01:41Z attempt-finished build#1: exit 0 in 812ms`. Reasons and outcomes

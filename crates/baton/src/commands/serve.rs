@@ -3,7 +3,8 @@
 //! run driven by any process); a task page with its card, its diff and its log as it grows; and
 //! buttons that do what the CLI does — they run the CLI's own commands (`approve`, `reject`,
 //! `cancel`, `retry`, `resume`), so what they record is recorded exactly as the CLI records it.
-//! The streams are the CLI's too: `baton events --follow --json` and `baton logs --follow`.
+//! The streams: the run's event log read from the store in-process (as `baton events --follow
+//! --json` prints it), and a task's log from `baton logs --follow`.
 //!
 //! Bound to loopback unless `--allow-remote`. Every page is under a path of the instance's
 //! own, random (`/3f9c…/`), and every request needs the token printed at start: the link
@@ -488,25 +489,12 @@ fn std_command(app: &App, args: &[&str]) -> std::process::Command {
     command
 }
 
-/// How a followed command's output is sent: a line an event (`baton events --json`), or
-/// chunks as they come (a log).
-#[derive(Clone, Copy)]
-enum Framing {
-    Lines(&'static str),
-    Chunks(&'static str),
-}
-
-/// A command's standard output as server-sent events, then an `end` event; the command is
-/// killed when the page goes away.
-fn follow(app: &App, args: &[&str], framing: Framing) -> Response {
+/// A command's standard output (`baton logs --follow`) as server-sent `chunk` events of whole
+/// characters, then an `end` event; the command is killed when the page goes away.
+fn follow(app: &App, args: &[&str]) -> Response {
     // A process each: a bounded number, whoever asks.
     let Ok(permit) = Arc::clone(&app.streams).try_acquire_owned() else {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            [(header::RETRY_AFTER, "5")],
-            format!("503: {MAX_STREAMS} streams are open already; close a page and try again\n"),
-        )
-            .into_response();
+        return too_many_streams();
     };
     let child = command(app, args)
         .stdout(std::process::Stdio::piped())
@@ -535,48 +523,33 @@ fn follow(app: &App, args: &[&str], framing: Framing) -> Response {
         if state.done {
             return None;
         }
-        loop {
-            if let Framing::Lines(name) = framing
-                && let Some(at) = state.pending.iter().position(|&b| b == b'\n')
-            {
-                let line: Vec<u8> = state.pending.drain(..=at).collect();
-                let text = String::from_utf8_lossy(&line).trim_end().to_owned();
-                return Some((
-                    Ok::<_, Infallible>(Event::default().event(name).data(text)),
-                    state,
-                ));
+        let mut buf = vec![0u8; 16 * 1024];
+        let read = match state.stdout.as_mut() {
+            Some(stdout) => stdout.read(&mut buf).await.unwrap_or(0),
+            None => 0,
+        };
+        if read == 0 {
+            state.done = true;
+            if let Some(mut child) = state.child.take() {
+                let _ = child.wait().await;
             }
-            let mut buf = vec![0u8; 16 * 1024];
-            let read = match state.stdout.as_mut() {
-                Some(stdout) => stdout.read(&mut buf).await.unwrap_or(0),
-                None => 0,
-            };
-            if read == 0 {
-                state.done = true;
-                if let Some(mut child) = state.child.take() {
-                    let _ = child.wait().await;
-                }
-                // Not empty: a browser drops an event without data.
-                return Some((Ok(Event::default().event("end").data("end")), state));
-            }
-            buf.truncate(read);
-            match framing {
-                Framing::Lines(_) => state.pending.extend_from_slice(&buf),
-                Framing::Chunks(name) => {
-                    state.pending.extend_from_slice(&buf);
-                    // Whole characters only: the rest waits for the next read.
-                    let cut = match std::str::from_utf8(&state.pending) {
-                        Ok(_) => state.pending.len(),
-                        Err(e) if e.error_len().is_none() => e.valid_up_to(),
-                        Err(_) => state.pending.len(),
-                    };
-                    let chunk: Vec<u8> = state.pending.drain(..cut).collect();
-                    let text = String::from_utf8_lossy(&chunk).into_owned();
-                    let data = serde_json::to_string(&text).unwrap_or_default();
-                    return Some((Ok(Event::default().event(name).data(data)), state));
-                }
-            }
+            // Not empty: a browser drops an event without data.
+            return Some((
+                Ok::<_, Infallible>(Event::default().event("end").data("end")),
+                state,
+            ));
         }
+        state.pending.extend_from_slice(&buf[..read]);
+        // Whole characters only: the rest waits for the next read.
+        let cut = match std::str::from_utf8(&state.pending) {
+            Ok(_) => state.pending.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => state.pending.len(),
+        };
+        let chunk: Vec<u8> = state.pending.drain(..cut).collect();
+        let text = String::from_utf8_lossy(&chunk).into_owned();
+        let data = serde_json::to_string(&text).unwrap_or_default();
+        Some((Ok(Event::default().event("chunk").data(data)), state))
     });
     Sse::new(events)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
@@ -593,16 +566,87 @@ fn task_id(name: &str) -> Result<baton_model::TaskId, String> {
     baton_model::TaskId::new(name).map_err(|e| format!("`{name}` is not a task id: {e}"))
 }
 
+/// The run's event log as it grows, as `baton events --follow --json` prints it, read from
+/// the store here: a stream costs a task of the server's, not a process.
 async fn run_events(State(app): State<Shared>, Path(id): Path<String>) -> Response {
     let run = match run_of(&app, id).await {
         Ok(run) => run,
         Err(e) => return e.into_response(),
     };
-    follow(
-        &app,
-        &["events", "--follow", "--json", "--", run.id.as_str()],
-        Framing::Lines("baton"),
+    let Ok(permit) = Arc::clone(&app.streams).try_acquire_owned() else {
+        return too_many_streams();
+    };
+    struct Reading {
+        app: Shared,
+        run: RunId,
+        after: u64,
+        pending: std::collections::VecDeque<String>,
+        ended: bool,
+        _permit: tokio::sync::OwnedSemaphorePermit,
+    }
+    let reading = Reading {
+        app: Arc::clone(&app),
+        run: run.id,
+        after: 0,
+        pending: std::collections::VecDeque::new(),
+        ended: false,
+        _permit: permit,
+    };
+    let events = stream::unfold(reading, |mut reading| async move {
+        loop {
+            if let Some(line) = reading.pending.pop_front() {
+                let event = Event::default().event("baton").data(line);
+                return Some((Ok::<_, Infallible>(event), reading));
+            }
+            if reading.ended {
+                return None;
+            }
+            let (app, run, after) = (Arc::clone(&reading.app), reading.run.clone(), reading.after);
+            let read = tokio::task::spawn_blocking(move || {
+                let events = app.store.events(&run, after, EVENTS_PAGE)?;
+                let goes_on = app.store.run(&run)?.is_some_and(|r| records::goes_on(&r));
+                Ok::<_, baton_store::StoreError>((events, goes_on))
+            })
+            .await;
+            let Ok(Ok((events, goes_on))) = read else {
+                // The store failed: the page is told the stream ended, as at a run's end.
+                reading.ended = true;
+                return Some((Ok(Event::default().event("end").data("end")), reading));
+            };
+            let full = events.len() as u32 == EVENTS_PAGE;
+            for event in &events {
+                reading.after = event.seq;
+                let line =
+                    serde_json::to_string(&super::events::JsonEvent::of(event)).unwrap_or_default();
+                reading.pending.push_back(line);
+            }
+            if reading.pending.is_empty() && !full {
+                if !goes_on {
+                    reading.ended = true;
+                    // Not empty: a browser drops an event without data.
+                    return Some((Ok(Event::default().event("end").data("end")), reading));
+                }
+                tokio::time::sleep(EVENTS_POLL).await;
+            }
+        }
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+/// How often a followed run's log is read for more.
+const EVENTS_POLL: Duration = Duration::from_millis(200);
+/// Most events read at once.
+const EVENTS_PAGE: u32 = 1000;
+
+fn too_many_streams() -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, "5")],
+        format!("503: {MAX_STREAMS} streams are open already; close a page and try again\n"),
     )
+        .into_response()
 }
 
 #[derive(Deserialize)]
@@ -630,7 +674,7 @@ async fn task_log(
         args.extend(["--attempt", n.as_str()]);
     }
     args.extend(["--", run.id.as_str(), task.as_str()]);
-    follow(&app, &args, Framing::Chunks("chunk"))
+    follow(&app, &args)
 }
 
 #[derive(Deserialize)]

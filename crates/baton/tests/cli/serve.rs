@@ -188,3 +188,53 @@ fn serve(dir: &Path, args: &[&str]) -> (std::process::Child, Vec<String>) {
     );
     (server, said)
 }
+
+/// Red-team finding 17: 200 followers of a run's events were 200 `baton events --follow`
+/// processes (1.9 GB). The run's events are read from the store in-process now: ten open
+/// streams, and the server has no child process.
+#[test]
+fn the_run_s_event_streams_cost_no_process() {
+    let out = Test::new()
+        .graph("graph.toml", "[[task]]\nid = \"a\"\nrun = \"true\"\n")
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    let (mut server, said) = serve(out.path(), &["--addr", "127.0.0.1:0"]);
+    let link = said[1].strip_prefix("baton: open ").unwrap();
+    let (address, rest) = link
+        .strip_prefix("http://")
+        .unwrap()
+        .split_once('/')
+        .unwrap();
+    let (base, token) = rest.split_once("/?token=").unwrap();
+    let streams: Vec<std::net::TcpStream> = (0..10)
+        .map(|_| {
+            use std::io::{Read, Write};
+            let mut stream = std::net::TcpStream::connect(address).unwrap();
+            write!(
+                stream,
+                "GET /{base}/runs/{run}/events HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\r\n"
+            )
+            .unwrap();
+            let mut head = [0u8; 12];
+            stream.read_exact(&mut head).unwrap();
+            assert_eq!(&head, b"HTTP/1.1 200", "{}", String::from_utf8_lossy(&head));
+            stream
+        })
+        .collect();
+    let children: usize = std::fs::read_dir(format!("/proc/{}/task", server.id()))
+        .unwrap()
+        .flatten()
+        .map(|task| {
+            std::fs::read_to_string(task.path().join("children"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .count()
+        })
+        .sum();
+    drop(streams);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(children, 0);
+}
