@@ -83,7 +83,12 @@ struct CandidateRow {
     files: u32,
 }
 
-pub(super) fn cards(input: &ReportInput<'_>, critical: &[TaskId]) -> Vec<TaskCard> {
+/// The cards of the run's tasks at `shown` (indices into the result's tasks), in that order.
+pub(super) fn cards(
+    input: &ReportInput<'_>,
+    critical: &[TaskId],
+    shown: &[usize],
+) -> Vec<TaskCard> {
     let graph: HashMap<&str, &GraphTask> = input.graph.iter().map(|t| (t.id.as_str(), t)).collect();
     let mut checks: HashMap<&str, Vec<CheckRow>> = HashMap::new();
     let mut reviews: HashMap<&str, Vec<ReviewRow>> = HashMap::new();
@@ -125,10 +130,9 @@ pub(super) fn cards(input: &ReportInput<'_>, critical: &[TaskId]) -> Vec<TaskCar
             _ => {}
         }
     }
-    input
-        .result
-        .tasks
+    shown
         .iter()
+        .filter_map(|&i| input.result.tasks.get(i))
         .map(|task| {
             let id = TaskId::new(task.id.clone()).ok();
             let attempts = id.as_ref().map_or(&[][..], |id| input.view.attempts(id));

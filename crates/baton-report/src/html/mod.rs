@@ -25,6 +25,10 @@ use timeline::{concurrency_svg, gantt_svg};
 const MAX_DRAWN_TASKS: usize = 400;
 /// The timeline's rows, at most.
 const MAX_TIMELINE_ROWS: usize = 1500;
+/// Task cards on one page: a run of more tasks is shown a page at a time (the report file:
+/// its first page), those that need a look first. A card is a few KB: 50,000 of them made a
+/// 52 MB page.
+const CARDS_PER_PAGE: usize = 300;
 
 /// A task of the run's graph as drawn: its id, what it needs, the planner that added it.
 #[derive(Debug, Clone)]
@@ -65,6 +69,9 @@ pub struct Live {
     pub retryable: bool,
     /// It waits at its soft budget.
     pub soft_paused: bool,
+    /// Which page of the task cards (0: the first), when there are more than one.
+    #[serde(default)]
+    pub page: usize,
 }
 
 /// What the dashboard's task page shows beyond the task's card.
@@ -89,7 +96,10 @@ fn templates() -> Result<minijinja::Environment<'static>, minijinja::Error> {
 /// The page.
 pub fn render(input: &ReportInput<'_>) -> Result<String, minijinja::Error> {
     let env = templates()?;
-    let page = Page::of(input);
+    let page = Page::of(
+        input,
+        Cards::Page(input.live.as_ref().map_or(0, |l| l.page)),
+    );
     env.get_template("report.html")?.render(&page)
 }
 
@@ -101,7 +111,7 @@ pub fn render_task(
     extras: &TaskExtras,
 ) -> Result<Option<String>, minijinja::Error> {
     let env = templates()?;
-    let page = Page::of(input);
+    let page = Page::of(input, Cards::Task(task));
     let Some(card) = page.tasks.iter().find(|t| t.id == task) else {
         return Ok(None);
     };
@@ -224,9 +234,74 @@ struct Page {
     peak: u32,
     critical: Vec<String>,
     tasks: Vec<TaskCard>,
+    /// The run has more tasks than one page shows: which these are.
+    paging: Option<Paging>,
     live: Option<LiveContext>,
     /// What waits for a person: tasks waiting for approval, and those that need one, with why.
     needs_you: Vec<Waiting>,
+}
+
+/// Which task cards a page shows.
+enum Cards<'a> {
+    /// Page `n` (0: the first) of [`CARDS_PER_PAGE`].
+    Page(usize),
+    /// One task's (its own page).
+    Task(&'a str),
+}
+
+/// Where a page of task cards is among all of them.
+#[derive(Serialize)]
+struct Paging {
+    /// 1-based, as a person counts.
+    first: usize,
+    last: usize,
+    total: usize,
+    /// Pages before and after this one (0-based), where there are.
+    prev: Option<usize>,
+    next: Option<usize>,
+}
+
+/// The tasks (indices into the result's) a page shows, and where they are among all. Up to
+/// [`CARDS_PER_PAGE`], all in file order; beyond, those that need a look (not succeeded or
+/// skipped) first, then the rest, a page at a time.
+fn shown(input: &ReportInput<'_>, which: &Cards<'_>) -> (Vec<usize>, Option<Paging>) {
+    let tasks = &input.result.tasks;
+    if let Cards::Task(id) = which {
+        return (
+            tasks.iter().position(|t| t.id == *id).into_iter().collect(),
+            None,
+        );
+    }
+    let Cards::Page(page) = *which else {
+        unreachable!()
+    };
+    if tasks.len() <= CARDS_PER_PAGE {
+        return ((0..tasks.len()).collect(), None);
+    }
+    let settled = |t: &crate::TaskResult| {
+        matches!(
+            t.state,
+            TaskState::Succeeded | TaskState::SucceededWithWarnings | TaskState::Skipped
+        )
+    };
+    let order: Vec<usize> = (0..tasks.len())
+        .filter(|&i| !settled(&tasks[i]))
+        .chain((0..tasks.len()).filter(|&i| settled(&tasks[i])))
+        .collect();
+    let pages = order.len().div_ceil(CARDS_PER_PAGE);
+    let page = page.min(pages - 1);
+    let from = page * CARDS_PER_PAGE;
+    let to = (from + CARDS_PER_PAGE).min(order.len());
+    (
+        order[from..to].to_vec(),
+        Some(Paging {
+            first: from + 1,
+            last: to,
+            total: order.len(),
+            prev: page.checked_sub(1),
+            next: (page + 1 < pages).then_some(page + 1),
+        }),
+    )
 }
 
 #[derive(Serialize)]
@@ -299,7 +374,7 @@ impl SpendRow {
 }
 
 impl Page {
-    fn of(input: &ReportInput<'_>) -> Self {
+    fn of(input: &ReportInput<'_>, which: Cards<'_>) -> Self {
         let result = input.result;
         let run = &result.run;
         let start = run.started_at_ms;
@@ -378,7 +453,8 @@ impl Page {
         };
         let (gantt_svg, gantt_note) = gantt_svg(input, start, end, &critical);
         let (concurrency_svg, peak) = concurrency_svg(input.view, start, end);
-        let tasks = cards(input, &critical);
+        let (indices, paging) = shown(input, &which);
+        let tasks = cards(input, &critical, &indices);
         let needs_you = result
             .tasks
             .iter()
@@ -425,6 +501,7 @@ impl Page {
             peak,
             critical: critical.iter().map(|id| id.to_string()).collect(),
             tasks,
+            paging,
             live: input.live.clone().map(|live| LiveContext {
                 script: serde_json::json!({
                     "run": live.run,

@@ -379,7 +379,7 @@ fn run_class(state: RunState) -> &'static str {
     }
 }
 
-fn live_of(app: &App, gathered: &Gathered) -> baton_report::Live {
+fn live_of(app: &App, gathered: &Gathered, page: usize) -> baton_report::Live {
     let state = gathered.state;
     let failed_some = gathered.result.tasks.iter().any(|t| {
         t.state.is_failure()
@@ -390,6 +390,7 @@ fn live_of(app: &App, gathered: &Gathered) -> baton_report::Live {
     });
     baton_report::Live {
         run: gathered.result.run.id.clone(),
+        page,
         base: app.base.clone(),
         act_key: app.act_key.clone(),
         finished: !matches!(state, RunState::Running | RunState::Queued),
@@ -405,14 +406,22 @@ fn live_of(app: &App, gathered: &Gathered) -> baton_report::Live {
     }
 }
 
+#[derive(Deserialize)]
+struct PageQuery {
+    /// Which page of the task cards, from 1.
+    page: Option<usize>,
+}
+
 async fn run_page(
     State(app): State<Shared>,
     Path(id): Path<String>,
+    Query(query): Query<PageQuery>,
 ) -> Result<Html<String>, PageError> {
     blocking(&app, move |app| {
         let run = resolve(app, &id)?;
         let gathered = Gathered::of(&*app.store, &app.project, &run)?;
-        let live = live_of(app, &gathered);
+        let page = query.page.unwrap_or(1).saturating_sub(1);
+        let live = live_of(app, &gathered, page);
         let page = gathered
             .render(Some(live))
             .context("cannot lay out the run's page")?;
@@ -452,7 +461,7 @@ async fn task_page(
         .map(|out| String::from_utf8_lossy(&out.stdout).into_owned());
     blocking(&app, move |app| {
         let gathered = Gathered::of(&*app.store, &app.project, &run)?;
-        let live = live_of(app, &gathered);
+        let live = live_of(app, &gathered, 0);
         let extras = baton_report::TaskExtras { diff, attempt };
         let page = baton_report::render_task(&gathered.input(Some(live)), &query.name, &extras)
             .context("cannot lay out the task's page")?

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use baton_model::Outcome;
 
-use crate::test::Test;
+use crate::test::{Test, baton_in};
 use crate::workspaces::{git, repo_with};
 
 /// A Claude Code stand-in: it edits the file the prompt names (its last word), taking
@@ -193,4 +193,35 @@ fn out_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report");
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// Red-team finding 17: the page of a 50,000-task run was 52 MB (a card a task). A run of more
+/// tasks than a page shows gets a page of cards, those that need a look first (a failure last
+/// in the file is on the first page); the report file says where the rest are, and the
+/// dashboard pages through them.
+#[test]
+fn a_large_run_s_page_shows_a_page_of_tasks_those_that_need_a_look_first() {
+    let mut graph = String::from("[run]\nconcurrency = 16\non_failure = \"continue\"\n\n");
+    for i in 0..700 {
+        graph.push_str(&format!("[[task]]\nid = \"t{i}\"\nrun = \"true\"\n\n"));
+    }
+    graph.push_str("[[task]]\nid = \"broken\"\nrun = \"exit 3\"\n");
+    let out = Test::new()
+        .graph("graph.toml", &graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    let file = out.path().join("report.html");
+    let made = baton_in(out.path(), &["report", &run, "-o", file.to_str().unwrap()]);
+    assert_eq!(made.code, Some(0), "{}", made.stderr);
+    let page = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(page.matches("<details class=\"task ").count(), 300);
+    assert!(
+        page.contains("Tasks 1–300 of 701, those that need a look first."),
+        "paging note"
+    );
+    assert!(page.contains(&format!("baton status {run} --json</code> lists them all")));
+    let first_card = page.find("<details class=\"task ").unwrap();
+    assert!(page[first_card..].starts_with("<details class=\"task bad\" id=\"t-broken\""));
 }

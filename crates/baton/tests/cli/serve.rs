@@ -202,12 +202,7 @@ fn the_run_s_event_streams_cost_no_process() {
     let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
     let (mut server, said) = serve(out.path(), &["--addr", "127.0.0.1:0"]);
     let link = said[1].strip_prefix("baton: open ").unwrap();
-    let (address, rest) = link
-        .strip_prefix("http://")
-        .unwrap()
-        .split_once('/')
-        .unwrap();
-    let (base, token) = rest.split_once("/?token=").unwrap();
+    let (address, base, token) = parts(link);
     let streams: Vec<std::net::TcpStream> = (0..10)
         .map(|_| {
             use std::io::{Read, Write};
@@ -237,4 +232,69 @@ fn the_run_s_event_streams_cost_no_process() {
     let _ = server.kill();
     let _ = server.wait();
     assert_eq!(children, 0);
+}
+
+/// The dashboard pages through a large run's task cards (`?page=N`), as the report file shows
+/// its first page.
+#[test]
+fn the_dashboard_pages_through_a_large_run_s_tasks() {
+    let mut graph = String::from("[run]\nconcurrency = 16\n\n");
+    for i in 0..650 {
+        graph.push_str(&format!("[[task]]\nid = \"t{i}\"\nrun = \"true\"\n\n"));
+    }
+    let out = Test::new()
+        .graph("graph.toml", &graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    let (mut server, said) = serve(out.path(), &["--addr", "127.0.0.1:0"]);
+    let link = said[1].strip_prefix("baton: open ").unwrap().to_owned();
+    let get = |path: &str| http_get(&link, path);
+    let third = get(&format!("runs/{run}?page=3"));
+    let second = get(&format!("runs/{run}?page=2"));
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        third.starts_with("HTTP/1.1 200"),
+        "{}",
+        &third[..200.min(third.len())]
+    );
+    assert!(third.contains("Tasks 601–650 of 650"), "page 3");
+    assert_eq!(third.matches("<details class=\"task ").count(), 50);
+    assert!(third.contains("<a href=\"?page=2\">‹ earlier</a>"));
+    assert!(!third.contains("later ›"));
+    assert!(second.contains("Tasks 301–600 of 650"));
+    assert!(
+        second.contains("id=\"t-t300\""),
+        "file order after those that need a look"
+    );
+    assert!(second.contains("<a href=\"?page=3\">later ›</a>"));
+}
+
+/// `GET PATH` (relative to the dashboard's own path) of the dashboard at `link` (the link
+/// `baton serve` printed), with its token: the whole response.
+fn http_get(link: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let (address, base, token) = parts(link);
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET /{base}/{path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+/// A dashboard's link (`http://ADDRESS/BASE/?token=TOKEN`) taken apart.
+fn parts(link: &str) -> (&str, &str, &str) {
+    let (address, rest) = link
+        .strip_prefix("http://")
+        .unwrap()
+        .split_once('/')
+        .unwrap();
+    let (base, token) = rest.split_once("/?token=").unwrap();
+    (address, base, token)
 }
