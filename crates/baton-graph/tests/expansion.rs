@@ -205,3 +205,47 @@ fn the_plan_is_the_whole_answer_or_its_one_json_block() {
             .contains("holds no plan")
     );
 }
+
+/// A planner's tasks are a model's (`planned`), never in the checkout even when the run's
+/// defaults put shell tasks there; so are a nested planner's, and a re-plan's. The file's own
+/// tasks are not.
+#[test]
+fn what_a_planner_adds_is_marked_planned_and_kept_out_of_the_checkout() {
+    let g = graph(
+        &PLANNED
+            .replace("[defaults]\n", "[defaults]\nworkspace = \"shared\"\n")
+            .replace("expand = true\n", "expand = true\nmax_depth = 2\n"),
+    );
+    assert!(g.tasks().iter().all(|t| !t.planned));
+    let plan = g.index_of("plan").unwrap();
+    let answer = r#"{"task": [
+        {"id": "cmd", "run": "make"},
+        {"id": "sub", "prompt": "plan more", "expand": true}
+    ]}"#;
+    let grown = g.extended(
+        plan,
+        g.expansion(plan, answer).unwrap_or_else(|e| panic!("{e}")),
+    );
+    let cmd = grown.task(grown.index_of("plan/cmd").unwrap());
+    assert!(cmd.planned);
+    assert_eq!(cmd.workspace, baton_graph::Workspace::Worktree);
+    // The nested planner's answer, and a re-plan of the first.
+    let sub = grown.index_of("plan/sub").unwrap();
+    let nested = grown
+        .expansion(sub, r#"{"task": [{"id": "deep", "run": "make deep"}]}"#)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        nested
+            .iter()
+            .all(|t| t.planned && t.workspace == baton_graph::Workspace::Worktree)
+    );
+    let again = grown
+        .replacement(
+            plan,
+            r#"{"task": [{"id": "cmd", "run": "make again"}]}"#,
+            &[grown.index_of("plan/cmd").unwrap()],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(again.iter().all(|t| t.planned));
+    assert!(!grown.task(grown.index_of("ship").unwrap()).planned);
+}

@@ -450,7 +450,11 @@ run = 'echo {{ needs.php.output }}'
     let test = test.file("baton.toml", config).graph("graph.toml", graph);
     crate::workspaces::git(test.path(), &["add", "-A"]);
     crate::workspaces::git(test.path(), &["commit", "-qm", "the user's work"]);
-    let out = test.args(&["run", "graph.toml", "--json"]).run();
+    // The run exported as a trace too: the export is one more place a secret must not be.
+    let (collector, exported) = crate::traces::collector();
+    let out = test
+        .args(&["run", "graph.toml", "--json", "--otlp", &collector])
+        .run();
     for task in ["agent", "php", "plan", "plan/a", "plan/b", "downstream"] {
         assert_eq!(
             out.json_task(task)["state"],
@@ -459,7 +463,7 @@ run = 'echo {{ needs.php.output }}'
             out.stdout
         );
     }
-    let haystacks = everything(
+    let mut haystacks = everything(
         &out,
         &[
             &["events", "latest", "--json"],
@@ -473,6 +477,9 @@ run = 'echo {{ needs.php.output }}'
         // The secrets' own files, checked out in the worktrees, are the user's.
         |file| !file.to_string_lossy().contains("/secrets/"),
     );
+    let (_, _, trace) = exported.join().unwrap();
+    assert!(!trace.is_empty());
+    haystacks.push(("the OTLP export".into(), trace));
     nowhere(
         &haystacks,
         &[

@@ -16,10 +16,10 @@ use crate::test::Test;
 use crate::workspaces::{git, repo_with};
 
 /// What the collector was sent: the request line, the headers, the body.
-type Received = (String, Vec<String>, Vec<u8>);
+pub(crate) type Received = (String, Vec<String>, Vec<u8>);
 
 /// A collector that takes one export.
-fn collector() -> (String, JoinHandle<Received>) {
+pub(crate) fn collector() -> (String, JoinHandle<Received>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let handle = std::thread::spawn(move || {
