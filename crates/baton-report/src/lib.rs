@@ -6,6 +6,7 @@
 
 mod board;
 mod counts;
+mod failure;
 mod html;
 mod live;
 mod plain;
@@ -18,6 +19,7 @@ mod timeline;
 
 pub use board::{Board, Paint, QUIET_AFTER};
 pub use counts::StateCounts;
+pub use failure::failure_line;
 pub use html::{GraphTask, Live, ReportInput, TaskExtras, render as render_html, render_task};
 pub use live::LiveReporter;
 pub use plain::PlainReporter;

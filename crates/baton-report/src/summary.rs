@@ -172,10 +172,14 @@ fn detail(task: &crate::TaskResult, run: &str) -> String {
         // The first problem, not the last line (a `help:`).
         task.output.as_deref().and_then(first_problem)
     } else if task.state.is_failure() {
-        task.stderr
-            .as_deref()
-            .and_then(last_line)
-            .or_else(|| task.output.as_deref().and_then(last_line))
+        // A known tool's own summary and first failure, else the last line said.
+        crate::failure_line(
+            task.output.as_deref().unwrap_or_default(),
+            task.stderr.as_deref().unwrap_or_default(),
+        )
+        .and_then(|line| cell_of(&line, FAILURE_CELL))
+        .or_else(|| task.stderr.as_deref().and_then(last_line))
+        .or_else(|| task.output.as_deref().and_then(last_line))
     } else if matches!(
         task.state,
         TaskState::Succeeded | TaskState::SucceededWithWarnings
@@ -438,11 +442,20 @@ fn first_problem(text: &str) -> Option<String> {
     cell(&line.replacen(" error: ", " ", 1))
 }
 
+/// How much of a failure's reason line the table shows: more than of a last line, since it
+/// is the one line that says what went wrong.
+const FAILURE_CELL: usize = 100;
+
 /// `line` made safe for a terminal and shortened for a table cell.
 fn cell(line: &str) -> Option<String> {
+    cell_of(line, 60)
+}
+
+/// `line` made safe for a terminal and shortened to `most` characters.
+fn cell_of(line: &str, most: usize) -> Option<String> {
     let clean = crate::terminal_safe(line);
-    Some(if clean.chars().count() > 60 {
-        format!("{}…", clean.chars().take(59).collect::<String>())
+    Some(if clean.chars().count() > most {
+        format!("{}…", clean.chars().take(most - 1).collect::<String>())
     } else {
         clean.into_owned()
     })

@@ -274,3 +274,61 @@ fn an_interrupted_run_says_to_resume_it() {
     let status = normalized(&baton_in(killed.path(), &["status"]).stdout, &run);
     assert!(status.contains("\nnext:\n  baton resume RUN\n"), "{status}");
 }
+
+/// The newcomer's pytest run ended with a test server's access-log line on stderr, and that was
+/// the failed task's detail; a make recipe's is `Error 1`. The detail is now the tool's own
+/// summary and first failure (real pytest output, replayed), and for make the line before its
+/// `***` (a real make).
+#[test]
+fn a_failed_task_s_detail_is_its_tool_s_reason_not_its_last_line() {
+    let fixtures =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../baton-report/tests/fixtures/failures");
+    let graph = format!(
+        r#"
+[[task]]
+id = "tests"
+run = "cat '{fixtures}/pytest.stdout'; cat '{fixtures}/pytest.stderr' >&2; exit 1"
+
+[[task]]
+id = "build"
+run = "make --no-print-directory build"
+
+[[task]]
+id = "plain"
+run = "echo first; echo the last line says it >&2; exit 2"
+"#,
+        fixtures = fixtures.canonicalize().unwrap().display()
+    );
+    let out = Test::new()
+        .graph("graph.toml", &graph)
+        .file(
+            "Makefile",
+            "build:\n\t@echo 'config.h: No such file' >&2; exit 1\n",
+        )
+        .args(&["run", "graph.toml"])
+        .run()
+        .status(1);
+    let row = |task: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{task} ")))
+            .unwrap_or_else(|| panic!("{}", out.stdout))
+            .to_owned()
+    };
+    assert!(
+        row("tests")
+            .ends_with("“2 failed, 1 passed: test_sample.py::test_add - assert (2 + 2) == 5”"),
+        "{}",
+        row("tests")
+    );
+    assert!(
+        row("build").ends_with("“config.h: No such file (make: [Makefile:2: build] Error 1)”"),
+        "{}",
+        row("build")
+    );
+    assert!(
+        row("plain").ends_with("“the last line says it”"),
+        "{}",
+        row("plain")
+    );
+}
