@@ -27,6 +27,7 @@ pub use reporter::{NullReporter, Reporter, RunInfo};
 pub use result::{
     AttemptEngine, FailedCheck, MergedResult, RESULT_SCHEMA_VERSION, ResultCheck, ResultConflict,
     RunResult, RunSection, TaskAgent, TaskCandidates, TaskResult, TaskWorkspace, Totals,
+    VerifiedCheck,
 };
 pub use spend::{ModelSpend, RunSpend, Spend, budget_text, format_tokens, format_usd};
 pub use terminal::{display_width, pad, terminal_safe};

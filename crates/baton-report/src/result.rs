@@ -44,7 +44,8 @@ pub struct RunResult {
     /// The run's merged result (worktree runs), once it was merged or failed to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<MergedResult>,
-    /// What to type next, one shell command a line, when the run needs a person.
+    /// What to type next, one shell command a line: when the run needs a person, and when it
+    /// succeeded with tasks that changed files (where its work is and how to take it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub next: Vec<String>,
 }
@@ -64,6 +65,17 @@ pub struct MergedResult {
     /// The run's `verify` check that failed on the merged result, when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<ResultCheck>,
+    /// The run's `verify` checks that ran on the merged result, in order, passed or not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verified: Vec<VerifiedCheck>,
+}
+
+/// One of the run's `verify` checks on its merged result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerifiedCheck {
+    pub command: String,
+    pub passed: bool,
+    pub duration_ms: u64,
 }
 
 /// A run's check that failed on its merged result, and the task bisection blamed: the one

@@ -472,10 +472,30 @@ pub fn why(result: &RunResult) -> String {
 fn append_why(out: &mut String, result: &RunResult) {
     out.push_str(&failed_checks(result));
     let trouble = merge_trouble(result);
+    let succeeded = matches!(
+        result.run.state,
+        baton_model::RunState::Succeeded | baton_model::RunState::SucceededWithWarnings
+    );
+    if let Some(merged) = result.result.as_ref().filter(|_| succeeded) {
+        // The run's checks on its result, which passed (a failed one is told above).
+        for check in &merged.verified {
+            let _ = writeln!(
+                out,
+                "verified: `{}` {} in {}",
+                check.command,
+                if check.passed { "passed" } else { "failed" },
+                format_duration(Duration::from_millis(check.duration_ms))
+            );
+        }
+    }
     if trouble.is_empty() && !result.next.is_empty() {
-        // Any other run that did not succeed: what to type next.
+        // What to type next: for a run that did not succeed, how to go on; for one that
+        // changed files, where its work is and how to take it.
         if !out.ends_with("\n\n") {
             out.push('\n');
+        }
+        if let Some(merged) = result.result.as_ref().filter(|_| succeeded) {
+            let _ = writeln!(out, "the work is on branch {}", merged.branch);
         }
         let _ = writeln!(out, "next:");
         for command in &result.next {

@@ -418,6 +418,7 @@ fn merged_result(
         }),
         error,
         check: None,
+        verified: Vec::new(),
     };
     // The run's checks on that merge (the run's own `checked` events: no task).
     let dirs = crate::RunDirs::new(state_dir, run);
@@ -432,6 +433,14 @@ fn merged_result(
             ..
         } = event.kind
         {
+            last.verified = checks
+                .iter()
+                .map(|c| baton_report::VerifiedCheck {
+                    command: c.command.clone(),
+                    passed: c.passed(),
+                    duration_ms: c.duration_ms,
+                })
+                .collect();
             last.check = checks
                 .into_iter()
                 .enumerate()
@@ -518,13 +527,18 @@ fn next_steps(
     if merged.is_some_and(|m| m.conflict.is_some() || m.check.is_some()) || needs_human {
         return next;
     }
-    next.extend(what_else(run, tasks, record));
+    next.extend(what_else(run, tasks, record, merged));
     next
 }
 
 /// What to type next for a run that did not succeed, merging aside: approve what waits, give
 /// a stopped budget more, look at what failed and run it again, finish what was cut short.
-fn what_else(run: &RunId, tasks: &[TaskResult], record: &baton_store::RunRecord) -> Vec<String> {
+fn what_else(
+    run: &RunId,
+    tasks: &[TaskResult],
+    record: &baton_store::RunRecord,
+    merged: Option<&MergedResult>,
+) -> Vec<String> {
     use baton_model::{RunState, TaskState};
     let mut next = Vec::new();
     let state = record.status;
@@ -579,6 +593,18 @@ fn what_else(run: &RunId, tasks: &[TaskResult], record: &baton_store::RunRecord)
         }
         // Waits for a worker: `baton workers` says whether one is there to take it.
         RunState::Queued => next.push("baton workers".to_owned()),
+        // Where the work went: on the result branch, to look at and take.
+        RunState::Succeeded | RunState::SucceededWithWarnings
+            if merged.is_some_and(|m| m.commit.is_some())
+                && tasks.iter().any(|t| {
+                    t.workspace
+                        .as_ref()
+                        .is_some_and(|w| !w.evidence.files.is_empty())
+                }) =>
+        {
+            next.push(format!("baton diff {run} --stat"));
+            next.push(format!("baton apply {run}"));
+        }
         RunState::Succeeded | RunState::SucceededWithWarnings | RunState::NeedsHuman => {}
     }
     next

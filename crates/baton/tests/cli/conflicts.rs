@@ -119,7 +119,17 @@ fn a_conflict_between_tasks_says_which_files_and_what_to_type() {
     }
     let after = json.then().args(&["status", "--json"]).run().status(0);
     assert_eq!(after.json()["run"]["state"], "succeeded");
-    assert!(after.json().get("next").is_none(), "{}", after.json());
+    // Resolved: what is left to type is where the work went.
+    let run = after.json()["run"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        after.json()["next"],
+        serde_json::json!([
+            format!("baton diff {run} --stat"),
+            format!("baton apply {run}")
+        ]),
+        "{}",
+        after.json()
+    );
 }
 
 #[test]

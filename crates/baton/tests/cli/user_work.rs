@@ -835,3 +835,51 @@ estimate = { usd = 0.5 }
         ],
     );
 }
+
+/// The newcomer's run changed files and ended with nothing saying where they were. A run whose
+/// tasks changed files ends by naming the result branch and what to type (`status --json` has
+/// it as `next`); the run's own `verify` checks on the result are in the summary.
+#[test]
+fn a_run_that_changed_files_says_where_the_work_is() {
+    let graph = r#"
+[run]
+verify = ["test -s shared.txt"]
+
+[[task]]
+id = "edit"
+workspace = "worktree"
+run = "echo more >> shared.txt"
+"#;
+    let out = repo_with(graph)
+        .args(&["run", "graph.toml"])
+        .run()
+        .status(0);
+    let run = out
+        .stdout
+        .lines()
+        .find_map(|l| l.split("(run ").nth(1))
+        .unwrap()
+        .trim_end_matches(')')
+        .to_owned();
+    assert!(
+        out.stdout
+            .contains("verified: `test -s shared.txt` passed in "),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!(
+            "the work is on branch baton/{run}/result\nnext:\n  baton diff {run} --stat\n  baton apply {run}\n"
+        )),
+        "{}",
+        out.stdout
+    );
+    // A run that changed nothing has nothing to say about it.
+    let quiet = out
+        .then()
+        .graph("still.toml", "[[task]]\nid = \"look\"\nrun = \"true\"\n")
+        .args(&["run", "still.toml"])
+        .run()
+        .status(0);
+    assert!(!quiet.stdout.contains("next:"), "{}", quiet.stdout);
+}
