@@ -76,6 +76,9 @@ pub fn load_str(path: &Path, text: &str) -> Result<Graph, LoadError> {
             diags.clear();
             secrets = Secrets::default();
             let root = parse(extension.as_deref(), unmarked_text).map_err(|d| fail(d, &secrets))?;
+            if extension.as_deref() == Some("toml") {
+                plural_tasks(&root, &mut diags);
+            }
             secrets.check(&root, unmarked_text, &mut diags);
             refuse_nul(&root, "", unmarked_text, &mut diags);
             match legacy::detect(&root) {
@@ -116,6 +119,21 @@ fn walk_split(text: &str, diags: &mut Vec<Diagnostic>, secrets: &mut Secrets) ->
         }
     }
     Some(spec)
+}
+
+/// `[[tasks]]` in a TOML file: JSON files say `tasks` (both spellings are taken there), but in
+/// TOML the table is `[[task]]`, and a plural one is the typo it looks like.
+fn plural_tasks(root: &Node, diags: &mut Vec<Diagnostic>) {
+    let crate::tree::Kind::Table(entries) = &root.kind else {
+        return;
+    };
+    for entry in entries.iter().filter(|e| e.key == "tasks") {
+        diags.push(
+            Diagnostic::at(entry.key_span.clone(), "unknown field `tasks`")
+                .label("did you mean `[[task]]`?")
+                .help("in TOML each task is a `[[task]]` table: write `[[task]]`, singular"),
+        );
+    }
 }
 
 fn parse(extension: Option<&str>, text: &str) -> Result<Node, Vec<Diagnostic>> {

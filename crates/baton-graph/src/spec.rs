@@ -84,6 +84,9 @@ pub(crate) struct Defaults {
     pub workspace: Option<Workspace>,
     pub handoff_limit: Option<u64>,
     pub log_limit: Option<u64>,
+    /// Every task's `env`, under its own (a task's value for a name wins).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
     pub pass_env: Vec<String>,
     pub secret_env: Vec<String>,
     pub agent: AgentSpec,

@@ -680,7 +680,13 @@ pub(crate) fn task(
         retries: more.retries.or(d.retries).unwrap_or(0),
         backoff: more.backoff.or(d.backoff).unwrap_or(DEFAULT_BACKOFF),
         scope: more.scope.into_iter().map(|s| s.value).collect(),
-        env: more.env,
+        // The defaults' under the task's own: a task's value for a name wins.
+        env: d
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .chain(more.env)
+            .collect(),
         cwd: more.cwd.map(|c| PathBuf::from(c.value)),
         handoff_limit: more
             .handoff_limit

@@ -596,6 +596,7 @@ impl Walker<'_> {
                 "workspace" => d.workspace = w.choice(e, Workspace::NAMES, Workspace::parse),
                 "handoff_limit" => d.handoff_limit = w.size(e),
                 "log_limit" => d.log_limit = w.size(e),
+                "env" => d.env = w.env(e),
                 "pass_env" => d.pass_env = w.env_names(e),
                 "secret_env" => d.secret_env = w.env_names(e),
                 "scope_policy" => {

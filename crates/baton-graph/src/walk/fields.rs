@@ -11,6 +11,7 @@ pub(super) const DEFAULTS_OWN_FIELDS: &[&str] = &[
     "workspace",
     "handoff_limit",
     "log_limit",
+    "env",
     "pass_env",
     "secret_env",
     "scope_policy",

@@ -42,6 +42,7 @@ mod review;
 mod scheduling;
 mod serve;
 mod shell;
+mod shell_user;
 mod stdout;
 mod store_access;
 mod terminal;
