@@ -292,11 +292,18 @@ fn command(spec: &AttemptSpec) -> Command {
                     command.args(args);
                     command
                 }
-                None => {
-                    let mut command = Command::new("/bin/sh");
-                    command.arg("-c").arg(script);
-                    command
-                }
+                None => match spec.shell.split_first() {
+                    Some((program, args)) => {
+                        let mut command = Command::new(program);
+                        command.args(args).arg("-c").arg(script);
+                        command
+                    }
+                    None => {
+                        let mut command = Command::new("/bin/sh");
+                        command.arg("-c").arg(script);
+                        command
+                    }
+                },
             }
         }
         Program::Exec { program, args } => {
@@ -331,7 +338,10 @@ fn command(spec: &AttemptSpec) -> Command {
 /// working directory alike. Checked only after a failure, so a good spawn pays nothing.
 fn describe_spawn_error(spec: &AttemptSpec, error: &io::Error) -> String {
     let program = match &spec.program {
-        Program::Shell(_) => "/bin/sh".into(),
+        Program::Shell(_) => match spec.shell.first() {
+            Some(shell) => shell.to_string_lossy().into_owned(),
+            None => "/bin/sh".into(),
+        },
         Program::Exec { program, .. } => program.display().to_string(),
     };
     describe_exec_error(&spec.cwd, &program, spec.sandbox.is_some(), error)

@@ -151,7 +151,21 @@ pub(crate) fn command_line(spec: &AttemptSpec) -> Option<io::Result<(CStrings, C
                     argv(&all)
                 }
                 // An absolute path: no PATH search, and the same shell whatever PATH the task sets.
-                None => argv(&[b"/bin/sh", b"-c", script.as_bytes()]),
+                None if spec.shell.is_empty() => argv(&[b"/bin/sh", b"-c", script.as_bytes()]),
+                // The task's own shell, looked up as the command that it is.
+                None => {
+                    let program = spec.shell[0].as_bytes();
+                    if !program.contains(&b'/') {
+                        return None;
+                    }
+                    let all: Vec<&[u8]> = spec
+                        .shell
+                        .iter()
+                        .map(|a| a.as_bytes())
+                        .chain([&b"-c"[..], script.as_bytes()])
+                        .collect();
+                    argv(&all)
+                }
             }
         }
         Program::Exec { program, args } => {

@@ -67,6 +67,10 @@ pub struct AttemptSpec {
     /// usable cgroup: its process group only. [`AttemptReport::containment`](crate::AttemptReport)
     /// says which.
     pub cgroup: Option<crate::CgroupPool>,
+    /// What runs a [`Program::Shell`] script: the program and its arguments, the script after
+    /// `-c` (`["bash", "-eo", "pipefail"]`). Empty: `/bin/sh -c`. A script that is one plain
+    /// command runs directly either way.
+    pub shell: Vec<OsString>,
 }
 
 impl AttemptSpec {
@@ -99,6 +103,7 @@ impl AttemptSpec {
             finish_grace: Self::DEFAULT_FINISH_GRACE,
             sandbox: None,
             cgroup: None,
+            shell: Vec::new(),
         }
     }
 }

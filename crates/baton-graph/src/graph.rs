@@ -365,6 +365,10 @@ pub struct Task {
     /// Commands run once in a new worktree before the task starts (`npm ci`, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub setup: Vec<String>,
+    /// What runs its shell commands (`run`, `setup`, `verify`): a program and its arguments,
+    /// the script after `-c`. Empty: `/bin/sh -c`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shell: Vec<String>,
     /// Labels a worker must have to run it (`baton worker --labels`); a run driven here
     /// ignores them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

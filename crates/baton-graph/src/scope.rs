@@ -153,6 +153,7 @@ mod tests {
             scope_policy: Default::default(),
             fix_attempts: 0,
             setup: Vec::new(),
+            shell: Vec::new(),
             worktree_include: Vec::new(),
             runs_on: Vec::new(),
             confine: None,

@@ -93,6 +93,8 @@ pub(crate) struct Defaults {
     pub scope_policy: Option<ScopePolicy>,
     pub fix_attempts: Option<u32>,
     pub setup: Option<Vec<String>>,
+    /// What runs the task's shell commands (`["bash", "-eo", "pipefail"]`).
+    pub shell: Option<Vec<String>>,
     pub worktree_include: Option<Vec<At<String>>>,
     pub confine: Option<Confine>,
     pub contain: Option<Contain>,
@@ -205,6 +207,8 @@ pub(crate) struct TaskMore {
     pub scope_policy: Option<ScopePolicy>,
     pub fix_attempts: Option<u32>,
     pub setup: Option<Vec<String>>,
+    /// What runs the task's shell commands (`["bash", "-eo", "pipefail"]`).
+    pub shell: Option<Vec<String>>,
     pub worktree_include: Option<Vec<At<String>>>,
     pub confine: Option<Confine>,
     pub contain: Option<Contain>,
@@ -267,6 +271,7 @@ static NOTHING_MORE: TaskMore = TaskMore {
     scope_policy: None,
     fix_attempts: None,
     setup: None,
+    shell: None,
     worktree_include: None,
     confine: None,
     contain: None,

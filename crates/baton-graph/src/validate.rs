@@ -712,6 +712,7 @@ pub(crate) fn task(
         scope_policy: more.scope_policy.or(d.scope_policy).unwrap_or_default(),
         fix_attempts: more.fix_attempts.or(d.fix_attempts).unwrap_or(0),
         setup: more.setup.or_else(|| d.setup.clone()).unwrap_or_default(),
+        shell: more.shell.or_else(|| d.shell.clone()).unwrap_or_default(),
         worktree_include: more
             .worktree_include
             .or_else(|| d.worktree_include.clone())

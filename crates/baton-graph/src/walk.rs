@@ -245,6 +245,28 @@ impl Walker<'_> {
         names
     }
 
+    /// `shell = "bash -eo pipefail"` (words split at spaces) or `["bash", "-eo", "pipefail"]`:
+    /// the program that runs a script after `-c`, and its arguments.
+    fn shell(&mut self, e: &Entry) -> Option<Vec<String>> {
+        let words: Vec<String> = match &e.value.kind {
+            Kind::Str(text) => text.split_whitespace().map(str::to_owned).collect(),
+            Kind::Array(_) => self.plain_strings(e),
+            _ => {
+                self.wrong_type(e, "a string or a list of strings");
+                return None;
+            }
+        };
+        if words.is_empty() || words.iter().any(String::is_empty) {
+            self.diags.push(
+                Diagnostic::at(e.value.span.clone(), "`shell` names no program").help(
+                    "write the program and its arguments, like `shell = \"bash -eo pipefail\"`",
+                ),
+            );
+            return None;
+        }
+        Some(words)
+    }
+
     fn plain_strings(&mut self, e: &Entry) -> Vec<String> {
         self.strings(e).into_iter().map(|s| s.value).collect()
     }
@@ -604,6 +626,7 @@ impl Walker<'_> {
                 }
                 "fix_attempts" => d.fix_attempts = w.count(e, 0),
                 "setup" => d.setup = Some(w.plain_strings(e)),
+                "shell" => d.shell = w.shell(e),
                 "worktree_include" => d.worktree_include = Some(w.strings(e)),
                 "runs_on" => d.runs_on = Some(w.strings(e)),
                 "confine" => d.confine = w.choice(e, Confine::NAMES, Confine::parse),
@@ -799,6 +822,7 @@ impl Walker<'_> {
                 }
                 "fix_attempts" => t.more_mut().fix_attempts = w.count(e, 0),
                 "setup" => t.more_mut().setup = Some(w.plain_strings(e)),
+                "shell" => t.more_mut().shell = w.shell(e),
                 "worktree_include" => t.more_mut().worktree_include = Some(w.strings(e)),
                 "runs_on" => t.more_mut().runs_on = Some(w.strings(e)),
                 "confine" => t.more_mut().confine = w.choice(e, Confine::NAMES, Confine::parse),

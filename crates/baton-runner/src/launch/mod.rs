@@ -373,6 +373,7 @@ impl Launcher {
             finish_grace: AttemptSpec::DEFAULT_FINISH_GRACE,
             sandbox: None,
             cgroup: self.cgroups_for(task),
+            shell: spec_task.shell.iter().map(Into::into).collect(),
         };
         if let Some(agent) = &agent {
             for (key, value) in &agent.env {

@@ -41,3 +41,58 @@ fn plural_tasks_in_toml_is_an_error_that_says_task() {
         .stderr_contains("graph.toml:1:3: unknown field `tasks`")
         .stderr_contains("did you mean `[[task]]`?");
 }
+
+/// `pytest | tail` passed under `sh`, which has no `pipefail`: `shell` (per task or in
+/// `[defaults]`) says what runs a task's commands, its checks included, as GitHub Actions'
+/// `shell` does. The default stays `/bin/sh -c`.
+#[test]
+fn shell_runs_a_task_s_commands_and_checks() {
+    let graph = r#"
+[defaults]
+shell = "bash -eo pipefail"
+
+[[task]]
+id = "piped"
+run = "false | cat; echo went on"
+
+[[task]]
+id = "checked"
+run = "true"
+verify = ["false | cat"]
+
+[[task]]
+id = "plain"
+shell = ["/bin/sh"]
+run = "false | cat; echo went on"
+
+[[task]]
+id = "bashism"
+run = "[[ -n yes ]] && echo double brackets"
+"#;
+    let out = Test::new()
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    assert_eq!(out.json_task("piped")["state"], "failed");
+    assert_eq!(out.json_task("piped")["output"], "");
+    assert_eq!(out.json_task("checked")["state"], "failed");
+    assert_eq!(out.json_task("plain")["state"], "succeeded");
+    assert_eq!(out.json_task("plain")["output"], "went on");
+    assert_eq!(out.json_task("bashism")["output"], "double brackets");
+}
+
+/// A `shell` that names nothing is refused, saying how to write one.
+#[test]
+fn an_empty_shell_is_refused() {
+    Test::new()
+        .graph(
+            "graph.toml",
+            "[[task]]\nid = \"a\"\nrun = \"true\"\nshell = \" \"\n",
+        )
+        .args(&["run", "graph.toml"])
+        .run()
+        .status(2)
+        .stderr_contains("graph.toml:4:9: `shell` names no program")
+        .stderr_contains("shell = \"bash -eo pipefail\"");
+}
