@@ -7,7 +7,9 @@
 //!   before compiling.
 //! - `{#` is literal text, not a comment: shell writes `${#array[@]}`.
 //! - In shell commands ([`Quote::Shell`]) every `{{ … }}` value is shell-quoted, so a
-//!   predecessor's output can never become shell syntax.
+//!   predecessor's output can never become shell syntax: one word in single quotes, or,
+//!   inside a double-quoted string of the command (`echo "v{{ needs.ver.output }}"`), escaped
+//!   for that string (`\"`, `\\`, `\$`, `` \` ``), where single quotes would stay in the text.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -174,6 +176,25 @@ fn environment(quote: Quote) -> Environment<'static> {
     if quote == Quote::Shell {
         env.set_formatter(shell_formatter);
     }
+    // Only shell commands escape; a prompt takes the value as it is.
+    env.add_filter(DOUBLE_QUOTED, move |value: Value| -> Value {
+        let text = match value.kind() {
+            ValueKind::Seq => value
+                .try_iter()
+                .map(|items| {
+                    items
+                        .map(|i| plain_string(&i))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default(),
+            _ => plain_string(&value),
+        };
+        match quote {
+            Quote::Shell => Value::from_object(DoubleQuoted(double_quote_escape(&text))),
+            Quote::None => Value::from(text),
+        }
+    });
     env
 }
 
@@ -189,6 +210,11 @@ fn shell_formatter(
     };
     if value.is_undefined() {
         return Err(Error::new(ErrorKind::UndefinedError, "undefined value"));
+    }
+    if let Some(escaped) = value.downcast_object_ref::<DoubleQuoted>() {
+        return out
+            .write_str(&escaped.0)
+            .map_err(|_| Error::new(ErrorKind::WriteFailure, "cannot write template output"));
     }
     if value.kind() == ValueKind::Seq {
         let mut first = true;
@@ -247,10 +273,11 @@ fn preprocess(text: &str, needs: &HashSet<&str>) -> (String, Vec<Edit>, Vec<Temp
     let bytes = text.as_bytes();
     let mut replacements: Vec<(std::ops::Range<usize>, String)> = Vec::new();
     let mut errors = Vec::new();
+    let mut shell = ShellQuotes::Outside;
     let mut i = 0;
     while i + 1 < bytes.len() {
-        if bytes[i] != b'{' {
-            i += 1;
+        if bytes[i] != b'{' || !matches!(bytes[i + 1], b'{' | b'%' | b'#') {
+            i += shell.after(bytes, i);
             continue;
         }
         match bytes[i + 1] {
@@ -272,7 +299,19 @@ fn preprocess(text: &str, needs: &HashSet<&str>) -> (String, Vec<Edit>, Vec<Temp
                         .unwrap_or(bytes.len());
                     continue;
                 }
+                // A value inside a double-quoted string is escaped for it (see the module docs):
+                // `{{ x }}` is read as `{{ (x) | DOUBLE_QUOTED }}`.
+                let in_double = open == b'{' && shell == ShellQuotes::Double;
+                if in_double {
+                    let at = start + usize::from(matches!(bytes.get(start), Some(b'-' | b'+')));
+                    replacements.push((at..at, "(".to_owned()));
+                }
                 check_expression(text, start, end, needs, &mut replacements, &mut errors);
+                if in_double {
+                    let at =
+                        end - usize::from(end > start && matches!(bytes[end - 1], b'-' | b'+'));
+                    replacements.push((at..at, format!(") | {DOUBLE_QUOTED}")));
+                }
                 i = (end + close.len()).min(bytes.len());
             }
             _ => i += 1,
@@ -293,6 +332,50 @@ fn preprocess(text: &str, needs: &HashSet<&str>) -> (String, Vec<Edit>, Vec<Temp
     }
     source.push_str(&text[copied..]);
     (source, edits, errors)
+}
+
+/// The filter a value inside a shell command's double-quoted string goes through.
+const DOUBLE_QUOTED: &str = "__baton_double_quoted";
+
+/// Where the shell text of a template is, as far as quoting goes: the tags themselves are
+/// skipped, the text between them read as `sh` would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ShellQuotes {
+    Outside,
+    Single,
+    Double,
+}
+
+impl ShellQuotes {
+    /// Reads the text byte at `i`; how many bytes it took (a backslash takes the next one).
+    fn after(&mut self, bytes: &[u8], i: usize) -> usize {
+        match (*self, bytes[i]) {
+            (Self::Outside | Self::Double, b'\\') => return 2,
+            (Self::Outside, b'\'') => *self = Self::Single,
+            (Self::Outside, b'"') => *self = Self::Double,
+            (Self::Single, b'\'') | (Self::Double, b'"') => *self = Self::Outside,
+            _ => {}
+        }
+        1
+    }
+}
+
+/// A value to write inside a double-quoted shell string.
+#[derive(Debug)]
+struct DoubleQuoted(String);
+
+impl minijinja::value::Object for DoubleQuoted {}
+
+/// `"…"`'s contents: `"`, `\`, `$` and `` ` `` escaped, the only characters special there.
+fn double_quote_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '"' | '\\' | '$' | '`') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The offset of `close` at or after `from`, outside string literals.
@@ -447,6 +530,53 @@ mod tests {
 
     fn render(text: &str, quote: Quote) -> Result<String, TemplateError> {
         Template::new(text, NEEDS)?.render(&ctx(), quote)
+    }
+
+    /// The newcomer's `echo "v{{ needs.ver.output }}" >> CHANGELOG` wrote `v'1.2.3'`: inside
+    /// a double-quoted string a value is escaped for that string instead.
+    #[test]
+    fn a_value_inside_double_quotes_is_escaped_for_them() {
+        assert_eq!(
+            render(
+                r#"echo "v{{ needs.build.output }}" >> CHANGELOG"#,
+                Quote::Shell
+            )
+            .unwrap(),
+            r#"echo "vplain" >> CHANGELOG"#
+        );
+        // Only what is special inside double quotes is escaped; the apostrophe stays.
+        assert_eq!(
+            render(
+                r#"echo "{{ needs.build-api.v2.json.name }} {{ needs.build-api.v2.output }}""#,
+                Quote::Shell
+            )
+            .unwrap(),
+            r#"echo "\$(whoami) it's done""#
+        );
+        // A list is its items joined by spaces, one string.
+        assert_eq!(
+            render(
+                r#"echo "files: {{ needs.build-api.v2.files_changed }}""#,
+                Quote::Shell
+            )
+            .unwrap(),
+            r#"echo "files: src/a b.rs x""#
+        );
+        // Outside quotes, and inside single quotes, values stay single-quoted words.
+        assert_eq!(
+            render(r#"echo {{ needs.build.output }} 'a{{ needs.build.output }}' "\"" {{- needs.build.output -}}"#, Quote::Shell).unwrap(),
+            r#"echo 'plain' 'a'plain'' "\""'plain'"#
+        );
+        // A quote escaped inside a string does not end it.
+        assert_eq!(
+            render(r#"echo "say \"{{ needs.build.output }}\"""#, Quote::Shell).unwrap(),
+            r#"echo "say \"plain\"""#
+        );
+        // A prompt takes values as they are.
+        assert_eq!(
+            render(r#"Write "{{ needs.build-api.v2.output }}""#, Quote::None).unwrap(),
+            r#"Write "it's done""#
+        );
     }
 
     #[test]

@@ -96,3 +96,33 @@ fn an_empty_shell_is_refused() {
         .stderr_contains("graph.toml:4:9: `shell` names no program")
         .stderr_contains("shell = \"bash -eo pipefail\"");
 }
+
+/// The newcomer's `echo "v{{ needs.ver.output }}" >> CHANGELOG` wrote `v'1.2.3'`. Inside a
+/// double-quoted string a value is now escaped for that string: the version lands as is, and
+/// a value full of what the shell would expand there stays text.
+#[test]
+fn a_value_inside_double_quotes_lands_as_it_is() {
+    let graph = r#"
+[[task]]
+id = "ver"
+run = "echo 1.2.3"
+
+[[task]]
+id = "nasty"
+run = '''printf '%s' 'a "quote" $HOME `id` \back'; echo'''
+
+[[task]]
+id = "log"
+needs = ["ver", "nasty"]
+run = 'echo "v{{ needs.ver.output }}" >> CHANGELOG; printf "%s\n" "{{ needs.nasty.output }}" >> CHANGELOG'
+"#;
+    let out = Test::new()
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml"])
+        .run()
+        .status(0);
+    assert_eq!(
+        String::from_utf8(out.read("CHANGELOG")).unwrap(),
+        "v1.2.3\na \"quote\" $HOME `id` \\back\n"
+    );
+}
