@@ -96,7 +96,7 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
                 .duration_ms
                 .map(|ms| format_duration(Duration::from_millis(ms)))
                 .unwrap_or_else(|| "-".into());
-            let detail = detail(task, result.run.id.as_str());
+            let detail = detail(task, result);
             let _ = writeln!(
                 out,
                 "{}  {:<state_width$}  {:>8}  {:>7}  {}{}",
@@ -147,7 +147,8 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
     out
 }
 
-fn detail(task: &crate::TaskResult, run: &str) -> String {
+fn detail(task: &crate::TaskResult, result: &RunResult) -> String {
+    let run = result.run.id.as_str();
     let mut parts = Vec::new();
     if let Some(reason) = &task.reason {
         parts.push(reason.clone());
@@ -205,18 +206,37 @@ fn detail(task: &crate::TaskResult, run: &str) -> String {
         ));
     }
     if !task.planned.is_empty() {
-        // A planner's output is its plan: what it planned says more.
-        let names: Vec<&str> = task
+        // A planner's output is its plan, a `for_each` task's its instances: how they ended
+        // says more (the task's own state is of its own attempt).
+        let local = |id: &str| {
+            id.rsplit_once('/')
+                .map_or(id, |(_, local)| local)
+                .to_owned()
+        };
+        let not_ok: Vec<String> = task
             .planned
             .iter()
-            .map(|id| id.rsplit_once('/').map_or(id.as_str(), |(_, local)| local))
+            .filter_map(|id| result.tasks.iter().find(|t| &t.id == id))
+            .filter(|t| {
+                !matches!(
+                    t.state,
+                    TaskState::Succeeded | TaskState::SucceededWithWarnings
+                )
+            })
+            .map(|t| local(&t.id))
             .collect();
-        parts.push(format!(
-            "added {} task{}: {}",
-            names.len(),
-            if names.len() == 1 { "" } else { "s" },
-            names.join(", ")
-        ));
+        let n = task.planned.len();
+        let tasks = if n == 1 { "task" } else { "tasks" };
+        if not_ok.is_empty() {
+            let names: Vec<String> = task.planned.iter().map(|id| local(id)).collect();
+            parts.push(format!("added {n} {tasks}: {}", names.join(", ")));
+        } else {
+            parts.push(format!(
+                "{} of {n} added {tasks} did not succeed: {}",
+                not_ok.len(),
+                not_ok.join(", ")
+            ));
+        }
     } else if let Some(last) = said {
         parts.push(format!("“{last}”"));
     }

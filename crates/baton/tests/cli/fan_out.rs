@@ -235,3 +235,32 @@ for_each = { pick = 1 }
         );
     }
 }
+
+/// A `for_each` task's row said `succeeded · added 4 tasks: a, b, c, d` when two of them
+/// failed: it says how its instances ended.
+#[test]
+fn a_fan_out_s_row_says_how_its_instances_ended() {
+    let graph = r#"
+[run]
+on_failure = "continue"
+
+[[task]]
+id = "each"
+for_each = ["a", "b", "c", "d"]
+run = "test {{ item }} != b && test {{ item }} != d"
+"#;
+    let out = Test::new()
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml"])
+        .run()
+        .status(1);
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("each "))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(
+        row.ends_with("2 of 4 added tasks did not succeed: b, d"),
+        "{row}"
+    );
+}
