@@ -365,6 +365,19 @@ fn merge_trouble(result: &RunResult) -> String {
             },
             files
         );
+        if result.next.first().is_some_and(|c| c.starts_with("# in ")) {
+            // The tasks that need both have the same merge in progress: resolved there, their
+            // branches carry it into the result.
+            let _ = writeln!(
+                out,
+                "resolve it where the tasks that need both have it, then resume the run:"
+            );
+            for command in &result.next {
+                let _ = writeln!(out, "  {command}");
+            }
+            out.push('\n');
+            return out;
+        }
         let _ = writeln!(
             out,
             "resolve it on `{}`'s branch, in its worktree, then resume the run:",
@@ -429,8 +442,7 @@ fn merge_trouble(result: &RunResult) -> String {
         );
         let _ = writeln!(
             out,
-            "resolve it on `{incoming}`'s branch, in its worktree (`git worktree list`): merge the \
-             branches of `{task}`'s other dependencies into it, fix {files}, commit; then"
+            "resolve it in `{task}`'s worktree, where the merge waits, then resume the run:"
         );
         for command in &result.next {
             let _ = writeln!(out, "  {command}");

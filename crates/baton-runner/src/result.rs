@@ -473,7 +473,16 @@ fn next_steps(
 ) -> Vec<String> {
     let mut next = Vec::new();
     let conflict = merged.and_then(|m| m.conflict.as_ref());
-    if let Some(conflict) = conflict {
+    // A task whose dependencies conflicted has their merge in progress in its worktree: once
+    // resolved there, its branch carries both into the result, and the result's own conflict
+    // (the same one, met merging the branches in order) goes with it. So its recipe is the
+    // one given; a conflict left after the resume is told then.
+    let dependents_conflict = tasks.iter().any(|t| {
+        t.state == baton_model::TaskState::NeedsHuman
+            && matches!(t.outcome, Some(Outcome::MergeConflict { .. }))
+            && worktrees.join(t.id.replace('/', "+")).join(".git").exists()
+    });
+    if let Some(conflict) = conflict.filter(|_| !dependents_conflict) {
         let dir = shell_word(conflict.worktree.as_deref().unwrap_or("."));
         for with in &conflict.with {
             next.push(format!(
@@ -489,7 +498,6 @@ fn next_steps(
             next.push(format!("baton diff {run} {}", shell_word(blamed)));
         }
     }
-    // A task whose dependencies conflicted has their merge in progress in its worktree.
     for task in tasks
         .iter()
         .filter(|t| t.state == baton_model::TaskState::NeedsHuman)

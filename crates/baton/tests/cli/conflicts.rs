@@ -152,4 +152,43 @@ fn a_conflict_between_dependencies_counts_the_task_that_needs_a_person() {
     insta::assert_snapshot!(summary);
     let status = baton_in(out.path(), &["status"]).stdout;
     assert_eq!(merge_block(&out, &status), summary, "{status}");
+    // One recipe, and it is enough (the newcomer was given two, and only the second was
+    // needed): edit where it says, commit, resume.
+    let json: serde_json::Value =
+        serde_json::from_str(&baton_in(out.path(), &["status", "--json"]).stdout).unwrap();
+    for command in json["next"].as_array().unwrap() {
+        let command = command.as_str().unwrap();
+        if let Some(rest) = command.strip_prefix("# in ") {
+            let dir = rest.split(": edit").next().unwrap();
+            std::fs::write(
+                std::path::Path::new(dir).join("shared.txt"),
+                "left and right\n",
+            )
+            .unwrap();
+            continue;
+        }
+        if let Some(args) = command.strip_prefix("baton ") {
+            let args: Vec<&str> = args.split_whitespace().collect();
+            let ran = baton_in(out.path(), &args);
+            assert_eq!(ran.code, Some(0), "{command}: {}", ran.stderr);
+            continue;
+        }
+        let ran = Command::new("sh")
+            .args(["-c", command])
+            .current_dir(out.path())
+            .env("GIT_AUTHOR_NAME", "user")
+            .env("GIT_AUTHOR_EMAIL", "user@example.com")
+            .env("GIT_COMMITTER_NAME", "user")
+            .env("GIT_COMMITTER_EMAIL", "user@example.com")
+            .output()
+            .unwrap();
+        assert!(
+            ran.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
+    }
+    let after = baton_in(out.path(), &["status", "--json"]);
+    let after: serde_json::Value = serde_json::from_str(&after.stdout).unwrap();
+    assert_eq!(after["run"]["state"], "succeeded", "{after}");
 }
