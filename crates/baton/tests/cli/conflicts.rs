@@ -36,6 +36,20 @@ pub(crate) fn block_from(out: &Output, text: &str, first: &str) -> String {
     text[start..end].to_owned()
 }
 
+/// `command` typed in `dir` as the user would, git knowing who they are.
+fn as_the_user(dir: &std::path::Path, command: &str) -> std::process::Output {
+    Command::new("sh")
+        .args(["-c", command])
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "user")
+        .env("GIT_AUTHOR_EMAIL", "user@example.com")
+        .env("GIT_COMMITTER_NAME", "user")
+        .env("GIT_COMMITTER_EMAIL", "user@example.com")
+        .output()
+        .unwrap()
+}
+
 fn merge_block(out: &Output, text: &str) -> String {
     block_from(out, text, "the result did not merge")
 }
@@ -100,16 +114,7 @@ fn a_conflict_between_tasks_says_which_files_and_what_to_type() {
             )
             .unwrap();
         }
-        let ran = Command::new("sh")
-            .args(["-c", command])
-            .current_dir(&root)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "user")
-            .env("GIT_AUTHOR_EMAIL", "user@example.com")
-            .env("GIT_COMMITTER_NAME", "user")
-            .env("GIT_COMMITTER_EMAIL", "user@example.com")
-            .output()
-            .unwrap();
+        let ran = as_the_user(&root, command);
         // The merge conflicts: that is what the person resolves.
         assert!(
             ran.status.success() || command.contains(" merge "),
@@ -173,15 +178,7 @@ fn a_conflict_between_dependencies_counts_the_task_that_needs_a_person() {
             assert_eq!(ran.code, Some(0), "{command}: {}", ran.stderr);
             continue;
         }
-        let ran = Command::new("sh")
-            .args(["-c", command])
-            .current_dir(out.path())
-            .env("GIT_AUTHOR_NAME", "user")
-            .env("GIT_AUTHOR_EMAIL", "user@example.com")
-            .env("GIT_COMMITTER_NAME", "user")
-            .env("GIT_COMMITTER_EMAIL", "user@example.com")
-            .output()
-            .unwrap();
+        let ran = as_the_user(out.path(), command);
         assert!(
             ran.status.success(),
             "{command}: {}",
