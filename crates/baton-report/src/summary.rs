@@ -325,6 +325,55 @@ fn failed_checks(result: &RunResult) -> String {
     out
 }
 
+/// Below the table, the end of what each failed task printed (its stdout's, then its
+/// stderr's last lines), as a failed check's is shown: the row's one line is seldom all of it.
+fn failed_tails(result: &RunResult) -> String {
+    let mut out = String::new();
+    let failed: Vec<_> = result
+        .tasks
+        .iter()
+        .filter(|t| matches!(t.state, TaskState::Failed | TaskState::TimedOut))
+        .filter(|t| t.check.is_none() && t.agent.is_none())
+        .filter(|t| {
+            !matches!(
+                t.outcome,
+                Some(Outcome::InvalidPlan { .. } | Outcome::OverBudget { .. })
+            )
+        })
+        .collect();
+    for task in failed.iter().take(CHECKS_SHOWN) {
+        let said: String = [task.output.as_deref(), task.stderr.as_deref()]
+            .into_iter()
+            .flatten()
+            .map(str::trim_end)
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        if said.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{}: the end of what it printed:", task.id);
+        check_tail(&mut out, &said);
+        let _ = writeln!(
+            out,
+            "  all of it: `baton logs {} {}`",
+            result.run.id, task.id
+        );
+    }
+    if failed.len() > CHECKS_SHOWN {
+        let _ = writeln!(
+            out,
+            "\n… and {} more failed tasks: `baton status {} --json` has each one's output",
+            failed.len() - CHECKS_SHOWN,
+            result.run.id
+        );
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
 /// The last lines of what a check printed, indented under its line.
 fn check_tail(out: &mut String, output: &str) {
     let lines: Vec<&str> = output.trim_end().lines().collect();
@@ -503,6 +552,7 @@ pub fn why(result: &RunResult) -> String {
 
 fn append_why(out: &mut String, result: &RunResult) {
     out.push_str(&failed_checks(result));
+    out.push_str(&failed_tails(result));
     let trouble = merge_trouble(result);
     let succeeded = matches!(
         result.run.state,

@@ -331,4 +331,23 @@ run = "echo first; echo the last line says it >&2; exit 2"
         "{}",
         row("plain")
     );
+    // Under the table, the end of what each failed task printed, stdout then stderr: here
+    // pytest's summary, then the server's line.
+    let run = out.store().run().id.to_string();
+    let tail = format!(
+        "  │ FAILED test_sample.py::test_add - assert (2 + 2) == 5\n  │ FAILED test_sample.py::test_more - assert [1, 2] == [1, 3]\n  │ ========================= 2 failed, 1 passed in 0.03s ==========================\n  │ 127.0.0.1 - - [03/Dec/2026 04:41:00] \"GET /health HTTP/1.1\" 200 -\n  all of it: `baton logs {run} tests`\n"
+    );
+    assert!(
+        out.stdout
+            .contains("tests: the end of what it printed:\n  │ …\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains(&tail), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("plain: the end of what it printed:\n  │ first\n  │ the last line says it\n"),
+        "{}",
+        out.stdout
+    );
 }
