@@ -309,8 +309,8 @@ pub struct StatusArgs {
 pub struct LogsArgs {
     /// A run id (or a unique prefix), or `latest`.
     pub run: String,
-    /// The task's id.
-    pub task: String,
+    /// The task's id; a run of one task needs none.
+    pub task: Option<String>,
     /// Which attempt (1 for the first). Default: the latest.
     #[arg(long, value_name = "N")]
     pub attempt: Option<u32>,

@@ -16,8 +16,29 @@ pub fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let (project, store) = records::open_with_project(store_url)?;
     let run = records::resolve(&*store, Some(&args.run))?;
     let dirs = baton_runner::RunDirs::new(&project.state_dir, &run.id);
-    let task = TaskId::new(args.task.clone())
-        .map_err(|e| Failure::BadInput(format!("`{}` is not a task id: {e}", args.task)))?;
+    let task = match &args.task {
+        Some(task) => TaskId::new(task.clone())
+            .map_err(|e| Failure::BadInput(format!("`{task}` is not a task id: {e}")))?,
+        // A run of one task: that one.
+        None => match store.tasks(&run.id)?.as_slice() {
+            [only] => only.task.clone(),
+            tasks => {
+                let shown: Vec<&str> = tasks.iter().take(8).map(|t| t.task.as_str()).collect();
+                return Err(Failure::BadInput(format!(
+                    "run {} has {} tasks: name one (`baton logs {} TASK`): {}{}",
+                    run.id,
+                    tasks.len(),
+                    run.id,
+                    shown.join(", "),
+                    if tasks.len() > shown.len() {
+                        ", …"
+                    } else {
+                        ""
+                    }
+                )));
+            }
+        },
+    };
     let find =
         |store: &dyn baton_store::Store| -> Result<Option<baton_store::AttemptRecord>, Failure> {
             let attempts = store.attempts(&run.id, &task)?;

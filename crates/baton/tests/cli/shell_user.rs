@@ -126,3 +126,36 @@ run = 'echo "v{{ needs.ver.output }}" >> CHANGELOG; printf "%s\n" "{{ needs.nast
         "v1.2.3\na \"quote\" $HOME `id` \\back\n"
     );
 }
+
+/// `baton logs RUN` of a run of one task needs no task; of more, it names them.
+#[test]
+fn logs_of_a_one_task_run_need_no_task() {
+    let out = Test::new()
+        .graph(
+            "graph.toml",
+            "[[task]]\nid = \"only\"\nrun = \"echo hello from only\"\n",
+        )
+        .args(&["run", "graph.toml"])
+        .run()
+        .status(0);
+    let logs = crate::test::baton_in(out.path(), &["logs", "latest"]);
+    assert_eq!(logs.code, Some(0), "{}", logs.stderr);
+    assert_eq!(logs.stdout, "hello from only\n");
+    let two = out
+        .then()
+        .graph(
+            "two.toml",
+            "[[task]]\nid = \"a\"\nrun = \"true\"\n\n[[task]]\nid = \"b\"\nrun = \"true\"\n",
+        )
+        .args(&["run", "two.toml"])
+        .run()
+        .status(0);
+    let refused = crate::test::baton_in(two.path(), &["logs", "latest"]);
+    assert_eq!(refused.code, Some(2));
+    assert!(
+        refused.stderr.contains("has 2 tasks: name one"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains(": a, b"), "{}", refused.stderr);
+}
