@@ -121,6 +121,42 @@ impl Template {
         Ok(template)
     }
 
+    /// The top-level names the template uses that no task's context has (`{{ itme }}`): in a
+    /// `for_each` task's (`item`) `item` is one; loop variables and builtins are not counted.
+    pub(crate) fn unknown_names(&self, item: bool) -> Vec<String> {
+        if self.plain {
+            return Vec::new();
+        }
+        let env = environment(Quote::None);
+        let Ok(compiled) = env.template_from_str(&self.source) else {
+            return Vec::new();
+        };
+        const KNOWN: &[&str] = &[
+            "needs",
+            "task",
+            "run",
+            "range",
+            "dict",
+            "namespace",
+            "debug",
+            "lipsum",
+            "cycler",
+            "joiner",
+            "loop",
+            "self",
+            "super",
+            "varargs",
+            "kwargs",
+        ];
+        let mut unknown: Vec<String> = compiled
+            .undeclared_variables(false)
+            .into_iter()
+            .filter(|name| !(KNOWN.contains(&name.as_str()) || item && name == "item"))
+            .collect();
+        unknown.sort();
+        unknown
+    }
+
     /// The text as written, if it has no template tags.
     pub fn as_plain(&self) -> Option<&str> {
         self.plain.then_some(self.source.as_str())

@@ -429,8 +429,17 @@ fn assemble(
     }
     tasks.reverse();
 
+    // A static `for_each` list is sized by the file itself: its items count as the file's
+    // tasks, and the default leaves room for planners beyond them.
+    let listed: usize = tasks
+        .iter()
+        .map(|t| match &t.for_each {
+            Some(crate::ForEach::List(items)) => items.len(),
+            _ => 0,
+        })
+        .sum();
     let max_tasks = spec.run.max_tasks.unwrap_or_else(|| {
-        u32::try_from(tasks.len())
+        u32::try_from(tasks.len() + listed)
             .unwrap_or(u32::MAX)
             .saturating_add(crate::DEFAULT_PLANNED_TASKS)
     });

@@ -26,10 +26,32 @@ pub(crate) fn check_templates_with(
     needs: &[&str],
     diags: &mut Vec<Diagnostic>,
 ) {
+    let fans_out = t.more().for_each.is_some();
     for (field, text) in [("run", &t.run), ("prompt", &t.prompt)] {
         let Some(text) = text else { continue };
-        let Err(errors) = Template::parse(&text.value, needs) else {
-            continue;
+        let errors = match Template::parse(&text.value, needs) {
+            // Names no task has are known now, not when its first attempt renders it.
+            Ok(template) => {
+                for name in template.unknown_names(fans_out) {
+                    let offset = find_name(&text.value, &name);
+                    diags.push(
+                        Diagnostic::at(
+                            span_in_string(source, text, offset),
+                            format!("in `{field}`: `{name}` is not a name templates know"),
+                        )
+                        .label("unknown")
+                        .help(if fans_out {
+                            "templates know `item`, `needs.ID.output` (also `.status`, `.files_changed`, `.json`), `task.id`, `task.scope`, `task.verify`, `run.id`, `run.name`"
+                        } else if name == "item" {
+                            "`item` is a `for_each` task's: this task has no `for_each`"
+                        } else {
+                            "templates know `needs.ID.output` (also `.status`, `.files_changed`, `.json`), `task.id`, `task.scope`, `task.verify`, `run.id`, `run.name`"
+                        }),
+                    );
+                }
+                continue;
+            }
+            Err(errors) => errors,
         };
         for e in errors {
             let mut message = e.message;
@@ -55,6 +77,22 @@ pub(crate) fn check_templates_with(
             );
         }
     }
+}
+
+/// Where `name` is first used in a tag of `text` (0 if it cannot be found).
+fn find_name(text: &str, name: &str) -> usize {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(at) = text[from..].find(name).map(|k| from + k) {
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        let after = bytes.get(at + name.len()).copied();
+        let word = |b: Option<u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !word(before) && !word(after) && text[..at].contains("{{") {
+            return at;
+        }
+        from = at + name.len();
+    }
+    0
 }
 
 /// If the template error at `offset` is a `needs.ID` / `needs["ID"]` reference to a task of

@@ -264,3 +264,44 @@ run = "test {{ item }} != b && test {{ item }} != d"
         "{row}"
     );
 }
+
+/// A static `for_each` list is sized by the file: 300 items run under the default
+/// `max_tasks` (which bounds what planners add), where they failed at run time before.
+#[test]
+fn a_long_static_list_is_the_file_s_own_size() {
+    let items: Vec<String> = (0..300).map(|i| format!("\"i{i}\"")).collect();
+    let graph = format!(
+        "[[task]]\nid = \"each\"\nfor_each = [{}]\nrun = \"true\"\n",
+        items.join(", ")
+    );
+    let out = Test::new()
+        .graph("graph.toml", &graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(out.json()["totals"]["succeeded"], 301);
+}
+
+/// A misspelt name in a template (`{{ itme }}`) is found by `baton plan`, at its line, not by
+/// every instance failing at run time.
+#[test]
+fn a_misspelt_template_name_is_found_before_anything_runs() {
+    let graph = "[[task]]\nid = \"each\"\nfor_each = [\"a\", \"b\"]\nrun = \"echo {{ itme }}\"\n";
+    Test::new()
+        .graph("graph.toml", graph)
+        .args(&["plan", "graph.toml"])
+        .run()
+        .status(2)
+        .stderr_contains("graph.toml:4:16: in `run`: `itme` is not a name templates know")
+        .stderr_contains("templates know `item`");
+    // `item` outside a `for_each` task is no name either.
+    Test::new()
+        .graph(
+            "g.toml",
+            "[[task]]\nid = \"one\"\nrun = \"echo {{ item }}\"\n",
+        )
+        .args(&["plan", "g.toml"])
+        .run()
+        .status(2)
+        .stderr_contains("`item` is a `for_each` task's");
+}
