@@ -56,11 +56,13 @@ pub fn goal(args: DoArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     write_file(&planning, &planning_graph(&args))?;
     let mut graph = load_graph(&planning)?;
     graph.hold_plans();
-    let planned = match execute(Job::New(Box::new(graph)), &args.drive, store_url)? {
+    let planned = execute(Job::New(Box::new(graph)), &args.drive, store_url);
+    // The planning graph is baton's scratch, whatever became of its run.
+    let _ = std::fs::remove_file(&planning);
+    let planned = match planned? {
         Driven::Done(result) => result,
         Driven::Nothing(code) => return Ok(code),
     };
-    let _ = std::fs::remove_file(&planning);
     let Some(plan) = planned
         .tasks
         .iter()
@@ -124,7 +126,17 @@ pub fn goal(args: DoArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             },
         }
     }
-    drive(Job::New(Box::new(graph)), &args.drive, store_url)
+    let code = drive(Job::New(Box::new(graph)), &args.drive, store_url)?;
+    // The planning was a run of its own: what it cost is part of what `baton do` cost.
+    if let Some(spend) = planned.spend.as_ref().filter(|s| s.total.attempts > 0) {
+        out::err(&format!(
+            "baton: planning it (run {}) cost {} on {} tokens more",
+            planned.run.id,
+            spend.total.cost_text(),
+            baton_report::format_tokens(spend.total.tokens())
+        ));
+    }
+    Ok(code)
 }
 
 fn check_args(args: &DoArgs) -> Result<(), Failure> {

@@ -46,9 +46,13 @@ pub fn refuse_if_any(graph: &Graph, problems: &[String], hint: &str) -> Result<(
     if problems.is_empty() {
         return Ok(());
     }
+    // `baton do`'s planning graph is baton's own file, not one the user wrote or can fix.
+    let whose = match graph.run_settings().hold_plans {
+        true => "baton do".to_owned(),
+        false => graph.source().display().to_string(),
+    };
     Err(Failure::BadInput(format!(
-        "{}: {}; {hint}",
-        graph.source().display(),
+        "{whose}: {}; {hint}",
         problems.join("; ")
     )))
 }

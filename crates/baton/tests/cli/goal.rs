@@ -66,6 +66,21 @@ fn do_yes_plans_shows_the_plan_with_an_estimate_and_runs_it() {
     // Two runs: the planning, and the plan's, which did the work in worktrees.
     let runs = out.store().runs();
     assert_eq!(runs.len(), 2, "{runs:?}");
+    // What the planning cost is said too: it is part of what `baton do` cost. The planning
+    // run is the one the plan file is named after.
+    let planning = out
+        .stderr
+        .split("/plans/")
+        .nth(1)
+        .and_then(|rest| rest.split(".toml").next())
+        .unwrap();
+    assert!(runs.iter().any(|r| r.id.as_str() == planning), "{runs:?}");
+    assert!(
+        out.stderr
+            .contains(&format!("baton: planning it (run {planning}) cost $")),
+        "{}",
+        out.stderr
+    );
     let json = out.json();
     assert_eq!(json["run"]["state"], "succeeded", "{json}");
     assert_eq!(out.json_task("read")["output"], "hello");
@@ -382,4 +397,26 @@ fn do_shows_the_planners_own_estimates() {
     // The planner was asked for them.
     let asked = model.requests().into_iter().next().unwrap().text();
     assert!(asked.contains("`estimate`"), "{asked}");
+}
+
+/// `baton do` with its engine missing named an internal file (`.baton/plans/goal-….toml:`)
+/// and left it behind; it names `baton do`, the engine and `baton doctor`, and leaves no file.
+#[test]
+fn do_with_a_missing_engine_names_the_engine_not_an_internal_file() {
+    let test = crate::workspaces::repo_with("");
+    let out = test
+        .file(
+            "baton.toml",
+            "[engines.claude]\ncommand = \"/nonexistent/claude\"\n",
+        )
+        .args(&["do", GOAL, "--yes"])
+        .run()
+        .status(2)
+        .stderr_contains("baton do: engine `claude`: `/nonexistent/claude` is not installed")
+        .stderr_contains("see `baton doctor`");
+    assert!(!out.stderr.contains(".baton/plans"), "{}", out.stderr);
+    let left: Vec<_> = std::fs::read_dir(out.path().join(".baton/plans"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
 }
