@@ -124,6 +124,11 @@ try {
   // gate waits for approval: first on the page, with its buttons.
   await page.waitForSelector('#needs-you [data-act="approve"][data-act-task="gate"]', { timeout });
   seen.needsYou = await page.textContent('#needs-you');
+  // The list of runs says so too: the run goes on, but it waits for a person.
+  const list = await context.newPage();
+  await list.goto(base + '/');
+  seen.listState = (await list.textContent(`tr[data-run="${run}"] .pill`)).trim();
+  await list.close();
   // What a person sees while the run waits for them.
   if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
   await page.click('#needs-you [data-act="approve"][data-act-task="gate"]');

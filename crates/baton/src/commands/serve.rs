@@ -332,11 +332,21 @@ async fn runs_page(State(app): State<Shared>) -> Result<Html<String>, PageError>
             .map(|summary| {
                 let state = records::effective_state(&summary.run);
                 let end = summary.run.ended_at_ms.unwrap_or_else(baton_model::now_ms);
+                // A run that goes on while a task of it waits for approval waits for a person:
+                // that is what its row says, not `running`.
+                let waits = state == RunState::Running
+                    && summary.count(baton_model::TaskState::Waiting) > 0;
                 RunRow {
                     id: summary.run.id.to_string(),
                     name: summary.run.name.clone(),
-                    state: state.to_string(),
-                    class: run_class(state),
+                    state: match waits {
+                        true => "needs you".to_owned(),
+                        false => state.to_string(),
+                    },
+                    class: match waits {
+                        true => "human",
+                        false => run_class(state),
+                    },
                     started: baton_model::format_utc(summary.run.started_at_ms),
                     duration: baton_model::format_duration(Duration::from_millis(
                         end.saturating_sub(summary.run.started_at_ms).max(0) as u64,

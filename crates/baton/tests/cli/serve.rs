@@ -148,6 +148,7 @@ run = "echo meanwhile"
     assert_eq!(seen["stillNotReloaded"], true);
     assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
     assert_eq!(seen["backToRuns"], true, "{seen}");
+    assert_eq!(seen["listState"], "needs you", "{seen}");
     assert!(
         seen["needsYou"]
             .as_str()
@@ -297,4 +298,31 @@ fn parts(link: &str) -> (&str, &str, &str) {
         .unwrap();
     let (base, token) = rest.split_once("/?token=").unwrap();
     (address, base, token)
+}
+
+/// The task page's diff was double-spaced (a block per line, and a line break between them):
+/// one block a line, nothing between.
+#[test]
+fn the_task_page_s_diff_is_a_line_a_line() {
+    let graph = "[[task]]\nid = \"edit\"\nworkspace = \"worktree\"\nrun = \"printf 'two\\\\nthree\\\\n' >> shared.txt\"\n";
+    let out = crate::workspaces::repo_with(graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    let (mut server, said) = serve(out.path(), &["--addr", "127.0.0.1:0"]);
+    let link = said[1].strip_prefix("baton: open ").unwrap().to_owned();
+    let page = http_get(&link, &format!("runs/{run}/task?name=edit"));
+    let _ = server.kill();
+    let _ = server.wait();
+    let diff = page
+        .split("<pre class=\"diff\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .unwrap_or_else(|| panic!("{page}"));
+    assert!(
+        diff.contains("<span class=\"add\">+two</span><span class=\"add\">+three</span>"),
+        "{diff}"
+    );
+    assert!(!diff.contains('\n'), "{diff}");
 }
