@@ -249,13 +249,10 @@ fn the_dashboard_pages_through_a_large_run_s_tasks() {
         .run()
         .status(0);
     let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
-    let (mut server, said) = serve(out.path(), &["--addr", "127.0.0.1:0"]);
-    let link = said[1].strip_prefix("baton: open ").unwrap().to_owned();
-    let get = |path: &str| http_get(&link, path);
-    let third = get(&format!("runs/{run}?page=3"));
-    let second = get(&format!("runs/{run}?page=2"));
-    let _ = server.kill();
-    let _ = server.wait();
+    let [third, second] = pages(
+        out.path(),
+        [&format!("runs/{run}?page=3"), &format!("runs/{run}?page=2")],
+    );
     assert!(
         third.starts_with("HTTP/1.1 200"),
         "{}",
@@ -310,11 +307,7 @@ fn the_task_page_s_diff_is_a_line_a_line() {
         .run()
         .status(0);
     let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
-    let (mut server, said) = serve(out.path(), &["--addr", "127.0.0.1:0"]);
-    let link = said[1].strip_prefix("baton: open ").unwrap().to_owned();
-    let page = http_get(&link, &format!("runs/{run}/task?name=edit"));
-    let _ = server.kill();
-    let _ = server.wait();
+    let [page] = pages(out.path(), [&format!("runs/{run}/task?name=edit")]);
     let diff = page
         .split("<pre class=\"diff\">")
         .nth(1)
@@ -325,4 +318,15 @@ fn the_task_page_s_diff_is_a_line_a_line() {
         "{diff}"
     );
     assert!(!diff.contains('\n'), "{diff}");
+}
+
+/// The dashboard of the project in `dir`, asked for each of `paths` (relative to its own
+/// path), then stopped: the whole responses.
+fn pages<const N: usize>(dir: &Path, paths: [&str; N]) -> [String; N] {
+    let (mut server, said) = serve(dir, &["--addr", "127.0.0.1:0"]);
+    let link = said[1].strip_prefix("baton: open ").unwrap().to_owned();
+    let got = paths.map(|path| http_get(&link, path));
+    let _ = server.kill();
+    let _ = server.wait();
+    got
 }
