@@ -296,3 +296,28 @@ fn tasks_run_and_are_recorded_in_the_graph_file_s_project_wherever_baton_starts(
         "both runs are the repository's"
     );
 }
+
+/// `examples/offline/try.sh`, as the README tells a newcomer to run it: agent tasks and
+/// `baton do` with a script for an agent, no key and no network, both succeed.
+#[test]
+fn the_offline_example_runs_agents_and_baton_do_with_no_key() {
+    let scratch = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/offline/try.sh");
+    let out = std::process::Command::new(script)
+        .env("BATON", crate::test::BATON)
+        .env("TMPDIR", scratch.path())
+        .env("NO_COLOR", "1")
+        .env_remove("BATON_STORE")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}\n{err}");
+    assert!(said.contains("`graph` succeeded"), "{said}\n{err}");
+    assert!(
+        said.contains("`write the release notes` succeeded"),
+        "{said}\n{err}"
+    );
+    assert!(said.contains("the work is on branch"), "{said}");
+}
