@@ -23,6 +23,64 @@ struct Report {
     store_exists: bool,
     config_files: Vec<ConfigFile>,
     engines: Vec<EngineReport>,
+    /// What the kernel gives baton to hold tasks in.
+    isolation: Isolation,
+}
+
+/// The write sandbox, the cgroups and the subreaper: each there, or why not and what baton
+/// does instead.
+#[derive(Debug, Serialize)]
+struct Isolation {
+    /// Landlock's ABI version, when there is one.
+    landlock: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    landlock_problem: Option<&'static str>,
+    cgroups: bool,
+    /// A task's process can be born in its cgroup (Linux 5.7+), so every task gets one.
+    cgroups_for_every_task: bool,
+    subreaper: bool,
+}
+
+impl Isolation {
+    fn here() -> Self {
+        let landlock = baton_exec::landlock_support();
+        Self {
+            landlock: landlock.ok(),
+            landlock_problem: landlock.err(),
+            cgroups: baton_exec::cgroups_available(),
+            cgroups_for_every_task: baton_exec::cgroups_are_cheap(),
+            subreaper: baton_exec::become_subreaper(),
+        }
+    }
+
+    fn lines(&self) -> Vec<String> {
+        let mark = |ok: bool| if ok { "✓" } else { "✗" };
+        vec![
+            match (self.landlock, self.landlock_problem) {
+                (Some(abi), _) => format!(
+                    "  landlock   ✓ ABI {abi}: agent tasks (and tasks with `confine`) write only in their worktree"
+                ),
+                (None, why) => format!(
+                    "  landlock   ✗ {}: tasks run without the write sandbox (`confine = \"require\"` refuses; planned shell commands are refused unless `planned_commands = \"allow\"`)",
+                    why.unwrap_or("not available")
+                ),
+            },
+            match (self.cgroups, self.cgroups_for_every_task) {
+                (true, true) => "  cgroup v2  ✓ writable, and a task is born in its own: every task's processes end with it".to_owned(),
+                (true, false) => "  cgroup v2  ✓ writable: agent tasks get a cgroup; others their process group (a child cannot be born in one here)".to_owned(),
+                (false, _) => "  cgroup v2  ✗ not writable here: tasks are held by their process group (a `setsid` daemon can outlive its task)".to_owned(),
+            },
+            format!(
+                "  subreaper  {} {}",
+                mark(self.subreaper),
+                if self.subreaper {
+                    "orphans of a task come back to baton, which ends them with their task"
+                } else {
+                    "not available: an orphan of a task is reparented to init"
+                }
+            ),
+        ]
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -120,6 +178,7 @@ pub fn doctor(args: DoctorArgs, store_url: Option<&str>) -> Result<i32, Failure>
                     .collect(),
             })
             .collect(),
+        isolation: Isolation::here(),
     };
     if args.json {
         out::json("the report", &report)?;
@@ -146,6 +205,10 @@ pub fn doctor(args: DoctorArgs, store_url: Option<&str>) -> Result<i32, Failure>
             file.path.display(),
             if file.present { "" } else { " (none)" }
         );
+    }
+    let _ = writeln!(text, "isolation");
+    for line in report.isolation.lines() {
+        let _ = writeln!(text, "{line}");
     }
     let _ = writeln!(text, "engines");
     for engine in &report.engines {

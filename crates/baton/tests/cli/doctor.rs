@@ -60,3 +60,51 @@ fn a_broken_config_file_is_bad_input_naming_its_line() {
         .status(2)
         .stderr_contains("baton.toml: line 2, column 1: unknown field `comand`");
 }
+
+/// `baton doctor` says what the kernel gives baton to hold tasks in — the write sandbox,
+/// cgroups, the subreaper — and, where one is missing, what baton does instead.
+#[test]
+fn doctor_reports_the_sandbox_the_cgroups_and_the_subreaper() {
+    let json = Test::new()
+        .args(&["doctor", "--json"])
+        .run()
+        .status(0)
+        .json();
+    let isolation = &json["isolation"];
+    assert!(isolation["subreaper"].is_boolean(), "{json}");
+    assert!(isolation["cgroups"].is_boolean(), "{json}");
+    // Without them (as on a kernel that has neither): said, with what happens instead.
+    let out = Test::new()
+        .env("BATON_NO_LANDLOCK", "1")
+        .env("BATON_NO_CGROUP", "1")
+        .args(&["doctor"])
+        .run()
+        .status(0);
+    assert!(
+        out.stdout.contains("isolation\n  landlock   ✗ BATON_NO_LANDLOCK is set: tasks run without the write sandbox"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("  cgroup v2  ✗ not writable here: tasks are held by their process group"),
+        "{}",
+        out.stdout
+    );
+    let json = out
+        .then()
+        .env("BATON_NO_LANDLOCK", "1")
+        .args(&["doctor", "--json"])
+        .run()
+        .status(0)
+        .json();
+    assert_eq!(
+        json["isolation"]["landlock"],
+        serde_json::Value::Null,
+        "{json}"
+    );
+    assert_eq!(
+        json["isolation"]["landlock_problem"],
+        "BATON_NO_LANDLOCK is set"
+    );
+}
