@@ -28,6 +28,9 @@ pub struct StreamRedactor {
     as_printed: bool,
     /// Bytes pushed so far.
     pushed: usize,
+    /// Whole lines with nothing to decode, handed to `raw` together at the end of a push (or
+    /// before anything else goes to it): the rules run over big stretches, not line by line.
+    batch: Vec<u8>,
     /// For [`Redactor::find`](crate::Redactor::find): the lines redacted decoded, with where
     /// they start and what was found in them.
     trace: Option<Vec<(usize, usize, Vec<crate::Finding>)>>,
@@ -49,6 +52,7 @@ impl StreamRedactor {
             line: Vec::new(),
             as_printed: false,
             pushed: 0,
+            batch: Vec::new(),
             trace: None,
         }
     }
@@ -71,13 +75,20 @@ impl StreamRedactor {
             chunk = &chunk[part.len()..];
             self.pushed += part.len();
             if self.as_printed {
+                self.flush(out);
                 self.raw.push(part, out);
                 self.as_printed = !ends;
+                continue;
+            }
+            if ends && self.line.is_empty() && !part.contains(&b'\\') {
+                // A whole line without a backslash: nothing to decode.
+                self.batch.extend_from_slice(part);
                 continue;
             }
             let room = escaped::MAX_LINE + 1 - self.line.len();
             if part.len() > room {
                 // Too long to decode: as printed, from its start.
+                self.flush(out);
                 let line = std::mem::take(&mut self.line);
                 self.raw.push(&line, out);
                 self.raw.push(part, out);
@@ -89,10 +100,20 @@ impl StreamRedactor {
                 self.end_line(out);
             }
         }
+        self.flush(out);
+    }
+
+    /// Hands the batched lines to `raw`.
+    fn flush(&mut self, out: &mut Vec<u8>) {
+        if !self.batch.is_empty() {
+            self.raw.push(&self.batch, out);
+            self.batch.clear();
+        }
     }
 
     /// Hands the held line on: decoded and searched where it holds an escape.
     fn end_line(&mut self, out: &mut Vec<u8>) {
+        self.flush(out);
         let line = std::mem::take(&mut self.line);
         let body = line
             .strip_suffix(b"\n")
@@ -129,6 +150,7 @@ impl StreamRedactor {
     /// coming); a possible secret's start in it stays held, and so does everything after a
     /// private key's `BEGIN` line, whose body is still to come.
     pub fn release(&mut self, out: &mut Vec<u8>) {
+        self.flush(out);
         if !self.line.is_empty() && !self.line.contains(&b'\\') {
             let line = std::mem::take(&mut self.line);
             self.raw.push(&line, out);
@@ -150,6 +172,7 @@ impl StreamRedactor {
         if !self.line.is_empty() {
             self.end_line(out);
         }
+        self.flush(out);
         self.raw.finish(out);
         self.trace
     }
