@@ -320,21 +320,7 @@ id = "append"
 prompt = "TASK: append a line to shared.txt, then wait"
 allowed_tools = ["Bash"]
 "#;
-    let bash = |command: &str| serde_json::json!({"command": command, "description": "step"});
-    let script = baton_mock_model::Script::new()
-        .rule(baton_mock_model::Rule::text("finished").when_last_contains("cut short"))
-        .rule(baton_mock_model::Rule::text("finished").when_last_contains("STEP-TWO"))
-        .rule(
-            baton_mock_model::Rule::tool_use("Bash", bash("tail -f /dev/null; echo STEP-TWO"))
-                .when_last_contains("STEP-ONE")
-                .times(1),
-        )
-        .rule(baton_mock_model::Rule::text("finished").when_last_contains("STEP-ONE"))
-        .rule(baton_mock_model::Rule::tool_use(
-            "Bash",
-            bash("echo appended >> shared.txt; echo STEP-ONE"),
-        ));
-    let model = baton_mock_model::MockModel::start(script).unwrap();
+    let model = appends_then_hangs();
     let test = crate::agents::with_claude(repo_with(graph), &model);
     let mut running = test.args(&["run", "graph.toml"]).spawn();
     running.await_that("the agent's second tool call", RUN_LIMIT, |_| {
@@ -343,12 +329,7 @@ allowed_tools = ["Bash"]
     let (run, resumed) = running.kill_and_resume();
     assert_eq!(resumed.json_task("append")["state"], "succeeded");
     let root = resumed.path();
-    assert_eq!(
-        git(root, &["show", &format!("baton/{run}/result:shared.txt")]),
-        "line one\nappended"
-    );
-    let kept = format!("refs/baton/{run}/append/attempt-1:shared.txt");
-    assert_eq!(git(root, &["show", &kept]), "line one\nappended");
+    appended_once_and_kept(root, &run, "append");
 }
 
 /// And for an agent whose attempt timed out mid-work (its tool call never returns): the retry
@@ -366,21 +347,7 @@ retries = 1
 retry_on = "any"
 backoff = "10ms"
 "#;
-    let bash = |command: &str| serde_json::json!({"command": command, "description": "step"});
-    let script = baton_mock_model::Script::new()
-        .rule(baton_mock_model::Rule::text("finished").when_last_contains("cut short"))
-        .rule(baton_mock_model::Rule::text("finished").when_last_contains("STEP-TWO"))
-        .rule(
-            baton_mock_model::Rule::tool_use("Bash", bash("tail -f /dev/null; echo STEP-TWO"))
-                .when_last_contains("STEP-ONE")
-                .times(1),
-        )
-        .rule(baton_mock_model::Rule::text("finished").when_last_contains("STEP-ONE"))
-        .rule(baton_mock_model::Rule::tool_use(
-            "Bash",
-            bash("echo appended >> shared.txt; echo STEP-ONE"),
-        ));
-    let model = baton_mock_model::MockModel::start(script).unwrap();
+    let model = appends_then_hangs();
     let out = crate::agents::with_claude(repo_with(graph), &model)
         .args(&["run", "graph.toml", "--json"])
         .run()
@@ -388,12 +355,7 @@ backoff = "10ms"
     assert_eq!(out.json_task("append")["attempts"], 2);
     let run = run_id(&out);
     let root = out.path();
-    assert_eq!(
-        git(root, &["show", &format!("baton/{run}/result:shared.txt")]),
-        "line one\nappended"
-    );
-    let kept = format!("refs/baton/{run}/append/attempt-1:shared.txt");
-    assert_eq!(git(root, &["show", &kept]), "line one\nappended");
+    appended_once_and_kept(root, &run, "append");
 }
 
 /// Whether a file named `name` is anywhere under `dir` (three levels down at most).
@@ -497,15 +459,7 @@ verify = ["test \"$BATON_ATTEMPT\" -ge 2"]
     let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
     assert_eq!(out.json_task("append")["attempts"], 2);
     let run = run_id(&out);
-    assert_eq!(
-        git(
-            out.path(),
-            &["show", &format!("baton/{run}/result:shared.txt")]
-        ),
-        "line one\nappended"
-    );
-    let kept = format!("refs/baton/{run}/append/attempt-1:shared.txt");
-    assert_eq!(git(out.path(), &["show", &kept]), "line one\nappended");
+    appended_once_and_kept(out.path(), &run, "append");
 }
 
 /// The newcomer's budget trial: three agents of unknown cost (no `estimate`, none finished)
@@ -712,7 +666,6 @@ budget = { usd = 1.0 }
 id = "append"
 prompt = "TASK: append a line to shared.txt, then check"
 "#;
-    let bash = |command: &str| serde_json::json!({"command": command, "description": "step"});
     let script = baton_mock_model::Script::new()
         .rule(baton_mock_model::Rule::text("appended").when_last_contains("STEP-TWO"))
         .rule(
@@ -745,12 +698,7 @@ prompt = "TASK: append a line to shared.txt, then check"
         .status(0);
     assert_eq!(retried.json_task("append")["attempts"], 2);
     let root = retried.path();
-    assert_eq!(
-        git(root, &["show", &format!("baton/{run}/result:shared.txt")]),
-        "line one\nappended"
-    );
-    let kept = format!("refs/baton/{run}/append/attempt-1:shared.txt");
-    assert_eq!(git(root, &["show", &kept]), "line one\nappended");
+    appended_once_and_kept(root, &run, "append");
 }
 
 /// A timed-out attempt is no different: its retry starts from the task's start, and what the
@@ -773,12 +721,7 @@ run = "echo appended >> shared.txt; [ $BATON_ATTEMPT -ge 2 ] || sleep 30"
     let run = run_id(&out);
     assert_eq!(out.json_task("slow")["attempts"], 2);
     let root = out.path();
-    assert_eq!(
-        git(root, &["show", &format!("baton/{run}/result:shared.txt")]),
-        "line one\nappended"
-    );
-    let kept = format!("refs/baton/{run}/slow/attempt-1:shared.txt");
-    assert_eq!(git(root, &["show", &kept]), "line one\nappended");
+    appended_once_and_kept(root, &run, "slow");
 }
 
 /// Red-team finding 19: with tasks estimated at $100 and $0.50 under `usd = 1`, the stop said
@@ -882,4 +825,39 @@ run = "echo more >> shared.txt"
         .run()
         .status(0);
     assert!(!quiet.stdout.contains("next:"), "{}", quiet.stdout);
+}
+
+/// A Bash tool call's input, as the scripted model gives it.
+fn bash(command: &str) -> serde_json::Value {
+    serde_json::json!({"command": command, "description": "step"})
+}
+
+/// A model whose agent appends a line to `shared.txt` with its Bash tool, then makes a call
+/// that never returns (the first time; after that, or told it was cut short, it answers).
+fn appends_then_hangs() -> baton_mock_model::MockModel {
+    let script = baton_mock_model::Script::new()
+        .rule(baton_mock_model::Rule::text("finished").when_last_contains("cut short"))
+        .rule(baton_mock_model::Rule::text("finished").when_last_contains("STEP-TWO"))
+        .rule(
+            baton_mock_model::Rule::tool_use("Bash", bash("tail -f /dev/null; echo STEP-TWO"))
+                .when_last_contains("STEP-ONE")
+                .times(1),
+        )
+        .rule(baton_mock_model::Rule::text("finished").when_last_contains("STEP-ONE"))
+        .rule(baton_mock_model::Rule::tool_use(
+            "Bash",
+            bash("echo appended >> shared.txt; echo STEP-ONE"),
+        ));
+    baton_mock_model::MockModel::start(script).unwrap()
+}
+
+/// The run's result has the line `task` appended once, and its first attempt's ref has it too
+/// (the work of the attempt the retry started over from).
+fn appended_once_and_kept(root: &Path, run: &str, task: &str) {
+    assert_eq!(
+        git(root, &["show", &format!("baton/{run}/result:shared.txt")]),
+        "line one\nappended"
+    );
+    let kept = format!("refs/baton/{run}/{task}/attempt-1:shared.txt");
+    assert_eq!(git(root, &["show", &kept]), "line one\nappended");
 }
