@@ -7,9 +7,10 @@ use baton_graph::Graph;
 use baton_model::{CheckResult, EventKind, Merge, Outcome};
 use tokio::sync::watch;
 
-use crate::attempt::run_checks;
-use crate::launch::Launcher;
-use crate::workspace::{Consolidated, Workspaces};
+use baton_attempt::launch::Launcher;
+use baton_attempt::unit::run_checks;
+use baton_attempt::workspace::{Consolidated, Workspaces};
+use baton_layout::RunCheck;
 
 pub(crate) struct Consolidation<'a> {
     pub graph: &'a Graph,
@@ -69,7 +70,7 @@ impl Consolidation<'_> {
                     events.push(merged(branch, Some(commit)));
                     return Merge::Merged;
                 }
-                let results = self.check_result(&commit, checks, "verify").await;
+                let results = self.check_result(&commit, checks, RunCheck::Verify).await;
                 let mut blamed = None;
                 let mut merge = Merge::Merged;
                 if let Some(failed) = results.iter().find(|c| !c.passed()) {
@@ -119,7 +120,7 @@ impl Consolidation<'_> {
         }
         let command = [command.to_owned()];
         let fails = async |commit: &str| {
-            self.check_result(commit, &command, "bisect")
+            self.check_result(commit, &command, RunCheck::Bisect)
                 .await
                 .iter()
                 .any(|c| !c.passed())
@@ -156,7 +157,7 @@ impl Consolidation<'_> {
         &self,
         commit: &str,
         commands: &[String],
-        kind: &str,
+        kind: RunCheck,
     ) -> Vec<CheckResult> {
         let checkout = match self.workspaces.checkout(commit) {
             Ok(checkout) => checkout,

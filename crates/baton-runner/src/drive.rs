@@ -12,34 +12,15 @@ use baton_report::{Reporter, RunInfo, RunResult};
 use baton_store::{Lease, NewRun, Store, StoreError};
 use tokio::sync::mpsc;
 
-use crate::config::AgentConfig;
 use crate::dispatcher::Dispatcher;
 use crate::launch_log::LaunchLog;
-use crate::layout::RunDirs;
 use crate::recorder::Recorder;
-use crate::stamp::now_ms;
 use crate::takeover::{Restored, Takeover, TakeoverError, plan_takeover};
-use crate::workspace::Workspaces;
 use crate::{build_result, kill_leftovers, new_run_id};
-
-/// Where and how a run executes.
-#[derive(Debug, Clone)]
-pub struct RunConfig {
-    /// The repository root (or the directory baton runs in): tasks' `cwd` is relative to it.
-    pub root: PathBuf,
-    /// `.baton/`: logs and handoff files go under `runs/RUN/`.
-    pub state_dir: PathBuf,
-    /// Between TERM and KILL when an attempt times out or is cancelled.
-    pub kill_grace: Duration,
-    /// Seeds the backoff jitter.
-    pub seed: u64,
-    /// How agent engines are run, and what models cost.
-    pub agents: AgentConfig,
-    /// The worker running the attempts (`baton worker`): its `PID:START` (start time in clock
-    /// ticks), put in every attempt's environment as `BATON_WORKER`, so that what a worker
-    /// that died left running is found and ended by the next one on its host. `None` here.
-    pub worker: Option<String>,
-}
+use baton_attempt::RunConfig;
+use baton_attempt::stamp::now_ms;
+use baton_attempt::workspace::Workspaces;
+use baton_layout::RunDirs;
 
 /// A request from outside the run to stop it (Ctrl-C, SIGTERM, `baton cancel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,7 +164,7 @@ pub async fn resume(
     // Claimed: whoever drove it before is gone.
     let effective = baton_model::observed(record.status, true);
     // What the dead driver may have left running, read before the takeover records anything.
-    let unfinished = crate::Unfinished::read(store, run_id)
+    let unfinished = crate::takeover::unfinished(store, run_id)
         .map_err(RunError::Store)
         .map_err(released)?;
     let launched = LaunchLog::read(&RunDirs::new(&config.state_dir, run_id));
@@ -264,7 +245,7 @@ pub async fn coordinate(
             ..Restored::default()
         },
         baton_model::RunState::Running => {
-            let unfinished = crate::Unfinished::read(store, run_id)
+            let unfinished = crate::takeover::unfinished(store, run_id)
                 .map_err(RunError::Store)
                 .map_err(released)?;
             let how = Takeover::Resume {

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 use baton_model::TaskId;
 
-use crate::layout::RunDirs;
+use baton_layout::RunDirs;
 
 /// The run's launch log, open for appending.
 #[derive(Debug)]

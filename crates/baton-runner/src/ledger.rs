@@ -9,7 +9,7 @@ use baton_store::{AttemptOutput, StoreError};
 
 use crate::journal::Journal;
 use crate::recorder::{Ack, Recorder, Signal};
-use crate::stamp::event;
+use baton_attempt::stamp::event;
 
 pub(crate) struct Ledger {
     journal: Journal,

@@ -113,7 +113,7 @@ impl Recorder {
                     let now = std::time::Instant::now();
                     if now >= next_renewal {
                         next_renewal = now + renew_every;
-                        match own.renew(&run, lease, crate::stamp::now_ms(), term) {
+                        match own.renew(&run, lease, baton_attempt::stamp::now_ms(), term) {
                             Ok(renewed) => lease = renewed,
                             // Another process holds the run now: the dispatcher stops at once,
                             // even if it has nothing to commit for a long while.
@@ -360,7 +360,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (store, run, _) = held_run(dir.path());
         let term = std::time::Duration::from_secs(2);
-        let now = crate::stamp::now_ms;
+        let now = baton_attempt::stamp::now_ms;
         let me = crate::driver::me();
         let lease = store
             .claim_driver(&run, &me, now(), term, |_| Liveness::Alive)
@@ -407,7 +407,9 @@ mod tests {
         let term = std::time::Duration::from_millis(900);
         let me = crate::driver::me();
         let lease = store
-            .claim_driver(&run, &me, crate::stamp::now_ms(), term, |_| Liveness::Alive)
+            .claim_driver(&run, &me, baton_attempt::stamp::now_ms(), term, |_| {
+                Liveness::Alive
+            })
             .unwrap()
             .lease;
         let mut recorder = Recorder::start_with_term(&store, run.clone(), lease, term).unwrap();
@@ -418,7 +420,7 @@ mod tests {
             host: "elsewhere".into(),
         };
         store
-            .claim_driver(&run, &other, crate::stamp::now_ms(), term, |_| {
+            .claim_driver(&run, &other, baton_attempt::stamp::now_ms(), term, |_| {
                 Liveness::Dead
             })
             .unwrap();

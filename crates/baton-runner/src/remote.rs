@@ -4,7 +4,7 @@
 //! an attempt runs changes. Instead of starting an attempt unit itself, the dispatcher queues
 //! the attempt's [`Work`] (what the unit is assembled from that only the coordinator knows)
 //! in PostgreSQL; a worker claims it, assembles the same unit from the run's recorded graph
-//! and runs it (`crate::worker`), and writes the unit's [`AttemptDone`] back. A thread of the
+//! and runs it (`baton-worker`), and writes the unit's [`AttemptDone`] back. A thread of the
 //! coordinator's ([`Queue`]'s poller) takes those ends, and the attempts whose worker stopped
 //! renewing its lease, and hands them to the dispatcher as if a local unit had ended: what
 //! the dispatcher records and applies does not know where the attempt ran.
@@ -16,39 +16,14 @@ use std::time::Duration;
 use baton_exec::StopLevel;
 use baton_model::{Event, Outcome, RunId};
 use baton_store::{AttemptEnd, PgStore, QueuedAttempt, StoreError};
-use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, watch};
 
-use crate::attempt::AttemptDone;
-use crate::budget::Meter;
-use crate::launch::Continue;
+use baton_attempt::budget::Meter;
+use baton_attempt::unit::AttemptDone;
+use baton_attempt::work::Work;
 
 /// How often the poller looks at the queue when no notification woke it.
 const POLL: Duration = Duration::from_millis(500);
-
-/// What a worker needs to assemble an attempt's unit besides the run's recorded graph and
-/// store: what the coordinator decided for this attempt.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Work {
-    /// Tasks in the graph when it was queued: a worker whose copy of the graph has fewer
-    /// reads the grown one from the store.
-    pub graph_len: u32,
-    /// The engine of the task's chain it runs on (0: its own).
-    pub engine: u32,
-    /// A planner asked again: the tasks of its plan its answer replaces.
-    pub dropped: Vec<u32>,
-    /// The session it continues, or what it is told.
-    pub resume: Option<Continue>,
-    pub agent: bool,
-    /// The run's base commit, when its tasks work in worktrees.
-    pub base: Option<String>,
-    /// What the run's agents had spent when it was queued, finished and running, and what the
-    /// task's earlier attempts had: where the attempt's budgets start.
-    #[serde(default)]
-    pub run_spent: crate::budget::Spent,
-    #[serde(default)]
-    pub task_spent: crate::budget::Spent,
-}
 
 /// The coordinator's end of the queue for one run.
 pub(crate) struct Queue {

@@ -59,7 +59,7 @@ pub fn build_observed_result(
     let started = record.started_at_ms;
     let ended = record.ended_at_ms;
     let run_ms = ended
-        .unwrap_or_else(crate::stamp::now_ms)
+        .unwrap_or_else(baton_attempt::stamp::now_ms)
         .saturating_sub(started)
         .max(0) as u64;
     // The run's driven stretches: from each start or takeover to its end — the run's finish,
@@ -448,7 +448,11 @@ fn merged_result(
                 .map(|(i, failed)| ResultCheck {
                     check: FailedCheck {
                         number: i as u32 + 1,
-                        log: Some(dirs.run_check_log("verify", i + 1).display().to_string()),
+                        log: Some(
+                            dirs.run_check_log(baton_layout::RunCheck::Verify, i + 1)
+                                .display()
+                                .to_string(),
+                        ),
                         command: failed.command,
                         outcome: failed.outcome,
                         output: failed.output,
@@ -622,7 +626,7 @@ fn what_else(
 fn stopped_by_run_budget(task: &TaskResult) -> bool {
     matches!(
         &task.outcome,
-        Some(Outcome::OverBudget { limit, .. }) if limit.starts_with(crate::budget::RUN_LIMIT_PREFIX)
+        Some(Outcome::OverBudget { limit, .. }) if limit.starts_with(baton_attempt::budget::RUN_LIMIT_PREFIX)
     )
 }
 
@@ -693,7 +697,7 @@ impl Driven {
                 // Its driver died: it ended with the last thing its attempts did.
                 (None, Some(_), _) => self.last_seen[i],
                 (None, None, Some(ended)) => ended,
-                (None, None, None) => crate::stamp::now_ms(),
+                (None, None, None) => baton_attempt::stamp::now_ms(),
             };
             total += end.saturating_sub(open).max(0);
         }

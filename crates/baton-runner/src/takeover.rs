@@ -4,12 +4,13 @@
 
 use std::collections::BTreeSet;
 
+use baton_attempt::leftovers::Unfinished;
 use baton_graph::Graph;
 use baton_model::{Event, EventKind, Outcome, RunId, RunState, TaskId, TaskState};
-use baton_store::{Store, TaskRecord};
+use baton_store::{RunReader, Store, StoreError, TaskRecord};
 
-use crate::launch::HeldOutput;
-use crate::stamp::now_ms;
+use baton_attempt::launch::HeldOutput;
+use baton_attempt::stamp::now_ms;
 
 /// How the reason of a run stopped by its budget begins (`StopCause::BudgetSpent`).
 pub(crate) const BUDGET_STOP: &str = "budget spent";
@@ -570,7 +571,7 @@ pub(crate) fn plan_takeover(
             restored.terminal.push((t.idx, status, t.attempts));
             if status == TaskState::Succeeded {
                 // What it changed is read back from its branch when the workspaces are set up.
-                restored.outputs.push((t.idx, HeldOutput::recorded(t)));
+                restored.outputs.push((t.idx, recorded_output(t)));
             }
         }
     }
@@ -638,7 +639,7 @@ pub fn cancel_abandoned(store: &dyn Store, run: &RunId) -> Result<(), crate::Run
     let lease = crate::driver::claim(store, run)?.lease;
     let result = (|| {
         let at_ms = now_ms();
-        crate::kill_leftovers(run, &crate::Unfinished::read(store, run)?);
+        crate::kill_leftovers(run, &unfinished(store, run)?);
         let open = store.open_attempts(run)?;
         let mut events = Vec::new();
         let event = |kind| Event {
@@ -699,8 +700,9 @@ pub(crate) fn recall_agents(
     store: &dyn Store,
     graph: &Graph,
     run: &RunId,
-    meter: &crate::budget::Meter,
-) -> Result<std::collections::HashMap<u32, crate::launch::Continue>, baton_store::StoreError> {
+    meter: &baton_attempt::budget::Meter,
+) -> Result<std::collections::HashMap<u32, baton_attempt::launch::Continue>, baton_store::StoreError>
+{
     let mut last: std::collections::HashMap<u32, baton_store::AttemptRecord> = Default::default();
     for attempt in store.run_attempts(run)? {
         let Some(task) = graph.index_of(attempt.task.as_str()) else {
@@ -716,11 +718,37 @@ pub(crate) fn recall_agents(
     Ok(last
         .into_iter()
         .filter_map(|(task, attempt)| {
-            let session = crate::attempt::continued_session(
+            let session = baton_attempt::unit::continued_session(
                 attempt.outcome.as_ref()?,
                 attempt.agent.as_ref()?,
             )?;
             Some((task, session))
         })
         .collect())
+}
+
+/// A recorded task's output, as a takeover (or a planner's new task that needs it) reads it
+/// back. What it changed is read from its branch, where that matters.
+pub fn recorded_output(record: &baton_store::TaskRecord) -> HeldOutput {
+    HeldOutput {
+        text: record.output.clone().unwrap_or_default(),
+        json: record
+            .output_json
+            .as_deref()
+            .and_then(|j| serde_json::from_str(j).ok()),
+        files_changed: Vec::new(),
+    }
+}
+
+/// The attempts of `run` whose processes a dead driver may have left, read from the store
+/// before a takeover records anything.
+pub fn unfinished(store: &dyn RunReader, run: &RunId) -> Result<Unfinished, StoreError> {
+    let mut unfinished = Unfinished::default();
+    for task in store.tasks(run)? {
+        unfinished.recorded(task.task.as_str(), task.attempts);
+    }
+    for attempt in store.open_attempts(run)? {
+        unfinished.open(attempt.task.as_str(), attempt.attempt, attempt.pid);
+    }
+    Ok(unfinished)
 }

@@ -333,8 +333,25 @@ pub enum LogPhase {
     Task,
     /// Its `verify` checks (the last round's).
     Check,
+    /// Its reviewer's rounds (a task with `acceptance`).
+    Review,
     /// Its fix rounds.
     Fix,
+}
+
+impl LogPhase {
+    /// Whether it names `phase`, as the run's logs are named.
+    pub fn is(self, phase: baton_layout::LogPhase) -> bool {
+        use baton_layout::LogPhase as Logged;
+        matches!(
+            (self, phase),
+            (Self::Setup, Logged::Setup)
+                | (Self::Task, Logged::Task)
+                | (Self::Check, Logged::Check)
+                | (Self::Review, Logged::Review)
+                | (Self::Fix, Logged::Fix)
+        )
+    }
 }
 
 #[derive(Debug, Args)]

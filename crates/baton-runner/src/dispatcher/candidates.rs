@@ -10,8 +10,8 @@ use baton_scheduler::StopCause;
 
 use super::ending::Record;
 use super::{Dispatcher, Turn};
-use crate::attempt::{Assembly, AttemptDone, assemble};
-use crate::launch::HeldOutput;
+use baton_attempt::launch::HeldOutput;
+use baton_attempt::unit::{Assembly, AttemptDone, assemble};
 
 /// The recorded attempt number of candidate `k` (from 1) of the scheduler's attempt
 /// `launch` of a task with `n` candidates.

@@ -6,8 +6,8 @@ use baton_scheduler::{Input, StopCause};
 use baton_store::AttemptOutput;
 
 use super::{Dispatcher, Turn};
-use crate::attempt::AttemptDone;
-use crate::launch::HeldOutput;
+use baton_attempt::launch::HeldOutput;
+use baton_attempt::unit::AttemptDone;
 
 /// What an attempt's `attempt-finished` records beside its outcome, and the events after it.
 pub(super) struct Record {

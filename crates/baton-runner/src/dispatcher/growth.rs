@@ -8,7 +8,7 @@ use baton_graph::{ForEach, Graph};
 use baton_model::{EventKind, Outcome, TaskState};
 
 use super::{Dispatcher, Turn, plan_of};
-use crate::launch::HeldOutput;
+use baton_attempt::launch::HeldOutput;
 
 /// What a JSON value is, for an error about one.
 fn kind_of(value: &serde_json::Value) -> &'static str {
@@ -34,7 +34,7 @@ impl Dispatcher<'_> {
         attempt: u32,
         plan: &str,
         turn: &mut Turn,
-    ) -> Result<(), crate::planner::Rejected> {
+    ) -> Result<(), baton_attempt::planner::Rejected> {
         let tasks = self
             .graph
             .expansion(planner, plan)
@@ -106,7 +106,7 @@ impl Dispatcher<'_> {
         attempt: u32,
         plan: &str,
         turn: &mut Turn,
-    ) -> Result<(), crate::planner::Rejected> {
+    ) -> Result<(), baton_attempt::planner::Rejected> {
         if !self.sched.replanning(planner) {
             return self.expand(planner, attempt, plan, turn);
         }
@@ -120,8 +120,8 @@ impl Dispatcher<'_> {
     }
 
     /// An answer the graph cannot take, as the planner's output says it.
-    fn rejected(&self, error: &baton_graph::LoadError) -> crate::planner::Rejected {
-        crate::planner::Rejected {
+    fn rejected(&self, error: &baton_graph::LoadError) -> baton_attempt::planner::Rejected {
+        baton_attempt::planner::Rejected {
             problems: error.diagnostics.len().max(1) as u32,
             errors: self.launcher.redact(&error.to_string()),
         }
@@ -140,7 +140,7 @@ impl Dispatcher<'_> {
     }
 
     /// What a planner asked again is told: what came of its plan, and what to answer.
-    pub(super) fn replan_message(&self, planner: u32) -> crate::launch::Continue {
+    pub(super) fn replan_message(&self, planner: u32) -> baton_attempt::launch::Continue {
         let mut failed = String::new();
         let mut kept = Vec::new();
         let mut replaced = Vec::new();
@@ -187,7 +187,7 @@ impl Dispatcher<'_> {
                 })
             })
             .unwrap_or_default();
-        crate::launch::Continue {
+        baton_attempt::launch::Continue {
             session,
             engine,
             message: self.launcher.redact(&message),
@@ -287,7 +287,7 @@ impl Dispatcher<'_> {
             for need in lost {
                 if let Some(record) = records.get(need as usize) {
                     self.launcher
-                        .hold_output(need, HeldOutput::recorded(record));
+                        .hold_output(need, crate::takeover::recorded_output(record));
                 }
             }
         }

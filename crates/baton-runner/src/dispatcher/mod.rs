@@ -2,7 +2,7 @@
 //! scheduler and carries out its actions), launches attempt units, applies what they return,
 //! and talks to the recorder and the reporter. Everything about one attempt — its worktree's
 //! setup, its process, the agent's verdict, its commit, its checks and fix rounds — is the
-//! attempt unit's (`crate::attempt`); the run's end is the consolidation's
+//! attempt unit's (`baton_attempt::unit`); the run's end is the consolidation's
 //! (`crate::consolidate`).
 
 use std::cmp::Reverse;
@@ -20,19 +20,20 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use crate::approvals::{APPROVAL_POLL, Approvals};
-use crate::attempt::{Assembly, AttemptDone, Shared, assemble};
-use crate::budget::Meter;
 use crate::consolidate::Consolidation;
-use crate::drive::{RunConfig, StopRequest};
+use crate::drive::StopRequest;
 use crate::journal::MAX_BATCH_EVENTS;
-use crate::launch::{Continue, HeldOutput, Launcher};
 use crate::launch_log::LaunchLog;
-use crate::layout::RunDirs;
 use crate::ledger::Ledger;
 use crate::reasons::{finish_reason, stop_reason};
 use crate::recorder::Recorder;
 use crate::takeover::Restored;
-use crate::workspace::Workspaces;
+use baton_attempt::RunConfig;
+use baton_attempt::budget::Meter;
+use baton_attempt::launch::{Continue, HeldOutput, Launcher};
+use baton_attempt::unit::{Assembly, AttemptDone, Shared, assemble};
+use baton_attempt::workspace::Workspaces;
+use baton_layout::RunDirs;
 
 mod cancels;
 mod candidates;
@@ -641,7 +642,7 @@ impl<'a> Dispatcher<'a> {
     /// What `task`'s next attempt continues (its session, or what it is told), and, for a
     /// planner asked again, the tasks of its plan its answer replaces: a planner asked again
     /// is told what came of its plan, in its session.
-    fn continuing(&mut self, task: u32) -> (Option<crate::launch::Continue>, Vec<u32>) {
+    fn continuing(&mut self, task: u32) -> (Option<baton_attempt::launch::Continue>, Vec<u32>) {
         let resume = self.sessions.remove(&task);
         if self.sched.replanning(task) {
             (Some(self.replan_message(task)), self.dropped(task))

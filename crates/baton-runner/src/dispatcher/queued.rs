@@ -4,8 +4,10 @@
 use baton_model::EventKind;
 
 use super::Dispatcher;
-use crate::attempt::AttemptDone;
-use crate::remote::{Queue, Work};
+use baton_attempt::unit::AttemptDone;
+use baton_attempt::work::Work;
+
+use crate::remote::Queue;
 
 impl Dispatcher<'_> {
     /// Attempts run on workers from now on: queued in `store`, fenced by the run's lease
@@ -83,7 +85,7 @@ impl Dispatcher<'_> {
             return;
         };
         if let Some(index) = self.graph.index_of(task.as_str()) {
-            let spent = crate::budget::Spent {
+            let spent = baton_attempt::budget::Spent {
                 usd: cost_usd.unwrap_or(0.0),
                 tokens: *tokens,
             };

@@ -2,10 +2,11 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use baton_layout::AttemptLog;
 use baton_model::TaskId;
 
 use super::records;
-use crate::cli::{LogPhase, LogsArgs};
+use crate::cli::LogsArgs;
 use crate::exit::{self, Failure};
 use crate::out;
 
@@ -83,7 +84,7 @@ pub fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             .log_path
             .as_ref()
             .map(PathBuf::from)
-            .unwrap_or_else(|| dirs.log(&task, current.attempt));
+            .unwrap_or_else(|| dirs.log(&task, current.attempt, AttemptLog::Task));
         let dir = main
             .parent()
             .map(Path::to_path_buf)
@@ -93,14 +94,14 @@ pub fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             if logs.is_empty() {
                 // Run by a worker on another machine: its logs are in the store.
                 let cache = dirs.run.join("shipped-logs");
-                let prefix = format!("{}.{}.", task.file_name(), current.attempt);
+                let prefix = AttemptLog::prefix(&task, current.attempt);
                 if fetch_shipped(&*store, &run.id, &prefix, &cache)? {
                     logs = phase_logs(&cache, &task, current.attempt)?;
                 }
             }
             Ok(logs
                 .into_iter()
-                .filter(|log| args.phase.is_none_or(|p| p == log.phase))
+                .filter(|log| args.phase.is_none_or(|p| p.is(log.log.phase())))
                 .collect())
         };
         shown.print(&read()?, &mut out)?;
@@ -171,9 +172,7 @@ fn fetch_shipped(
 #[derive(Debug)]
 struct PhaseLog {
     path: PathBuf,
-    phase: LogPhase,
-    /// Which setup command, check or fix round (from 1); 0 for the task's own log.
-    n: u32,
+    log: AttemptLog,
 }
 
 impl PhaseLog {
@@ -183,11 +182,12 @@ impl PhaseLog {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        match self.phase {
-            LogPhase::Task => format!("── the task · {name} ──"),
-            LogPhase::Setup => format!("── setup {} · {name} ──", self.n),
-            LogPhase::Check => format!("── check {} · {name} ──", self.n),
-            LogPhase::Fix => format!("── fix round {} · {name} ──", self.n),
+        match self.log {
+            AttemptLog::Task => format!("── the task · {name} ──"),
+            AttemptLog::Setup(n) => format!("── setup {n} · {name} ──"),
+            AttemptLog::Check(n) => format!("── check {n} · {name} ──"),
+            AttemptLog::Review(n) => format!("── review {n} · {name} ──"),
+            AttemptLog::Fix(n) => format!("── fix round {n} · {name} ──"),
         }
     }
 }
@@ -206,14 +206,13 @@ fn phase_logs(dir: &Path, task: &TaskId, attempt: u32) -> Result<Vec<PhaseLog>, 
             ));
         }
     };
-    let prefix = format!("{}.{attempt}.", task.file_name());
     let mut logs = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
-            continue;
-        };
-        let Some((phase, n)) = phase_of(rest) else {
+        let Some(log) = name
+            .to_str()
+            .and_then(|n| AttemptLog::parse(task, attempt, n))
+        else {
             continue;
         };
         let modified = entry
@@ -224,37 +223,12 @@ fn phase_logs(dir: &Path, task: &TaskId, attempt: u32) -> Result<Vec<PhaseLog>, 
             modified,
             PhaseLog {
                 path: entry.path(),
-                phase,
-                n,
+                log,
             },
         ));
     }
-    let rank = |phase: LogPhase| match phase {
-        LogPhase::Setup => 0,
-        LogPhase::Task => 1,
-        LogPhase::Fix => 2,
-        LogPhase::Check => 3,
-    };
-    logs.sort_by_key(|(modified, log)| (*modified, rank(log.phase), log.n));
+    logs.sort_by_key(|(modified, log)| (*modified, log.log.phase(), log.log.n()));
     Ok(logs.into_iter().map(|(_, log)| log).collect())
-}
-
-/// The phase a log file's name names after `TASK.ATTEMPT.`: `log`, or `KIND-N.log`.
-fn phase_of(rest: &str) -> Option<(LogPhase, u32)> {
-    if rest == "log" {
-        return Some((LogPhase::Task, 0));
-    }
-    let (kind, n) = rest.strip_suffix(".log")?.split_once('-')?;
-    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let phase = match kind {
-        "setup" => LogPhase::Setup,
-        "check" => LogPhase::Check,
-        "fix" => LogPhase::Fix,
-        _ => return None,
-    };
-    Some((phase, n.parse().ok()?))
 }
 
 /// What has been printed of each log, so that `--follow` prints only what is new.
@@ -287,7 +261,7 @@ impl Shown {
                 read.or(known).unwrap_or(0) + new.len() as u64,
             ));
             let rewritten = read.is_some();
-            if rewritten && (self.printed || log.phase != LogPhase::Task) {
+            if rewritten && (self.printed || log.log != AttemptLog::Task) {
                 if self.printed && !self.at_line_start {
                     out.text("\n")?;
                 }
@@ -333,23 +307,4 @@ fn read_from(path: &str, offset: Option<u64>) -> Result<Option<(bool, Vec<u8>)>,
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).map_err(cannot)?;
     Ok(Some((anew, bytes)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{LogPhase, phase_of};
-
-    #[test]
-    fn a_log_name_says_its_phase_and_nothing_else_passes_for_one() {
-        assert_eq!(phase_of("log"), Some((LogPhase::Task, 0)));
-        assert_eq!(phase_of("setup-2.log"), Some((LogPhase::Setup, 2)));
-        assert_eq!(phase_of("check-1.log"), Some((LogPhase::Check, 1)));
-        assert_eq!(phase_of("fix-10.log"), Some((LogPhase::Fix, 10)));
-        // Another task's logs: `a.1` attempt 2 seen from task `a` attempt 1.
-        assert_eq!(phase_of("2.log"), None);
-        assert_eq!(phase_of("2.check-1.log"), None);
-        assert_eq!(phase_of("check-.log"), None);
-        assert_eq!(phase_of("check-1x.log"), None);
-        assert_eq!(phase_of("verify-1.log"), None);
-    }
 }

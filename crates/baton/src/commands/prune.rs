@@ -223,7 +223,7 @@ pub fn apply(
                     }
                     Err(err) => return Err(err.into()),
                 };
-                let unfinished = baton_runner::Unfinished::read(store, &run.id);
+                let unfinished = baton_runner::unfinished(store, &run.id);
                 if let Ok(unfinished) = &unfinished {
                     baton_runner::kill_leftovers(&run.id, unfinished);
                 }

@@ -3,7 +3,8 @@
 
 use anyhow::Context;
 use baton_model::parse_duration;
-use baton_runner::{AgentConfig, RunConfig, WorkerNews, WorkerOptions};
+use baton_runner::{AgentConfig, RunConfig};
+use baton_worker::{WorkerNews, WorkerOptions};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
@@ -67,7 +68,7 @@ pub fn worker(args: WorkerArgs, store_url: Option<&str>) -> Result<i32, Failure>
         // The worker says what a stop does itself.
         super::run::forward_signals_saying(stop_tx, None)?;
         let mut say = |news: WorkerNews| out::err(&describe(&news, &server, slots));
-        anyhow::Ok(baton_runner::work(store, options, config, stop_rx, &mut say).await)
+        anyhow::Ok(baton_worker::work(store, options, config, stop_rx, &mut say).await)
     })?;
     worked.map_err(|e| Failure::Internal(anyhow::Error::new(e).context("the worker stopped")))?;
     Ok(exit::SUCCESS)

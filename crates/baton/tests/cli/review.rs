@@ -112,6 +112,26 @@ fn a_rejected_piece_of_work_goes_back_with_the_reasons_and_is_verified_after_the
         })
         .collect();
     assert_eq!(reviews, [ReviewVerdict::Rejected, ReviewVerdict::Verified]);
+    // `baton logs` shows the reviewer's two rounds, in the order they ran, each titled.
+    let logs = crate::test::baton_in(
+        out.path(),
+        &["logs", "latest", "answer", "--phase", "review"],
+    );
+    assert_eq!(logs.code, Some(0), "{}", logs.stderr);
+    let titles: Vec<&str> = logs
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("── "))
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "── review 1 · answer.1.review-1.log ──",
+            "── review 2 · answer.1.review-2.log ──"
+        ],
+        "{}",
+        logs.stdout
+    );
     let task = out.json_task("answer");
     assert_eq!(task["review"]["verdict"], "verified", "{task}");
     assert_eq!(task["attempts"], 1);
