@@ -470,6 +470,7 @@ pub fn judge(
         return Judged {
             outcome: Outcome::OverBudget {
                 limit: exceeded.describe().to_owned(),
+                scope: Some(exceeded.scope()),
                 spent_usd: usage.cost_usd,
                 tokens: usage.tokens(),
             },

@@ -28,10 +28,6 @@ pub struct Spent {
     pub tokens: u64,
 }
 
-/// How the description of an [`Exceeded::Run`] begins, in an `over-budget` outcome's `limit`:
-/// what tells a run stopped by its own budget from a task stopped by its.
-pub const RUN_LIMIT_PREFIX: &str = "run ";
-
 /// Which limit an attempt went past.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Exceeded {
@@ -43,6 +39,14 @@ impl Exceeded {
     pub fn describe(&self) -> &str {
         match self {
             Self::Task(s) | Self::Run(s) => s,
+        }
+    }
+
+    /// Whose limit it is, as an `over-budget` outcome records it.
+    pub fn scope(&self) -> baton_model::BudgetScope {
+        match self {
+            Self::Task(_) => baton_model::BudgetScope::Task,
+            Self::Run(_) => baton_model::BudgetScope::Run,
         }
     }
 }
@@ -159,7 +163,7 @@ impl Meter {
             .live
             .values()
             .fold(state.spent, |a, b| a.plus(b.spent));
-        over(&state.limit, total).map(|what| Exceeded::Run(format!("{RUN_LIMIT_PREFIX}{what}")))
+        over(&state.limit, total).map(|what| Exceeded::Run(format!("run {what}")))
     }
 
     /// An attempt ended: its final spend replaces its live one (the larger of the two: an

@@ -3,7 +3,7 @@
 //! Wire format (also what `baton events --json` prints, one object per line):
 //!
 //! ```json
-//! {"schema":1,"seq":7,"at_ms":1764474000123,"run":"20261130-034512-ab12",
+//! {"schema":2,"seq":7,"at_ms":1764474000123,"run":"20261130-034512-ab12",
 //!  "kind":"attempt-finished","task":"build","attempt":1,
 //!  "outcome":{"kind":"exited","code":0},"duration_ms":812}
 //! ```
@@ -13,10 +13,16 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AgentUsage, CheckResult, Containment, Evidence, Outcome, RunState, TaskId, TaskState};
+use crate::{
+    AgentUsage, CheckResult, Containment, Evidence, Outcome, RunState, StopCause, TaskId, TaskState,
+};
 
 /// Version of the event wire format.
-pub const EVENT_SCHEMA_VERSION: u32 = 1;
+///
+/// - 2 (2026-12-03): `run-stopping` carries `cause` and an `over-budget` outcome `scope`, so
+///   that no reader parses their words. Version 1 logs lack them; [`StopCause::of`] and
+///   [`crate::BudgetScope::of`] read those.
+pub const EVENT_SCHEMA_VERSION: u32 = 2;
 
 /// One recorded state change of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,7 +46,12 @@ pub enum EventKind {
     },
     /// The run stops launching tasks, for the reason given.
     RunStopping {
+        /// In words, for people.
         reason: String,
+        /// Why, for baton: always written since event schema 2; read an older event's with
+        /// [`StopCause::of`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cause: Option<StopCause>,
     },
     RunFinished {
         state: RunState,
@@ -268,28 +279,114 @@ impl EventKind {
 
     /// The kebab-case tag, as stored in the `kind` column.
     pub fn name(&self) -> &'static str {
+        self.event_name().as_str()
+    }
+
+    /// Which kind of event it is, without its fields: what the store is asked for.
+    pub fn event_name(&self) -> EventName {
         match self {
-            Self::RunStarted { .. } => "run-started",
-            Self::RunStopping { .. } => "run-stopping",
-            Self::RunFinished { .. } => "run-finished",
-            Self::RunResumed { .. } => "run-resumed",
-            Self::TaskReset { .. } => "task-reset",
-            Self::BudgetChanged { .. } => "budget-changed",
-            Self::WorkspaceCommitted { .. } => "workspace-committed",
-            Self::ResultMerged { .. } => "result-merged",
-            Self::Checked { .. } => "checked",
-            Self::TaskWaiting { .. } => "task-waiting",
-            Self::TaskDecided { .. } => "task-decided",
-            Self::AttemptStarted { .. } => "attempt-started",
-            Self::AttemptFinished { .. } => "attempt-finished",
-            Self::RetryScheduled { .. } => "retry-scheduled",
-            Self::AgentActivity { .. } => "agent-activity",
-            Self::TaskFinished { .. } => "task-finished",
-            Self::GraphExpanded { .. } => "graph-expanded",
-            Self::GraphReloaded { .. } => "graph-reloaded",
-            Self::Reviewed { .. } => "reviewed",
-            Self::Picked { .. } => "picked",
-            Self::Replanning { .. } => "replanning",
+            Self::RunStarted { .. } => EventName::RunStarted,
+            Self::RunStopping { .. } => EventName::RunStopping,
+            Self::RunFinished { .. } => EventName::RunFinished,
+            Self::RunResumed { .. } => EventName::RunResumed,
+            Self::TaskReset { .. } => EventName::TaskReset,
+            Self::BudgetChanged { .. } => EventName::BudgetChanged,
+            Self::WorkspaceCommitted { .. } => EventName::WorkspaceCommitted,
+            Self::ResultMerged { .. } => EventName::ResultMerged,
+            Self::Checked { .. } => EventName::Checked,
+            Self::TaskWaiting { .. } => EventName::TaskWaiting,
+            Self::TaskDecided { .. } => EventName::TaskDecided,
+            Self::AttemptStarted { .. } => EventName::AttemptStarted,
+            Self::AttemptFinished { .. } => EventName::AttemptFinished,
+            Self::RetryScheduled { .. } => EventName::RetryScheduled,
+            Self::AgentActivity { .. } => EventName::AgentActivity,
+            Self::TaskFinished { .. } => EventName::TaskFinished,
+            Self::GraphExpanded { .. } => EventName::GraphExpanded,
+            Self::GraphReloaded { .. } => EventName::GraphReloaded,
+            Self::Reviewed { .. } => EventName::Reviewed,
+            Self::Picked { .. } => EventName::Picked,
+            Self::Replanning { .. } => EventName::Replanning,
+        }
+    }
+}
+
+/// The kinds of [`EventKind`], without their fields: what a reader asks the store for
+/// (`events_of_kind(run, EventName::Checked)`), so that a misspelt kind does not compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventName {
+    RunStarted,
+    RunStopping,
+    RunFinished,
+    RunResumed,
+    TaskReset,
+    BudgetChanged,
+    WorkspaceCommitted,
+    ResultMerged,
+    Checked,
+    TaskWaiting,
+    TaskDecided,
+    AttemptStarted,
+    AttemptFinished,
+    RetryScheduled,
+    AgentActivity,
+    TaskFinished,
+    GraphExpanded,
+    GraphReloaded,
+    Reviewed,
+    Picked,
+    Replanning,
+}
+
+impl EventName {
+    /// Every kind.
+    pub const ALL: [Self; 21] = [
+        Self::RunStarted,
+        Self::RunStopping,
+        Self::RunFinished,
+        Self::RunResumed,
+        Self::TaskReset,
+        Self::BudgetChanged,
+        Self::WorkspaceCommitted,
+        Self::ResultMerged,
+        Self::Checked,
+        Self::TaskWaiting,
+        Self::TaskDecided,
+        Self::AttemptStarted,
+        Self::AttemptFinished,
+        Self::RetryScheduled,
+        Self::AgentActivity,
+        Self::TaskFinished,
+        Self::GraphExpanded,
+        Self::GraphReloaded,
+        Self::Reviewed,
+        Self::Picked,
+        Self::Replanning,
+    ];
+
+    /// The kebab-case tag, as serialized and stored in the `kind` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::RunStarted => "run-started",
+            Self::RunStopping => "run-stopping",
+            Self::RunFinished => "run-finished",
+            Self::RunResumed => "run-resumed",
+            Self::TaskReset => "task-reset",
+            Self::BudgetChanged => "budget-changed",
+            Self::WorkspaceCommitted => "workspace-committed",
+            Self::ResultMerged => "result-merged",
+            Self::Checked => "checked",
+            Self::TaskWaiting => "task-waiting",
+            Self::TaskDecided => "task-decided",
+            Self::AttemptStarted => "attempt-started",
+            Self::AttemptFinished => "attempt-finished",
+            Self::RetryScheduled => "retry-scheduled",
+            Self::AgentActivity => "agent-activity",
+            Self::TaskFinished => "task-finished",
+            Self::GraphExpanded => "graph-expanded",
+            Self::GraphReloaded => "graph-reloaded",
+            Self::Reviewed => "reviewed",
+            Self::Picked => "picked",
+            Self::Replanning => "replanning",
         }
     }
 }
@@ -297,6 +394,21 @@ impl EventKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// serde tags the kinds in kebab-case (`rename_all`): each name is its variant's.
+    #[test]
+    fn every_event_name_is_its_kinds_serialized_tag() {
+        for name in EventName::ALL {
+            let mut kebab = String::new();
+            for (i, c) in format!("{name:?}").chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    kebab.push('-');
+                }
+                kebab.push(c.to_ascii_lowercase());
+            }
+            assert_eq!(name.as_str(), kebab);
+        }
+    }
 
     #[test]
     fn wire_shape() {

@@ -13,13 +13,14 @@ mod outcome;
 mod policy;
 mod review;
 mod state;
+mod stop;
 mod usage;
 mod verdict;
 mod view;
 
 pub use candidate::{Candidate, pick};
 pub use containment::Containment;
-pub use event::{EVENT_SCHEMA_VERSION, Event, EventKind};
+pub use event::{EVENT_SCHEMA_VERSION, Event, EventKind, EventName};
 pub use evidence::{ChangeKind, CheckResult, Evidence, FileChange};
 pub use id::{IdError, RunId, TASK_ID_RULE, TaskId, is_id_letter};
 pub use literal::{
@@ -30,6 +31,7 @@ pub use outcome::{FailureClass, OUT_OF_CREDIT, Outcome, signal_name};
 pub use policy::OnFailure;
 pub use review::{Review, ReviewVerdict};
 pub use state::{RunState, TaskState};
+pub use stop::{BudgetScope, Stop, StopCause};
 pub use usage::AgentUsage;
 pub use verdict::{Ending, Merge, Stopped, observed};
 pub use view::{Activity, Anomaly, AttemptView, RunHead, RunView, TaskView};

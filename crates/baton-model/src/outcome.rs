@@ -65,7 +65,12 @@ pub enum Outcome {
     /// baton stopped an agent that spent past a hard budget: the task's own (`limit` says
     /// which) or the run's. Not retried: another attempt would spend more.
     OverBudget {
+        /// The limit, in words.
         limit: String,
+        /// Whose limit: always written since event schema 2; read an older outcome's with
+        /// [`crate::BudgetScope::of`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<crate::BudgetScope>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         spent_usd: Option<f64>,
         tokens: u64,
@@ -188,6 +193,7 @@ impl fmt::Display for Outcome {
                 limit,
                 spent_usd,
                 tokens,
+                ..
             } => {
                 write!(f, "over budget ({limit}): stopped after {tokens} tokens")?;
                 match spent_usd {
@@ -281,6 +287,7 @@ mod tests {
             },
             Outcome::OverBudget {
                 limit: "task budget $0.50".into(),
+                scope: Some(crate::BudgetScope::Task),
                 spent_usd: Some(0.51),
                 tokens: 120_000,
             },

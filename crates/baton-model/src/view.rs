@@ -3,7 +3,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use crate::{AgentUsage, Containment, Event, EventKind, Outcome, RunState, TaskId, TaskState};
+use crate::{
+    AgentUsage, Containment, Event, EventKind, Outcome, RunState, Stop, StopCause, TaskId,
+    TaskState,
+};
 
 /// The run's own columns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -11,7 +14,7 @@ pub struct RunHead {
     pub status: RunState,
     pub ended_at_ms: Option<i64>,
     /// Why the run stopped launching tasks, once it has.
-    pub stop_reason: Option<String>,
+    pub stop: Option<Stop>,
 }
 
 /// One task's columns.
@@ -127,7 +130,7 @@ impl fmt::Display for Anomaly {
 /// | event | change |
 /// |---|---|
 /// | `run-started`, `run-resumed` | run `running`, no end, no stop reason (a takeover reopens it) |
-/// | `run-stopping` | run's `stop_reason` |
+/// | `run-stopping` | run's `stop` (cause and reason) |
 /// | `run-finished` | run status and end |
 /// | `attempt-started` | new attempt (start, pid); task `running`, `attempts` = highest started, start = first attempt's; end, reason, exit code and pending retry cleared |
 /// | `attempt-finished` | attempt end, outcome, exit code, duration, agent usage, containment; the task's exit code, if it is the task's latest attempt |
@@ -172,7 +175,7 @@ impl RunView {
             run: RunHead {
                 status: RunState::Running,
                 ended_at_ms: None,
-                stop_reason: None,
+                stop: None,
             },
             ids: Vec::new(),
             tasks: Vec::new(),
@@ -223,10 +226,15 @@ impl RunView {
                 self.run = RunHead {
                     status: RunState::Running,
                     ended_at_ms: None,
-                    stop_reason: None,
+                    stop: None,
                 };
             }
-            (EventKind::RunStopping { reason }, _) => self.run.stop_reason = Some(reason.clone()),
+            (EventKind::RunStopping { reason, cause }, _) => {
+                self.run.stop = Some(Stop {
+                    cause: StopCause::of(reason, *cause),
+                    reason: reason.clone(),
+                });
+            }
             (EventKind::RunFinished { state }, _) => {
                 self.run.status = *state;
                 self.run.ended_at_ms = Some(at);
@@ -694,6 +702,7 @@ mod tests {
             1,
             EventKind::RunStopping {
                 reason: "cancelled".into(),
+                cause: Some(StopCause::Cancelled),
             },
         ));
         view.apply(&at(
@@ -707,12 +716,15 @@ mod tests {
             RunHead {
                 status: RunState::Cancelled,
                 ended_at_ms: Some(2),
-                stop_reason: Some("cancelled".into()),
+                stop: Some(Stop {
+                    cause: StopCause::Cancelled,
+                    reason: "cancelled".into()
+                }),
             }
         );
         view.apply(&at(3, EventKind::RunResumed { retry: false }));
         assert_eq!(view.run().status, RunState::Running);
         assert_eq!(view.run().ended_at_ms, None);
-        assert_eq!(view.run().stop_reason, None);
+        assert_eq!(view.run().stop, None);
     }
 }

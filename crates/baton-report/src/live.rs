@@ -140,7 +140,7 @@ impl Reporter for LiveReporter {
                     let timing = self.clock.finished(task, event.at_ms);
                     describe_finish(task, *state, reason.as_deref(), timing)
                 }
-                EventKind::RunStopping { reason } => format!("baton: stopping: {reason}"),
+                EventKind::RunStopping { reason, .. } => format!("baton: stopping: {reason}"),
                 EventKind::RunResumed { retry } => format!(
                     "baton: {} the run",
                     if *retry {

@@ -67,7 +67,7 @@ impl<W: Write> Reporter for PlainReporter<W> {
                     reason.as_deref(),
                     self.clock.finished(task, event.at_ms),
                 ),
-                EventKind::RunStopping { reason } => format!("baton: stopping: {reason}"),
+                EventKind::RunStopping { reason, .. } => format!("baton: stopping: {reason}"),
                 EventKind::GraphExpanded { task, added, .. } => describe_added(task, added),
                 EventKind::Reviewed { task, review, .. } => describe_review(task, review),
                 EventKind::Picked { task, why, .. } => format!("baton: {task}: {why}"),

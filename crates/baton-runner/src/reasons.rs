@@ -13,6 +13,16 @@ pub(crate) fn stop_reason(cause: StopCause) -> &'static str {
     }
 }
 
+/// A stop cause of the scheduler's as the run's events record it.
+pub(crate) fn recorded_cause(cause: StopCause) -> baton_model::StopCause {
+    match cause {
+        StopCause::TaskFailed => baton_model::StopCause::TaskFailed,
+        StopCause::BudgetSpent => baton_model::StopCause::BudgetSpent,
+        StopCause::Cancelled => baton_model::StopCause::Cancelled,
+        StopCause::Killed => baton_model::StopCause::Killed,
+    }
+}
+
 /// Why a task ended in `state`. `dep_state` gives the final state of another task (the one
 /// whose failure blocked this one).
 pub(crate) fn finish_reason(

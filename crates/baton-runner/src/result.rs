@@ -1,4 +1,4 @@
-use baton_model::{Containment, Outcome, RunId};
+use baton_model::{Containment, EventName, Outcome, RunId};
 use baton_report::{
     FailedCheck, MergedResult, RESULT_SCHEMA_VERSION, ResultCheck, ResultConflict, RunResult,
     RunSection, RunSpend, Spend, TaskAgent, TaskResult, Totals, timeline,
@@ -43,12 +43,12 @@ pub fn build_observed_result(
         std::collections::HashMap::new();
     let mut replanned: std::collections::HashMap<baton_model::TaskId, Vec<String>> =
         std::collections::HashMap::new();
-    for event in store.events_of_kind(run, "replanning")? {
+    for event in store.events_of_kind(run, EventName::Replanning)? {
         if let baton_model::EventKind::Replanning { task, failed } = event.kind {
             replanned.entry(task).or_default().push(failed.to_string());
         }
     }
-    for event in store.events_of_kind(run, "graph-expanded")? {
+    for event in store.events_of_kind(run, EventName::GraphExpanded)? {
         if let baton_model::EventKind::GraphExpanded { task, added, .. } = event.kind {
             planned
                 .entry(task)
@@ -78,7 +78,7 @@ pub fn build_observed_result(
     // work are the task's.
     let mut picks: std::collections::HashMap<baton_model::TaskId, baton_report::TaskCandidates> =
         std::collections::HashMap::new();
-    for event in store.events_of_kind(run, "picked")? {
+    for event in store.events_of_kind(run, EventName::Picked)? {
         if let baton_model::EventKind::Picked {
             task,
             candidates,
@@ -170,7 +170,7 @@ pub fn build_observed_result(
     // What each task's worktree holds: its last recorded commit's evidence.
     let mut workspaces: std::collections::HashMap<String, baton_report::TaskWorkspace> =
         std::collections::HashMap::new();
-    for event in store.events_of_kind(run, "workspace-committed")? {
+    for event in store.events_of_kind(run, EventName::WorkspaceCommitted)? {
         if let baton_model::EventKind::WorkspaceCommitted {
             task,
             attempt,
@@ -207,7 +207,7 @@ pub fn build_observed_result(
     // Per task, the check that failed in its last attempt's last round of checks.
     let mut checks: std::collections::HashMap<baton_model::TaskId, FailedCheck> =
         std::collections::HashMap::new();
-    for event in store.events_of_kind(run, "checked")? {
+    for event in store.events_of_kind(run, EventName::Checked)? {
         if let baton_model::EventKind::Checked {
             task: Some(task),
             attempt: Some(attempt),
@@ -249,7 +249,7 @@ pub fn build_observed_result(
     // Per task, its last attempt's last review.
     let mut reviews: std::collections::HashMap<baton_model::TaskId, baton_model::Review> =
         std::collections::HashMap::new();
-    for event in store.events_of_kind(run, "reviewed")? {
+    for event in store.events_of_kind(run, EventName::Reviewed)? {
         if let baton_model::EventKind::Reviewed {
             task,
             attempt,
@@ -384,7 +384,7 @@ fn merged_result(
     run: &RunId,
     state_dir: &std::path::Path,
 ) -> Result<Option<MergedResult>, StoreError> {
-    let Some(merge) = store.events_of_kind(run, "result-merged")?.pop() else {
+    let Some(merge) = store.events_of_kind(run, EventName::ResultMerged)?.pop() else {
         return Ok(None);
     };
     let at = merge.seq;
@@ -422,7 +422,7 @@ fn merged_result(
     };
     // The run's checks on that merge (the run's own `checked` events: no task).
     let dirs = crate::RunDirs::new(state_dir, run);
-    for event in store.events_of_kind(run, "checked")? {
+    for event in store.events_of_kind(run, EventName::Checked)? {
         if event.seq < at {
             continue;
         }
@@ -555,9 +555,9 @@ fn what_else(
     let mut next = Vec::new();
     let state = record.status;
     let budget_stop = record
-        .stop_reason
-        .as_deref()
-        .is_some_and(|r| r.starts_with(crate::takeover::BUDGET_STOP));
+        .stop
+        .as_ref()
+        .is_some_and(|stop| stop.cause == baton_model::StopCause::BudgetSpent);
     match state {
         RunState::Waiting => {
             let waiting: Vec<&TaskResult> = tasks
@@ -626,7 +626,8 @@ fn what_else(
 fn stopped_by_run_budget(task: &TaskResult) -> bool {
     matches!(
         &task.outcome,
-        Some(Outcome::OverBudget { limit, .. }) if limit.starts_with(baton_attempt::budget::RUN_LIMIT_PREFIX)
+        Some(Outcome::OverBudget { limit, scope, .. })
+            if baton_model::BudgetScope::of(limit, *scope) == baton_model::BudgetScope::Run
     )
 }
 
@@ -656,17 +657,17 @@ struct Driven {
 
 impl Driven {
     fn read(store: &dyn Store, run: &RunId) -> Result<Self, StoreError> {
-        let at = |kind| -> Result<Vec<i64>, StoreError> {
+        let at = |kind: EventName| -> Result<Vec<i64>, StoreError> {
             Ok(store
                 .events_of_kind(run, kind)?
                 .iter()
                 .map(|e| e.at_ms)
                 .collect())
         };
-        let mut opened = at("run-started")?;
-        opened.extend(at("run-resumed")?);
+        let mut opened = at(EventName::RunStarted)?;
+        opened.extend(at(EventName::RunResumed)?);
         opened.sort_unstable();
-        let finished = at("run-finished")?;
+        let finished = at(EventName::RunFinished)?;
         Ok(Self {
             last_seen: opened.clone(),
             opened,

@@ -12,9 +12,6 @@ use baton_store::{RunReader, Store, StoreError, TaskRecord};
 use baton_attempt::launch::HeldOutput;
 use baton_attempt::stamp::now_ms;
 
-/// How the reason of a run stopped by its budget begins (`StopCause::BudgetSpent`).
-pub(crate) const BUDGET_STOP: &str = "budget spent";
-
 /// How a run is taken over.
 #[derive(Debug, Clone)]
 pub enum Takeover {
@@ -81,7 +78,7 @@ fn base_graph(store: &dyn Store, run: &RunId) -> Result<Graph, crate::RunError> 
         run: run.clone(),
         source,
     };
-    let reloaded = store.last_event_of_kind(run, "graph-reloaded")?;
+    let reloaded = store.last_event_of_kind(run, baton_model::EventName::GraphReloaded)?;
     if let Some(Event {
         kind: EventKind::GraphReloaded { graph, .. },
         ..
@@ -196,7 +193,7 @@ pub(crate) fn grown(store: &dyn Store, run: &RunId, base: Graph) -> Result<Graph
         source,
     };
     let mut graph = base;
-    for event in store.events_of_kind(run, "graph-expanded")? {
+    for event in store.events_of_kind(run, baton_model::EventName::GraphExpanded)? {
         let EventKind::GraphExpanded {
             task,
             tasks,
@@ -249,7 +246,7 @@ fn current_budget(
     graph: &Graph,
     run: &RunId,
 ) -> Result<(baton_graph::Budget, bool), crate::RunError> {
-    match store.last_event_of_kind(run, "budget-changed")? {
+    match store.last_event_of_kind(run, baton_model::EventName::BudgetChanged)? {
         Some(Event {
             kind:
                 EventKind::BudgetChanged {
@@ -288,8 +285,18 @@ pub(crate) fn plan_takeover(
     let budget_stop = effective == RunState::Failed
         && store
             .run(run)?
-            .and_then(|r| r.stop_reason)
-            .is_some_and(|reason| reason.starts_with(BUDGET_STOP));
+            .and_then(|r| r.stop)
+            .is_some_and(|stop| stop.cause == baton_model::StopCause::BudgetSpent);
+    // The failed tasks an agent's budget stopped: they go on with the run's.
+    let mut over_budget = BTreeSet::new();
+    if budget_stop {
+        for task in records.iter().filter(|t| t.status == TaskState::Failed) {
+            let last = store.attempts(run, &task.task)?.pop();
+            if let Some(Outcome::OverBudget { .. }) = last.and_then(|a| a.outcome) {
+                over_budget.insert(task.idx);
+            }
+        }
+    }
     let again: BTreeSet<u32> = match how {
         Takeover::Resume {
             charge_retries,
@@ -349,8 +356,7 @@ pub(crate) fn plan_takeover(
                             && (matches!(
                                 t.status,
                                 TaskState::Skipped | TaskState::Cancelled | TaskState::Blocked
-                            ) || (t.status == TaskState::Failed
-                                && t.reason.as_deref().is_some_and(|r| r.contains("over budget")))))
+                            ) || over_budget.contains(&t.idx)))
                 })
                 .map(|t| t.idx)
                 .collect()
@@ -659,6 +665,7 @@ pub fn cancel_abandoned(store: &dyn Store, run: &RunId) -> Result<(), crate::Run
         }
         events.push(event(EventKind::RunStopping {
             reason: "cancelled after its driver died".into(),
+            cause: Some(baton_model::StopCause::DriverDied),
         }));
         for task in store.tasks(run)? {
             if task.status.is_terminal() {

@@ -21,7 +21,7 @@ fn run_head(run: &RunRecord) -> RunHead {
     RunHead {
         status: run.status,
         ended_at_ms: run.ended_at_ms,
-        stop_reason: run.stop_reason.clone(),
+        stop: run.stop.clone(),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Columns into model types. A value that does not parse is reported as a conversion failure of
 //! its column, which becomes [`StoreError::BadValue`](crate::StoreError::BadValue).
 
-use baton_model::{Outcome, RunId, RunState, TaskId, TaskState};
+use baton_model::{Outcome, RunId, RunState, StopCause, TaskId, TaskState};
 use rusqlite::Row;
 use rusqlite::types::Type;
 
@@ -52,6 +52,14 @@ pub(crate) fn agent_usage(
 }
 
 /// The `kind` tag an outcome serializes with, kept in its own column for queries.
+/// Why a run stopped, from its `stop_reason` and `stop_cause` columns: a run recorded before
+/// the cause was (schema 9; PostgreSQL 5) has only the words.
+pub(crate) fn stop(reason: Option<String>, cause: Option<String>) -> Option<baton_model::Stop> {
+    let reason = reason?;
+    let cause = StopCause::of(&reason, cause.as_deref().and_then(StopCause::parse));
+    Some(baton_model::Stop { cause, reason })
+}
+
 pub(crate) fn outcome_kind(outcome: &Outcome) -> &'static str {
     match outcome {
         Outcome::Exited { .. } => "exited",
@@ -97,6 +105,7 @@ mod tests {
             },
             Outcome::OverBudget {
                 limit: "l".into(),
+                scope: None,
                 spent_usd: None,
                 tokens: 1,
             },

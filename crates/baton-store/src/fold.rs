@@ -32,7 +32,7 @@ pub fn fold(store: &dyn RunReader, run: &RunId) -> Result<(RunView, u64), StoreE
 /// The run as it was created, before its first event: the tasks it began with, all pending.
 pub fn initial_view(store: &dyn RunReader, run: &RunId) -> Result<RunView, StoreError> {
     let planned: HashSet<TaskId> = store
-        .events_of_kind(run, "graph-expanded")?
+        .events_of_kind(run, baton_model::EventName::GraphExpanded)?
         .into_iter()
         .flat_map(|event| match event.kind {
             baton_model::EventKind::GraphExpanded { added, .. } => added,

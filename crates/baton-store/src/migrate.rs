@@ -17,6 +17,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("migrations/v6_containment.sql"),
     include_str!("migrations/v7_graph_order.sql"),
     include_str!("migrations/v8_lease.sql"),
+    include_str!("migrations/v9_stop_cause.sql"),
 ];
 
 /// The schema version this build writes.
@@ -105,6 +106,46 @@ mod tests {
             .claim_driver(&run, &me, 0, crate::LEASE_TERM, |_| crate::Liveness::Alive)
             .unwrap();
         assert_eq!(store.run(&run).unwrap().unwrap().driver, Some(me));
+    }
+
+    #[test]
+    fn a_run_stopped_before_its_cause_was_recorded_reads_back_with_the_cause_its_words_give() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baton.db");
+        let run = RunId::new("r1").unwrap();
+        {
+            // Version 8: a run's stop was words only.
+            let old =
+                SqliteStore::open_migrated(&path, Durability::Normal, &MIGRATIONS[..8]).unwrap();
+            old.create_run(&new_run("r1")).unwrap();
+            let conn = Connection::open(&path).unwrap();
+            conn.execute(
+                "UPDATE runs SET stop_reason = 'budget spent: $0.30 of $0.30' WHERE id = 'r1'",
+                [],
+            )
+            .unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        let stop = store.run(&run).unwrap().unwrap().stop.unwrap();
+        assert_eq!(stop.cause, baton_model::StopCause::BudgetSpent);
+        assert_eq!(stop.reason, "budget spent: $0.30 of $0.30");
+        // A stop recorded now keeps its cause, whatever its words.
+        store
+            .commit(
+                &run,
+                &[Event {
+                    seq: 1,
+                    at_ms: 5,
+                    kind: EventKind::RunStopping {
+                        reason: "budget spent, in other words".into(),
+                        cause: Some(baton_model::StopCause::SoftBudget),
+                    },
+                }],
+                &[],
+            )
+            .unwrap();
+        let stop = store.run(&run).unwrap().unwrap().stop.unwrap();
+        assert_eq!(stop.cause, baton_model::StopCause::SoftBudget);
     }
 
     /// Replaces every row of `to`'s tables with `from`'s, in the columns `to` has.

@@ -15,7 +15,9 @@
 
 use std::collections::HashMap;
 
-use baton_model::{Containment, Event, EventKind, Outcome, RunId, RunState, TaskId, TaskState};
+use baton_model::{
+    Containment, Event, EventKind, Outcome, RunId, RunState, StopCause, TaskId, TaskState,
+};
 use rusqlite::{ErrorCode, params};
 
 use crate::decode::outcome_kind;
@@ -366,10 +368,11 @@ fn apply_event(
             ])?;
             known_task(changed, run, task)?;
         }
-        EventKind::RunStopping { reason } => {
+        EventKind::RunStopping { reason, cause } => {
+            let cause = StopCause::of(reason, *cause);
             statements
                 .get(Sql::RunStopping)?
-                .execute(params![id, reason])?;
+                .execute(params![id, reason, cause.as_str()])?;
         }
         EventKind::TaskWaiting { task } => {
             let changed = statements.get(Sql::TaskWaiting)?.execute(params![

@@ -9,7 +9,7 @@ use crate::decode;
 use crate::{AttemptRecord, Driver, RunRecord, RunSummary, SqliteStore, StoreError, TaskRecord};
 
 pub(crate) const RUN_COLUMNS: &str = "id, name, graph_path, status, started_at_ms, ended_at_ms, \
-     concurrency, task_count, stop_reason, driver_pid, driver_start_time, driver_host";
+     concurrency, task_count, stop_reason, driver_pid, driver_start_time, driver_host, stop_cause";
 
 pub(crate) const TASK_COLUMNS: &str = "task_id, idx, status, attempts, next_attempt, retry_at_ms, \
      started_at_ms, ended_at_ms, exit_code, reason, output_attempt, output, output_bytes, \
@@ -150,25 +150,33 @@ impl SqliteStore {
         self.read(|tx| spend(tx, run))
     }
 
-    /// The run's events of `kind` (its kebab-case name), in order.
-    pub fn events_of_kind(&self, run: &RunId, kind: &str) -> Result<Vec<Event>, StoreError> {
+    /// The run's events of `kind`, in order.
+    pub fn events_of_kind(
+        &self,
+        run: &RunId,
+        kind: baton_model::EventName,
+    ) -> Result<Vec<Event>, StoreError> {
         self.read(|tx| {
             let mut statement = tx.prepare_cached(
                 "SELECT seq, at_ms, data_json FROM events \
                  WHERE run_id = ?1 AND kind = ?2 ORDER BY seq",
             )?;
-            decode_events(run, statement.query(params![run.as_str(), kind])?)
+            decode_events(run, statement.query(params![run.as_str(), kind.as_str()])?)
         })
     }
 
-    /// The run's last event of `kind` (its kebab-case name, like `budget-changed`).
-    pub fn last_event_of_kind(&self, run: &RunId, kind: &str) -> Result<Option<Event>, StoreError> {
+    /// The run's last event of `kind`.
+    pub fn last_event_of_kind(
+        &self,
+        run: &RunId,
+        kind: baton_model::EventName,
+    ) -> Result<Option<Event>, StoreError> {
         self.read(|tx| {
             let mut statement = tx.prepare_cached(
                 "SELECT seq, at_ms, data_json FROM events \
                  WHERE run_id = ?1 AND kind = ?2 ORDER BY seq DESC LIMIT 1",
             )?;
-            Ok(decode_events(run, statement.query(params![run.as_str(), kind])?)?.pop())
+            Ok(decode_events(run, statement.query(params![run.as_str(), kind.as_str()])?)?.pop())
         })
     }
 
@@ -274,7 +282,7 @@ pub(crate) fn run_record(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
         ended_at_ms: row.get(5)?,
         concurrency: row.get(6)?,
         task_count: row.get(7)?,
-        stop_reason: row.get(8)?,
+        stop: decode::stop(row.get(8)?, row.get(12)?),
         driver,
     })
 }

@@ -56,7 +56,7 @@ pub struct RunRecord {
     pub concurrency: u32,
     pub task_count: u32,
     /// Why the run stopped launching tasks, once it has.
-    pub stop_reason: Option<String>,
+    pub stop: Option<baton_model::Stop>,
     pub driver: Option<Driver>,
 }
 

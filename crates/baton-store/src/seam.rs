@@ -101,8 +101,16 @@ pub trait RunReader: Send + Sync {
     fn open_attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, StoreError>;
     /// Up to `limit` events with `seq > after_seq`, in order.
     fn events(&self, run: &RunId, after_seq: u64, limit: u32) -> Result<Vec<Event>, StoreError>;
-    fn events_of_kind(&self, run: &RunId, kind: &str) -> Result<Vec<Event>, StoreError>;
-    fn last_event_of_kind(&self, run: &RunId, kind: &str) -> Result<Option<Event>, StoreError>;
+    fn events_of_kind(
+        &self,
+        run: &RunId,
+        kind: baton_model::EventName,
+    ) -> Result<Vec<Event>, StoreError>;
+    fn last_event_of_kind(
+        &self,
+        run: &RunId,
+        kind: baton_model::EventName,
+    ) -> Result<Option<Event>, StoreError>;
     fn last_seq(&self, run: &RunId) -> Result<u64, StoreError>;
     /// Tokens and dollars the run's agents used.
     fn run_spend(&self, run: &RunId) -> Result<(Option<u64>, Option<f64>), StoreError>;
@@ -257,11 +265,19 @@ impl RunReader for SqliteStore {
         SqliteStore::events(self, run, after_seq, limit)
     }
 
-    fn events_of_kind(&self, run: &RunId, kind: &str) -> Result<Vec<Event>, StoreError> {
+    fn events_of_kind(
+        &self,
+        run: &RunId,
+        kind: baton_model::EventName,
+    ) -> Result<Vec<Event>, StoreError> {
         SqliteStore::events_of_kind(self, run, kind)
     }
 
-    fn last_event_of_kind(&self, run: &RunId, kind: &str) -> Result<Option<Event>, StoreError> {
+    fn last_event_of_kind(
+        &self,
+        run: &RunId,
+        kind: baton_model::EventName,
+    ) -> Result<Option<Event>, StoreError> {
         SqliteStore::last_event_of_kind(self, run, kind)
     }
 

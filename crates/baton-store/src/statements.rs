@@ -56,10 +56,10 @@ impl Sql {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
             }
             Self::RunStarted => {
-                "UPDATE runs SET status = ?2, ended_at_ms = NULL, stop_reason = NULL \
-                 WHERE id = ?1"
+                "UPDATE runs SET status = ?2, ended_at_ms = NULL, stop_reason = NULL, \
+                 stop_cause = NULL WHERE id = ?1"
             }
-            Self::RunStopping => "UPDATE runs SET stop_reason = ?2 WHERE id = ?1",
+            Self::RunStopping => "UPDATE runs SET stop_reason = ?2, stop_cause = ?3 WHERE id = ?1",
             Self::TaskWaiting => "UPDATE tasks SET status = ?3 WHERE run_id = ?1 AND task_id = ?2",
             Self::TaskReset => {
                 "UPDATE tasks SET status = ?3, reason = NULL, ended_at_ms = NULL, \

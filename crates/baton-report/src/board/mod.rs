@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use baton_model::{Event, EventKind, RunView, TaskId, TaskState, format_duration};
+use baton_model::{Event, EventKind, RunView, Stop, StopCause, TaskId, TaskState, format_duration};
 
 use crate::{RunInfo, StateCounts, display_width, format_tokens, format_usd, terminal_safe};
 
@@ -37,7 +37,7 @@ pub struct Board {
     /// When each task that waits for approval began to wait.
     waiting_since: HashMap<TaskId, i64>,
     /// Why the run stops launching tasks, once it does.
-    stopping: Option<String>,
+    stopping: Option<Stop>,
     quiet_after: Duration,
     agents: std::collections::HashSet<TaskId>,
     /// Best-of tasks and their candidates at a time.
@@ -130,7 +130,12 @@ impl Board {
             EventKind::TaskDecided { task, .. } | EventKind::TaskFinished { task, .. } => {
                 self.waiting_since.remove(task);
             }
-            EventKind::RunStopping { reason } => self.stopping = Some(reason.clone()),
+            EventKind::RunStopping { reason, cause } => {
+                self.stopping = Some(Stop {
+                    cause: StopCause::of(reason, *cause),
+                    reason: reason.clone(),
+                });
+            }
             EventKind::GraphExpanded {
                 task: planner,
                 added,
@@ -210,22 +215,21 @@ impl Board {
             }
         }
         // A run that stops at its soft budget waits for a person too: first among them.
-        let soft = self
-            .stopping
-            .as_deref()
-            .filter(|reason| reason.contains("baton approve"));
-        match (&self.stopping, soft) {
-            (_, Some(reason)) => people.insert(
+        match &self.stopping {
+            Some(Stop {
+                cause: StopCause::SoftBudget,
+                reason,
+            }) => people.insert(
                 0,
                 (
                     Some(i64::MIN),
                     Line::new("33", format!("  ⏸ the run  waits at its budget: {reason}")),
                 ),
             ),
-            (Some(reason), None) => {
+            Some(Stop { reason, .. }) => {
                 lines.push(Line::new("33", format!("  stopping: {reason}")));
             }
-            (None, None) => {}
+            None => {}
         }
         if !people.is_empty() {
             lines.push(Line::new("1;33", "needs you".to_owned()));

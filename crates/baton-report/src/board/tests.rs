@@ -337,8 +337,10 @@ fn a_run_at_its_soft_budget_waits_for_a_person_first() {
     let mut board = board();
     board.apply(&at(
         8_000,
+        // Known by its cause, not its words.
         EventKind::RunStopping {
-            reason: "soft budget $1.00 reached; the run waits for `baton approve R` or `baton resume R --raise-budget USD`".to_owned(),
+            reason: "soft budget $1.00 reached; ask the team".to_owned(),
+            cause: Some(baton_model::StopCause::SoftBudget),
         },
     ));
     let frame = board.frame(30_000, 300, 40, Paint::Plain);

@@ -484,7 +484,7 @@ impl Page {
                 started: utc_ms(start),
                 duration: took(end.saturating_sub(start) as u64),
                 concurrency: run.concurrency,
-                stop_reason: input.view.run().stop_reason.clone(),
+                stop_reason: input.view.run().stop.as_ref().map(|s| s.reason.clone()),
             },
             verdict: crate::summary::verdict(result)
                 .trim_start_matches("baton: ")

@@ -60,6 +60,7 @@ impl Dispatcher<'_> {
                 .err()
                 .map(|limit| Outcome::OverBudget {
                     limit,
+                    scope: Some(baton_model::BudgetScope::Run),
                     spent_usd: None,
                     tokens: 0,
                 })

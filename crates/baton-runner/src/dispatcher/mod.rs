@@ -352,11 +352,12 @@ impl<'a> Dispatcher<'a> {
             let stop_before = self.sched.stop_cause();
             let actions = self.sched.handle(input);
             if let Some(cause) = self.sched.stop_cause().filter(|c| Some(*c) != stop_before) {
+                let recorded = crate::reasons::recorded_cause(cause);
                 let reason = match cause {
                     StopCause::BudgetSpent => match self.unfit.take() {
                         Some(task) if !self.shared.meter.exhausted() => format!(
                             "{}: `{}` {}",
-                            crate::takeover::BUDGET_STOP,
+                            stop_reason(StopCause::BudgetSpent),
                             self.graph.task(task).id,
                             self.shared
                                 .meter
@@ -364,13 +365,16 @@ impl<'a> Dispatcher<'a> {
                         ),
                         _ => format!(
                             "{}: {}",
-                            crate::takeover::BUDGET_STOP,
+                            stop_reason(StopCause::BudgetSpent),
                             self.shared.meter.describe()
                         ),
                     },
                     cause => stop_reason(cause).to_owned(),
                 };
-                self.ledger.push(EventKind::RunStopping { reason });
+                self.ledger.push(EventKind::RunStopping {
+                    reason,
+                    cause: Some(recorded),
+                });
             }
             for action in actions {
                 finished |= self.act(action, turn);
@@ -692,7 +696,10 @@ impl<'a> Dispatcher<'a> {
         if let Some(remote) = &remote
             && let Err(error) = self.workspaces.fetch_all(remote)
         {
-            self.ledger.push(EventKind::RunStopping { reason: error });
+            self.ledger.push(EventKind::RunStopping {
+                reason: error,
+                cause: Some(baton_model::StopCause::Remote),
+            });
         }
         if merging {
             let consolidation = Consolidation {
@@ -731,12 +738,16 @@ impl<'a> Dispatcher<'a> {
         if let Some(remote) = &remote
             && let Err(error) = self.workspaces.publish_result(remote)
         {
-            self.ledger.push(EventKind::RunStopping { reason: error });
+            self.ledger.push(EventKind::RunStopping {
+                reason: error,
+                cause: Some(baton_model::StopCause::Remote),
+            });
         }
         let state = ending.state();
         if state == RunState::Cancelled && scheduled != RunState::Cancelled {
             self.ledger.push(EventKind::RunStopping {
                 reason: "cancelled while the run's checks ran".to_owned(),
+                cause: Some(baton_model::StopCause::Cancelled),
             });
         }
         self.final_state = Some(state);
@@ -759,6 +770,7 @@ impl<'a> Dispatcher<'a> {
                 "{what}; the run waits for `baton approve {run}` or `baton resume {run} --raise-budget USD`",
                 run = self.run_id
             ),
+            cause: Some(baton_model::StopCause::SoftBudget),
         });
         true
     }

@@ -34,6 +34,7 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
     (2, "work queue", include_str!("v2.sql")),
     (3, "shipped logs", include_str!("v3.sql")),
     (4, "cancel requests", include_str!("v4.sql")),
+    (5, "stop cause", include_str!("v5.sql")),
 ];
 
 /// A PostgreSQL store: one connection, on its own thread.
@@ -248,11 +249,19 @@ impl RunReader for PgStore {
         self.events_pg(run, after_seq, limit)
     }
 
-    fn events_of_kind(&self, run: &RunId, kind: &str) -> Result<Vec<Event>, StoreError> {
+    fn events_of_kind(
+        &self,
+        run: &RunId,
+        kind: baton_model::EventName,
+    ) -> Result<Vec<Event>, StoreError> {
         self.events_of_kind_pg(run, kind, false)
     }
 
-    fn last_event_of_kind(&self, run: &RunId, kind: &str) -> Result<Option<Event>, StoreError> {
+    fn last_event_of_kind(
+        &self,
+        run: &RunId,
+        kind: baton_model::EventName,
+    ) -> Result<Option<Event>, StoreError> {
         Ok(self.events_of_kind_pg(run, kind, true)?.pop())
     }
 

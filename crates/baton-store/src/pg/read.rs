@@ -9,7 +9,7 @@ use super::PgStore;
 use crate::{AttemptRecord, Decision, Driver, RunRecord, RunSummary, StoreError, TaskRecord};
 
 const RUN_COLUMNS: &str = "id, name, graph_path, status, started_at_ms, ended_at_ms, \
-     concurrency, task_count, stop_reason, driver_pid, driver_start_time, driver_host";
+     concurrency, task_count, stop_reason, driver_pid, driver_start_time, driver_host, stop_cause";
 
 const TASK_COLUMNS: &str = "task_id, idx, status, attempts, next_attempt, retry_at_ms, \
      started_at_ms, ended_at_ms, exit_code, reason, output_attempt, output, output_bytes, \
@@ -51,7 +51,7 @@ fn run_record(row: &Row) -> Result<RunRecord, StoreError> {
         ended_at_ms: row.get(5),
         concurrency: row.get::<_, i64>(6) as u32,
         task_count: row.get::<_, i64>(7) as u32,
-        stop_reason: row.get(8),
+        stop: crate::decode::stop(row.get(8), row.get(12)),
         driver,
     })
 }
@@ -278,10 +278,10 @@ impl PgStore {
     pub(super) fn events_of_kind_pg(
         &self,
         run: &RunId,
-        kind: &str,
+        kind: baton_model::EventName,
         last_only: bool,
     ) -> Result<Vec<Event>, StoreError> {
-        let (run, kind) = (run.clone(), kind.to_owned());
+        let (run, kind) = (run.clone(), kind.as_str());
         self.conn.call(move |client| {
             let rows = if last_only {
                 client.query(

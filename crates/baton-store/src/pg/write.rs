@@ -457,14 +457,16 @@ fn apply(tx: &mut Turn<'_>, run: &RunId, event: &Event) -> Result<(), StoreError
     match &event.kind {
         EventKind::RunStarted { .. } | EventKind::RunResumed { .. } => {
             tx.execute(
-                "UPDATE runs SET status = $2, ended_at_ms = NULL, stop_reason = NULL WHERE id = $1",
+                "UPDATE runs SET status = $2, ended_at_ms = NULL, stop_reason = NULL, stop_cause = NULL \
+                 WHERE id = $1",
                 &[&id, &RunState::Running.as_str()],
             )?;
         }
-        EventKind::RunStopping { reason } => {
+        EventKind::RunStopping { reason, cause } => {
+            let cause = baton_model::StopCause::of(reason, *cause);
             tx.execute(
-                "UPDATE runs SET stop_reason = $2 WHERE id = $1",
-                &[&id, reason],
+                "UPDATE runs SET stop_reason = $2, stop_cause = $3 WHERE id = $1",
+                &[&id, reason, &cause.as_str()],
             )?;
         }
         EventKind::RunFinished { state } => {

@@ -120,7 +120,9 @@ pub fn a_planners_tasks_join_the_run_after_the_others(db: &dyn Database) {
         ),
         (2, 1)
     );
-    let recorded = store.events_of_kind(&run, "graph-expanded").unwrap();
+    let recorded = store
+        .events_of_kind(&run, baton_model::EventName::GraphExpanded)
+        .unwrap();
     assert_eq!(recorded.len(), 1);
     assert_eq!(recorded[0].kind, expanded);
     assert_eq!(store.check_consistency(&run).unwrap(), Vec::<String>::new());
@@ -229,10 +231,15 @@ pub fn a_turn_is_recorded_whole_and_numbered(db: &dyn Database) {
     assert_eq!(after.iter().map(|e| e.seq).collect::<Vec<_>>(), [3, 4]);
     assert_eq!(store.events(&run, 0, 1).unwrap().len(), 1);
     assert_eq!(
-        store.events_of_kind(&run, "attempt-started").unwrap().len(),
+        store
+            .events_of_kind(&run, baton_model::EventName::AttemptStarted)
+            .unwrap()
+            .len(),
         2
     );
-    let last = store.last_event_of_kind(&run, "attempt-started").unwrap();
+    let last = store
+        .last_event_of_kind(&run, baton_model::EventName::AttemptStarted)
+        .unwrap();
     assert_eq!(last.map(|e| e.seq), Some(4));
     let a = store.attempts(&run, &task("a")).unwrap();
     assert_eq!(a.len(), 1);

@@ -152,6 +152,8 @@ fn outcome(c: u32) -> Outcome {
         },
         _ => Outcome::OverBudget {
             limit: "task".into(),
+            // Recorded before event schema 2 (no scope), or with it.
+            scope: [None, Some(baton_model::BudgetScope::Run)][c as usize % 2],
             // Eighths: exact in binary, so sums compare exactly.
             spent_usd: (c.is_multiple_of(2)).then_some(0.625),
             tokens: 1_000,
@@ -277,8 +279,10 @@ fn simulate(case: &Case) -> Log {
                 log.push(EventKind::TaskReset { task: id });
             }
             23 => {
+                // Words only (event schema 1), or a recorded cause.
                 log.push(EventKind::RunStopping {
-                    reason: format!("stop {}", d % 3),
+                    reason: ["budget spent: $1", "cancelled", "stop"][d as usize % 3].into(),
+                    cause: [None, Some(baton_model::StopCause::Killed)][d as usize % 2],
                 });
             }
             24 => {
@@ -452,7 +456,7 @@ fn compare(store: &dyn Store, view: &RunView, log: &Log, n: usize) -> Result<(),
     let record = store.run(&run).unwrap().unwrap();
     prop_assert_eq!(record.status, view.run().status);
     prop_assert_eq!(record.ended_at_ms, view.run().ended_at_ms);
-    prop_assert_eq!(&record.stop_reason, &view.run().stop_reason);
+    prop_assert_eq!(&record.stop, &view.run().stop);
     prop_assert_eq!(record.task_count as usize, n);
     prop_assert_eq!(record.started_at_ms, 1_000);
 

@@ -175,6 +175,7 @@ fn failure_blocks_dependents_and_the_run() {
                     3,
                     EventKind::RunStopping {
                         reason: "a failed".into(),
+                        cause: Some(baton_model::StopCause::TaskFailed),
                     },
                 ),
                 finished(4, "c", 1, Outcome::Cancelled),
@@ -203,7 +204,13 @@ fn failure_blocks_dependents_and_the_run() {
 
     let summary = &store.runs(10).unwrap()[0];
     assert_eq!(summary.run.status, RunState::Blocked);
-    assert_eq!(summary.run.stop_reason.as_deref(), Some("a failed"));
+    assert_eq!(
+        summary.run.stop,
+        Some(baton_model::Stop {
+            cause: baton_model::StopCause::TaskFailed,
+            reason: "a failed".into()
+        })
+    );
     assert_eq!(
         (
             summary.count(TaskState::Failed),

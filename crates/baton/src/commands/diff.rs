@@ -15,7 +15,7 @@ fn result_of(
     store: &dyn baton_store::Store,
     run: &baton_model::RunId,
 ) -> Result<(String, String), Failure> {
-    let merged = store.last_event_of_kind(run, "result-merged")?;
+    let merged = store.last_event_of_kind(run, baton_model::EventName::ResultMerged)?;
     match merged.map(|e| e.kind) {
         Some(EventKind::ResultMerged {
             base: Some(base),
@@ -51,7 +51,7 @@ pub fn diff(args: DiffArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         None => result_of(&*store, &run.id)?,
         Some(task) => {
             let committed: Vec<_> = store
-                .events_of_kind(&run.id, "workspace-committed")?
+                .events_of_kind(&run.id, baton_model::EventName::WorkspaceCommitted)?
                 .into_iter()
                 .filter_map(|e| match e.kind {
                     EventKind::WorkspaceCommitted {
@@ -171,7 +171,7 @@ fn apply_message(
     squash: bool,
 ) -> Result<String, Failure> {
     let mut tasks: Vec<(String, usize)> = Vec::new();
-    for event in store.events_of_kind(&run.id, "workspace-committed")? {
+    for event in store.events_of_kind(&run.id, baton_model::EventName::WorkspaceCommitted)? {
         let EventKind::WorkspaceCommitted { task, evidence, .. } = event.kind else {
             continue;
         };

@@ -64,7 +64,10 @@ pub struct JsonEvent<'a> {
 
 impl<'a> JsonEvent<'a> {
     pub fn of(event: &'a Event) -> Self {
-        Self { schema: 1, event }
+        Self {
+            schema: baton_model::EVENT_SCHEMA_VERSION,
+            event,
+        }
     }
 }
 
@@ -79,7 +82,7 @@ fn describe(event: &Event) -> String {
         } => {
             format!("`{name}`: {tasks} tasks, concurrency {concurrency}")
         }
-        EventKind::RunStopping { reason } => reason.clone(),
+        EventKind::RunStopping { reason, .. } => reason.clone(),
         EventKind::RunFinished { state } => state.to_string(),
         EventKind::RunResumed { retry } => if *retry {
             "by `baton retry`"

@@ -410,9 +410,9 @@ fn live_of(app: &App, gathered: &Gathered, page: usize) -> baton_report::Live {
             && gathered
                 .view
                 .run()
-                .stop_reason
-                .as_deref()
-                .is_some_and(|r| r.contains("soft")),
+                .stop
+                .as_ref()
+                .is_some_and(|stop| stop.cause == baton_model::StopCause::SoftBudget),
     }
 }
 

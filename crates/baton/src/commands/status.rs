@@ -27,8 +27,8 @@ pub fn status(args: StatusArgs, store_url: Option<&str>) -> Result<i32, Failure>
         run.graph_path,
         format_utc(run.started_at_ms)
     );
-    if let Some(reason) = &run.stop_reason {
-        text.push_str(&format!("stopped: {reason}\n"));
+    if let Some(stop) = &run.stop {
+        text.push_str(&format!("stopped: {}\n", stop.reason));
     }
     if let Some(driver) = run
         .driver

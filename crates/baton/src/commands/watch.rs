@@ -54,7 +54,7 @@ pub fn watch(args: WatchArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let view = baton_store::initial_view(&*store, &run.id)?;
     let mut after = 0;
     let (mut budget_usd, mut budget_tokens) = graph_budget(store.graph_json(&run.id)?);
-    if let Some(event) = store.last_event_of_kind(&run.id, "budget-changed")?
+    if let Some(event) = store.last_event_of_kind(&run.id, baton_model::EventName::BudgetChanged)?
         && let EventKind::BudgetChanged { usd, tokens, .. } = event.kind
     {
         (budget_usd, budget_tokens) = (usd, tokens);

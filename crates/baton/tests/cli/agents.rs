@@ -1050,9 +1050,10 @@ prompt = "three"
         .status(1);
     let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
     assert_eq!(out.json_task("second")["state"], "skipped");
-    let reason = out.store().run().stop_reason.unwrap();
+    let stop = out.store().run().stop.unwrap();
+    assert_eq!(stop.cause, baton_model::StopCause::BudgetSpent);
     assert_eq!(
-        reason,
+        stop.reason,
         "budget spent: `second` would reserve $3.00 (the average of the finished agents) and \
          does not fit: $3.00 spent, of $4.00"
     );

@@ -103,7 +103,10 @@ run = "echo never"
     let store = out.store();
     let run = store.run();
     assert_eq!(run.status, RunState::Failed);
-    assert!(run.stop_reason.is_some());
+    assert_eq!(
+        run.stop.map(|s| s.cause),
+        Some(baton_model::StopCause::TaskFailed)
+    );
     assert_eq!(store.attempts("long")[0].outcome, Some(Outcome::Cancelled));
     for id in ["after-long", "q1", "q2", "after-bad"] {
         assert!(store.attempts(id).is_empty(), "{id} must not have run");

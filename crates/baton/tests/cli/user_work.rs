@@ -766,7 +766,7 @@ estimate = { usd = 0.5 }
         .events()
         .into_iter()
         .filter_map(|e| match e.kind {
-            EventKind::RunStopping { reason } => Some(reason),
+            EventKind::RunStopping { reason, .. } => Some(reason),
             _ => None,
         })
         .collect();
