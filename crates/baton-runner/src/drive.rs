@@ -16,11 +16,12 @@ use crate::dispatcher::Dispatcher;
 use crate::launch_log::LaunchLog;
 use crate::recorder::Recorder;
 use crate::takeover::{Restored, Takeover, TakeoverError, plan_takeover};
-use crate::{build_result, kill_leftovers, new_run_id};
+use crate::{kill_leftovers, new_run_id};
 use baton_attempt::RunConfig;
 use baton_attempt::stamp::now_ms;
 use baton_attempt::workspace::Workspaces;
 use baton_layout::RunDirs;
+use baton_view::build_result;
 
 /// A request from outside the run to stop it (Ctrl-C, SIGTERM, `baton cancel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,8 +151,9 @@ pub async fn resume(
         .ok_or_else(|| TakeoverError::UnknownRun(run_id.clone()))?;
     let graph = match how.reload() {
         // The file read again, grown by what the run's planners added, as the recorded one is.
-        Some(reload) => crate::takeover::grown(store, run_id, (*reload.graph).clone())?,
-        None => crate::takeover::recorded_graph(store, run_id)?,
+        Some(reload) => baton_view::grown(store, run_id, (*reload.graph).clone())
+            .map_err(TakeoverError::from)?,
+        None => baton_view::recorded_graph(store, run_id).map_err(TakeoverError::from)?,
     };
     // Refuses while another live process drives the run, naming it; but a run that has ended
     // is let go by its driver a moment later (it merges, cleans up, reads its result), and
@@ -213,7 +215,7 @@ pub async fn coordinate(
     config: RunConfig,
     stops: mpsc::UnboundedReceiver<StopRequest>,
 ) -> Result<Option<RunResult>, RunError> {
-    let graph = crate::takeover::recorded_graph(store, run_id)?;
+    let graph = baton_view::recorded_graph(store, run_id).map_err(TakeoverError::from)?;
     let lease = match crate::driver::claim(store, run_id) {
         Ok(claim) => claim.lease,
         Err(StoreError::RunHeld { .. }) => return Ok(None),
@@ -335,7 +337,7 @@ async fn drive_run(
             .filter(|t| matches!(t.action, TaskAction::Agent { .. }))
             .map(|t| t.id.clone())
             .collect(),
-        best_of: crate::best_of(graph),
+        best_of: baton_view::best_of(graph),
     });
     // Commits are made on a thread of their own, off the path from one task's end to the next
     // one's start.

@@ -19,28 +19,15 @@ mod ledger;
 mod reasons;
 mod recorder;
 mod remote;
-mod result;
 mod run_id;
 mod takeover;
 
 pub use drive::{RunError, StopRequest, coordinate, resume, run, submit};
 
-/// The graph's best-of tasks, each with how many candidates it runs at once: what the
-/// reporters need to show their attempts as candidates.
-pub fn best_of(graph: &baton_graph::Graph) -> std::collections::HashMap<baton_model::TaskId, u32> {
-    graph
-        .tasks()
-        .iter()
-        .filter(|t| t.candidate_count() > 1)
-        .map(|t| (t.id.clone(), t.candidate_count()))
-        .collect()
-}
-
-pub use result::{build_observed_result, build_result};
 pub use run_id::new_run_id;
 pub use takeover::{
     BudgetChange, FileChanges, Reload, Takeover, TakeoverError, cancel_abandoned,
-    compare_with_file, recorded_graph, recorded_output, unfinished,
+    compare_with_file, recorded_output, unfinished,
 };
 
 // What the CLI and workers need of the attempt unit's crate, where a run is driven from.

@@ -71,27 +71,6 @@ impl FileChanges {
     }
 }
 
-/// The graph the run last stood on before its planners added to it: the one it started
-/// with, or the last one `--reload` gave it.
-fn base_graph(store: &dyn Store, run: &RunId) -> Result<Graph, crate::RunError> {
-    let bad = |source| TakeoverError::Graph {
-        run: run.clone(),
-        source,
-    };
-    let reloaded = store.last_event_of_kind(run, baton_model::EventName::GraphReloaded)?;
-    if let Some(Event {
-        kind: EventKind::GraphReloaded { graph, .. },
-        ..
-    }) = reloaded
-    {
-        return Ok(Graph::from_stored_json(&graph).map_err(bad)?);
-    }
-    let json = store
-        .graph_json(run)?
-        .ok_or_else(|| TakeoverError::UnknownRun(run.clone()))?;
-    Ok(Graph::from_stored_json(&json).map_err(bad)?)
-}
-
 /// How `file` (the run's graph file, loaded and validated now) differs from what `run`
 /// recorded.
 pub fn compare_with_file(
@@ -99,7 +78,7 @@ pub fn compare_with_file(
     run: &RunId,
     file: &Graph,
 ) -> Result<FileChanges, crate::RunError> {
-    let recorded = base_graph(store, run)?;
+    let recorded = baton_view::base_graph(store, run).map_err(TakeoverError::from)?;
     let mut changes = FileChanges::default();
     let ids = |g: &Graph| g.tasks().iter().map(|t| t.id.clone()).collect::<Vec<_>>();
     let (before, now) = (ids(&recorded), ids(file));
@@ -153,12 +132,8 @@ pub enum BudgetChange {
 pub enum TakeoverError {
     #[error("no run `{0}` is recorded")]
     UnknownRun(RunId),
-    #[error("the graph recorded with run {run} cannot be read")]
-    Graph {
-        run: RunId,
-        #[source]
-        source: serde_json::Error,
-    },
+    #[error(transparent)]
+    Recorded(#[from] baton_view::RecordedGraphError),
     #[error("run {run} is {state}; {hint}")]
     NotApplicable {
         run: RunId,
@@ -175,52 +150,6 @@ pub enum TakeoverError {
          or raise its budget with `baton resume {run} --raise-budget USD`"
     )]
     WaitingForBudget { run: RunId, spent: String },
-}
-
-/// The graph of a recorded run as it last was: the one it began with, grown by every planner's
-/// answer in the order they were recorded (each answer's tasks are stored with `needs` into
-/// the graph as it was then, which replaying in order makes again).
-pub fn recorded_graph(store: &dyn Store, run: &RunId) -> Result<Graph, crate::RunError> {
-    let base = base_graph(store, run)?;
-    grown(store, run, base)
-}
-
-/// `base` (a run's graph file, read again) grown by what the run's planners added to it, as
-/// [`recorded_graph`] grows the graph it recorded.
-pub(crate) fn grown(store: &dyn Store, run: &RunId, base: Graph) -> Result<Graph, crate::RunError> {
-    let bad = |source| TakeoverError::Graph {
-        run: run.clone(),
-        source,
-    };
-    let mut graph = base;
-    for event in store.events_of_kind(run, baton_model::EventName::GraphExpanded)? {
-        let EventKind::GraphExpanded {
-            task,
-            tasks,
-            replaces,
-            ..
-        } = event.kind
-        else {
-            continue;
-        };
-        let tasks: Vec<baton_graph::Task> = serde_json::from_value(tasks).map_err(bad)?;
-        let planner = graph
-            .index_of(task.as_str())
-            .ok_or_else(|| TakeoverError::UnknownTask {
-                run: run.clone(),
-                task: task.clone(),
-            })?;
-        graph = if replaces.is_empty() {
-            graph.extended(planner, tasks)
-        } else {
-            let dropped: Vec<u32> = replaces
-                .iter()
-                .filter_map(|id| graph.index_of(id.as_str()))
-                .collect();
-            graph.replanned(planner, tasks, &dropped)
-        };
-    }
-    Ok(graph)
 }
 
 /// What the dispatcher starts from when it takes a run over.

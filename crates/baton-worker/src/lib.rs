@@ -555,7 +555,7 @@ fn prepare<'p>(
         .is_none_or(|p| (p.graph.len() as u32) < work.graph_len);
     if stale {
         let graph = Arc::new(
-            baton_runner::recorded_graph(store, &claim.run)
+            baton_view::recorded_graph(store, &claim.run)
                 .map_err(|e| format!("cannot read run {}'s graph: {e}", claim.run))?,
         );
         match parts.get_mut(&claim.run) {

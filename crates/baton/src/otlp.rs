@@ -21,8 +21,8 @@ use opentelemetry_proto::tonic::trace::v1::{
 };
 use prost::Message;
 
-use crate::commands::report::Gathered;
 use crate::exit::Failure;
+use baton_view::Gathered;
 
 /// How long an export may take: a collector that does not answer must not hold baton.
 const TIMEOUT: Duration = Duration::from_secs(10);

@@ -431,8 +431,13 @@ fn export_trace(
         let record = store
             .run(&run)?
             .with_context(|| format!("run {run} is not recorded"))?;
-        let gathered = super::report::Gathered::of(store, project, &record)
-            .map_err(|e| anyhow::anyhow!("cannot read the run back: {e:?}"))?;
+        let gathered = baton_view::Gathered::of(
+            store,
+            &project.state_dir,
+            &record,
+            records::effective_state(&record),
+        )
+        .map_err(|e| anyhow::anyhow!("cannot read the run back: {e:?}"))?;
         let graph = gathered
             .recorded
             .as_ref()
@@ -519,7 +524,7 @@ fn check_stored(
     agents: &AgentConfig,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<(), Failure> {
-    match baton_runner::recorded_graph(store, run) {
+    match baton_view::recorded_graph(store, run) {
         Ok(graph) => {
             check_env(&graph)?;
             check_engines(&graph, agents, runtime)?;
@@ -626,7 +631,7 @@ fn decide(
             run.id, run.id
         )));
     };
-    let asks = baton_runner::recorded_graph(store.as_ref(), &run.id)
+    let asks = baton_view::recorded_graph(store.as_ref(), &run.id)
         .ok()
         .and_then(|graph| graph.index_of(task).map(|i| graph.task(i).approval))
         .unwrap_or(false);

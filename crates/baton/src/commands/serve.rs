@@ -37,10 +37,10 @@ use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
 
 use super::records;
-use super::report::Gathered;
 use crate::cli::ServeArgs;
 use crate::exit::{self, Failure};
 use crate::project::Project;
+use baton_view::Gathered;
 
 /// The cookie the link's token becomes.
 const COOKIE: &str = "baton_token";
@@ -429,7 +429,12 @@ async fn run_page(
 ) -> Result<Html<String>, PageError> {
     blocking(&app, move |app| {
         let run = resolve(app, &id)?;
-        let gathered = Gathered::of(&*app.store, &app.project, &run)?;
+        let gathered = Gathered::of(
+            &*app.store,
+            &app.project.state_dir,
+            &run,
+            records::effective_state(&run),
+        )?;
         let page = query.page.unwrap_or(1).saturating_sub(1);
         let live = live_of(app, &gathered, page);
         let page = gathered
@@ -470,7 +475,12 @@ async fn task_page(
         .filter(|out| out.status.success())
         .map(|out| String::from_utf8_lossy(&out.stdout).into_owned());
     blocking(&app, move |app| {
-        let gathered = Gathered::of(&*app.store, &app.project, &run)?;
+        let gathered = Gathered::of(
+            &*app.store,
+            &app.project.state_dir,
+            &run,
+            records::effective_state(&run),
+        )?;
         let live = live_of(app, &gathered, 0);
         let extras = baton_report::TaskExtras { diff, attempt };
         let page = baton_report::render_task(&gathered.input(Some(live)), &query.name, &extras)

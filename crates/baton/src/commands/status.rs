@@ -13,7 +13,7 @@ pub fn status(args: StatusArgs, store_url: Option<&str>) -> Result<i32, Failure>
     // to type next is for that.
     let state = records::effective_state(&run);
     let result =
-        baton_runner::build_observed_result(&*store, &run.id, &project.state_dir, Some(state))?;
+        baton_view::build_observed_result(&*store, &run.id, &project.state_dir, Some(state))?;
     if args.json {
         out::json("the run's status", &result)?;
         return Ok(exit::SUCCESS);

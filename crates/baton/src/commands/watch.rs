@@ -60,7 +60,7 @@ pub fn watch(args: WatchArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         (budget_usd, budget_tokens) = (usd, tokens);
     }
     let tasks = view.tasks().count() as u32;
-    let recorded = baton_runner::recorded_graph(&*store, &run.id);
+    let recorded = baton_view::recorded_graph(&*store, &run.id);
     reporter.run_started(&RunInfo {
         run_id: run.id.clone(),
         name: run.name.clone(),
@@ -85,7 +85,7 @@ pub fn watch(args: WatchArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             .unwrap_or_default(),
         best_of: recorded
             .as_ref()
-            .map(baton_runner::best_of)
+            .map(baton_view::best_of)
             .unwrap_or_default(),
     });
     loop {
@@ -106,7 +106,7 @@ pub fn watch(args: WatchArgs, store_url: Option<&str>) -> Result<i32, Failure> {
             let rest = store.events(&run.id, after, u32::MAX)?;
             reporter.events(&rest);
             let state = records::effective_state(&current);
-            let result = baton_runner::build_observed_result(
+            let result = baton_view::build_observed_result(
                 &*store,
                 &run.id,
                 &project.state_dir,

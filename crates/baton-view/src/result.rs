@@ -59,7 +59,7 @@ pub fn build_observed_result(
     let started = record.started_at_ms;
     let ended = record.ended_at_ms;
     let run_ms = ended
-        .unwrap_or_else(baton_attempt::stamp::now_ms)
+        .unwrap_or_else(baton_model::now_ms)
         .saturating_sub(started)
         .max(0) as u64;
     // The run's driven stretches: from each start or takeover to its end — the run's finish,
@@ -421,7 +421,7 @@ fn merged_result(
         verified: Vec::new(),
     };
     // The run's checks on that merge (the run's own `checked` events: no task).
-    let dirs = crate::RunDirs::new(state_dir, run);
+    let dirs = baton_layout::RunDirs::new(state_dir, run);
     for event in store.events_of_kind(run, EventName::Checked)? {
         if event.seq < at {
             continue;
@@ -698,7 +698,7 @@ impl Driven {
                 // Its driver died: it ended with the last thing its attempts did.
                 (None, Some(_), _) => self.last_seen[i],
                 (None, None, Some(ended)) => ended,
-                (None, None, None) => baton_attempt::stamp::now_ms(),
+                (None, None, None) => baton_model::now_ms(),
             };
             total += end.saturating_sub(open).max(0);
         }
