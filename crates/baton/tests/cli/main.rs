@@ -7,6 +7,7 @@ mod aider;
 mod approval;
 mod best_of;
 mod custom_engines;
+mod docs;
 mod doctor;
 mod procs;
 mod test;
