@@ -13,6 +13,7 @@ mod notify;
 mod otlp;
 mod out;
 mod project;
+mod serve;
 
 use std::process::ExitCode;
 

@@ -4,18 +4,18 @@ mod agent_http;
 mod cancel;
 mod diff;
 mod doctor;
-mod events;
+pub(crate) mod events;
 mod goal;
 mod graph;
 mod load;
 mod logs;
 mod plan;
 pub mod prune;
-mod records;
+pub(crate) mod records;
 pub mod report;
 mod run;
 mod runs;
-mod serve;
+
 mod shell;
 mod status;
 mod watch;
@@ -35,7 +35,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Logs(args) => logs::logs(args, cli.store.as_deref()),
         Command::Events(args) => events::events(args, cli.store.as_deref()),
         Command::Report(args) => report::report(args, cli.store.as_deref()),
-        Command::Serve(args) => serve::serve(args, cli.store.as_deref()),
+        Command::Serve(args) => crate::serve::serve(args, cli.store.as_deref()),
         Command::Watch(args) => watch::watch(args, cli.store.as_deref()),
         Command::Resume(args) => run::resume(args, cli.store.as_deref()),
         Command::Retry(args) => run::retry(args, cli.store.as_deref()),
