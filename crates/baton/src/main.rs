@@ -10,7 +10,6 @@ mod commands;
 mod diagnostics;
 mod exit;
 mod notify;
-mod otlp;
 mod out;
 mod project;
 mod serve;

@@ -314,7 +314,8 @@ pub(super) fn execute(
     store_url: Option<&str>,
 ) -> Result<Driven, Failure> {
     let kill_grace = kill_grace(args)?;
-    let exporter = crate::otlp::Exporter::configured(args.otlp.as_deref())?;
+    let exporter = baton_otlp::Exporter::configured(args.otlp.as_deref())
+        .map_err(|e| Failure::BadInput(e.to_string()))?;
     // A new run belongs to its graph file's project; a run taken over to the one it is in.
     let project = match &job {
         Job::New(graph) => Project::of_graph(graph.source())?,
@@ -420,7 +421,7 @@ fn reporter(args: &DriveArgs) -> Box<dyn Reporter> {
 
 /// Sends the run's trace; a collector that cannot take it is a warning, never the run's failure.
 fn export_trace(
-    exporter: &crate::otlp::Exporter,
+    exporter: &baton_otlp::Exporter,
     store: &dyn Store,
     project: &Project,
     result: &baton_report::RunResult,
@@ -437,13 +438,13 @@ fn export_trace(
             &record,
             records::effective_state(&record),
         )
-        .map_err(|e| anyhow::anyhow!("cannot read the run back: {e:?}"))?;
+        .context("cannot read the run back")?;
         let graph = gathered
             .recorded
             .as_ref()
             .context("the run's graph cannot be read back")?;
         let redact = baton_runner::redaction(graph, agents);
-        exporter.export(&gathered, &redact)
+        Ok(exporter.export(&gathered, &redact)?)
     })();
     match sent {
         Ok(spans) => out::err(&format!(

@@ -11,7 +11,6 @@
 
 use std::time::Duration;
 
-use anyhow::Context;
 use baton_model::{AttemptView, EventKind, Outcome, RunState, TaskState};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
@@ -21,8 +20,25 @@ use opentelemetry_proto::tonic::trace::v1::{
 };
 use prost::Message;
 
-use crate::exit::Failure;
 use baton_view::Gathered;
+
+/// What is wrong with where traces are asked to go.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(String);
+
+/// Why a trace was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("cannot send the trace to {url}")]
+    Send {
+        url: String,
+        #[source]
+        source: Box<ureq::Error>,
+    },
+    #[error("the collector at {url} answered {status}")]
+    Refused { url: String, status: u16 },
+}
 
 /// How long an export may take: a collector that does not answer must not hold baton.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -38,7 +54,7 @@ impl Exporter {
     /// `--otlp ENDPOINT` (the collector's base address, `/v1/traces` added), else
     /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as it is), else `OTEL_EXPORTER_OTLP_ENDPOINT`
     /// (`/v1/traces` added); `None` when none is set.
-    pub fn configured(flag: Option<&str>) -> Result<Option<Self>, Failure> {
+    pub fn configured(flag: Option<&str>) -> Result<Option<Self>, ConfigError> {
         let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let url = match (flag, env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) {
             (Some(base), _) => traces_url(base),
@@ -49,7 +65,7 @@ impl Exporter {
             },
         };
         if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(Failure::BadInput(format!(
+            return Err(ConfigError(format!(
                 "--otlp {url}: an OTLP/HTTP endpoint is an http:// or https:// address, like \
                  http://127.0.0.1:4318"
             )));
@@ -57,7 +73,7 @@ impl Exporter {
         let protocol = env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
             .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"));
         if let Some(protocol) = protocol.filter(|p| p != "http/protobuf") {
-            return Err(Failure::BadInput(format!(
+            return Err(ConfigError(format!(
                 "OTEL_EXPORTER_OTLP_PROTOCOL={protocol}: baton sends traces as http/protobuf; \
                  unset it or set it to http/protobuf (collectors take it on port 4318)"
             )));
@@ -74,7 +90,7 @@ impl Exporter {
         &self,
         gathered: &Gathered,
         redact: &dyn Fn(&str) -> String,
-    ) -> anyhow::Result<usize> {
+    ) -> Result<usize, ExportError> {
         let request = trace(gathered, redact);
         let spans = request
             .resource_spans
@@ -93,15 +109,19 @@ impl Exporter {
         for (name, value) in &self.headers {
             post = post.header(name, value);
         }
-        let response = post
-            .send(&request.encode_to_vec()[..])
-            .with_context(|| format!("cannot send the trace to {}", self.url))?;
+        let response =
+            post.send(&request.encode_to_vec()[..])
+                .map_err(|source| ExportError::Send {
+                    url: self.url.clone(),
+                    source: Box::new(source),
+                })?;
         let status = response.status();
-        anyhow::ensure!(
-            status.is_success(),
-            "the collector at {} answered {status}",
-            self.url
-        );
+        if !status.is_success() {
+            return Err(ExportError::Refused {
+                url: self.url.clone(),
+                status: status.as_u16(),
+            });
+        }
         Ok(spans)
     }
 }
