@@ -326,6 +326,7 @@ fn goal_check(args: &DoArgs, leaves: &[String]) -> String {
     )
 }
 
+/// A key as TOML: bare when it can be, else quoted by the `toml` crate.
 fn toml_key(key: &str) -> String {
     if !key.is_empty()
         && key
@@ -334,47 +335,42 @@ fn toml_key(key: &str) -> String {
     {
         key.to_owned()
     } else {
-        toml_str(key)
+        toml::Value::String(key.to_owned()).to_string()
     }
 }
 
-/// A string as TOML: a multi-line literal when it spans lines and can be one, else a basic
-/// string with escapes.
+/// A string as TOML, written by the `toml` crate (a multi-line string when it spans lines).
 fn toml_str(s: &str) -> String {
-    let literal_ok =
-        !s.contains("'''") && !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t');
-    if s.contains('\n') && literal_ok && !s.ends_with('\'') {
-        return format!("'''\n{s}'''");
-    }
-    serde_json::to_string(s).expect("a string serializes")
+    toml::Value::String(s.to_owned()).to_string()
 }
 
+/// A JSON value from the planner's answer as TOML, written by the `toml` crate. TOML has no
+/// null: a null in an array or table is left out, and a null value is an empty string (a
+/// field's null is skipped before it gets here).
 fn toml_value(value: &serde_json::Value) -> String {
+    to_toml(value)
+        .unwrap_or_else(|| toml::Value::String(String::new()))
+        .to_string()
+}
+
+fn to_toml(value: &serde_json::Value) -> Option<toml::Value> {
     use serde_json::Value;
-    match value {
-        Value::String(s) => toml_str(s),
-        Value::Array(items) => format!(
-            "[{}]",
-            items
-                .iter()
-                .filter(|v| !v.is_null())
-                .map(toml_value)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Value::Object(fields) => format!(
-            "{{ {} }}",
+    Some(match value {
+        Value::Null => return None,
+        Value::Bool(b) => toml::Value::Boolean(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => toml::Value::Integer(i),
+            None => toml::Value::Float(n.as_f64()?),
+        },
+        Value::String(s) => toml::Value::String(s.clone()),
+        Value::Array(items) => toml::Value::Array(items.iter().filter_map(to_toml).collect()),
+        Value::Object(fields) => toml::Value::Table(
             fields
                 .iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| format!("{} = {}", toml_key(k), toml_value(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
+                .filter_map(|(k, v)| Some((k.clone(), to_toml(v)?)))
+                .collect(),
         ),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::Null => "\"\"".to_owned(),
-    }
+    })
 }
 
 fn write_plan_only(args: &DoArgs, file: &Path) -> Result<i32, Failure> {
@@ -657,5 +653,34 @@ fn edit(file: &Path) -> Result<Option<Graph>, Failure> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the planner wrote reads back from the graph file as it was, whatever its strings
+    /// hold: the hand-written writer this replaced wrote U+007F raw, which TOML forbids.
+    #[test]
+    fn a_planners_values_read_back_from_the_file_as_they_were() {
+        let answer = serde_json::json!({
+            "id": "a",
+            "prompt": "line one\nwith ''' and \"\"\" and \\ and \u{7f} and \u{1b}[31m\n",
+            "needs": ["b", null, "c"],
+            "weird key": {"usd": 1.5, "n": 3, "none": null},
+            "flag": true,
+        });
+        let mut text = String::new();
+        for (key, value) in answer.as_object().unwrap() {
+            text.push_str(&format!("{} = {}\n", toml_key(key), toml_value(value)));
+        }
+        let back: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let back = serde_json::to_value(back).unwrap();
+        assert_eq!(back["prompt"], answer["prompt"], "{text}");
+        assert_eq!(back["needs"], serde_json::json!(["b", "c"]));
+        assert_eq!(back["weird key"], serde_json::json!({"usd": 1.5, "n": 3}));
+        assert_eq!(back["flag"], true);
+        assert_eq!(toml_str("plan: x"), "\"plan: x\"");
     }
 }
