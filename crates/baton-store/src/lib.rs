@@ -1,4 +1,7 @@
-//! The durable record of runs: SQLite in WAL mode, the source of truth of everything baton did.
+//! The durable record of runs, the source of truth of everything baton did: SQLite in WAL mode
+//! on one machine ([`SqliteStore`]), PostgreSQL when many machines share runs ([`PgStore`],
+//! which also holds the work queue `baton worker`s claim from). Both stand behind one seam,
+//! [`RunLog`] and [`RunReader`] (`seam.rs`), and pass one conformance suite.
 //!
 //! The append-only event log is the record; the `runs`, `tasks` and `attempts` tables are its
 //! projections, updated in the same transaction as the events they follow from, so that a reader

@@ -1,7 +1,8 @@
 //! The store as the rest of baton sees it: what a driver writes ([`RunLog`]) and what readers
-//! query ([`RunReader`]), in the domain's words, not SQL. SQLite is the one backend today;
-//! PostgreSQL comes next and passes the same conformance suite (`tests/store/conformance.rs`).
-//! Nothing outside this crate names a backend but the place that opens one.
+//! query ([`RunReader`]), in the domain's words, not SQL. SQLite and PostgreSQL both stand
+//! behind them and pass the same conformance suite (`tests/store/conformance.rs`). The work
+//! queue (`baton worker`) is PostgreSQL's alone and not behind a trait yet: the coordinator and
+//! the worker name `PgStore` for it; everything else sees `&dyn Store`.
 //!
 //! The traits are object safe: a run is driven through `&dyn Store`, so the backend is chosen
 //! at run time (`--store`), and the dispatcher's code is compiled once.

@@ -1,6 +1,6 @@
 //! What every store backend must do, written against the traits ([`RunLog`], [`RunReader`])
-//! and run against each backend: SQLite today (see the `backends` at the end), PostgreSQL
-//! next. A backend is a [`Database`]: handles opened on it behave like separate processes.
+//! and run against each backend, SQLite and PostgreSQL (see the `backends` at the end). A
+//! backend is a [`Database`]: handles opened on it behave like separate processes.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! The SQLite store against real database files.
+//! The store against real databases: SQLite files and a private PostgreSQL cluster.
 
 mod concurrency;
 mod conformance;
