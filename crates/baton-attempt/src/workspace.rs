@@ -13,6 +13,7 @@ use baton_model::{EventKind, Outcome, RunId};
 use baton_workspace::{Drivers, GitError, Repo, TaskStart};
 
 use crate::RunDirs;
+use crate::unit::TreeEnd;
 
 mod candidates;
 mod making;
@@ -608,13 +609,19 @@ impl Workspaces {
         }
     }
 
-    /// What an attempt that ran on a worker did with `task`'s worktree in the worker's
-    /// checkout: this worker's copy forgets one it could not make, or that went to the pool.
-    pub fn attempt_ended(&mut self, task: u32, unmade: bool, pooled: bool) {
-        if unmade {
-            self.unmade(task);
-        } else if pooled && let Some(tree) = self.trees.get_mut(task as usize) {
-            *tree = None;
+    /// What `task`'s attempt did with its worktree, wherever it ran: its `setup` ran (the
+    /// next attempt does not run it again), it could not be made (the next starts again from
+    /// what is there), or it succeeded (dependents start from its head; its worktree is
+    /// pooled). The one routine that applies a worktree's end, on the coordinator and on a
+    /// worker's own copy of the run's worktrees.
+    pub fn attempt_ended(&mut self, task: u32, set_up: bool, tree: &TreeEnd) {
+        if set_up {
+            self.set_up(task);
+        }
+        match tree {
+            TreeEnd::Kept => {}
+            TreeEnd::Unmade => self.unmade(task),
+            TreeEnd::Succeeded { head, pooled } => self.succeeded(task, head.clone(), *pooled),
         }
     }
 

@@ -36,7 +36,7 @@ use tokio::task::JoinSet;
 use baton_attempt::RunConfig;
 use baton_attempt::budget::Meter;
 use baton_attempt::launch::Launcher;
-use baton_attempt::unit::{Assembly, AttemptDone, Shared, assemble};
+use baton_attempt::unit::{Assembly, AttemptDone, Shared, TreeEnd, assemble};
 use baton_attempt::work::Work;
 use baton_attempt::workspace::{Publisher, Workspaces};
 use baton_layout::RunDirs;
@@ -236,7 +236,7 @@ pub async fn work(
                     // This worker's own copy of the run's worktrees follows what the attempt
                     // did with the task's (made it not, or pooled it).
                     if let Some(run) = parts.get_mut(&key.run) {
-                        run.workspaces.attempt_ended(key.task, tree.unmade, tree.pooled);
+                        run.workspaces.attempt_ended(key.task, tree.0, &tree.1);
                     }
                     let Some(attempt) = held.remove(&key) else { continue };
                     let (run, task, n) = (key.run.clone(), attempt.task, key.attempt);
@@ -372,12 +372,12 @@ fn deliver(
         let _ = store.give_back(worker, key);
         return Delivered::GivenBack;
     }
-    if let (Some(publisher), Some(head)) = (publisher, done.head.as_deref())
+    if let (Some(publisher), Some(head)) = (publisher, done.tree.head())
         && let Err(error) = publisher.publish(head)
     {
         // The machinery's failure (a remote out of reach), retried like one.
         done.outcome = baton_model::Outcome::SpawnFailed { error };
-        done.head = None;
+        done.tree = TreeEnd::Kept;
     }
     let outcome = done.outcome.to_string();
     let result = serde_json::to_string(&done).expect("an attempt's end serialises");
@@ -509,10 +509,7 @@ fn start(
         if let Some(mut logs) = shipper {
             logs.ship(&store);
         }
-        let tree = TreeAfter {
-            unmade: done.tree_unmade,
-            pooled: done.pooled,
-        };
+        let tree = TreeAfter(done.set_up, done.tree.clone());
         let given_back = given_back.load(std::sync::atomic::Ordering::Relaxed);
         let delivered = deliver(
             &store,
@@ -527,11 +524,9 @@ fn start(
     });
 }
 
-/// What an attempt did with its task's worktree, for the worker's own copy of the run's.
-struct TreeAfter {
-    unmade: bool,
-    pooled: bool,
-}
+/// What an attempt did with its task's worktree (its setup ran; how it ended), for the
+/// worker's own copy of the run's.
+struct TreeAfter(bool, TreeEnd);
 
 /// Hands an event of a running attempt to its coordinator.
 fn tell(store: &PgStore, worker: &str, key: &AttemptKey, event: &Event) {

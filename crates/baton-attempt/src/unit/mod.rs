@@ -94,8 +94,6 @@ pub struct AttemptDone {
     pub agent: Option<Box<AgentUsage>>,
     /// The last commit on its branch (`workspace-committed`), if it has a worktree.
     pub committed: Option<EventKind>,
-    /// Where its branch is, when it succeeded: what its dependents start from.
-    pub head: Option<String>,
     /// The paths its branch changed, when they could be read.
     pub changed: Option<Vec<String>>,
     /// It changed files outside its scope (under `scope_policy = "warn"`).
@@ -104,13 +102,9 @@ pub struct AttemptDone {
     pub checks: Option<Vec<CheckResult>>,
     /// The new worktree's `setup` ran to success.
     pub set_up: bool,
-    /// Its new worktree could not be made: the task's next attempt starts again from what
-    /// is there.
+    /// What became of its worktree.
     #[serde(default)]
-    pub tree_unmade: bool,
-    /// It succeeded and its worktree went to the pool.
-    #[serde(default)]
-    pub pooled: bool,
+    pub tree: TreeEnd,
     /// The session the task's next attempt continues: this one was cut short by the
     /// machinery after the agent got somewhere.
     pub session: Option<Continue>,
@@ -133,15 +127,40 @@ impl AttemptDone {
             stderr_tail: String::new(),
             agent: None,
             committed: None,
-            head: None,
             changed: None,
             scope_warning: false,
             checks: None,
             set_up: false,
-            tree_unmade: false,
-            pooled: false,
+            tree: TreeEnd::Kept,
             session: None,
             review_warnings: false,
+        }
+    }
+}
+
+/// What became of an attempt's worktree: the last step of its lifecycle (made or reused →
+/// set up → committed → this), told back by the unit and applied by one routine,
+/// [`crate::workspace::Workspaces::attempt_ended`], on the coordinator and on a worker alike.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "end", rename_all = "kebab-case")]
+pub enum TreeEnd {
+    /// It stays as it is, for the task's next attempt to go on from (or there was none).
+    #[default]
+    Kept,
+    /// Its new worktree could not be made: the task's next attempt starts again from what
+    /// is there.
+    Unmade,
+    /// The attempt succeeded: its branch is at `head`, what its dependents start from, and
+    /// its worktree went to the pool (`pooled`) or is left for the run to pool.
+    Succeeded { head: String, pooled: bool },
+}
+
+impl TreeEnd {
+    /// Where the task's branch is, when it succeeded.
+    pub fn head(&self) -> Option<&str> {
+        match self {
+            Self::Succeeded { head, .. } => Some(head),
+            Self::Kept | Self::Unmade => None,
         }
     }
 }
@@ -312,10 +331,10 @@ impl Running {
                 Phase::Done(mut done) => {
                     // Its work is on its branch: its worktree goes to the pool, from here
                     // rather than the dispatcher's thread (a checkout, a clean, a move).
-                    if done.head.is_some()
+                    if let TreeEnd::Succeeded { pooled, .. } = &mut done.tree
                         && let Some(tree) = unit.tree.clone()
                     {
-                        done.pooled = tokio::task::spawn_blocking(move || tree.hand_on())
+                        *pooled = tokio::task::spawn_blocking(move || tree.hand_on())
                             .await
                             .unwrap_or(false);
                     }
@@ -418,7 +437,7 @@ impl Unit {
                     outcome => outcome,
                 };
                 let mut done = AttemptDone::never_started(self.task, self.attempt, outcome);
-                done.tree_unmade = true;
+                done.tree = TreeEnd::Unmade;
                 Phase::Done(done)
             }
         }
@@ -750,7 +769,13 @@ impl Unit {
             } else {
                 report.stdout.total_bytes
             },
-            head: head.filter(|_| report.outcome.is_success()),
+            tree: match head.filter(|_| report.outcome.is_success()) {
+                Some(head) => TreeEnd::Succeeded {
+                    head,
+                    pooled: false,
+                },
+                None => TreeEnd::Kept,
+            },
             outcome: report.outcome,
             duration: report.duration,
             containment: report.containment,
@@ -763,8 +788,6 @@ impl Unit {
             scope_warning: progress.scope_warning,
             checks,
             set_up: progress.set_up,
-            tree_unmade: false,
-            pooled: false,
             session: progress.session.take(),
             review_warnings: progress.review_warnings,
         }

@@ -182,7 +182,7 @@ run = "echo hi; echo oops >&2; printf '{\"k\": 1}' > \"$BATON_OUTPUT\""
     assert_eq!(done.output_bytes, 3);
     assert!(done.stderr_tail.contains("oops"));
     assert!(done.log_bytes > 0);
-    assert!(done.committed.is_none() && done.head.is_none() && done.checks.is_none());
+    assert!(done.committed.is_none() && done.tree.head().is_none() && done.checks.is_none());
     assert!(parts.progress().is_empty());
 }
 
@@ -286,7 +286,7 @@ run = "echo new > notes.txt"
         panic!("committed: {:?}", done.committed);
     };
     assert_eq!(branch, "baton/20261201-000000-test/edit");
-    assert_eq!(done.head.as_deref(), Some(commit.as_str()));
+    assert_eq!(done.tree.head(), Some(commit.as_str()));
     assert_eq!(scope_violations, &["notes.txt".to_owned()]);
     assert!(done.scope_warning, "outside its scope under `warn`");
     assert_eq!(done.changed.as_deref(), Some(&["notes.txt".to_owned()][..]));
@@ -419,7 +419,7 @@ run = "touch started"
     let done = started.rest.finish().await;
     assert_eq!(done.outcome, Outcome::Cancelled);
     assert_eq!(done.containment, None, "no process was started");
-    assert!(!done.tree_unmade);
+    assert_ne!(done.tree, super::TreeEnd::Unmade);
 }
 
 #[test]

@@ -11,7 +11,7 @@ use baton_scheduler::StopCause;
 use super::ending::Record;
 use super::{Dispatcher, Turn};
 use baton_attempt::launch::HeldOutput;
-use baton_attempt::unit::{Assembly, AttemptDone, assemble};
+use baton_attempt::unit::{Assembly, AttemptDone, TreeEnd, assemble};
 
 /// The recorded attempt number of candidate `k` (from 1) of the scheduler's attempt
 /// `launch` of a task with `n` candidates.
@@ -146,7 +146,7 @@ impl Dispatcher<'_> {
         if done.set_up && k == 1 {
             self.workspaces.set_up(task);
         }
-        if done.tree_unmade {
+        if done.tree == TreeEnd::Unmade {
             self.workspaces.candidate_unmade(task, k);
         }
         self.warnings |= done.scope_warning;
@@ -208,7 +208,7 @@ impl Dispatcher<'_> {
             outcome: done.outcome,
             output: done.output,
             stderr_tail: done.stderr_tail,
-            head: done.head,
+            head: done.tree.head().map(str::to_owned),
             changed: done.changed,
             review_warnings: done.review_warnings,
         });

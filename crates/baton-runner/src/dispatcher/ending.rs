@@ -36,13 +36,11 @@ impl Dispatcher<'_> {
             stderr_tail,
             agent,
             committed,
-            head,
             changed,
             scope_warning,
             checks,
             set_up,
-            tree_unmade,
-            pooled,
+            tree,
             session,
             review_warnings,
         } = done;
@@ -81,19 +79,11 @@ impl Dispatcher<'_> {
                 None => self.sessions.remove(&task),
             };
         }
-        if set_up {
-            self.workspaces.set_up(task);
-        }
-        if tree_unmade {
-            self.workspaces.unmade(task);
-        }
         if let Some(changed) = changed {
             self.workspaces.changed(task, changed);
         }
         self.warnings |= scope_warning || review_warnings;
-        if let Some(head) = head {
-            self.workspaces.succeeded(task, head, pooled);
-        }
+        self.workspaces.attempt_ended(task, set_up, &tree);
         self.record_finished(
             task,
             attempt,
