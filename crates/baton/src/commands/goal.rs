@@ -91,13 +91,13 @@ pub fn goal(args: DoArgs, store_url: Option<&str>) -> Result<i32, Failure> {
         if let Some((usd, budget)) = over {
             out::err(&format!(
                 "baton: the estimate ({}) is over the budget ({}): the run would stop when it is spent",
-                dollars(usd),
-                dollars(budget)
+                baton_report::format_usd(usd),
+                baton_report::format_usd(budget)
             ));
             if args.yes {
                 return Err(Failure::BadInput(format!(
                     "not run: the plan's estimate ({}) is over --budget {budget}; raise the budget, or edit the plan ({})",
-                    dollars(usd),
+                    baton_report::format_usd(usd),
                     file.display()
                 )));
             }
@@ -575,7 +575,7 @@ fn show(graph: &Graph, file: &Path, estimate: &Estimate) {
     text.push_str(&baton_graph::plan(graph).to_string());
     let cost = estimate.usd.map_or_else(
         || "cost unknown".to_owned(),
-        |usd| format!("about {}", dollars(usd)),
+        |usd| format!("about {}", baton_report::format_usd(usd)),
     );
     text.push_str(&format!(
         "estimate: {cost}, about {} ({})\n",
@@ -583,15 +583,6 @@ fn show(graph: &Graph, file: &Path, estimate: &Estimate) {
         estimate.basis
     ));
     out::err(&text);
-}
-
-/// Cents, or tenths of a cent below one: a plan of small tasks is not `$0.00`.
-fn dollars(usd: f64) -> String {
-    if usd > 0.0 && usd < 0.01 {
-        format!("${usd:.4}")
-    } else {
-        format!("${usd:.2}")
-    }
 }
 
 enum Answer {
