@@ -45,7 +45,6 @@ impl Dispatcher<'_> {
     pub(super) fn launch_candidates(&mut self, task: u32, launch: u32) {
         let spec = self.graph.task(task);
         let n = spec.candidate_count();
-        let id = spec.id.clone();
         let refused = if !self.workspaces.active() {
             Some(Outcome::LaunchFailed {
                 error: "a best-of task's candidates each need a worktree of their own: run \
@@ -107,15 +106,7 @@ impl Dispatcher<'_> {
                 None,
             );
             match assembled {
-                Ok(unit) => {
-                    let started = unit.start();
-                    self.ledger.push(EventKind::AttemptStarted {
-                        task: id.clone(),
-                        attempt,
-                        pid: started.pid,
-                    });
-                    self.units.spawn(started.rest.finish_caught(id.clone()));
-                }
+                Ok(unit) => self.start_unit(task, attempt, unit),
                 Err(outcome) => self.never_started(task, attempt, outcome),
             }
         }

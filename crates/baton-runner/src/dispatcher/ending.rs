@@ -18,6 +18,19 @@ pub(super) struct Record {
     pub(super) checks: Option<Vec<baton_model::CheckResult>>,
 }
 
+impl Record {
+    /// An attempt that ran no process and took no time: a no-op task's.
+    pub(super) fn instant() -> Self {
+        Self {
+            duration: std::time::Duration::ZERO,
+            agent: None,
+            containment: None,
+            committed: None,
+            checks: None,
+        }
+    }
+}
+
 impl Dispatcher<'_> {
     /// Records an attempt that ended and tells the scheduler how.
     pub(super) fn apply(&mut self, done: AttemptDone, turn: &mut Turn) {
@@ -209,11 +222,7 @@ impl Dispatcher<'_> {
 
     /// Records attempt `attempt` of `task` as one that ended as `outcome` before it started.
     pub(super) fn never_started(&mut self, task: u32, attempt: u32, outcome: Outcome) {
-        self.ledger.push(EventKind::AttemptStarted {
-            task: self.graph.task(task).id.clone(),
-            attempt,
-            pid: None,
-        });
+        self.started(task, attempt, None);
         let done = AttemptDone::never_started(task, attempt, outcome);
         self.units.spawn(std::future::ready(done));
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use baton_graph::{ForEach, Graph};
 use baton_model::{EventKind, Outcome, TaskState};
 
+use super::ending::Record;
 use super::{Dispatcher, Turn, plan_of};
 use baton_attempt::launch::HeldOutput;
 
@@ -198,13 +199,8 @@ impl Dispatcher<'_> {
     /// A `for_each` task, ready: its items are read and its instances join the graph, in one
     /// attempt that runs no process (items that cannot be read end it as `launch-failed`).
     pub(super) fn fan_out(&mut self, task: u32, attempt: u32, turn: &mut Turn) {
-        let id = self.graph.task(task).id.clone();
         let started = std::time::Instant::now();
-        self.ledger.push(EventKind::AttemptStarted {
-            task: id.clone(),
-            attempt,
-            pid: None,
-        });
+        self.started(task, attempt, None);
         let made = self
             .items(task)
             .and_then(|items| Ok((self.graph.instances(task, &items)?, items)));
@@ -228,14 +224,11 @@ impl Dispatcher<'_> {
                 HeldOutput::default(),
             ),
         };
-        self.ledger.push(EventKind::AttemptFinished {
-            task: id,
-            attempt,
-            outcome: outcome.clone(),
-            duration_ms: started.elapsed().as_millis() as u64,
-            agent: None,
-            containment: None,
-        });
+        let record = Record {
+            duration: started.elapsed(),
+            ..Record::instant()
+        };
+        self.record_finished(task, attempt, &outcome, record);
         let bytes = output.text.len() as u64;
         self.ended(task, attempt, (outcome, output, bytes, String::new()), turn);
     }

@@ -31,13 +31,14 @@ use crate::takeover::Restored;
 use baton_attempt::RunConfig;
 use baton_attempt::budget::Meter;
 use baton_attempt::launch::{Continue, HeldOutput, Launcher};
-use baton_attempt::unit::{Assembly, AttemptDone, Shared, assemble};
+use baton_attempt::unit::{Assembly, AttemptDone, AttemptUnit, Shared, assemble};
 use baton_attempt::workspace::Workspaces;
 use baton_layout::RunDirs;
 
 mod cancels;
 mod candidates;
 mod ending;
+use ending::Record;
 mod queued;
 use cancels::CancelWatch;
 use queued::next_remote;
@@ -481,21 +482,9 @@ impl<'a> Dispatcher<'a> {
     }
 
     fn finish_noop(&mut self, task: u32, attempt: u32, turn: &mut Turn) {
-        let id = self.graph.task(task).id.clone();
-        self.ledger.push(EventKind::AttemptStarted {
-            task: id.clone(),
-            attempt,
-            pid: None,
-        });
+        self.started(task, attempt, None);
         let outcome = Outcome::Exited { code: 0 };
-        self.ledger.push(EventKind::AttemptFinished {
-            task: id,
-            attempt,
-            outcome: outcome.clone(),
-            duration_ms: 0,
-            agent: None,
-            containment: None,
-        });
+        self.record_finished(task, attempt, &outcome, Record::instant());
         self.ledger.mark_end(task);
         self.launcher.hold_output(task, HeldOutput::default());
         turn.inputs.push_back(Input::Finished {
@@ -611,7 +600,6 @@ impl<'a> Dispatcher<'a> {
         if self.queue.is_some() {
             return self.queue_attempt(task, attempt, agent);
         }
-        let id = self.graph.task(task).id.clone();
         let (resume, dropped) = self.continuing(task);
         let assembled = assemble(
             Assembly {
@@ -632,15 +620,30 @@ impl<'a> Dispatcher<'a> {
             Ok(unit) => unit,
             Err(outcome) => return self.never_started(task, attempt, outcome),
         };
+        self.start_unit(task, attempt, unit);
+    }
+
+    /// Starts an assembled unit, records its start and hands it the rest of its life: the
+    /// one way a unit starts here (an attempt, or one of a best-of task's candidates).
+    pub(super) fn start_unit(&mut self, task: u32, attempt: u32, unit: AttemptUnit) {
         // A unit that sets a new worktree up first starts its process later: its pid is
         // then not known when its start is recorded.
         let started = unit.start();
-        self.ledger.push(EventKind::AttemptStarted {
-            task: id.clone(),
-            attempt,
-            pid: started.pid,
-        });
+        self.started(task, attempt, started.pid);
+        let id = self.graph.task(task).id.clone();
         self.units.spawn(started.rest.finish_caught(id));
+    }
+
+    /// Records that attempt `attempt` of `task` started (as process `pid`, when one did and
+    /// is known): the one place an `attempt-started` is written, however the attempt runs —
+    /// a unit here, a candidate, a worker's, a no-op, a `for_each`, or one that never got
+    /// going.
+    pub(super) fn started(&mut self, task: u32, attempt: u32, pid: Option<u32>) {
+        self.ledger.push(EventKind::AttemptStarted {
+            task: self.graph.task(task).id.clone(),
+            attempt,
+            pid,
+        });
     }
 
     /// What `task`'s next attempt continues (its session, or what it is told), and, for a

@@ -55,15 +55,10 @@ impl Dispatcher<'_> {
         };
         let engine = spec.engine_at(engine_at).to_owned();
         let labels = spec.runs_on.clone();
-        let id = spec.id.clone();
         if let Some(queue) = self.queue.as_mut() {
             queue.push(task, attempt, engine, labels, &work);
         }
-        self.ledger.push(EventKind::AttemptStarted {
-            task: id,
-            attempt,
-            pid: None,
-        });
+        self.started(task, attempt, None);
     }
 }
 
