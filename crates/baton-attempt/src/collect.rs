@@ -5,11 +5,11 @@ use std::sync::Mutex;
 
 use baton_exec::AttemptReport;
 use baton_exec::handoff::read_structured_output_from;
+use baton_layout::RunDirs;
 use baton_redact::Redactor;
 
 use crate::launch::HeldOutput;
 use crate::out_dir::OutDir;
-use baton_layout::RunDirs;
 
 /// Largest `$BATON_OUTPUT` file read back.
 const STRUCTURED_OUTPUT_LIMIT: u64 = 1024 * 1024;

@@ -16,13 +16,12 @@ use std::fs::File;
 use std::io;
 use std::os::fd::OwnedFd;
 
+use baton_layout::{RunDirs, structured_output_name};
 use baton_model::TaskId;
 use nix::errno::Errno;
 use nix::fcntl::{OFlag, open, openat};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 use nix::sys::stat::Mode;
-
-use baton_layout::{RunDirs, structured_output_name};
 
 #[derive(Debug)]
 pub struct OutDir {

@@ -12,6 +12,7 @@
 use std::time::Duration;
 
 use baton_model::{AttemptView, EventKind, Outcome, RunState, TaskState};
+use baton_view::Gathered;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
 use opentelemetry_proto::tonic::resource::v1::Resource;
@@ -19,8 +20,6 @@ use opentelemetry_proto::tonic::trace::v1::{
     ResourceSpans, ScopeSpans, Span, Status, span, status,
 };
 use prost::Message;
-
-use baton_view::Gathered;
 
 /// What is wrong with where traces are asked to go.
 #[derive(Debug, thiserror::Error)]

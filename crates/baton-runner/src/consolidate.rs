@@ -2,15 +2,14 @@
 //! branch, the run's `verify` checks run on the merged result, and when one fails, the merge
 //! order is bisected (as a merge queue does) to name the task whose merge made it fail.
 
-use baton_exec::{AttemptSpec, Program, StopLevel};
-use baton_graph::Graph;
-use baton_model::{CheckResult, EventKind, Merge, Outcome};
-use tokio::sync::watch;
-
 use baton_attempt::launch::Launcher;
 use baton_attempt::unit::run_checks;
 use baton_attempt::workspace::{Consolidated, Workspaces};
+use baton_exec::{AttemptSpec, Program, StopLevel};
+use baton_graph::Graph;
 use baton_layout::RunCheck;
+use baton_model::{CheckResult, EventKind, Merge, Outcome};
+use tokio::sync::watch;
 
 pub(crate) struct Consolidation<'a> {
     pub graph: &'a Graph,

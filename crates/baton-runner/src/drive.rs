@@ -6,10 +6,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_attempt::RunConfig;
+use baton_attempt::stamp::now_ms;
+use baton_attempt::workspace::Workspaces;
 use baton_graph::{Action as TaskAction, Graph};
+use baton_layout::RunDirs;
 use baton_model::{Event, EventKind, RunId, RunView};
 use baton_report::{Reporter, RunInfo, RunResult};
 use baton_store::{Lease, NewRun, Store, StoreError};
+use baton_view::build_result;
 use tokio::sync::mpsc;
 
 use crate::dispatcher::Dispatcher;
@@ -17,11 +22,6 @@ use crate::launch_log::LaunchLog;
 use crate::recorder::Recorder;
 use crate::takeover::{Restored, Takeover, TakeoverError, plan_takeover};
 use crate::{kill_leftovers, new_run_id};
-use baton_attempt::RunConfig;
-use baton_attempt::stamp::now_ms;
-use baton_attempt::workspace::Workspaces;
-use baton_layout::RunDirs;
-use baton_view::build_result;
 
 /// A request from outside the run to stop it (Ctrl-C, SIGTERM, `baton cancel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

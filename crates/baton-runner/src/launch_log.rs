@@ -20,9 +20,8 @@ use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 
-use baton_model::TaskId;
-
 use baton_layout::RunDirs;
+use baton_model::TaskId;
 
 /// The run's launch log, open for appending.
 #[derive(Debug)]

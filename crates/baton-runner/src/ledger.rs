@@ -3,13 +3,13 @@
 //! reporter. After the first failure to commit, nothing more is recorded (see
 //! [`Ledger::failure`]): the dispatcher stops the run.
 
+use baton_attempt::stamp::event;
 use baton_model::{Event, EventKind};
 use baton_report::Reporter;
 use baton_store::{AttemptOutput, StoreError};
 
 use crate::journal::Journal;
 use crate::recorder::{Ack, Recorder, Signal};
-use baton_attempt::stamp::event;
 
 pub(crate) struct Ledger {
     journal: Journal,

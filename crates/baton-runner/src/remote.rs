@@ -13,14 +13,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use baton_attempt::budget::Meter;
+use baton_attempt::unit::AttemptDone;
+use baton_attempt::work::Work;
 use baton_exec::StopLevel;
 use baton_model::{Event, Outcome, RunId};
 use baton_store::{AttemptEnd, PgStore, QueuedAttempt, StoreError};
 use tokio::sync::{mpsc, watch};
-
-use baton_attempt::budget::Meter;
-use baton_attempt::unit::AttemptDone;
-use baton_attempt::work::Work;
 
 /// How often the poller looks at the queue when no notification woke it.
 const POLL: Duration = Duration::from_millis(500);

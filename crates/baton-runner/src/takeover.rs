@@ -4,13 +4,12 @@
 
 use std::collections::BTreeSet;
 
+use baton_attempt::launch::HeldOutput;
 use baton_attempt::leftovers::Unfinished;
+use baton_attempt::stamp::now_ms;
 use baton_graph::Graph;
 use baton_model::{Event, EventKind, Outcome, RunId, RunState, TaskId, TaskState};
 use baton_store::{RunReader, Store, StoreError, TaskRecord};
-
-use baton_attempt::launch::HeldOutput;
-use baton_attempt::stamp::now_ms;
 
 /// How a run is taken over.
 #[derive(Debug, Clone)]
@@ -210,29 +209,107 @@ pub(crate) fn plan_takeover(
 ) -> Result<Restored, crate::RunError> {
     let records = store.tasks(run)?;
     let mut restored = Restored::default();
-    // A run its budget stopped goes on when a person gives it more.
-    let budget_stop = effective == RunState::Failed
-        && store
-            .run(run)?
-            .and_then(|r| r.stop)
-            .is_some_and(|stop| stop.cause == baton_model::StopCause::BudgetSpent);
-    // The failed tasks an agent's budget stopped: they go on with the run's.
-    let mut over_budget = BTreeSet::new();
-    if budget_stop {
-        for task in records.iter().filter(|t| t.status == TaskState::Failed) {
-            let last = store.attempts(run, &task.task)?.pop();
-            if let Some(Outcome::OverBudget { .. }) = last.and_then(|a| a.outcome) {
-                over_budget.insert(task.idx);
+    let stopped = BudgetStopped::read(store, run, effective, &records)?;
+    let mut again = which_again(store, graph, run, effective, how, &records, &stopped)?;
+    if let Takeover::Resume { charge_retries, .. } = how {
+        restored.charge_retries = *charge_retries;
+    }
+    let at_ms = now_ms();
+    open_takeover(store, graph, run, how, at_ms, &mut restored)?;
+    let settled = match how {
+        Takeover::Resume { .. } => settle(store, run, &records, at_ms, &mut again, &mut restored)?,
+        Takeover::Retry { .. } => Settled::default(),
+    };
+    let unrecorded = interrupted(store, run, &records, launched, at_ms, &mut restored)?;
+    for t in &records {
+        if again.contains(&t.idx) {
+            let attempts = if unrecorded.contains(&t.idx) {
+                launched[&t.task]
+            } else {
+                t.attempts
+            };
+            restored.again.push((t.idx, attempts));
+            if t.status == TaskState::Pending && !unrecorded.contains(&t.idx) {
+                continue;
+            }
+            restored.opening.push(Event {
+                seq: 0,
+                at_ms,
+                kind: EventKind::TaskReset {
+                    task: t.task.clone(),
+                },
+            });
+        } else {
+            let status = if settled.succeeded.contains(&t.idx) {
+                TaskState::Succeeded
+            } else if let Some(&(_, state)) = settled.decided.iter().find(|(i, _)| *i == t.idx) {
+                state
+            } else {
+                t.status
+            };
+            restored.terminal.push((t.idx, status, t.attempts));
+            if status == TaskState::Succeeded {
+                // What it changed is read back from its branch when the workspaces are set up.
+                restored.outputs.push((t.idx, recorded_output(t)));
             }
         }
     }
-    let again: BTreeSet<u32> = match how {
-        Takeover::Resume {
-            charge_retries,
-            budget,
-            ..
-        } => {
-            restored.charge_retries = *charge_retries;
+    Ok(restored)
+}
+
+/// Whether a run's budget stopped it, and which of its failed tasks an agent's budget stopped:
+/// they go on with the run when a person gives it more.
+#[derive(Default)]
+struct BudgetStopped {
+    run: bool,
+    over_budget: BTreeSet<u32>,
+}
+
+impl BudgetStopped {
+    fn read(
+        store: &dyn Store,
+        run: &RunId,
+        effective: RunState,
+        records: &[TaskRecord],
+    ) -> Result<Self, crate::RunError> {
+        // A run its budget stopped goes on when a person gives it more.
+        let budget_stop = effective == RunState::Failed
+            && store
+                .run(run)?
+                .and_then(|r| r.stop)
+                .is_some_and(|stop| stop.cause == baton_model::StopCause::BudgetSpent);
+        // The failed tasks an agent's budget stopped: they go on with the run's.
+        let mut over_budget = BTreeSet::new();
+        if budget_stop {
+            for task in records.iter().filter(|t| t.status == TaskState::Failed) {
+                let last = store.attempts(run, &task.task)?.pop();
+                if let Some(Outcome::OverBudget { .. }) = last.and_then(|a| a.outcome) {
+                    over_budget.insert(task.idx);
+                }
+            }
+        }
+        Ok(Self {
+            run: budget_stop,
+            over_budget,
+        })
+    }
+}
+
+/// The tasks a takeover runs again: for `baton resume`, what did not end (and, after a
+/// cancel, what it stopped; after a budget stop, what the budget left undone); for `baton
+/// retry`, the failures it names. Refuses a takeover the run's state does not allow.
+fn which_again(
+    store: &dyn Store,
+    graph: &Graph,
+    run: &RunId,
+    effective: RunState,
+    how: &Takeover,
+    records: &[TaskRecord],
+    stopped: &BudgetStopped,
+) -> Result<BTreeSet<u32>, crate::RunError> {
+    let (budget_stop, over_budget) = (stopped.run, &stopped.over_budget);
+    Ok(match how {
+        Takeover::Resume { budget, .. } => {
             match effective {
                 RunState::Interrupted | RunState::Running => {}
                 RunState::Cancelled => {}
@@ -299,11 +376,21 @@ pub(crate) fn plan_takeover(
                 }
                 .into());
             }
-            retry_selection(graph, run, &records, tasks)?
+            retry_selection(graph, run, records, tasks)?
         }
-    };
+    })
+}
 
-    let at_ms = now_ms();
+/// The takeover's opening events: the run resumed, the graph reloaded, the budget a person
+/// changed (and the one a takeover before set, kept).
+fn open_takeover(
+    store: &dyn Store,
+    graph: &Graph,
+    run: &RunId,
+    how: &Takeover,
+    at_ms: i64,
+    restored: &mut Restored,
+) -> Result<(), crate::RunError> {
     restored.opening.push(Event {
         seq: 0,
         at_ms,
@@ -352,86 +439,115 @@ pub(crate) fn plan_takeover(
     } else if changed_before {
         restored.budget = Some(budget);
     }
-    // A task whose last attempt's success was recorded but not the task's own end (the two can
-    // land in different commits when a turn is split) succeeded: finish it, don't run it again.
-    let mut again = again;
-    let mut settled = Vec::new();
-    // Tasks a reviewer left to a person, decided since: accepted or failed, not run again.
-    let mut decided: Vec<(u32, TaskState)> = Vec::new();
-    if matches!(how, Takeover::Resume { .. }) {
-        let attempts = store.run_attempts(run)?;
-        let decisions = store.decisions(run)?;
-        for t in records.iter().filter(|t| t.status == TaskState::NeedsHuman) {
-            let Some(last) = attempts
-                .iter()
-                .filter(|a| a.task == t.task)
-                .max_by_key(|a| a.attempt)
-            else {
-                continue;
-            };
-            if !matches!(&last.outcome, Some(Outcome::Reviewed { verdict }) if verdict.asks_a_person())
-            {
-                continue;
-            }
-            let Some(decision) = decisions
-                .iter()
-                .find(|d| d.task == t.task && d.at_ms >= last.started_at_ms)
-            else {
-                continue;
-            };
-            let state = if decision.approved {
-                TaskState::Succeeded
-            } else {
-                TaskState::Failed
-            };
+    Ok(())
+}
+
+/// What a resume settles without running it: tasks whose success was recorded but not their
+/// end, and tasks a reviewer left to a person that the person decided since.
+#[derive(Default)]
+struct Settled {
+    succeeded: Vec<u32>,
+    decided: Vec<(u32, TaskState)>,
+}
+
+/// A task whose last attempt's success was recorded but not the task's own end (the two can
+/// land in different commits when a turn is split) succeeded: finish it, don't run it again.
+/// Tasks a reviewer left to a person, decided since: accepted or failed, not run again.
+fn settle(
+    store: &dyn Store,
+    run: &RunId,
+    records: &[TaskRecord],
+    at_ms: i64,
+    again: &mut BTreeSet<u32>,
+    restored: &mut Restored,
+) -> Result<Settled, crate::RunError> {
+    let mut settled = Settled::default();
+    let attempts = store.run_attempts(run)?;
+    let decisions = store.decisions(run)?;
+    for t in records.iter().filter(|t| t.status == TaskState::NeedsHuman) {
+        let Some(last) = attempts
+            .iter()
+            .filter(|a| a.task == t.task)
+            .max_by_key(|a| a.attempt)
+        else {
+            continue;
+        };
+        if !matches!(&last.outcome, Some(Outcome::Reviewed { verdict }) if verdict.asks_a_person())
+        {
+            continue;
+        }
+        let Some(decision) = decisions
+            .iter()
+            .find(|d| d.task == t.task && d.at_ms >= last.started_at_ms)
+        else {
+            continue;
+        };
+        let state = if decision.approved {
+            TaskState::Succeeded
+        } else {
+            TaskState::Failed
+        };
+        again.remove(&t.idx);
+        settled.decided.push((t.idx, state));
+        restored.opening.push(Event {
+            seq: 0,
+            at_ms,
+            kind: EventKind::TaskDecided {
+                task: t.task.clone(),
+                approved: decision.approved,
+                reason: decision.reason.clone(),
+            },
+        });
+        restored.opening.push(Event {
+            seq: 0,
+            at_ms,
+            kind: EventKind::TaskFinished {
+                task: t.task.clone(),
+                state,
+                reason: (!decision.approved).then(|| match &decision.reason {
+                    Some(why) => format!("a person rejected its work: {why}"),
+                    None => "a person rejected its work".to_owned(),
+                }),
+            },
+        });
+    }
+    for t in records.iter().filter(|t| !t.status.is_terminal()) {
+        let last = attempts
+            .iter()
+            .filter(|a| a.task == t.task)
+            .max_by_key(|a| a.attempt);
+        if last.is_some_and(|a| {
+            a.attempt == t.attempts && a.outcome.as_ref().is_some_and(Outcome::is_success)
+        }) {
             again.remove(&t.idx);
-            decided.push((t.idx, state));
-            restored.opening.push(Event {
-                seq: 0,
-                at_ms,
-                kind: EventKind::TaskDecided {
-                    task: t.task.clone(),
-                    approved: decision.approved,
-                    reason: decision.reason.clone(),
-                },
-            });
+            settled.succeeded.push(t.idx);
             restored.opening.push(Event {
                 seq: 0,
                 at_ms,
                 kind: EventKind::TaskFinished {
                     task: t.task.clone(),
-                    state,
-                    reason: (!decision.approved).then(|| match &decision.reason {
-                        Some(why) => format!("a person rejected its work: {why}"),
-                        None => "a person rejected its work".to_owned(),
-                    }),
+                    state: TaskState::Succeeded,
+                    reason: None,
                 },
             });
         }
-        for t in records.iter().filter(|t| !t.status.is_terminal()) {
-            let last = attempts
-                .iter()
-                .filter(|a| a.task == t.task)
-                .max_by_key(|a| a.attempt);
-            if last.is_some_and(|a| {
-                a.attempt == t.attempts && a.outcome.as_ref().is_some_and(Outcome::is_success)
-            }) {
-                again.remove(&t.idx);
-                settled.push(t.idx);
-                restored.opening.push(Event {
-                    seq: 0,
-                    at_ms,
-                    kind: EventKind::TaskFinished {
-                        task: t.task.clone(),
-                        state: TaskState::Succeeded,
-                        reason: None,
-                    },
-                });
-            }
-        }
     }
-    // Attempts in flight when the driver died: recorded as interrupted (their processes are
-    // ended by the caller, `kill_leftovers`).
+    Ok(settled)
+}
+
+/// Attempts in flight when the driver died, recorded as interrupted (their processes are ended
+/// by the caller, `kill_leftovers`), and attempts it launched whose start it did not get to
+/// record (see `launch_log`): they ran, perhaps to the end; recorded as started and
+/// interrupted, so that the record says so and the task's next attempt has a number of its
+/// own. Returns the tasks that had such unrecorded launches.
+fn interrupted(
+    store: &dyn Store,
+    run: &RunId,
+    records: &[TaskRecord],
+    launched: &std::collections::HashMap<TaskId, u32>,
+    at_ms: i64,
+    restored: &mut Restored,
+) -> Result<BTreeSet<u32>, crate::RunError> {
     for attempt in store.open_attempts(run)? {
         restored.opening.push(Event {
             seq: 0,
@@ -446,9 +562,6 @@ pub(crate) fn plan_takeover(
             },
         });
     }
-    // Attempts the dead driver launched whose start it did not get to record (see
-    // `launch_log`): they ran, perhaps to the end; recorded as started and interrupted, so
-    // that the record says so and the task's next attempt has a number of its own.
     let mut unrecorded: BTreeSet<u32> = BTreeSet::new();
     for t in records.iter().filter(|t| !t.status.is_terminal()) {
         let noted = launched.get(&t.task).copied().unwrap_or(0);
@@ -477,40 +590,7 @@ pub(crate) fn plan_takeover(
             }
         }
     }
-    for t in &records {
-        if again.contains(&t.idx) {
-            let attempts = if unrecorded.contains(&t.idx) {
-                launched[&t.task]
-            } else {
-                t.attempts
-            };
-            restored.again.push((t.idx, attempts));
-            if t.status == TaskState::Pending && !unrecorded.contains(&t.idx) {
-                continue;
-            }
-            restored.opening.push(Event {
-                seq: 0,
-                at_ms,
-                kind: EventKind::TaskReset {
-                    task: t.task.clone(),
-                },
-            });
-        } else {
-            let status = if settled.contains(&t.idx) {
-                TaskState::Succeeded
-            } else if let Some(&(_, state)) = decided.iter().find(|(i, _)| *i == t.idx) {
-                state
-            } else {
-                t.status
-            };
-            restored.terminal.push((t.idx, status, t.attempts));
-            if status == TaskState::Succeeded {
-                // What it changed is read back from its branch when the workspaces are set up.
-                restored.outputs.push((t.idx, recorded_output(t)));
-            }
-        }
-    }
-    Ok(restored)
+    Ok(unrecorded)
 }
 
 /// The tasks `baton retry` runs again: the named ones (all that did not succeed when none are

@@ -24,26 +24,26 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_exec::StopLevel;
-use baton_graph::Graph;
-use baton_model::{Event, RunId, TaskState};
-use baton_store::{
-    AttemptKey, ClaimedAttempt, PgStore, Renewal, RunReader, StoreError, WorkerRecord,
-};
-use tokio::sync::{mpsc, watch};
-use tokio::task::JoinSet;
-
 use baton_attempt::RunConfig;
 use baton_attempt::budget::Meter;
 use baton_attempt::launch::Launcher;
 use baton_attempt::unit::{Assembly, AttemptDone, Shared, TreeEnd, assemble};
 use baton_attempt::work::Work;
 use baton_attempt::workspace::{Publisher, Workspaces};
+use baton_exec::StopLevel;
+use baton_graph::Graph;
 use baton_layout::RunDirs;
+use baton_model::{Event, RunId, TaskState};
 use baton_runner::StopRequest;
+use baton_store::{
+    AttemptKey, ClaimedAttempt, PgStore, Renewal, RunReader, StoreError, WorkerRecord,
+};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
 
 mod outbox;
 mod ship_logs;
+
 use outbox::Outbox;
 use ship_logs::LogShipper;
 

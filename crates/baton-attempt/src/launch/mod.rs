@@ -1,6 +1,7 @@
 //! Turning a task into the command line, environment and files of one attempt, and keeping
 //! what its dependents will be handed.
 
+use baton_layout::RunDirs;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -25,7 +26,6 @@ use crate::launch_error::LaunchError;
 use crate::out_dir::OutDir;
 use crate::recipe::shape;
 pub use crate::recipe::{Continue, Launch, PreparedAgent, Recipe};
-use baton_layout::RunDirs;
 
 mod agent;
 mod reviewer;

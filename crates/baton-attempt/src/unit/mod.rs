@@ -35,6 +35,7 @@ use baton_redact::Redactor;
 use tokio::sync::{mpsc, watch};
 
 pub use assemble::{Assembly, assemble};
+use baton_layout::{AttemptLog, RunDirs};
 pub use checks::run_checks;
 use panic::CatchPanic;
 pub use review::{Acceptance, REVIEW_SCHEMA, REVIEW_SCHEMA_STRICT};
@@ -44,7 +45,6 @@ use crate::budget::Meter;
 use crate::launch::{Continue, HeldOutput, Recipe};
 use crate::out_dir::OutDir;
 use crate::workspace::{MakeTree, TreeWork};
-use baton_layout::{AttemptLog, RunDirs};
 
 /// What every unit of a run shares: handles, cheap to clone.
 #[derive(Clone)]

@@ -5,13 +5,13 @@
 //! ([`baton_model::pick`]) and its end is the task's. To the scheduler the N are one task:
 //! one slot, one scope.
 
+use baton_attempt::launch::HeldOutput;
+use baton_attempt::unit::{Assembly, AttemptDone, TreeEnd, assemble};
 use baton_model::{Candidate, EventKind, Outcome};
 use baton_scheduler::StopCause;
 
 use super::ending::Record;
 use super::{Dispatcher, Turn};
-use baton_attempt::launch::HeldOutput;
-use baton_attempt::unit::{Assembly, AttemptDone, TreeEnd, assemble};
 
 /// The recorded attempt number of candidate `k` (from 1) of the scheduler's attempt
 /// `launch` of a task with `n` candidates.

@@ -1,13 +1,13 @@
 //! How an attempt's end is recorded: its `attempt-finished` and the events after it, what it
 //! printed, and the scheduler told — or, for an attempt that never started, all of it at once.
 
+use baton_attempt::launch::HeldOutput;
+use baton_attempt::unit::AttemptDone;
 use baton_model::{EventKind, Outcome};
 use baton_scheduler::{Input, StopCause};
 use baton_store::AttemptOutput;
 
 use super::{Dispatcher, Turn};
-use baton_attempt::launch::HeldOutput;
-use baton_attempt::unit::AttemptDone;
 
 /// What an attempt's `attempt-finished` records beside its outcome, and the events after it.
 pub(super) struct Record {

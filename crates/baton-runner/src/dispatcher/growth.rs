@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
+use baton_attempt::launch::HeldOutput;
 use baton_graph::{ForEach, Graph};
 use baton_model::{EventKind, Outcome, TaskState};
 
 use super::ending::Record;
 use super::{Dispatcher, Turn, plan_of};
-use baton_attempt::launch::HeldOutput;
 
 /// What a JSON value is, for an error about one.
 fn kind_of(value: &serde_json::Value) -> &'static str {

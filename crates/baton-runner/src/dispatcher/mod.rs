@@ -10,8 +10,14 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
+use baton_attempt::RunConfig;
+use baton_attempt::budget::Meter;
+use baton_attempt::launch::{Continue, HeldOutput, Launcher};
+use baton_attempt::unit::{Assembly, AttemptDone, AttemptUnit, Shared, assemble};
+use baton_attempt::workspace::Workspaces;
 use baton_exec::StopLevel;
 use baton_graph::{Action as TaskAction, Graph};
+use baton_layout::RunDirs;
 use baton_model::{Event, EventKind, Outcome, RunId, RunState, TaskState};
 use baton_report::Reporter;
 use baton_scheduler::{Action, Cause, Input, Plan, PlanTask, Scheduler, StopCause};
@@ -28,12 +34,6 @@ use crate::ledger::Ledger;
 use crate::reasons::{finish_reason, stop_reason};
 use crate::recorder::Recorder;
 use crate::takeover::Restored;
-use baton_attempt::RunConfig;
-use baton_attempt::budget::Meter;
-use baton_attempt::launch::{Continue, HeldOutput, Launcher};
-use baton_attempt::unit::{Assembly, AttemptDone, AttemptUnit, Shared, assemble};
-use baton_attempt::workspace::Workspaces;
-use baton_layout::RunDirs;
 
 mod cancels;
 mod candidates;

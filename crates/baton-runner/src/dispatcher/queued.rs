@@ -1,12 +1,11 @@
 //! A run whose attempts workers run (`baton worker`): the dispatcher queues them instead of
 //! starting them, and takes their ends from the queue as it takes a local unit's.
 
+use baton_attempt::unit::AttemptDone;
+use baton_attempt::work::Work;
 use baton_model::EventKind;
 
 use super::Dispatcher;
-use baton_attempt::unit::AttemptDone;
-use baton_attempt::work::Work;
-
 use crate::remote::Queue;
 
 impl Dispatcher<'_> {
