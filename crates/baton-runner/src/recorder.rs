@@ -259,7 +259,7 @@ impl Drop for Recorder {
 #[cfg(test)]
 mod tests {
     use baton_model::{EventKind, TaskId, TaskState};
-    use baton_store::{Liveness, NewRun, SqliteStore};
+    use baton_store::{Liveness, NewRun, RunLog, RunReader, SqliteStore};
 
     use super::*;
 
@@ -287,7 +287,7 @@ mod tests {
             })
             .unwrap();
         let claim = store
-            .claim_driver(&run, &crate::driver::me(), 0, LEASE_TERM, |_| {
+            .claim(&run, &crate::driver::me(), 0, LEASE_TERM, &|_| {
                 Liveness::Dead
             })
             .unwrap();
@@ -339,7 +339,7 @@ mod tests {
             host: "elsewhere".into(),
         };
         let taken = store
-            .claim_driver(&run, &other, i64::MAX / 2, LEASE_TERM, |_| {
+            .claim(&run, &other, i64::MAX / 2, LEASE_TERM, &|_| {
                 Liveness::Unknown
             })
             .unwrap();
@@ -363,7 +363,7 @@ mod tests {
         let now = baton_attempt::stamp::now_ms;
         let me = crate::driver::me();
         let lease = store
-            .claim_driver(&run, &me, now(), term, |_| Liveness::Alive)
+            .claim(&run, &me, now(), term, &|_| Liveness::Alive)
             .unwrap()
             .lease;
         let mut recorder = Recorder::start_with_term(&store, run.clone(), lease, term).unwrap();
@@ -386,7 +386,7 @@ mod tests {
             assert!(recorder.ack().await.seqs.is_ok());
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
-        let refused = store.claim_driver(&run, &other, now(), term, |_| Liveness::Unknown);
+        let refused = store.claim(&run, &other, now(), term, &|_| Liveness::Unknown);
         assert!(
             matches!(refused, Err(StoreError::RunHeld { .. })),
             "{refused:?}"
@@ -395,7 +395,7 @@ mod tests {
         drop(recorder);
         std::thread::sleep(term + term / 2);
         let taken = store
-            .claim_driver(&run, &other, now(), term, |_| Liveness::Unknown)
+            .claim(&run, &other, now(), term, &|_| Liveness::Unknown)
             .unwrap();
         assert_eq!(taken.replaced, Some(me));
     }
@@ -407,7 +407,7 @@ mod tests {
         let term = std::time::Duration::from_millis(900);
         let me = crate::driver::me();
         let lease = store
-            .claim_driver(&run, &me, baton_attempt::stamp::now_ms(), term, |_| {
+            .claim(&run, &me, baton_attempt::stamp::now_ms(), term, &|_| {
                 Liveness::Alive
             })
             .unwrap()
@@ -420,7 +420,7 @@ mod tests {
             host: "elsewhere".into(),
         };
         store
-            .claim_driver(&run, &other, baton_attempt::stamp::now_ms(), term, |_| {
+            .claim(&run, &other, baton_attempt::stamp::now_ms(), term, &|_| {
                 Liveness::Dead
             })
             .unwrap();

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use baton_model::{Event, EventKind, Outcome, RunId, TaskId, TaskState};
-use baton_store::{AttemptOutput, Durability, NewRun, SqliteStore};
+use baton_store::{AttemptOutput, Durability, NewRun, RunLog, SqliteStore};
 
 /// Nanoseconds this thread has run on a CPU.
 fn thread_cpu() -> Duration {

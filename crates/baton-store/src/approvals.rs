@@ -19,7 +19,7 @@ pub struct Decision {
 impl SqliteStore {
     /// Records a decision. A task is decided once: a second decision is refused with the
     /// first one's.
-    pub fn decide(
+    pub(crate) fn record_decision(
         &self,
         run: &RunId,
         task: &TaskId,
@@ -60,7 +60,7 @@ impl SqliteStore {
     }
 
     /// Every decision about the run's tasks, oldest first.
-    pub fn decisions(&self, run: &RunId) -> Result<Vec<Decision>, StoreError> {
+    pub(crate) fn read_decisions(&self, run: &RunId) -> Result<Vec<Decision>, StoreError> {
         self.read(|tx| {
             let mut statement = tx.prepare_cached(
                 "SELECT task_id, approved, reason, at_ms FROM approvals \

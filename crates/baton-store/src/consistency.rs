@@ -60,7 +60,7 @@ impl SqliteStore {
     /// Replays the run's event log through [`RunView`] from the state `create_run` left, and lists every way the
     /// `runs`, `tasks` and `attempts` tables disagree with it, plus any gap in the numbering of
     /// the log. Empty means consistent. Reads one snapshot, so it may run beside a writer.
-    pub fn check_consistency(&self, run: &RunId) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn consistency_problems(&self, run: &RunId) -> Result<Vec<String>, StoreError> {
         self.read(|tx| {
             let record = tx
                 .prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"))?

@@ -67,7 +67,7 @@ impl SqliteStore {
     /// Makes `me` the driver of `run` until `now_ms + term` (renewable), unless another driver
     /// holds it: one that `liveness` says is alive, or one it cannot see whose lease has not
     /// lapsed. Claiming a run `me` already holds renews its lease.
-    pub fn claim_driver(
+    pub(crate) fn claim_driver(
         &self,
         run: &RunId,
         me: &Driver,
@@ -120,7 +120,7 @@ impl SqliteStore {
 
     /// Extends `lease` on `run` to `now_ms + term`: the heartbeat of a live driver. Fails with
     /// [`StoreError::LeaseLost`] once another process has claimed the run.
-    pub fn renew_lease(
+    pub(crate) fn renew_lease(
         &self,
         run: &RunId,
         lease: Lease,
@@ -138,7 +138,7 @@ impl SqliteStore {
 
     /// Gives up `run` if `lease` still holds it; returns whether it did. A driver that lost its
     /// run to another process cannot release the new holder's claim.
-    pub fn release_driver(&self, run: &RunId, lease: Lease) -> Result<bool, StoreError> {
+    pub(crate) fn release_driver(&self, run: &RunId, lease: Lease) -> Result<bool, StoreError> {
         self.write(|tx| {
             let changed = tx
                 .prepare_cached(
@@ -154,7 +154,7 @@ impl SqliteStore {
     /// Deletes a run with its tasks, attempts, events and graph (not its log files or worktrees,
     /// which are the caller's). Refuses a `running` run whose driver `liveness` says is alive
     /// (or cannot see, while its lease holds). Returns whether the run existed.
-    pub fn delete_run(
+    pub(crate) fn remove_run(
         &self,
         run: &RunId,
         now_ms: i64,

@@ -6,8 +6,8 @@
 //! The append-only event log is the record; the `runs`, `tasks` and `attempts` tables are its
 //! projections, updated in the same transaction as the events they follow from, so that a reader
 //! never sees one without the other and a crash never leaves a half-applied turn
-//! ([`SqliteStore::check_consistency`] proves it after the fact). The dispatcher writes once per
-//! turn with [`SqliteStore::commit`]; readers in other processes open their own store with
+//! ([`RunReader::check_consistency`] proves it after the fact). The dispatcher writes once per
+//! turn with [`RunLog::record`], fenced by its lease; readers in other processes open their own store with
 //! [`SqliteStore::open_readonly`] and neither block it nor wait for it.
 //!
 //! Durability: see [`Durability`]. By default a committed turn survives the process being killed;

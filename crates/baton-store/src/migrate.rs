@@ -68,7 +68,7 @@ mod tests {
     use baton_model::{Event, EventKind, Outcome, RunId, TaskId, TaskState};
 
     use super::*;
-    use crate::{AttemptOutput, Driver, Durability, NewRun, SqliteStore};
+    use crate::{AttemptOutput, Driver, Durability, NewRun, RunLog, RunReader, SqliteStore};
 
     fn new_run(id: &str) -> NewRun {
         NewRun {
@@ -282,7 +282,7 @@ mod tests {
         // And deleting the run still takes everything with it.
         assert!(
             store
-                .delete_run(&run, 0, |_| crate::Liveness::Dead)
+                .delete_run(&run, 0, &|_| crate::Liveness::Dead)
                 .unwrap()
         );
         for table in ["tasks", "attempts", "events", "task_counts", "run_graphs"] {

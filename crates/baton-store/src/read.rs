@@ -6,7 +6,9 @@ use baton_model::{Containment, Event, EventKind, RunId, TaskId};
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use crate::decode;
-use crate::{AttemptRecord, Driver, RunRecord, RunSummary, SqliteStore, StoreError, TaskRecord};
+use crate::{
+    AttemptRecord, Driver, RunReader, RunRecord, RunSummary, SqliteStore, StoreError, TaskRecord,
+};
 
 pub(crate) const RUN_COLUMNS: &str = "id, name, graph_path, status, started_at_ms, ended_at_ms, \
      concurrency, task_count, stop_reason, driver_pid, driver_start_time, driver_host, stop_cause";
@@ -19,9 +21,15 @@ pub(crate) const ATTEMPT_COLUMNS: &str = "task_id, attempt, started_at_ms, ended
      exit_code, duration_ms, output, output_bytes, output_json, stderr_tail, log_path, agent_json, \
      containment";
 
-impl SqliteStore {
+/// The reader's side of the seam, written here once: nothing else answers these questions
+/// about a SQLite store.
+impl RunReader for SqliteStore {
+    fn location(&self) -> String {
+        self.path().display().to_string()
+    }
+
     /// The newest `limit` runs, newest first, each with its tasks counted by state.
-    pub fn runs(&self, limit: u32) -> Result<Vec<RunSummary>, StoreError> {
+    fn runs(&self, limit: u32) -> Result<Vec<RunSummary>, StoreError> {
         self.read(|tx| {
             let runs = tx
                 .prepare_cached(&format!(
@@ -45,7 +53,7 @@ impl SqliteStore {
         })
     }
 
-    pub fn run(&self, run: &RunId) -> Result<Option<RunRecord>, StoreError> {
+    fn run(&self, run: &RunId) -> Result<Option<RunRecord>, StoreError> {
         self.read(|tx| {
             Ok(tx
                 .prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"))?
@@ -55,7 +63,7 @@ impl SqliteStore {
     }
 
     /// The run started last, for `baton status` without a run.
-    pub fn latest_run(&self) -> Result<Option<RunRecord>, StoreError> {
+    fn latest_run(&self) -> Result<Option<RunRecord>, StoreError> {
         self.read(|tx| {
             Ok(tx
                 .prepare_cached(&format!(
@@ -67,7 +75,7 @@ impl SqliteStore {
     }
 
     /// Every task of the run, in graph order.
-    pub fn tasks(&self, run: &RunId) -> Result<Vec<TaskRecord>, StoreError> {
+    fn tasks(&self, run: &RunId) -> Result<Vec<TaskRecord>, StoreError> {
         self.read(|tx| {
             Ok(tx
                 .prepare_cached(&format!(
@@ -79,7 +87,7 @@ impl SqliteStore {
     }
 
     /// Every attempt of one task, first first.
-    pub fn attempts(&self, run: &RunId, task: &TaskId) -> Result<Vec<AttemptRecord>, StoreError> {
+    fn attempts(&self, run: &RunId, task: &TaskId) -> Result<Vec<AttemptRecord>, StoreError> {
         self.read(|tx| {
             Ok(tx
                 .prepare_cached(&format!(
@@ -94,18 +102,18 @@ impl SqliteStore {
 
     /// Every attempt of the run, by task (in graph order) and attempt number: for timelines and
     /// reports.
-    pub fn run_attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, StoreError> {
+    fn run_attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, StoreError> {
         let mut attempts = Vec::new();
-        self.each_attempt(run, |attempt| attempts.push(attempt))?;
+        self.each_attempt(run, &mut |attempt| attempts.push(attempt))?;
         Ok(attempts)
     }
 
-    /// [`SqliteStore::run_attempts`] one at a time, none kept: a 100,000-task run's attempts
+    /// [`RunReader::run_attempts`] one at a time, none kept: a 100,000-task run's attempts
     /// together take about as much memory as the rest of the run.
-    pub fn each_attempt(
+    fn each_attempt(
         &self,
         run: &RunId,
-        mut f: impl FnMut(AttemptRecord),
+        f: &mut dyn FnMut(AttemptRecord),
     ) -> Result<(), StoreError> {
         self.read(|tx| {
             let mut statement = tx.prepare_cached(&format!(
@@ -122,7 +130,7 @@ impl SqliteStore {
     /// Attempts started and never finished: after a crash, the ones a resume records as
     /// interrupted. Scans the run's attempts: it runs once per resume, and an index kept for it
     /// would cost every commit a page.
-    pub fn open_attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, StoreError> {
+    fn open_attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, StoreError> {
         self.read(|tx| {
             Ok(tx
                 .prepare_cached(&format!(
@@ -136,22 +144,17 @@ impl SqliteStore {
 
     /// Up to `limit` events of the run with `seq > after_seq`, in order: pass the last `seq`
     /// seen to follow a run.
-    pub fn events(
-        &self,
-        run: &RunId,
-        after_seq: u64,
-        limit: u32,
-    ) -> Result<Vec<Event>, StoreError> {
+    fn events(&self, run: &RunId, after_seq: u64, limit: u32) -> Result<Vec<Event>, StoreError> {
         self.read(|tx| events_after(tx, run, after_seq, Some(limit)))
     }
 
     /// What the run's agent attempts used and cost: tokens and dollars, `None` without any.
-    pub fn run_spend(&self, run: &RunId) -> Result<(Option<u64>, Option<f64>), StoreError> {
+    fn run_spend(&self, run: &RunId) -> Result<(Option<u64>, Option<f64>), StoreError> {
         self.read(|tx| spend(tx, run))
     }
 
     /// The run's events of `kind`, in order.
-    pub fn events_of_kind(
+    fn events_of_kind(
         &self,
         run: &RunId,
         kind: baton_model::EventName,
@@ -166,7 +169,7 @@ impl SqliteStore {
     }
 
     /// The run's last event of `kind`.
-    pub fn last_event_of_kind(
+    fn last_event_of_kind(
         &self,
         run: &RunId,
         kind: baton_model::EventName,
@@ -181,7 +184,7 @@ impl SqliteStore {
     }
 
     /// The `seq` of the run's last event; 0 when it has none.
-    pub fn last_seq(&self, run: &RunId) -> Result<u64, StoreError> {
+    fn last_seq(&self, run: &RunId) -> Result<u64, StoreError> {
         self.read(|tx| {
             Ok(tx
                 .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?1")?
@@ -189,14 +192,22 @@ impl SqliteStore {
         })
     }
 
-    /// The graph the run was started with, as given to [`SqliteStore::create_run`].
-    pub fn graph_json(&self, run: &RunId) -> Result<Option<String>, StoreError> {
+    /// The graph the run was started with, as given to [`RunLog::create_run`].
+    fn graph_json(&self, run: &RunId) -> Result<Option<String>, StoreError> {
         self.read(|tx| {
             Ok(tx
                 .prepare_cached("SELECT graph_json FROM run_graphs WHERE run_id = ?1")?
                 .query_row([run.as_str()], |row| row.get(0))
                 .optional()?)
         })
+    }
+
+    fn decisions(&self, run: &RunId) -> Result<Vec<crate::Decision>, StoreError> {
+        self.read_decisions(run)
+    }
+
+    fn check_consistency(&self, run: &RunId) -> Result<Vec<String>, StoreError> {
+        self.consistency_problems(run)
     }
 }
 

@@ -21,7 +21,7 @@ pub trait RunLog: Send + Sync {
     /// Records a new run: its row, its graph, one `pending` row per task.
     fn create_run(&self, run: &NewRun) -> Result<(), StoreError>;
 
-    /// Makes `me` the run's driver (see [`SqliteStore::claim_driver`] for the rules).
+    /// Makes `me` the run's driver (the rules: `SqliteStore`'s `claim_driver` in driver.rs).
     fn claim(
         &self,
         run: &RunId,
@@ -154,7 +154,7 @@ impl<T: RunLog + RunReader> Store for T {}
 
 impl RunLog for SqliteStore {
     fn create_run(&self, run: &NewRun) -> Result<(), StoreError> {
-        SqliteStore::create_run(self, run)
+        self.insert_run(run)
     }
 
     fn claim(
@@ -200,7 +200,7 @@ impl RunLog for SqliteStore {
         reason: Option<&str>,
         at_ms: i64,
     ) -> Result<Result<(), Decision>, StoreError> {
-        SqliteStore::decide(self, run, task, approved, reason, at_ms)
+        self.record_decision(run, task, approved, reason, at_ms)
     }
 
     fn delete_run(
@@ -209,7 +209,7 @@ impl RunLog for SqliteStore {
         now_ms: i64,
         liveness: &dyn Fn(&Driver) -> Liveness,
     ) -> Result<bool, StoreError> {
-        SqliteStore::delete_run(self, run, now_ms, liveness)
+        self.remove_run(run, now_ms, liveness)
     }
 
     fn another(&self) -> Result<Box<dyn Store>, StoreError> {
@@ -218,87 +218,5 @@ impl RunLog for SqliteStore {
 
     fn maintain_in_background(&self) {
         self.checkpoint_in_background();
-    }
-}
-
-impl RunReader for SqliteStore {
-    fn location(&self) -> String {
-        self.path().display().to_string()
-    }
-
-    fn runs(&self, limit: u32) -> Result<Vec<RunSummary>, StoreError> {
-        SqliteStore::runs(self, limit)
-    }
-
-    fn run(&self, run: &RunId) -> Result<Option<RunRecord>, StoreError> {
-        SqliteStore::run(self, run)
-    }
-
-    fn latest_run(&self) -> Result<Option<RunRecord>, StoreError> {
-        SqliteStore::latest_run(self)
-    }
-
-    fn tasks(&self, run: &RunId) -> Result<Vec<TaskRecord>, StoreError> {
-        SqliteStore::tasks(self, run)
-    }
-
-    fn attempts(&self, run: &RunId, task: &TaskId) -> Result<Vec<AttemptRecord>, StoreError> {
-        SqliteStore::attempts(self, run, task)
-    }
-
-    fn run_attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, StoreError> {
-        SqliteStore::run_attempts(self, run)
-    }
-
-    fn each_attempt(
-        &self,
-        run: &RunId,
-        f: &mut dyn FnMut(AttemptRecord),
-    ) -> Result<(), StoreError> {
-        SqliteStore::each_attempt(self, run, f)
-    }
-
-    fn open_attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, StoreError> {
-        SqliteStore::open_attempts(self, run)
-    }
-
-    fn events(&self, run: &RunId, after_seq: u64, limit: u32) -> Result<Vec<Event>, StoreError> {
-        SqliteStore::events(self, run, after_seq, limit)
-    }
-
-    fn events_of_kind(
-        &self,
-        run: &RunId,
-        kind: baton_model::EventName,
-    ) -> Result<Vec<Event>, StoreError> {
-        SqliteStore::events_of_kind(self, run, kind)
-    }
-
-    fn last_event_of_kind(
-        &self,
-        run: &RunId,
-        kind: baton_model::EventName,
-    ) -> Result<Option<Event>, StoreError> {
-        SqliteStore::last_event_of_kind(self, run, kind)
-    }
-
-    fn last_seq(&self, run: &RunId) -> Result<u64, StoreError> {
-        SqliteStore::last_seq(self, run)
-    }
-
-    fn run_spend(&self, run: &RunId) -> Result<(Option<u64>, Option<f64>), StoreError> {
-        SqliteStore::run_spend(self, run)
-    }
-
-    fn graph_json(&self, run: &RunId) -> Result<Option<String>, StoreError> {
-        SqliteStore::graph_json(self, run)
-    }
-
-    fn decisions(&self, run: &RunId) -> Result<Vec<Decision>, StoreError> {
-        SqliteStore::decisions(self, run)
-    }
-
-    fn check_consistency(&self, run: &RunId) -> Result<Vec<String>, StoreError> {
-        SqliteStore::check_consistency(self, run)
     }
 }

@@ -9,7 +9,7 @@ use crate::{AttemptOutput, NewRun, SqliteStore, StoreError};
 
 impl SqliteStore {
     /// Records a new run, `running`, with every task `pending`, in one transaction.
-    pub fn create_run(&self, run: &NewRun) -> Result<(), StoreError> {
+    pub(crate) fn insert_run(&self, run: &NewRun) -> Result<(), StoreError> {
         self.write(|tx| {
             let inserted = tx
                 .prepare_cached(
@@ -63,6 +63,9 @@ impl SqliteStore {
     /// How each event changes the tables is documented in [`crate::project`]. An event about a
     /// task the run does not have, or an end or output of an attempt never started, fails the
     /// whole turn.
+    ///
+    /// Unfenced: for tests and benchmarks that record without a lease. A driver records
+    /// through [`crate::RunLog::record`], which checks its lease in the same transaction.
     pub fn commit(
         &self,
         run: &baton_model::RunId,
@@ -75,7 +78,7 @@ impl SqliteStore {
     /// [`SqliteStore::commit`] by the holder of `lease`: refused whole
     /// ([`StoreError::LeaseLost`]) once another process has claimed the run. What a driver
     /// commits goes this way.
-    pub fn commit_fenced(
+    pub(crate) fn commit_fenced(
         &self,
         run: &baton_model::RunId,
         lease: crate::Lease,

@@ -1,5 +1,6 @@
 //! Several connections on one file: writers wait for each other, readers wait for nobody.
 
+use baton_store::{RunLog, RunReader};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 

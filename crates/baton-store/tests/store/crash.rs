@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use baton_model::{EventKind, Outcome, TaskState};
 use baton_store::SqliteStore;
+use baton_store::{RunLog, RunReader};
 
 use crate::support::*;
 

@@ -10,7 +10,8 @@ use baton_model::{
     AgentUsage, Containment, Event, EventKind, Evidence, FailureClass, Outcome, RunState, RunView,
     TaskId, TaskState,
 };
-use baton_store::{AttemptOutput, Store};
+use baton_store::RunReader;
+use baton_store::{AttemptOutput, RunLog, Store};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;

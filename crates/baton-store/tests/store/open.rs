@@ -2,7 +2,8 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use baton_store::{Durability, SCHEMA_VERSION, SqliteStore, StoreError};
+use baton_store::RunReader;
+use baton_store::{Durability, RunLog, SCHEMA_VERSION, SqliteStore, StoreError};
 
 use crate::support::*;
 

@@ -2,6 +2,7 @@
 
 use baton_model::{EventKind, Outcome, RunState, TaskState};
 use baton_store::StoreError;
+use baton_store::{RunLog, RunReader};
 
 use crate::support::*;
 

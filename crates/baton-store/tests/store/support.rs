@@ -1,6 +1,7 @@
 use std::path::PathBuf;
 
 use baton_model::{Event, EventKind, Outcome, RunId, TaskId, TaskState};
+use baton_store::RunReader;
 use baton_store::{AttemptOutput, NewRun, SqliteStore};
 
 pub fn task(id: &str) -> TaskId {

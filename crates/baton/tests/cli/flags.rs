@@ -153,7 +153,7 @@ fn store_flag_and_environment() {
         .status(0);
     let store = baton_store::SqliteStore::open_readonly(&out.path().join("records/runs.db"))
         .expect("the store is where BATON_STORE says");
-    assert_eq!(store.runs(10).unwrap().len(), 1);
+    assert_eq!(baton_store::RunReader::runs(&store, 10).unwrap().len(), 1);
     assert!(!out.path().join(".baton/baton.db").exists());
 
     Test::new()

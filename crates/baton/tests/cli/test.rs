@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use baton_model::{Event, EventKind, TaskId};
-use baton_store::{AttemptRecord, RunRecord, SqliteStore, TaskRecord};
+use baton_store::{AttemptRecord, RunReader, RunRecord, SqliteStore, TaskRecord};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use tempfile::TempDir;
