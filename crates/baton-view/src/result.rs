@@ -5,6 +5,9 @@ use baton_report::{
 };
 use baton_store::{Store, StoreError};
 
+/// Per task, the ids of other tasks: a planner's, those its answers added.
+type TasksOf = std::collections::HashMap<baton_model::TaskId, Vec<String>>;
+
 /// A task's last attempt: its number, outcome, log and containment.
 type LastAttempt = (u32, Option<Outcome>, Option<String>, Option<Containment>);
 
@@ -39,23 +42,7 @@ pub fn build_observed_result(
     records.sort_by_key(|t| t.idx);
     // Each planner's tasks right after it, as `status` and the report show them.
     let records = nested_order(records);
-    let mut planned: std::collections::HashMap<baton_model::TaskId, Vec<String>> =
-        std::collections::HashMap::new();
-    let mut replanned: std::collections::HashMap<baton_model::TaskId, Vec<String>> =
-        std::collections::HashMap::new();
-    for event in store.events_of_kind(run, EventName::Replanning)? {
-        if let baton_model::EventKind::Replanning { task, failed } = event.kind {
-            replanned.entry(task).or_default().push(failed.to_string());
-        }
-    }
-    for event in store.events_of_kind(run, EventName::GraphExpanded)? {
-        if let baton_model::EventKind::GraphExpanded { task, added, .. } = event.kind {
-            planned
-                .entry(task)
-                .or_default()
-                .extend(added.iter().map(ToString::to_string));
-        }
-    }
+    let (mut planned, mut replanned) = plans(store, run)?;
     let started = record.started_at_ms;
     let ended = record.ended_at_ms;
     let run_ms = ended
@@ -74,28 +61,7 @@ pub fn build_observed_result(
     let mut spend: Option<RunSpend> = None;
     let mut agents: std::collections::HashMap<baton_model::TaskId, (u32, TaskAgent)> =
         std::collections::HashMap::new();
-    // Best-of tasks: their last attempt's candidates, and the attempt that won, whose end and
-    // work are the task's.
-    let mut picks: std::collections::HashMap<baton_model::TaskId, baton_report::TaskCandidates> =
-        std::collections::HashMap::new();
-    for event in store.events_of_kind(run, EventName::Picked)? {
-        if let baton_model::EventKind::Picked {
-            task,
-            candidates,
-            winner,
-            why,
-        } = event.kind
-        {
-            picks.insert(
-                task,
-                baton_report::TaskCandidates {
-                    winner,
-                    why,
-                    list: candidates,
-                },
-            );
-        }
-    }
+    let mut picks = picks(store, run)?;
     let winning = |task: &baton_model::TaskId| {
         let pick = picks.get(task)?;
         let w = pick.winner?;
@@ -167,101 +133,9 @@ pub fn build_observed_result(
         }
     })?;
 
-    // What each task's worktree holds: its last recorded commit's evidence.
-    let mut workspaces: std::collections::HashMap<String, baton_report::TaskWorkspace> =
-        std::collections::HashMap::new();
-    for event in store.events_of_kind(run, EventName::WorkspaceCommitted)? {
-        if let baton_model::EventKind::WorkspaceCommitted {
-            task,
-            attempt,
-            mut branch,
-            commit,
-            evidence,
-            scope_violations,
-            ..
-        } = event.kind
-        {
-            // A best-of task's work is its winner's, on the task's own branch now.
-            if let Some(won) = winning(&task) {
-                if attempt != won {
-                    continue;
-                }
-                if let Some((own, _)) = branch.rsplit_once('@') {
-                    branch = own.to_owned();
-                }
-            }
-            let entry = workspaces.entry(task.to_string());
-            let previous = match &entry {
-                std::collections::hash_map::Entry::Occupied(o) => o.get().commit.clone(),
-                std::collections::hash_map::Entry::Vacant(_) => None,
-            };
-            entry.insert_entry(baton_report::TaskWorkspace {
-                branch,
-                // An attempt that changed nothing leaves the branch where it was.
-                commit: commit.or(previous),
-                evidence,
-                scope_violations,
-            });
-        }
-    }
-    // Per task, the check that failed in its last attempt's last round of checks.
-    let mut checks: std::collections::HashMap<baton_model::TaskId, FailedCheck> =
-        std::collections::HashMap::new();
-    for event in store.events_of_kind(run, EventName::Checked)? {
-        if let baton_model::EventKind::Checked {
-            task: Some(task),
-            attempt: Some(attempt),
-            checks: results,
-            ..
-        } = event.kind
-        {
-            let Some((number, _, log, _)) = last.get(&task) else {
-                continue;
-            };
-            if *number != attempt {
-                continue;
-            }
-            // A later round's checks replace an earlier round's.
-            checks.remove(&task);
-            if let Some((i, failed)) = results.into_iter().enumerate().find(|(_, c)| !c.passed()) {
-                let n = i + 1;
-                let log = log.as_deref().and_then(|log| {
-                    let dir = std::path::Path::new(log).parent()?;
-                    Some(
-                        dir.join(format!("{}.{attempt}.check-{n}.log", task.file_name()))
-                            .display()
-                            .to_string(),
-                    )
-                });
-                checks.insert(
-                    task,
-                    FailedCheck {
-                        number: n as u32,
-                        command: failed.command,
-                        outcome: failed.outcome,
-                        output: failed.output,
-                        log,
-                    },
-                );
-            }
-        }
-    }
-    // Per task, its last attempt's last review.
-    let mut reviews: std::collections::HashMap<baton_model::TaskId, baton_model::Review> =
-        std::collections::HashMap::new();
-    for event in store.events_of_kind(run, EventName::Reviewed)? {
-        if let baton_model::EventKind::Reviewed {
-            task,
-            attempt,
-            review,
-        } = event.kind
-            && last
-                .get(&task)
-                .is_some_and(|(number, ..)| *number == attempt)
-        {
-            reviews.insert(task, review);
-        }
-    }
+    let mut workspaces = task_workspaces(store, run, &winning)?;
+    let mut checks = failed_checks(store, run, &last)?;
+    let mut reviews = last_reviews(store, run, &last)?;
     let tasks: Vec<TaskResult> = records
         .into_iter()
         .map(|t| {
@@ -347,6 +221,181 @@ pub fn build_observed_result(
         result: merged,
         next,
     })
+}
+
+/// Per planner, the tasks its answers added; per planner asked again, the tasks whose failure
+/// sent it back.
+fn plans(store: &dyn Store, run: &RunId) -> Result<(TasksOf, TasksOf), StoreError> {
+    let mut planned: std::collections::HashMap<baton_model::TaskId, Vec<String>> =
+        std::collections::HashMap::new();
+    let mut replanned: std::collections::HashMap<baton_model::TaskId, Vec<String>> =
+        std::collections::HashMap::new();
+    for event in store.events_of_kind(run, EventName::Replanning)? {
+        if let baton_model::EventKind::Replanning { task, failed } = event.kind {
+            replanned.entry(task).or_default().push(failed.to_string());
+        }
+    }
+    for event in store.events_of_kind(run, EventName::GraphExpanded)? {
+        if let baton_model::EventKind::GraphExpanded { task, added, .. } = event.kind {
+            planned
+                .entry(task)
+                .or_default()
+                .extend(added.iter().map(ToString::to_string));
+        }
+    }
+    Ok((planned, replanned))
+}
+
+/// Best-of tasks: their last attempt's candidates, and the attempt that won, whose end and
+/// work are the task's.
+fn picks(
+    store: &dyn Store,
+    run: &RunId,
+) -> Result<std::collections::HashMap<baton_model::TaskId, baton_report::TaskCandidates>, StoreError>
+{
+    let mut picks: std::collections::HashMap<baton_model::TaskId, baton_report::TaskCandidates> =
+        std::collections::HashMap::new();
+    for event in store.events_of_kind(run, EventName::Picked)? {
+        if let baton_model::EventKind::Picked {
+            task,
+            candidates,
+            winner,
+            why,
+        } = event.kind
+        {
+            picks.insert(
+                task,
+                baton_report::TaskCandidates {
+                    winner,
+                    why,
+                    list: candidates,
+                },
+            );
+        }
+    }
+    Ok(picks)
+}
+
+/// What each task's worktree holds: its last recorded commit's evidence (a best-of task's, its
+/// winner's, on the task's own branch).
+fn task_workspaces(
+    store: &dyn Store,
+    run: &RunId,
+    winning: &dyn Fn(&baton_model::TaskId) -> Option<u32>,
+) -> Result<std::collections::HashMap<String, baton_report::TaskWorkspace>, StoreError> {
+    let mut workspaces: std::collections::HashMap<String, baton_report::TaskWorkspace> =
+        std::collections::HashMap::new();
+    for event in store.events_of_kind(run, EventName::WorkspaceCommitted)? {
+        if let baton_model::EventKind::WorkspaceCommitted {
+            task,
+            attempt,
+            mut branch,
+            commit,
+            evidence,
+            scope_violations,
+            ..
+        } = event.kind
+        {
+            // A best-of task's work is its winner's, on the task's own branch now.
+            if let Some(won) = winning(&task) {
+                if attempt != won {
+                    continue;
+                }
+                if let Some((own, _)) = branch.rsplit_once('@') {
+                    branch = own.to_owned();
+                }
+            }
+            let entry = workspaces.entry(task.to_string());
+            let previous = match &entry {
+                std::collections::hash_map::Entry::Occupied(o) => o.get().commit.clone(),
+                std::collections::hash_map::Entry::Vacant(_) => None,
+            };
+            entry.insert_entry(baton_report::TaskWorkspace {
+                branch,
+                // An attempt that changed nothing leaves the branch where it was.
+                commit: commit.or(previous),
+                evidence,
+                scope_violations,
+            });
+        }
+    }
+    Ok(workspaces)
+}
+
+/// Per task, the check that failed in its last attempt's last round of checks, with its log.
+fn failed_checks(
+    store: &dyn Store,
+    run: &RunId,
+    last: &std::collections::HashMap<baton_model::TaskId, LastAttempt>,
+) -> Result<std::collections::HashMap<baton_model::TaskId, FailedCheck>, StoreError> {
+    let mut checks: std::collections::HashMap<baton_model::TaskId, FailedCheck> =
+        std::collections::HashMap::new();
+    for event in store.events_of_kind(run, EventName::Checked)? {
+        if let baton_model::EventKind::Checked {
+            task: Some(task),
+            attempt: Some(attempt),
+            checks: results,
+            ..
+        } = event.kind
+        {
+            let Some((number, _, log, _)) = last.get(&task) else {
+                continue;
+            };
+            if *number != attempt {
+                continue;
+            }
+            // A later round's checks replace an earlier round's.
+            checks.remove(&task);
+            if let Some((i, failed)) = results.into_iter().enumerate().find(|(_, c)| !c.passed()) {
+                let n = i + 1;
+                let log = log.as_deref().and_then(|log| {
+                    let dir = std::path::Path::new(log).parent()?;
+                    Some(
+                        dir.join(
+                            baton_layout::AttemptLog::Check(n as u32).file_name(&task, attempt),
+                        )
+                        .display()
+                        .to_string(),
+                    )
+                });
+                checks.insert(
+                    task,
+                    FailedCheck {
+                        number: n as u32,
+                        command: failed.command,
+                        outcome: failed.outcome,
+                        output: failed.output,
+                        log,
+                    },
+                );
+            }
+        }
+    }
+    Ok(checks)
+}
+
+/// Per task, its last attempt's last review.
+fn last_reviews(
+    store: &dyn Store,
+    run: &RunId,
+    last: &std::collections::HashMap<baton_model::TaskId, LastAttempt>,
+) -> Result<std::collections::HashMap<baton_model::TaskId, baton_model::Review>, StoreError> {
+    let mut reviews: std::collections::HashMap<baton_model::TaskId, baton_model::Review> =
+        std::collections::HashMap::new();
+    for event in store.events_of_kind(run, EventName::Reviewed)? {
+        if let baton_model::EventKind::Reviewed {
+            task,
+            attempt,
+            review,
+        } = event.kind
+            && last
+                .get(&task)
+                .is_some_and(|(number, ..)| *number == attempt)
+        {
+            reviews.insert(task, review);
+        }
+    }
+    Ok(reviews)
 }
 
 /// Tasks in graph order, except that the tasks a planner added follow it (and theirs follow
