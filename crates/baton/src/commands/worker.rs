@@ -129,6 +129,9 @@ struct Listed {
     labels: Vec<String>,
     started_at_ms: i64,
     heartbeat_at_ms: i64,
+    /// `alive`, or `lost`: a worker of this host whose process is gone (killed, crashed) — its
+    /// row stays until it is stale, and its attempts run again once their leases lapse.
+    state: &'static str,
     running: Vec<Running>,
 }
 
@@ -145,9 +148,15 @@ pub fn workers(args: WorkersArgs, store_url: Option<&str>) -> Result<i32, Failur
     let found = store
         .workers(STALE_AFTER_MS)
         .map_err(|e| Failure::Internal(anyhow::Error::new(e).context("cannot list the workers")))?;
+    let here = baton_attempt::procs::hostname();
     let listed: Vec<Listed> = found
         .into_iter()
         .map(|w| Listed {
+            state: if w.host == here && baton_attempt::procs::start_time(w.pid).is_none() {
+                "lost"
+            } else {
+                "alive"
+            },
             running: w
                 .running
                 .iter()
@@ -182,22 +191,26 @@ pub fn workers(args: WorkersArgs, store_url: Option<&str>) -> Result<i32, Failur
     }
     let now = baton_model::now_ms();
     let mut text = format!(
-        "{:<28} {:>5}  {:<16} {:<12} {:>9}  RUNNING\n",
-        "WORKER", "SLOTS", "ENGINES", "LABELS", "HEARD"
+        "{:<28} {:<5} {:>5}  {:<16} {:<12} {:>9}  RUNNING\n",
+        "WORKER", "STATE", "SLOTS", "ENGINES", "LABELS", "HEARD"
     );
     for w in &listed {
-        let running = if w.running.is_empty() {
-            "-".to_owned()
-        } else {
-            w.running
-                .iter()
-                .map(|r| format!("{} {}#{}", short(&r.run), r.task, r.attempt))
-                .collect::<Vec<_>>()
-                .join(", ")
+        let held = w
+            .running
+            .iter()
+            .map(|r| format!("{} {}#{}", short(&r.run), r.task, r.attempt))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let running = match (held.is_empty(), w.state) {
+            (true, _) => "-".to_owned(),
+            // Claimed still, by a process that is gone: they run again once their leases lapse.
+            (false, "lost") => format!("{held} (run again elsewhere when their leases lapse)"),
+            (false, _) => held,
         };
         text.push_str(&format!(
-            "{:<28} {:>2}/{:<2}  {:<16} {:<12} {:>8}s  {running}\n",
+            "{:<28} {:<5} {:>2}/{:<2}  {:<16} {:<12} {:>8}s  {running}\n",
             w.id,
+            w.state,
             w.running.len(),
             w.slots,
             or_any(&w.engines),

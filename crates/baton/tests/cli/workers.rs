@@ -295,6 +295,45 @@ fn a_killed_worker_and_a_paused_one_lose_nothing_and_the_paused_ones_late_end_is
     }
     kill(Pid::from_raw(killed as i32), Signal::SIGKILL).unwrap();
     kill(Pid::from_raw(paused as i32), Signal::SIGSTOP).unwrap();
+    // `baton workers` says which one is gone: the killed one is lost, the paused one is
+    // still a process here.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let listed = loop {
+        let out = baton_in(test.path(), &["--store", &url, "workers", "--json"]);
+        let listed: Value = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+        let state = |pid: u32| {
+            listed
+                .as_array()
+                .and_then(|l| l.iter().find(|w| w["pid"] == pid))
+                .map(|w| w["state"].clone())
+        };
+        if state(killed) == Some(Value::from("lost")) {
+            assert_eq!(state(paused), Some(Value::from("alive")), "{listed}");
+            break listed;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the killed worker is not lost: {listed}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let table = baton_in(test.path(), &["--store", &url, "workers"]).stdout;
+    let lost_id = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["pid"] == killed)
+        .and_then(|w| w["id"].as_str())
+        .unwrap()
+        .to_owned();
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(&lost_id))
+        .unwrap_or_default();
+    assert!(
+        row.contains(" lost ") && row.contains("run again elsewhere when their leases lapse"),
+        "{table}"
+    );
     let c_held: Vec<String> = std::fs::read_to_string(test.path().join("c.log"))
         .unwrap()
         .lines()
