@@ -27,6 +27,17 @@ pub enum StopCause {
 }
 
 impl StopCause {
+    /// Every cause.
+    pub const ALL: [Self; 7] = [
+        Self::TaskFailed,
+        Self::BudgetSpent,
+        Self::SoftBudget,
+        Self::Cancelled,
+        Self::Killed,
+        Self::DriverDied,
+        Self::Remote,
+    ];
+
     /// Its name in the event log and the store.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -42,17 +53,7 @@ impl StopCause {
 
     /// The cause named `name` ([`StopCause::as_str`]).
     pub fn parse(name: &str) -> Option<Self> {
-        [
-            Self::TaskFailed,
-            Self::BudgetSpent,
-            Self::SoftBudget,
-            Self::Cancelled,
-            Self::Killed,
-            Self::DriverDied,
-            Self::Remote,
-        ]
-        .into_iter()
-        .find(|cause| cause.as_str() == name)
+        Self::ALL.into_iter().find(|cause| cause.as_str() == name)
     }
 
     /// The cause of a `run-stopping` event: the one it records, or, for an event written
@@ -118,15 +119,7 @@ mod tests {
 
     #[test]
     fn every_cause_reads_back_by_its_name() {
-        for cause in [
-            StopCause::TaskFailed,
-            StopCause::BudgetSpent,
-            StopCause::SoftBudget,
-            StopCause::Cancelled,
-            StopCause::Killed,
-            StopCause::DriverDied,
-            StopCause::Remote,
-        ] {
+        for cause in StopCause::ALL {
             assert_eq!(StopCause::parse(cause.as_str()), Some(cause));
             assert_eq!(
                 serde_json::to_value(cause).unwrap(),

@@ -236,7 +236,7 @@ pub async fn work(
                     // This worker's own copy of the run's worktrees follows what the attempt
                     // did with the task's (made it not, or pooled it).
                     if let Some(run) = parts.get_mut(&key.run) {
-                        run.workspaces.attempt_ended(key.task, tree.0, &tree.1);
+                        run.workspaces.attempt_ended(key.task, tree.set_up, &tree.end);
                     }
                     let Some(attempt) = held.remove(&key) else { continue };
                     let (run, task, n) = (key.run.clone(), attempt.task, key.attempt);
@@ -509,7 +509,10 @@ fn start(
         if let Some(mut logs) = shipper {
             logs.ship(&store);
         }
-        let tree = TreeAfter(done.set_up, done.tree.clone());
+        let tree = TreeAfter {
+            set_up: done.set_up,
+            end: done.tree.clone(),
+        };
         let given_back = given_back.load(std::sync::atomic::Ordering::Relaxed);
         let delivered = deliver(
             &store,
@@ -524,9 +527,11 @@ fn start(
     });
 }
 
-/// What an attempt did with its task's worktree (its setup ran; how it ended), for the
-/// worker's own copy of the run's.
-struct TreeAfter(bool, TreeEnd);
+/// What an attempt did with its task's worktree, for the worker's own copy of the run's.
+struct TreeAfter {
+    set_up: bool,
+    end: TreeEnd,
+}
 
 /// Hands an event of a running attempt to its coordinator.
 fn tell(store: &PgStore, worker: &str, key: &AttemptKey, event: &Event) {

@@ -131,9 +131,9 @@ impl Dispatcher<'_> {
         outcome: &Outcome,
         record: Record,
     ) {
-        let id = self.graph.task(task).id.clone();
+        // One clone of the id per end: this is every attempt's path, a no-op task's too.
         self.ledger.push(EventKind::AttemptFinished {
-            task: id.clone(),
+            task: self.graph.task(task).id.clone(),
             attempt,
             outcome: outcome.clone(),
             duration_ms: record.duration.as_millis() as u64,
@@ -145,7 +145,7 @@ impl Dispatcher<'_> {
         }
         if let Some(checks) = record.checks {
             self.ledger.push(EventKind::Checked {
-                task: Some(id),
+                task: Some(self.graph.task(task).id.clone()),
                 attempt: Some(attempt),
                 checks,
                 blamed: None,
