@@ -564,7 +564,7 @@ impl Workspaces {
                 start,
                 starts,
                 pool_dir: self.pool_dir(),
-                include: graph.task(task).worktree_include.clone(),
+                include: graph.task(task).worktree_include.to_vec(),
                 run_dirs: self.run_dirs.clone(),
                 task: id.clone(),
                 keeps_start: true,

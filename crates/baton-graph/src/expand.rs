@@ -54,7 +54,7 @@ impl Graph {
         let origin = self.task(planner);
         let label = PathBuf::from(format!("plan of {}", origin.id));
         let fail = |diags: Vec<Diagnostic>| LoadError::new(label.clone(), text.to_owned(), diags);
-        let Some(planning) = origin.plan else {
+        let Some(planning) = origin.plan.as_deref().copied() else {
             return Err(fail(vec![Diagnostic::new(format!(
                 "task `{}` is not a planner",
                 origin.id
@@ -496,7 +496,7 @@ pub fn describe_limits(graph: &Graph, planner: TaskIndex) -> Option<String> {
         max_subtasks,
         max_depth,
         ..
-    } = task.plan?;
+    } = task.plan.as_deref().copied()?;
     let room = (graph.run.max_tasks as usize).saturating_sub(graph.len());
     let deeper = task.depth + 1 < max_depth;
     Some(format!(

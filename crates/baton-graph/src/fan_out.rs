@@ -63,7 +63,7 @@ impl Graph {
                 needs,
                 scope,
                 for_each: None,
-                item: Some(item.clone()),
+                item: Some(Box::new(item.clone())),
                 parent: Some(task),
                 depth: template.depth + 1,
                 ..template.clone()

@@ -302,7 +302,9 @@ impl Task {
     }
 }
 
-/// One task, with `[defaults]` applied.
+/// One task, with `[defaults]` applied. A run holds one per task for its whole length (a
+/// 100,000-task graph, 100,000 of them): what few tasks have is boxed, so that it costs the
+/// others a pointer (`tests`: `a_task_stays_small`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     pub id: TaskId,
@@ -348,13 +350,13 @@ pub struct Task {
     pub workspace_asked: bool,
     /// Variables of baton's environment the task also gets, beyond the few every task gets
     /// (`PATH`, `HOME`, locale, …): names, or prefixes ending in `*`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pass_env: Vec<String>,
+    #[serde(default, skip_serializing_if = "none")]
+    pub pass_env: Box<[String]>,
     /// Variables whose values are secrets although their names do not say so
     /// (`DATABASE_URL`): names, or prefixes ending in `*`. Their values are redacted wherever
     /// they appear, like those of variables named like secrets (`*_TOKEN`, `*_KEY`, …).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub secret_env: Vec<String>,
+    #[serde(default, skip_serializing_if = "none")]
+    pub secret_env: Box<[String]>,
     /// What a change outside `scope` means.
     #[serde(default, skip_serializing_if = "ScopePolicy::is_warn")]
     pub scope_policy: ScopePolicy,
@@ -363,20 +365,20 @@ pub struct Task {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub fix_attempts: u32,
     /// Commands run once in a new worktree before the task starts (`npm ci`, …).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub setup: Vec<String>,
+    #[serde(default, skip_serializing_if = "none")]
+    pub setup: Box<[String]>,
     /// What runs its shell commands (`run`, `setup`, `verify`): a program and its arguments,
     /// the script after `-c`. Empty: `/bin/sh -c`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub shell: Vec<String>,
+    #[serde(default, skip_serializing_if = "none")]
+    pub shell: Box<[String]>,
     /// Labels a worker must have to run it (`baton worker --labels`); a run driven here
     /// ignores them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub runs_on: Vec<String>,
+    #[serde(default, skip_serializing_if = "none")]
+    pub runs_on: Box<[String]>,
     /// Paths (globs) git ignores that a new worktree gets from the repository: files copied,
     /// directories linked (`.env`, `node_modules`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub worktree_include: Vec<String>,
+    #[serde(default, skip_serializing_if = "none")]
+    pub worktree_include: Box<[String]>,
     /// Where the task may write; `None`: confined to its workspace if it is an agent task in
     /// a worktree, else not confined.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -388,7 +390,7 @@ pub struct Task {
     pub contain: Option<Contain>,
     /// `Some`: a planner, whose answer is tasks added to the graph.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan: Option<Planning>,
+    pub plan: Option<Box<Planning>>,
     /// The planner that added it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<TaskIndex>,
@@ -402,28 +404,28 @@ pub struct Task {
     /// `Some`: the task stands for one task per item (added when it becomes ready), and is
     /// not run itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub for_each: Option<ForEach>,
+    pub for_each: Option<Box<ForEach>>,
     /// One of a `for_each` task's instances: its item, `{{ item }}` in its templates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub item: Option<serde_json::Value>,
+    pub item: Option<Box<serde_json::Value>>,
     /// Criteria a reviewer agent judges the task's work against, after its checks pass.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub acceptance: Vec<String>,
+    #[serde(default, skip_serializing_if = "none")]
+    pub acceptance: Box<[String]>,
     /// Who reviews: an agent engine and model; unset, the task's own (an agent task's) or the
     /// run's default engine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reviewer: Option<Reviewer>,
+    pub reviewer: Option<Box<Reviewer>>,
     /// Its planner re-planned, and the new plan replaces it (it failed, or had not started).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replaced: bool,
     /// What its planner (or the file) expects it to take and cost: `baton do`'s estimate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub estimate: Option<Estimate>,
+    pub estimate: Option<Box<Estimate>>,
     /// `best_of = N` (N times its own engine) or `candidates`: the engines each of its
     /// attempts runs at once, each in a worktree of its own, the best of whose work is its
     /// result. Empty for most tasks.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub candidates: Vec<EngineChoice>,
+    #[serde(default, skip_serializing_if = "none")]
+    pub candidates: Box<[EngineChoice]>,
 }
 
 /// `estimate = { minutes = 10, usd = 0.5 }`: what a task is expected to take and cost.
@@ -631,6 +633,11 @@ impl Graph {
         serde_json::to_string(self).expect("a graph always serializes")
     }
 
+    /// [`Graph::to_stored_json`], written to `out` as it is made.
+    pub fn write_stored_json(&self, out: impl std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer(out, self).map_err(std::io::Error::from)
+    }
+
     /// Recomputes `dependents`, `by_id` and `conflicts` from `tasks`.
     pub(crate) fn rebuild_derived(&mut self) {
         let tasks = &self.tasks;
@@ -678,5 +685,23 @@ mod opt_millis {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         Ok(Option::<u64>::deserialize(d)?.map(Duration::from_millis))
+    }
+}
+
+/// `skip_serializing_if` for a boxed slice.
+fn none<T>(items: &[T]) -> bool {
+    items.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Task;
+
+    /// A run keeps every task of its graph: 632 bytes a task was 63 MB of a 100,000-task run's
+    /// 160 MB (docs/PERFORMANCE.md). A field most tasks leave unset belongs in a box.
+    #[test]
+    fn a_task_stays_small() {
+        let size = std::mem::size_of::<Task>();
+        assert!(size <= 448, "a Task is {size} bytes");
     }
 }

@@ -148,7 +148,7 @@ pub fn plan(graph: &Graph) -> Plan {
             .tasks()
             .iter()
             .filter_map(|t| {
-                t.plan.map(|p| PlannerLine {
+                t.plan.as_deref().map(|p| PlannerLine {
                     id: t.id.to_string(),
                     max_subtasks: p.max_subtasks,
                     max_depth: p.max_depth,
@@ -160,7 +160,7 @@ pub fn plan(graph: &Graph) -> Plan {
             .tasks()
             .iter()
             .filter_map(|t| {
-                let over = match t.for_each.as_ref()? {
+                let over = match t.for_each.as_deref()? {
                     crate::ForEach::List(items) => format!(
                         "{} item{}",
                         items.len(),
@@ -196,7 +196,11 @@ fn budget_line(graph: &Graph) -> Option<BudgetLine> {
         if !matches!(task.action, crate::Action::Agent { .. }) {
             continue;
         }
-        let usd = task.estimate.and_then(|e| e.usd).filter(|usd| *usd > 0.0);
+        let usd = task
+            .estimate
+            .as_deref()
+            .and_then(|e| e.usd)
+            .filter(|usd| *usd > 0.0);
         match usd {
             Some(_) if !by_tokens => estimated.push(task.id.to_string()),
             _ => unestimated.push(task.id.to_string()),

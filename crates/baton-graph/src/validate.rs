@@ -433,7 +433,7 @@ fn assemble(
     // tasks, and the default leaves room for planners beyond them.
     let listed: usize = tasks
         .iter()
-        .map(|t| match &t.for_each {
+        .map(|t| match t.for_each.as_deref() {
             Some(crate::ForEach::List(items)) => items.len(),
             _ => 0,
         })
@@ -720,8 +720,16 @@ pub(crate) fn task(
             .collect(),
         scope_policy: more.scope_policy.or(d.scope_policy).unwrap_or_default(),
         fix_attempts: more.fix_attempts.or(d.fix_attempts).unwrap_or(0),
-        setup: more.setup.or_else(|| d.setup.clone()).unwrap_or_default(),
-        shell: more.shell.or_else(|| d.shell.clone()).unwrap_or_default(),
+        setup: more
+            .setup
+            .or_else(|| d.setup.clone())
+            .unwrap_or_default()
+            .into(),
+        shell: more
+            .shell
+            .or_else(|| d.shell.clone())
+            .unwrap_or_default()
+            .into(),
         worktree_include: more
             .worktree_include
             .or_else(|| d.worktree_include.clone())
@@ -738,32 +746,36 @@ pub(crate) fn task(
             .into_iter()
             .map(|s| s.value)
             .collect(),
-        plan: more.expand.filter(|e| e.value).map(|_| Planning {
-            max_subtasks: more
-                .max_subtasks
-                .map_or(crate::DEFAULT_MAX_SUBTASKS, |n| n.value),
-            max_depth: more.max_depth.map_or(crate::DEFAULT_MAX_DEPTH, |n| n.value),
-            replans: match &more.on_failure {
-                Some(_) => more
-                    .max_replans
-                    .map_or(crate::DEFAULT_MAX_REPLANS, |n| n.value),
-                None => 0,
-            },
+        plan: more.expand.filter(|e| e.value).map(|_| {
+            Box::new(Planning {
+                max_subtasks: more
+                    .max_subtasks
+                    .map_or(crate::DEFAULT_MAX_SUBTASKS, |n| n.value),
+                max_depth: more.max_depth.map_or(crate::DEFAULT_MAX_DEPTH, |n| n.value),
+                replans: match &more.on_failure {
+                    Some(_) => more
+                        .max_replans
+                        .map_or(crate::DEFAULT_MAX_REPLANS, |n| n.value),
+                    None => 0,
+                },
+            })
         }),
         parent: None,
         planned: false,
         depth: 0,
-        for_each: more.for_each.map(|f| match f.value {
-            ForEachSpec::List(items) => ForEach::List(items),
-            ForEachSpec::Glob(glob) => ForEach::Glob(glob),
-            ForEachSpec::From(_) => ForEach::From(from.expect("resolved in validation")),
+        for_each: more.for_each.map(|f| {
+            Box::new(match f.value {
+                ForEachSpec::List(items) => ForEach::List(items),
+                ForEachSpec::Glob(glob) => ForEach::Glob(glob),
+                ForEachSpec::From(_) => ForEach::From(from.expect("resolved in validation")),
+            })
         }),
         item: None,
-        acceptance: more.acceptance,
-        reviewer: more.reviewer.map(|r| r.value),
+        acceptance: more.acceptance.into(),
+        reviewer: more.reviewer.map(|r| Box::new(r.value)),
         replaced: false,
-        estimate: more.estimate,
-        candidates,
+        estimate: more.estimate.map(Box::new),
+        candidates: candidates.into(),
         action,
     }
 }

@@ -133,7 +133,7 @@ max_depth = 2
     let nested = r#"{"task": [{"id":"sub","prompt":"split more","expand":true}]}"#;
     let grown = g.extended(plan, g.expansion(plan, nested).unwrap());
     let sub = grown.index_of("plan/sub").unwrap();
-    assert_eq!(grown.task(sub).plan.unwrap().max_depth, 2);
+    assert_eq!(grown.task(sub).plan.as_deref().unwrap().max_depth, 2);
     let deeper = r#"{"task": [{"id":"x","prompt":"go","expand":true}]}"#;
     let err = grown.expansion(sub, deeper).unwrap_err().to_string();
     assert!(

@@ -701,9 +701,9 @@ fn secret_env_names_add_up_survive_storage_and_bad_names_are_errors() {
         "g.toml",
         "[defaults]\nsecret_env = [\"VAULT_*\"]\n\n[[task]]\nid = \"a\"\nrun = \"true\"\nsecret_env = [\"DATABASE_URL\"]\n",
     );
-    assert_eq!(g.task(0).secret_env, ["VAULT_*", "DATABASE_URL"]);
+    assert_eq!(*g.task(0).secret_env, ["VAULT_*", "DATABASE_URL"]);
     let stored = baton_graph::Graph::from_stored_json(&g.to_stored_json()).unwrap();
-    assert_eq!(stored.task(0).secret_env, ["VAULT_*", "DATABASE_URL"]);
+    assert_eq!(*stored.task(0).secret_env, ["VAULT_*", "DATABASE_URL"]);
     let e = err(
         "g.toml",
         "[[task]]\nid = \"a\"\nrun = \"true\"\nsecret_env = [\"DB URL\"]\n",
@@ -746,7 +746,7 @@ fn pass_env_names_add_up_and_bad_names_are_errors() {
         "g.toml",
         "[defaults]\npass_env = [\"AWS_*\"]\n\n[[task]]\nid = \"a\"\nrun = \"true\"\npass_env = [\"GITHUB_TOKEN\"]\n",
     );
-    assert_eq!(g.task(0).pass_env, ["AWS_*", "GITHUB_TOKEN"]);
+    assert_eq!(*g.task(0).pass_env, ["AWS_*", "GITHUB_TOKEN"]);
     let e = err(
         "g.toml",
         "[[task]]\nid = \"a\"\nrun = \"true\"\npass_env = [\"1BAD\", \"*\", \"OK_*\", \"A-B\"]\n",
@@ -936,7 +936,7 @@ worktree_include = ["καλά"]
         ["docs/日本語/**", "src/café.rs", "données/{été,hiver}/*.md"]
     );
     assert_eq!(t.cwd.as_deref(), Some(Path::new("outils/ünïcödé")));
-    assert_eq!(t.worktree_include, ["καλά"]);
+    assert_eq!(*t.worktree_include, ["καλά"]);
 }
 
 #[test]

@@ -85,7 +85,7 @@ pub async fn run(
             return Err(RunError::Workspace(error));
         }
     };
-    store.create_run(&new_run(&graph, &run_id, started_at_ms))?;
+    store.create_run(&new_run(&Stored(&graph), &run_id, started_at_ms))?;
     let lease = crate::driver::claim(store, &run_id)?.lease;
     let opening = vec![Event {
         seq: 0,
@@ -110,13 +110,29 @@ pub async fn run(
     drive_run(graph, held, restored, reporter, &config, stops, None).await
 }
 
+/// The graph as the store keeps it: written out where it goes.
+struct Stored<'g>(&'g Graph);
+
+impl std::fmt::Debug for Stored<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Stored").field(&self.0.name()).finish()
+    }
+}
+
+impl baton_store::GraphJson for Stored<'_> {
+    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        self.0.write_stored_json(out)
+    }
+}
+
 /// The run's record as it is created.
-fn new_run(graph: &Graph, run_id: &RunId, started_at_ms: i64) -> NewRun {
+fn new_run<'g>(stored: &'g Stored<'g>, run_id: &RunId, started_at_ms: i64) -> NewRun<'g> {
+    let graph = stored.0;
     NewRun {
         id: run_id.clone(),
         name: graph.name().to_owned(),
         graph_path: graph.source().display().to_string(),
-        graph_json: graph.to_stored_json(),
+        graph: stored,
         concurrency: graph.run_settings().concurrency,
         started_at_ms,
         tasks: graph
@@ -133,7 +149,7 @@ fn new_run(graph: &Graph, run_id: &RunId, started_at_ms: i64) -> NewRun {
 pub fn submit(graph: &Graph, store: &baton_store::PgStore) -> Result<RunId, RunError> {
     let started_at_ms = now_ms();
     let run_id = new_run_id(started_at_ms);
-    store.submit_run(&new_run(graph, &run_id, started_at_ms))?;
+    store.submit_run(&new_run(&Stored(graph), &run_id, started_at_ms))?;
     Ok(run_id)
 }
 

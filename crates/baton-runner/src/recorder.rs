@@ -280,7 +280,7 @@ mod tests {
                 id: run.clone(),
                 name: "r".into(),
                 graph_path: "g.toml".into(),
-                graph_json: "{}".into(),
+                graph: &"{}",
                 concurrency: 1,
                 started_at_ms: 0,
                 tasks: vec![(TaskId::new("a").unwrap(), 0)],

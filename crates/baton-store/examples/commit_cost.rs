@@ -52,7 +52,7 @@ fn main() {
             id: run.clone(),
             name: "bench".into(),
             graph_path: "bench.toml".into(),
-            graph_json: "{}".into(),
+            graph: &"{}",
             concurrency: 2,
             started_at_ms: 0,
             tasks: ids.iter().cloned().zip(0..).collect(),

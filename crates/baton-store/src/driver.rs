@@ -176,7 +176,7 @@ impl SqliteStore {
                 )?;
             }
             // `tasks`, `attempts` and `events` have no foreign key to cascade (see the version 3
-            // migration); `run_graphs` and `task_counts` go with the run by theirs.
+            // migration); `run_graph_parts` and `task_counts` go with the run by theirs.
             for table in ["attempts", "tasks", "events", "approvals"] {
                 tx.prepare_cached(&format!("DELETE FROM {table} WHERE run_id = ?1"))?
                     .execute([run.as_str()])?;

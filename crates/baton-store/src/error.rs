@@ -118,6 +118,9 @@ pub enum StoreError {
     },
     #[error("cannot encode an event as JSON")]
     Encode(#[source] serde_json::Error),
+    /// The run's graph could not be written out as JSON (or was not UTF-8).
+    #[error("cannot write the run's graph as JSON")]
+    GraphJson(#[source] io::Error),
     #[error("event {seq} of run {run} cannot be decoded")]
     Decode {
         run: RunId,

@@ -44,7 +44,8 @@ pub use pg::{
     describe_server,
 };
 pub use records::{
-    AttemptOutput, AttemptRecord, Driver, NewRun, RunRecord, RunSummary, StoredLog, TaskRecord,
+    AttemptOutput, AttemptRecord, Driver, GraphJson, NewRun, RunRecord, RunSummary, StoredLog,
+    TaskRecord,
 };
 pub use seam::{RunLog, RunReader, Store};
 pub use store::SqliteStore;

@@ -18,6 +18,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("migrations/v7_graph_order.sql"),
     include_str!("migrations/v8_lease.sql"),
     include_str!("migrations/v9_stop_cause.sql"),
+    include_str!("migrations/v10_rare_event_kinds.sql"),
+    include_str!("migrations/v11_graph_parts.sql"),
 ];
 
 /// The schema version this build writes.
@@ -70,12 +72,12 @@ mod tests {
     use super::*;
     use crate::{AttemptOutput, Driver, Durability, NewRun, RunLog, RunReader, SqliteStore};
 
-    fn new_run(id: &str) -> NewRun {
+    fn new_run(id: &str) -> NewRun<'static> {
         NewRun {
             id: RunId::new(id).unwrap(),
             name: "old".into(),
             graph_path: "graph.toml".into(),
-            graph_json: "{}".into(),
+            graph: &"{}",
             concurrency: 2,
             started_at_ms: 1,
             tasks: vec![(TaskId::new("a").unwrap(), 0)],
@@ -86,16 +88,13 @@ mod tests {
     fn opening_a_version_1_database_migrates_it_and_keeps_its_runs() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("baton.db");
-        {
-            let old =
-                SqliteStore::open_migrated(&path, Durability::Normal, &MIGRATIONS[..1]).unwrap();
-            assert_eq!(old.schema_version().unwrap(), 1);
-            old.create_run(&new_run("r1")).unwrap();
-        }
+        old_database_with(&path, 1, &new_run("r1"));
         let store = SqliteStore::open(&path).unwrap();
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         let run = RunId::new("r1").unwrap();
         assert_eq!(store.run(&run).unwrap().unwrap().name, "old");
+        // Its graph, one row of text then, is read back from its parts.
+        assert_eq!(store.graph_json(&run).unwrap().as_deref(), Some("{}"));
         // Version 2's columns work on the migrated run.
         let me = Driver {
             pid: 1,
@@ -115,9 +114,7 @@ mod tests {
         let run = RunId::new("r1").unwrap();
         {
             // Version 8: a run's stop was words only.
-            let old =
-                SqliteStore::open_migrated(&path, Durability::Normal, &MIGRATIONS[..8]).unwrap();
-            old.create_run(&new_run("r1")).unwrap();
+            old_database_with(&path, 8, &new_run("r1"));
             let conn = Connection::open(&path).unwrap();
             conn.execute(
                 "UPDATE runs SET stop_reason = 'budget spent: $0.30 of $0.30' WHERE id = 'r1'",
@@ -148,6 +145,21 @@ mod tests {
         assert_eq!(stop.cause, baton_model::StopCause::SoftBudget);
     }
 
+    /// A database at `path` of schema `version` holding `run`: today's code records it in a
+    /// current database, whose rows are copied into the old one (today's writes name tables
+    /// and columns an old schema lacks).
+    fn old_database_with(path: &Path, version: usize, run: &NewRun) {
+        let current_path = path.with_extension("current");
+        let current = SqliteStore::open(&current_path).unwrap();
+        current.create_run(run).unwrap();
+        drop(current);
+        let old =
+            SqliteStore::open_migrated(path, Durability::Normal, &MIGRATIONS[..version]).unwrap();
+        assert_eq!(old.schema_version().unwrap(), version as u32);
+        drop(old);
+        copy_rows(&current_path, path);
+    }
+
     /// Replaces every row of `to`'s tables with `from`'s, in the columns `to` has.
     fn copy_rows(from: &Path, to: &Path) {
         let conn = Connection::open(to).unwrap();
@@ -169,9 +181,16 @@ mod tests {
                 .collect::<Result<_, _>>()
                 .unwrap();
             let columns = columns.join(", ");
+            // Before version 11 a run's graph was one row of text.
+            let source = match table.as_str() {
+                "run_graphs" => "(SELECT run_id, CAST(json AS TEXT) AS graph_json \
+                                 FROM src.run_graph_parts WHERE part = 0)"
+                    .to_owned(),
+                _ => format!("src.{table}"),
+            };
             conn.execute_batch(&format!(
                 "DELETE FROM main.{table}; \
-                 INSERT INTO main.{table} ({columns}) SELECT {columns} FROM src.{table};"
+                 INSERT INTO main.{table} ({columns}) SELECT {columns} FROM {source};"
             ))
             .unwrap();
         }
@@ -285,7 +304,13 @@ mod tests {
                 .delete_run(&run, 0, &|_| crate::Liveness::Dead)
                 .unwrap()
         );
-        for table in ["tasks", "attempts", "events", "task_counts", "run_graphs"] {
+        for table in [
+            "tasks",
+            "attempts",
+            "events",
+            "task_counts",
+            "run_graph_parts",
+        ] {
             let rows: i64 = conn
                 .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |row| {
                     row.get(0)

@@ -50,13 +50,15 @@ pub(crate) fn apply_turn(
         if let Some((finished, output, task_finished)) =
             whole_attempt(events, &next_about_task, &first_output, i)
         {
-            // Started, ended with its output, and its task finished, all in this turn: one
-            // insert and one update instead of two of each.
-            let o = first_output
-                .remove(&(outputs[output].task.as_str(), outputs[output].attempt))
-                .expect("whole_attempt found the output");
-            debug_assert_eq!(o, output);
-            output_applied[output] = true;
+            // Started, ended (with its output, if it left one), and its task finished, all
+            // in this turn: one insert and one update instead of two or three of each.
+            if let Some(output) = output {
+                let o = first_output
+                    .remove(&(outputs[output].task.as_str(), outputs[output].attempt))
+                    .expect("whole_attempt found the output");
+                debug_assert_eq!(o, output);
+                output_applied[output] = true;
+            }
             event_applied[finished] = true;
             event_applied[task_finished] = true;
             run_attempt(
@@ -64,7 +66,7 @@ pub(crate) fn apply_turn(
                 run,
                 event,
                 &events[finished],
-                &outputs[output],
+                output.map(|o| &outputs[o]),
                 &events[task_finished],
             )?;
             continue;
@@ -114,15 +116,16 @@ pub(crate) fn apply_turn(
     Ok(())
 }
 
-/// If event `i` starts an attempt that ends in this turn with its first output here, and the
-/// next event about its task finishes the task: the indices of the `attempt-finished`, the
-/// output and the `task-finished`.
+/// If event `i` starts an attempt that ends in this turn, and the next event about its task
+/// finishes the task: the indices of the `attempt-finished`, of the attempt's first output
+/// here if it has one, and of the `task-finished`. (An output that lands in a later turn is
+/// applied then, as it would be after an end applied on its own.)
 fn whole_attempt(
     events: &[Event],
     next_about_task: &[Option<usize>],
     first_output: &HashMap<(&str, u32), usize>,
     i: usize,
-) -> Option<(usize, usize, usize)> {
+) -> Option<(usize, Option<usize>, usize)> {
     let EventKind::AttemptStarted { task, attempt, .. } = &events[i].kind else {
         return None;
     };
@@ -133,7 +136,7 @@ fn whole_attempt(
     if ended != attempt {
         return None;
     }
-    let output = *first_output.get(&(task.as_str(), *attempt))?;
+    let output = first_output.get(&(task.as_str(), *attempt)).copied();
     let task_finished = next_about_task[finished]?;
     matches!(events[task_finished].kind, EventKind::TaskFinished { .. }).then_some((
         finished,
@@ -241,13 +244,14 @@ fn end_attempt(
     known_task(changed, run, task)
 }
 
-/// `attempt-started`, `attempt-finished` with the attempt's output, and `task-finished`.
+/// `attempt-started`, `attempt-finished` with the attempt's output if it left one, and
+/// `task-finished`.
 fn run_attempt(
     statements: &mut Statements<'_>,
     run: &RunId,
     started: &Event,
     finished: &Event,
-    output: &AttemptOutput,
+    output: Option<&AttemptOutput>,
     task_finished: &Event,
 ) -> Result<(), StoreError> {
     let (
@@ -268,6 +272,37 @@ fn run_attempt(
     let json = outcome_json(outcome)?;
     let code = outcome.exit_code();
     let (tokens, cost, agent_json) = usage_columns(agent.as_deref())?;
+    let containment = containment.map(Containment::as_str);
+    let Some(output) = output else {
+        let inserted = statements.get(Sql::AttemptRanQuietly)?.execute(params![
+            id,
+            task.as_str(),
+            attempt,
+            started.at_ms,
+            pid,
+            finished.at_ms,
+            outcome_kind(outcome),
+            json,
+            code,
+            duration_ms,
+            tokens,
+            cost,
+            agent_json,
+            containment
+        ]);
+        attempt_inserted(statements, inserted, run, task, *attempt)?;
+        let changed = statements.get(Sql::TaskRanQuietly)?.execute(params![
+            id,
+            task.as_str(),
+            attempt,
+            code,
+            state.as_str(),
+            reason,
+            task_finished.at_ms,
+            started.at_ms
+        ])?;
+        return known_task(changed, run, task);
+    };
     let inserted = statements.get(Sql::AttemptRan)?.execute(params![
         id,
         task.as_str(),
@@ -287,7 +322,7 @@ fn run_attempt(
         tokens,
         cost,
         agent_json,
-        containment.map(Containment::as_str)
+        containment
     ]);
     attempt_inserted(statements, inserted, run, task, *attempt)?;
     let changed = statements.get(Sql::TaskRan)?.execute(params![

@@ -160,10 +160,7 @@ impl RunReader for SqliteStore {
         kind: baton_model::EventName,
     ) -> Result<Vec<Event>, StoreError> {
         self.read(|tx| {
-            let mut statement = tx.prepare_cached(
-                "SELECT seq, at_ms, data_json FROM events \
-                 WHERE run_id = ?1 AND kind = ?2 ORDER BY seq",
-            )?;
+            let mut statement = tx.prepare_cached(of_kind(kind, Which::All))?;
             decode_events(run, statement.query(params![run.as_str(), kind.as_str()])?)
         })
     }
@@ -175,10 +172,7 @@ impl RunReader for SqliteStore {
         kind: baton_model::EventName,
     ) -> Result<Option<Event>, StoreError> {
         self.read(|tx| {
-            let mut statement = tx.prepare_cached(
-                "SELECT seq, at_ms, data_json FROM events \
-                 WHERE run_id = ?1 AND kind = ?2 ORDER BY seq DESC LIMIT 1",
-            )?;
+            let mut statement = tx.prepare_cached(of_kind(kind, Which::Last))?;
             Ok(decode_events(run, statement.query(params![run.as_str(), kind.as_str()])?)?.pop())
         })
     }
@@ -195,10 +189,17 @@ impl RunReader for SqliteStore {
     /// The graph the run was started with, as given to [`RunLog::create_run`].
     fn graph_json(&self, run: &RunId) -> Result<Option<String>, StoreError> {
         self.read(|tx| {
-            Ok(tx
-                .prepare_cached("SELECT graph_json FROM run_graphs WHERE run_id = ?1")?
-                .query_row([run.as_str()], |row| row.get(0))
-                .optional()?)
+            let mut statement = tx.prepare_cached(
+                "SELECT json FROM run_graph_parts WHERE run_id = ?1 ORDER BY part",
+            )?;
+            let mut rows = statement.query([run.as_str()])?;
+            let mut json: Option<Vec<u8>> = None;
+            while let Some(row) = rows.next()? {
+                let part = row.get_ref(0)?.as_blob().map_err(not_json)?;
+                json.get_or_insert_with(Vec::new).extend_from_slice(part);
+            }
+            json.map(|json| String::from_utf8(json).map_err(not_json))
+                .transpose()
         })
     }
 
@@ -230,6 +231,70 @@ pub(crate) fn events_after(
 }
 
 /// Events from rows of `seq, at_ms, data_json`.
+/// A part of a run's graph that is not bytes, or parts that are not UTF-8 together.
+fn not_json(err: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::BadValue(rusqlite::Error::FromSqlConversionFailure(
+        0,
+        rusqlite::types::Type::Blob,
+        Box::new(err),
+    ))
+}
+
+/// The condition of the index of the rare kinds of event, term for term as in
+/// `migrations/v10_rare_event_kinds.sql`: SQLite uses a partial index only for a query whose
+/// WHERE holds each term of the index's own.
+macro_rules! rare_kinds {
+    () => {
+        "kind <> 'attempt-started' AND kind <> 'attempt-finished' \
+         AND kind <> 'task-finished' AND kind <> 'agent-activity'"
+    };
+}
+
+/// Kinds every attempt writes (or every tool call): not in the index of rare kinds.
+fn is_frequent(kind: baton_model::EventName) -> bool {
+    use baton_model::EventName;
+    matches!(
+        kind,
+        EventName::AttemptStarted
+            | EventName::AttemptFinished
+            | EventName::TaskFinished
+            | EventName::AgentActivity
+    )
+}
+
+#[derive(Clone, Copy)]
+enum Which {
+    All,
+    Last,
+}
+
+/// The query for a run's events of one kind (`?1` the run, `?2` the kind). A rare kind's
+/// names its index: without statistics SQLite would rather walk the run's every event in
+/// order than look each one found up in the table.
+fn of_kind(kind: baton_model::EventName, which: Which) -> &'static str {
+    match (is_frequent(kind), which) {
+        (true, Which::All) => {
+            "SELECT seq, at_ms, data_json FROM events WHERE run_id = ?1 AND kind = ?2 ORDER BY seq"
+        }
+        (true, Which::Last) => {
+            "SELECT seq, at_ms, data_json FROM events WHERE run_id = ?1 AND kind = ?2 \
+             ORDER BY seq DESC LIMIT 1"
+        }
+        (false, Which::All) => concat!(
+            "SELECT seq, at_ms, data_json FROM events INDEXED BY events_of_rare_kinds \
+             WHERE run_id = ?1 AND kind = ?2 AND ",
+            rare_kinds!(),
+            " ORDER BY seq"
+        ),
+        (false, Which::Last) => concat!(
+            "SELECT seq, at_ms, data_json FROM events INDEXED BY events_of_rare_kinds \
+             WHERE run_id = ?1 AND kind = ?2 AND ",
+            rare_kinds!(),
+            " ORDER BY seq DESC LIMIT 1"
+        ),
+    }
+}
+
 fn decode_events(run: &RunId, mut rows: rusqlite::Rows<'_>) -> Result<Vec<Event>, StoreError> {
     let mut events = Vec::new();
     while let Some(row) = rows.next()? {
@@ -340,4 +405,52 @@ pub(crate) fn attempt_record(row: &Row<'_>) -> rusqlite::Result<AttemptRecord> {
             .as_deref()
             .and_then(Containment::parse),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_model::EventName;
+
+    use super::{Which, is_frequent, of_kind};
+    use crate::migrate::MIGRATIONS;
+
+    /// The frequent kinds are exactly those the index leaves out, and a lookup of any other
+    /// kind reads the index, not the run's every event.
+    #[test]
+    fn a_rare_kind_is_looked_up_in_its_index() {
+        let migration = MIGRATIONS
+            .iter()
+            .find(|m| m.contains("CREATE INDEX events_of_rare_kinds"))
+            .unwrap();
+        let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words(migration).contains(&words(rare_kinds!())),
+            "the condition differs"
+        );
+        for kind in EventName::ALL {
+            let quoted = format!("'{}'", kind.as_str());
+            assert_eq!(
+                is_frequent(kind),
+                rare_kinds!().contains(&quoted),
+                "{kind:?}"
+            );
+        }
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        for migration in MIGRATIONS {
+            conn.execute_batch(migration).unwrap();
+        }
+        for kind in EventName::ALL {
+            for which in [Which::All, Which::Last] {
+                let plan: Vec<String> = conn
+                    .prepare(&format!("EXPLAIN QUERY PLAN {}", of_kind(kind, which)))
+                    .unwrap()
+                    .query_map(rusqlite::params!["r", kind.as_str()], |row| row.get(3))
+                    .unwrap()
+                    .collect::<Result<_, _>>()
+                    .unwrap();
+                let indexed = plan.iter().any(|p| p.contains("events_of_rare_kinds"));
+                assert_eq!(indexed, !is_frequent(kind), "{kind:?}: {plan:?}");
+            }
+        }
+    }
 }

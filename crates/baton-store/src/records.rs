@@ -3,20 +3,51 @@
 use std::collections::BTreeMap;
 
 use baton_model::{Outcome, RunId, RunState, TaskId, TaskState};
+
+use crate::StoreError;
 use serde::Serialize;
 
 /// A run about to start: the run row and one `pending` row per task.
 #[derive(Debug, Clone)]
-pub struct NewRun {
+pub struct NewRun<'a> {
     pub id: RunId,
     pub name: String,
     pub graph_path: String,
-    /// The frozen graph, so that `resume` and `retry` run exactly what was started.
-    pub graph_json: String,
+    /// The frozen graph, so that `resume` and `retry` run exactly what was started. The store
+    /// has it written as JSON where it goes, a part at a time: a 100,000-task graph is 13 MB
+    /// of JSON, never held whole (`docs/PERFORMANCE.md`).
+    pub graph: &'a dyn GraphJson,
     pub concurrency: u32,
     pub started_at_ms: i64,
     /// Every task with its index in the graph.
     pub tasks: Vec<(TaskId, u32)>,
+}
+
+/// A run's graph, as the JSON the store keeps ([`crate::RunReader::graph_json`] gives it
+/// back).
+pub trait GraphJson: std::fmt::Debug + Sync {
+    /// Writes the graph's JSON to `out`, in as many writes as it likes.
+    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()>;
+}
+
+/// JSON already written out (tests, small graphs): `graph: &"{}"`.
+impl GraphJson for &str {
+    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        out.write_all(self.as_bytes())
+    }
+}
+
+impl GraphJson for String {
+    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        out.write_all(self.as_bytes())
+    }
+}
+
+/// The whole JSON of `graph`, for a store that sends it in one piece.
+pub(crate) fn graph_json_text(graph: &dyn GraphJson) -> Result<String, StoreError> {
+    let mut json = Vec::new();
+    graph.write_json(&mut json).map_err(StoreError::GraphJson)?;
+    String::from_utf8(json).map_err(|err| StoreError::GraphJson(std::io::Error::other(err)))
 }
 
 /// What an attempt produced, stored with the turn that records its end.

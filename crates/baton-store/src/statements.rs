@@ -43,6 +43,8 @@ pub(crate) enum Sql {
     RunGrown,
     PendingAdded,
     TaskRan,
+    AttemptRanQuietly,
+    TaskRanQuietly,
     TaskPicked,
 }
 
@@ -150,6 +152,15 @@ impl Sql {
                  ?16, ?17, ?18, ?19 FROM tasks \
                  WHERE run_id = ?1 AND task_id = ?2 AND attempts < ?3"
             }
+            // `InsertAttempt` and `AttemptFinished` at once: `AttemptRan` for an attempt that
+            // left no output (a no-op task's), whose output columns stay NULL.
+            Self::AttemptRanQuietly => {
+                "INSERT INTO attempts (run_id, task_idx, task_id, attempt, started_at_ms, pid, \
+                 ended_at_ms, outcome_kind, outcome_json, exit_code, duration_ms, tokens, \
+                 cost_usd, agent_json, containment) \
+                 SELECT ?1, idx, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14 \
+                 FROM tasks WHERE run_id = ?1 AND task_id = ?2 AND attempts < ?3"
+            }
             // A planner's task, after the run's others (`task_count` of them, indices from 0).
             Self::TaskAdded => {
                 "INSERT INTO tasks (run_id, task_id, idx, status) \
@@ -184,6 +195,15 @@ impl Sql {
                      reason = ?6, ended_at_ms = ?7, next_attempt = NULL, retry_at_ms = NULL, ",
                     task_output_of_attempt_3!()
                 )
+            }
+            // `TaskStarted`, `TaskExitCode` and `TaskFinished`, composed as in `TaskRan`, for
+            // an attempt that left no output: the task's output stays what it was.
+            Self::TaskRanQuietly => {
+                "UPDATE tasks SET status = ?5, attempts = MAX(attempts, ?3), \
+                 started_at_ms = COALESCE(started_at_ms, ?8), \
+                 exit_code = IIF(MAX(attempts, ?3) = ?3, ?4, NULL), \
+                 reason = ?6, ended_at_ms = ?7, next_attempt = NULL, retry_at_ms = NULL \
+                 WHERE run_id = ?1 AND task_id = ?2"
             }
         }
     }

@@ -7,6 +7,75 @@ use crate::project::apply_turn;
 use crate::statements::{Sql, Statements};
 use crate::{AttemptOutput, NewRun, SqliteStore, StoreError};
 
+/// The most of a run's graph one row holds (`migrations/v11_graph_parts.sql`).
+const GRAPH_PART: usize = 1 << 20;
+
+/// Writes the run's graph into `run_graph_parts` as it is serialised, a part at a time.
+fn write_graph(tx: &rusqlite::Transaction<'_>, run: &NewRun) -> Result<(), StoreError> {
+    let mut parts = GraphParts {
+        insert: tx.prepare_cached(
+            "INSERT INTO run_graph_parts (run_id, part, json) VALUES (?1, ?2, ?3)",
+        )?,
+        run: run.id.as_str(),
+        part: 0,
+        buffer: Vec::with_capacity(GRAPH_PART),
+        failed: None,
+    };
+    let written = run
+        .graph
+        .write_json(&mut parts)
+        .and_then(|()| parts.insert_part());
+    match (written, parts.failed) {
+        (_, Some(err)) => Err(StoreError::Sqlite(err)),
+        (Err(err), None) => Err(StoreError::GraphJson(err)),
+        (Ok(()), None) => Ok(()),
+    }
+}
+
+/// The parts of a run's graph being written: the one being filled, inserted when full.
+struct GraphParts<'conn, 'run> {
+    insert: rusqlite::CachedStatement<'conn>,
+    run: &'run str,
+    part: u32,
+    buffer: Vec<u8>,
+    /// Why an insert failed; the writer only sees that it did.
+    failed: Option<rusqlite::Error>,
+}
+
+impl GraphParts<'_, '_> {
+    fn insert_part(&mut self) -> std::io::Result<()> {
+        if self.buffer.is_empty() && self.part > 0 {
+            return Ok(());
+        }
+        if let Err(err) = self
+            .insert
+            .execute(params![self.run, self.part, self.buffer.as_slice()])
+        {
+            self.failed = Some(err);
+            return Err(std::io::Error::other("the run database failed"));
+        }
+        self.part += 1;
+        self.buffer.clear();
+        Ok(())
+    }
+}
+
+impl std::io::Write for GraphParts<'_, '_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let room = GRAPH_PART - self.buffer.len();
+        let taken = bytes.len().min(room);
+        self.buffer.extend_from_slice(&bytes[..taken]);
+        if self.buffer.len() == GRAPH_PART {
+            self.insert_part()?;
+        }
+        Ok(taken)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 impl SqliteStore {
     /// Records a new run, `running`, with every task `pending`, in one transaction.
     pub(crate) fn insert_run(&self, run: &NewRun) -> Result<(), StoreError> {
@@ -31,8 +100,7 @@ impl SqliteStore {
                 }
                 other => other?,
             };
-            tx.prepare_cached("INSERT INTO run_graphs (run_id, graph_json) VALUES (?1, ?2)")?
-                .execute(params![run.id.as_str(), run.graph_json])?;
+            write_graph(tx, run)?;
             tx.prepare_cached("INSERT INTO task_counts (run_id, status, n) VALUES (?1, ?2, ?3)")?
                 .execute(params![
                     run.id.as_str(),

@@ -40,7 +40,7 @@ impl Launcher {
             Some(engine) => engine.clone(),
         };
         // What the task passes on besides the run's own list.
-        let mut patterns: Vec<String> = spec_task.pass_env.clone();
+        let mut patterns: Vec<String> = spec_task.pass_env.to_vec();
         if engine.command.is_empty() {
             // `http`: baton's own `agent-http` asks the API.
             engine.command = std::env::current_exe()

@@ -665,7 +665,7 @@ impl Launcher {
                 id: self.run_id.to_string(),
                 name: self.graph.name().to_owned(),
             },
-            item: spec_task.item.clone().unwrap_or_default(),
+            item: spec_task.item.as_deref().cloned().unwrap_or_default(),
         }
     }
 

@@ -90,7 +90,7 @@ pub fn assemble(
     let setup = if workspaces.needs_setup(task) || candidate.is_some_and(|k| k > 1) {
         spec_task.setup.clone()
     } else {
-        Vec::new()
+        Box::default()
     };
     Ok(AttemptUnit {
         unit: Unit {
@@ -99,7 +99,7 @@ pub fn assemble(
             id: spec_task.id.clone(),
             agent,
             recipe: launch.recipe,
-            setup,
+            setup: setup.to_vec(),
             verify: spec_task.verify.clone(),
             fix_attempts: spec_task.fix_attempts,
             tree: match candidate {
@@ -111,9 +111,10 @@ pub fn assemble(
             .map(|tree| tree.keeping_out(launch.keep_out)),
             plan: spec_task
                 .plan
+                .as_ref()
                 .map(|_| (std::sync::Arc::clone(graph), dropped)),
             acceptance: (!spec_task.acceptance.is_empty()).then(|| super::Acceptance {
-                criteria: spec_task.acceptance.clone(),
+                criteria: spec_task.acceptance.to_vec(),
                 asked: match &spec_task.action {
                     baton_graph::Action::Agent { prompt, .. } => prompt.clone(),
                     baton_graph::Action::Shell { run } => format!("to run `{run}`"),

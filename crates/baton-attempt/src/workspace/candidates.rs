@@ -102,7 +102,7 @@ impl Workspaces {
                         start,
                         starts: Vec::new(),
                         pool_dir: self.pool_dir(),
-                        include: graph.task(task).worktree_include.clone(),
+                        include: graph.task(task).worktree_include.to_vec(),
                         run_dirs: self.run_dirs.clone(),
                         task: graph.task(task).id.clone(),
                         keeps_start: false,

@@ -236,7 +236,7 @@ impl Dispatcher<'_> {
     /// A `for_each` task's items: its list, the paths of the checkout its glob matches, or the
     /// JSON array its predecessor wrote to `$BATON_OUTPUT` (or printed).
     fn items(&self, task: u32) -> Result<Vec<serde_json::Value>, String> {
-        match self.graph.task(task).for_each.as_ref() {
+        match self.graph.task(task).for_each.as_deref() {
             None => Ok(Vec::new()),
             Some(ForEach::List(items)) => Ok(items.clone()),
             Some(ForEach::Glob(glob)) => Ok(crate::fan_out::glob_items(self.launcher.root(), glob)

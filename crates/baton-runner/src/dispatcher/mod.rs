@@ -360,9 +360,13 @@ impl<'a> Dispatcher<'a> {
                             "{}: `{}` {}",
                             stop_reason(StopCause::BudgetSpent),
                             self.graph.task(task).id,
-                            self.shared
-                                .meter
-                                .describe_unfit(self.graph.task(task).estimate.and_then(|e| e.usd))
+                            self.shared.meter.describe_unfit(
+                                self.graph
+                                    .task(task)
+                                    .estimate
+                                    .as_deref()
+                                    .and_then(|e| e.usd)
+                            )
                         ),
                         _ => format!(
                             "{}: {}",
@@ -552,7 +556,12 @@ impl<'a> Dispatcher<'a> {
                 self.carried.push_back(Input::Pause);
                 continue;
             }
-            let expected = self.graph.task(task).estimate.and_then(|e| e.usd);
+            let expected = self
+                .graph
+                .task(task)
+                .estimate
+                .as_deref()
+                .and_then(|e| e.usd);
             if is_agent && !self.shared.meter.can_start(expected) {
                 // The run's budget cannot cover another agent beside the running ones: it waits
                 // for one of them to end. With none running, the budget is spent.
@@ -802,7 +811,12 @@ async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
 fn replanner(graph: &Graph, task: u32) -> Option<u32> {
     let mut at = graph.task(task).parent;
     while let Some(p) = at {
-        if graph.task(p).plan.is_some_and(|plan| plan.replans > 0) {
+        if graph
+            .task(p)
+            .plan
+            .as_deref()
+            .is_some_and(|plan| plan.replans > 0)
+        {
             return Some(p);
         }
         at = graph.task(p).parent;
@@ -838,7 +852,7 @@ pub(super) fn plan_of(graph: &Graph) -> Plan {
                         if settings.fallback_on == baton_graph::RetryOn::Any
                 ),
                 replanned_by: replanner(graph, i as u32),
-                replans: t.plan.map_or(0, |p| p.replans),
+                replans: t.plan.as_deref().map_or(0, |p| p.replans),
                 replaced: t.replaced,
             })
             .collect(),

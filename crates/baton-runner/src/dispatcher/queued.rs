@@ -55,7 +55,7 @@ impl Dispatcher<'_> {
         let engine = spec.engine_at(engine_at).to_owned();
         let labels = spec.runs_on.clone();
         if let Some(queue) = self.queue.as_mut() {
-            queue.push(task, attempt, engine, labels, &work);
+            queue.push(task, attempt, engine, labels.to_vec(), &work);
         }
         self.started(task, attempt, None);
     }

@@ -51,6 +51,16 @@ fn lock(tx: &mut Transaction<'_>, run: &RunId) -> Result<Holder, StoreError> {
     })
 }
 
+/// A [`NewRun`] the connection's thread can own.
+struct Owned {
+    id: RunId,
+    name: String,
+    graph_path: String,
+    started_at_ms: i64,
+    concurrency: u32,
+    tasks: Vec<(TaskId, u32)>,
+}
+
 impl PgStore {
     pub(super) fn create_run_pg(&self, run: &NewRun) -> Result<(), StoreError> {
         self.insert_run(run, RunState::Running)
@@ -59,7 +69,16 @@ impl PgStore {
     /// Records a new run in `status`: `running` for a run this process drives, `queued` for
     /// one a worker will.
     pub(super) fn insert_run(&self, run: &NewRun, status: RunState) -> Result<(), StoreError> {
-        let run = run.clone();
+        // Sent in one piece: the connection's thread needs its own copy.
+        let graph_json = crate::records::graph_json_text(run.graph)?;
+        let run = Owned {
+            id: run.id.clone(),
+            name: run.name.clone(),
+            graph_path: run.graph_path.clone(),
+            started_at_ms: run.started_at_ms,
+            concurrency: run.concurrency,
+            tasks: run.tasks.clone(),
+        };
         self.conn.call(move |client| {
             let mut tx = client.transaction()?;
             let inserted = tx.execute(
@@ -80,7 +99,7 @@ impl PgStore {
             }
             tx.execute(
                 "INSERT INTO run_graphs (run_id, graph_json) VALUES ($1, $2)",
-                &[&run.id.as_str(), &run.graph_json],
+                &[&run.id.as_str(), &graph_json],
             )?;
             let statement = tx.prepare(
                 "INSERT INTO tasks (run_id, task_id, idx, status) VALUES ($1, $2, $3, $4)",

@@ -75,6 +75,38 @@ pub fn a_new_run_has_its_tasks_pending_in_graph_order(db: &dyn Database) {
     assert_eq!(store.run(&run_id("r9")).unwrap(), None);
 }
 
+/// A graph written in many small pieces, long enough to span several parts of a SQLite row
+/// (1 MiB each) and with characters of two bytes, so that a part ends inside one.
+#[derive(Debug)]
+struct Pieces(String);
+
+impl baton_store::GraphJson for Pieces {
+    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        for piece in self.0.as_bytes().chunks(1000) {
+            out.write_all(piece)?;
+        }
+        Ok(())
+    }
+}
+
+pub fn a_large_graph_comes_back_whole(db: &dyn Database) {
+    let store = db.open();
+    let name = "καλά".repeat(350_000);
+    let json = format!(r#"{{"name":"{name}","tasks":[]}}"#);
+    assert!(json.len() > 2 * 1024 * 1024 + 1);
+    let graph = Pieces(json);
+    let mut new = new_run("r1", &["a"]);
+    new.graph = &graph;
+    store.create_run(&new).unwrap();
+    let back = store.graph_json(&run_id("r1")).unwrap().unwrap();
+    assert!(
+        back == graph.0,
+        "{} bytes back of {}",
+        back.len(),
+        graph.0.len()
+    );
+}
+
 pub fn a_planners_tasks_join_the_run_after_the_others(db: &dyn Database) {
     let store = db.open();
     let lease = held(store.as_ref());
@@ -646,6 +678,7 @@ macro_rules! conformance {
             use super::*;
             conformance!(@cases $database;
                 a_new_run_has_its_tasks_pending_in_graph_order,
+                a_large_graph_comes_back_whole,
                 a_turn_is_recorded_whole_and_numbered,
                 a_best_of_tasks_output_is_its_winners,
                 what_agents_spent_is_summed_per_run,

@@ -223,7 +223,9 @@ fn simulate(case: &Case) -> Log {
                 log.push(EventKind::TaskFinished {
                     task: id,
                     state,
-                    reason: reason(d),
+                    // Not `reason(d)` (nor of `d / 2`): an attempt without output (`d` a
+                    // multiple of 6) would always end its task without a reason.
+                    reason: reason(d / 4),
                 });
             }
             8..=11 => {
@@ -379,8 +381,9 @@ fn turns(case: &Case, log: &Log) -> Vec<(Vec<Event>, Vec<AttemptOutput>)> {
 }
 
 /// Whether some turn holds an attempt's start, its end, its output and its task's end, with
-/// nothing else about the task between them: the projection's fast path.
-fn has_whole_attempt(turns: &[(Vec<Event>, Vec<AttemptOutput>)]) -> bool {
+/// nothing else about the task between them: the projection's fast path. `with_output`: the
+/// attempt's output is in that turn, or it has none there (a no-op task's attempt).
+fn has_whole_attempt(turns: &[(Vec<Event>, Vec<AttemptOutput>)], with_output: bool) -> bool {
     turns.iter().any(|(events, outputs)| {
         events
             .windows(3)
@@ -400,6 +403,7 @@ fn has_whole_attempt(turns: &[(Vec<Event>, Vec<AttemptOutput>)]) -> bool {
                         && outputs
                             .iter()
                             .any(|o| o.task == *task && o.attempt == *attempt)
+                            == with_output
                 }
                 _ => false,
             })
@@ -577,17 +581,19 @@ proptest! {
 }
 
 /// The property is only as good as its logs: most cases must reach the projection's fast path
-/// (a whole attempt in one turn) and end some attempt outside it.
+/// (a whole attempt in one turn, with its output and without one) and end some attempt
+/// outside it.
 #[test]
 fn the_generated_logs_reach_every_path_of_the_projection() {
     let mut runner = TestRunner::deterministic();
     let strategy = case();
-    let (mut whole, mut apart) = (0, 0);
+    let (mut whole, mut quiet, mut apart) = (0, 0, 0);
     for _ in 0..200 {
         let case = strategy.new_tree(&mut runner).unwrap().current();
         let log = simulate(&case);
         let turns = turns(&case, &log);
-        whole += usize::from(has_whole_attempt(&turns));
+        whole += usize::from(has_whole_attempt(&turns, true));
+        quiet += usize::from(has_whole_attempt(&turns, false));
         apart += usize::from(
             log.events
                 .iter()
@@ -599,6 +605,10 @@ fn the_generated_logs_reach_every_path_of_the_projection() {
     assert!(
         whole > 100,
         "{whole} of 200 cases have a whole attempt in one turn"
+    );
+    assert!(
+        quiet > 20,
+        "{quiet} of 200 cases have a whole attempt without output in one turn"
     );
     assert!(apart > 100, "{apart} of 200 cases end several attempts");
 }

@@ -68,12 +68,12 @@ pub fn output(id: &str, attempt: u32, text: &str) -> AttemptOutput {
     }
 }
 
-pub fn new_run(id: &str, tasks: &[&str]) -> NewRun {
+pub fn new_run(id: &str, tasks: &[&str]) -> NewRun<'static> {
     NewRun {
         id: run_id(id),
         name: format!("graph-{id}"),
         graph_path: "graph.toml".into(),
-        graph_json: r#"{"tasks":[]}"#.into(),
+        graph: &r#"{"tasks":[]}"#,
         concurrency: 4,
         started_at_ms: 1_000,
         tasks: tasks
@@ -89,7 +89,7 @@ pub fn numbered(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("t{i}")).collect()
 }
 
-pub fn new_numbered_run(id: &str, n: usize) -> NewRun {
+pub fn new_numbered_run(id: &str, n: usize) -> NewRun<'static> {
     let names = numbered(n);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     new_run(id, &names)

@@ -470,7 +470,12 @@ fn estimate(store_url: Option<&str>, graph: &Graph, planned: &RunResult) -> Esti
     let mut usd: Option<f64> = Some(0.0);
     let mut task_ms = vec![0u64; graph.len()];
     for i in 0..graph.len() as u32 {
-        let expected = graph.task(i).estimate.unwrap_or_default();
+        let expected = graph
+            .task(i)
+            .estimate
+            .as_deref()
+            .copied()
+            .unwrap_or_default();
         if expected.minutes.is_some() || expected.usd.is_some() {
             by_planner += 1;
         }
