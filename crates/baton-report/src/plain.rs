@@ -61,12 +61,15 @@ impl<W: Write> Reporter for PlainReporter<W> {
                     task,
                     state,
                     reason,
-                } if *state != TaskState::Succeeded || self.list_successes => describe_finish(
-                    task,
-                    *state,
-                    reason.as_deref(),
-                    self.clock.finished(task, event.at_ms),
-                ),
+                } => {
+                    // Forgotten by the clock whether or not its line is printed: a run of
+                    // 100,000 tasks kept every success's start until the run ended.
+                    let took = self.clock.finished(task, event.at_ms);
+                    if *state == TaskState::Succeeded && !self.list_successes {
+                        continue;
+                    }
+                    describe_finish(task, *state, reason.as_deref(), took)
+                }
                 EventKind::RunStopping { reason, .. } => format!("baton: stopping: {reason}"),
                 EventKind::GraphExpanded { task, added, .. } => describe_added(task, added),
                 EventKind::Reviewed { task, review, .. } => describe_review(task, review),
@@ -243,6 +246,45 @@ mod tests {
                 pid: None,
             },
         }
+    }
+
+    /// A success not listed (a run of more than 200 tasks) is forgotten all the same.
+    #[test]
+    fn the_clock_forgets_a_task_that_ended_unlisted() {
+        let mut reporter = PlainReporter::new(Vec::new());
+        reporter.run_started(&RunInfo {
+            run_id: baton_model::RunId::new("20261203-120000-ab12").unwrap(),
+            name: "many".to_owned(),
+            tasks: 1_000,
+            concurrency: 2,
+            earlier: 0,
+            view: baton_model::RunView::new([TaskId::new("quiet").unwrap()]),
+            started_at_ms: Some(0),
+            budget_usd: None,
+            budget_tokens: None,
+            agents: Default::default(),
+            best_of: HashMap::new(),
+        });
+        let task = TaskId::new("quiet").unwrap();
+        let before = reporter.out.len();
+        reporter.events(&[
+            started(1_000, "quiet", 1),
+            Event {
+                seq: 0,
+                at_ms: 2_000,
+                kind: EventKind::TaskFinished {
+                    task,
+                    state: TaskState::Succeeded,
+                    reason: None,
+                },
+            },
+        ]);
+        assert_eq!(
+            reporter.out.len(),
+            before,
+            "no line for a success of a large run"
+        );
+        assert!(reporter.clock.started.is_empty());
     }
 
     /// A finished task says how many tries it took; a best-of task's attempts are candidates,
