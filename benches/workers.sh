@@ -5,7 +5,10 @@
 # scratch repository, a fresh database each time, and prints the wall time from the submit to
 # the run's end. With `chain`: 100 `true` tasks each needing the one before, so the wall time
 # over 100 is the latency from a dependency's end to its dependent's end (its start, plus a
-# `true`). BATON=path/to/baton picks the binary (default: the debug build).
+# `true`). BATON=path/to/baton picks the binary (default: the debug build). The figures in
+# docs/PERFORMANCE.md are taken with the server started as the tests start theirs
+# (`-c fsync=off -c synchronous_commit=off -c full_page_writes=off`): with `fsync=on` every
+# commit waits on this disk, and the run takes half as long again.
 set -euo pipefail
 : "${BATON_BENCH_PG:?name a PostgreSQL server whose user may create databases}"
 here=$(cd "$(dirname "$0")/.." && pwd)
