@@ -146,7 +146,7 @@ fn new_run<'g>(stored: &'g Stored<'g>, run_id: &RunId, started_at_ms: i64) -> Ne
 
 /// Submits `graph` as a run for workers to drive (`baton run --detach`): recorded `queued`,
 /// nothing started here. Its git base is resolved by the worker that starts it.
-pub fn submit(graph: &Graph, store: &baton_store::PgStore) -> Result<RunId, RunError> {
+pub fn submit(graph: &Graph, store: &dyn baton_store::WorkQueue) -> Result<RunId, RunError> {
     let started_at_ms = now_ms();
     let run_id = new_run_id(started_at_ms);
     store.submit_run(&new_run(&Stored(graph), &run_id, started_at_ms))?;
@@ -226,7 +226,7 @@ fn hold<'a>(
 pub async fn coordinate(
     run_id: &RunId,
     store: &dyn Store,
-    queue: &baton_store::PgStore,
+    queue: &dyn baton_store::WorkQueue,
     reporter: &mut dyn Reporter,
     config: RunConfig,
     stops: mpsc::UnboundedReceiver<StopRequest>,
@@ -315,7 +315,7 @@ async fn drive_run(
     reporter: &mut dyn Reporter,
     config: &RunConfig,
     stops: mpsc::UnboundedReceiver<StopRequest>,
-    workers: Option<&baton_store::PgStore>,
+    workers: Option<&dyn baton_store::WorkQueue>,
 ) -> Result<RunResult, RunError> {
     let owned = Arc::new(owned);
     let graph = &*owned;

@@ -18,7 +18,7 @@ use baton_attempt::unit::AttemptDone;
 use baton_attempt::work::Work;
 use baton_exec::StopLevel;
 use baton_model::{Event, Outcome, RunId};
-use baton_store::{AttemptEnd, PgStore, QueuedAttempt, StoreError};
+use baton_store::{AttemptEnd, QueuedAttempt, StoreError, Wake, WorkQueue};
 use tokio::sync::{mpsc, watch};
 
 /// How often the poller looks at the queue when no notification woke it.
@@ -43,7 +43,7 @@ impl Queue {
     /// queue, what running attempts record goes into `progress`, and a stop of the run
     /// (`stop`) reaches the workers.
     pub(crate) fn start(
-        store: &PgStore,
+        store: &dyn WorkQueue,
         run: RunId,
         token: u64,
         progress: mpsc::UnboundedSender<Event>,
@@ -55,7 +55,7 @@ impl Queue {
         // recorded interrupted by the takeover, and their workers stop them.
         store.drop_queued_before(&run, token)?;
         let poll_store = store.reconnect()?;
-        let mut listener = store.listener(&[baton_store::ATTEMPT_ENDED])?;
+        let mut listener = store.listener(&[Wake::AttemptEnded])?;
         let (tx, ends) = mpsc::unbounded_channel();
         let quit = Arc::new(AtomicBool::new(false));
         let (orders, queuer) = {

@@ -1,7 +1,9 @@
 //! The durable record of runs, the source of truth of everything baton did: SQLite in WAL mode
 //! on one machine ([`SqliteStore`]), PostgreSQL when many machines share runs ([`PgStore`],
-//! which also holds the work queue `baton worker`s claim from). Both stand behind one seam,
-//! [`RunLog`] and [`RunReader`] (`seam.rs`), and pass one conformance suite.
+//! which also holds the work queue `baton worker`s claim from, [`WorkQueue`]). Both stand behind
+//! one seam, [`RunLog`] and [`RunReader`] (`seam.rs`), and pass one conformance suite; the
+//! queue has cases of its own. Nothing outside this crate names a backend but the place that
+//! opens one.
 //!
 //! The append-only event log is the record; the `runs`, `tasks` and `attempts` tables are its
 //! projections, updated in the same transaction as the events they follow from, so that a reader
@@ -25,6 +27,7 @@ mod migrate;
 mod pg;
 mod private_fs;
 mod project;
+mod queue;
 mod read;
 mod records;
 mod seam;
@@ -38,10 +41,10 @@ pub use durability::Durability;
 pub use error::StoreError;
 pub use fold::{fold, initial_view};
 pub use migrate::SCHEMA_VERSION;
-pub use pg::{
-    ATTEMPT_ENDED, Arrivals, AttemptEnd, AttemptKey, ClaimedAttempt, Coordinated, LOG_PIECE,
-    Listener, PgStore, QueuedAttempt, RUN_SUBMITTED, Renewal, WORK_QUEUED, WorkerRecord,
-    describe_server,
+pub use pg::{LOG_PIECE, PgStore, describe_server};
+pub use queue::{
+    Arrivals, AttemptEnd, AttemptKey, ClaimedAttempt, Coordinated, QueueStore, QueuedAttempt,
+    Renewal, Wake, Wakeups, WorkQueue, WorkerRecord,
 };
 pub use records::{
     AttemptOutput, AttemptRecord, Driver, GraphJson, NewRun, RunRecord, RunSummary, StoredLog,

@@ -36,7 +36,7 @@ use baton_layout::RunDirs;
 use baton_model::{Event, RunId, TaskState};
 use baton_runner::StopRequest;
 use baton_store::{
-    AttemptKey, ClaimedAttempt, PgStore, Renewal, RunReader, StoreError, WorkerRecord,
+    AttemptKey, ClaimedAttempt, QueueStore, Renewal, StoreError, Wake, WorkerRecord,
 };
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -142,7 +142,7 @@ struct HeldAttempt {
 /// Runs until stopped (`stops`): a stop request ends every attempt held (gracefully, or at
 /// once on a second request) and writes their ends, then leaves.
 pub async fn work(
-    store: PgStore,
+    store: Arc<dyn QueueStore>,
     options: WorkerOptions,
     config: RunConfig,
     mut stops: mpsc::UnboundedReceiver<StopRequest>,
@@ -171,8 +171,8 @@ pub async fn work(
     store.heartbeat_worker(&record)?;
     news(WorkerNews::Started { id: id.clone() });
     let outbox = Outbox::new(config.state_dir.join("worker").join(&id));
-    let mut wake = store.listen(&[baton_store::WORK_QUEUED])?;
-    let mut submitted = store.listen(&[baton_store::RUN_SUBMITTED])?;
+    let mut wake = store.listen(&[Wake::WorkQueued])?;
+    let mut submitted = store.listen(&[Wake::RunSubmitted])?;
     let lease_ms = options.lease.as_millis() as i64;
     let mut heartbeat = tokio::time::interval(options.lease / 3);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -256,7 +256,7 @@ pub async fn work(
             _ = heartbeat.tick() => {
                 let _ = store.heartbeat_worker(&record);
                 for (key, result) in outbox.pending(|key| held.contains_key(key)) {
-                    if end(&store, &id, &key, &result).is_some() {
+                    if end(&*store, &id, &key, &result).is_some() {
                         outbox.remove(&key);
                     }
                 }
@@ -339,7 +339,7 @@ pub async fn work(
 
 /// Writes an attempt's end: `Some(true)` taken, `Some(false)` no longer this worker's,
 /// `None` the store could not be reached (try again).
-fn end(store: &PgStore, worker: &str, key: &AttemptKey, result: &str) -> Option<bool> {
+fn end(store: &dyn QueueStore, worker: &str, key: &AttemptKey, result: &str) -> Option<bool> {
     store.end_attempt(worker, key, result).ok()
 }
 
@@ -360,7 +360,7 @@ enum Delivered {
 /// dependents, wherever they run, start from it; one that cannot be pushed is no result), the
 /// end goes to the outbox, then to the store.
 fn deliver(
-    store: &PgStore,
+    store: &dyn QueueStore,
     worker: &str,
     outbox: &Outbox,
     publisher: Option<&Publisher>,
@@ -398,7 +398,7 @@ fn deliver(
 /// Assembles and starts a claimed attempt; one that cannot start ends at once, as locally.
 #[allow(clippy::too_many_arguments)]
 fn start(
-    store: &PgStore,
+    store: &Arc<dyn QueueStore>,
     worker: &str,
     config: &RunConfig,
     outbox: &Outbox,
@@ -415,7 +415,7 @@ fn start(
     };
     let (stop, stop_rx) = watch::channel(StopLevel::Run);
     let (progress, mut progress_rx) = mpsc::unbounded_channel::<Event>();
-    let prepared = prepare(store, config, &claim, parts).map(|(work, run)| {
+    let prepared = prepare(&**store, config, &claim, parts).map(|(work, run)| {
         let shared = Shared {
             run: claim.run.clone(),
             dirs: run.dirs.clone(),
@@ -473,7 +473,7 @@ fn start(
             given_back: Arc::clone(&given_back),
         },
     );
-    let (store, worker, outbox) = (store.clone(), worker.to_owned(), outbox.clone());
+    let (store, worker, outbox) = (Arc::clone(store), worker.to_owned(), outbox.clone());
     units.spawn(async move {
         let mut shipper = None;
         let mut publisher = None;
@@ -485,8 +485,8 @@ fn start(
                 let mut ship = tokio::time::interval(SHIP_LOGS);
                 let done = loop {
                     tokio::select! {
-                        Some(event) = progress_rx.recv() => tell(&store, &worker, &key, &event),
-                        _ = ship.tick() => logs.ship(&store),
+                        Some(event) = progress_rx.recv() => tell(&*store, &worker, &key, &event),
+                        _ = ship.tick() => logs.ship(&*store),
                         done = &mut finishing => break done,
                     }
                 };
@@ -504,10 +504,10 @@ fn start(
         };
         // What it said and wrote before it ended goes before its end.
         while let Ok(event) = progress_rx.try_recv() {
-            tell(&store, &worker, &key, &event);
+            tell(&*store, &worker, &key, &event);
         }
         if let Some(mut logs) = shipper {
-            logs.ship(&store);
+            logs.ship(&*store);
         }
         let tree = TreeAfter {
             set_up: done.set_up,
@@ -515,7 +515,7 @@ fn start(
         };
         let given_back = given_back.load(std::sync::atomic::Ordering::Relaxed);
         let delivered = deliver(
-            &store,
+            &*store,
             &worker,
             &outbox,
             publisher.as_ref(),
@@ -534,7 +534,7 @@ struct TreeAfter {
 }
 
 /// Hands an event of a running attempt to its coordinator.
-fn tell(store: &PgStore, worker: &str, key: &AttemptKey, event: &Event) {
+fn tell(store: &dyn QueueStore, worker: &str, key: &AttemptKey, event: &Event) {
     if let Ok(json) = serde_json::to_string(event) {
         let _ = store.add_news(worker, key, &json);
     }
@@ -542,7 +542,7 @@ fn tell(store: &PgStore, worker: &str, key: &AttemptKey, event: &Event) {
 
 /// The run's parts for `claim`, made or brought up to date, and its work.
 fn prepare<'p>(
-    store: &PgStore,
+    store: &dyn QueueStore,
     config: &RunConfig,
     claim: &ClaimedAttempt,
     parts: &'p mut HashMap<RunId, RunParts>,
@@ -627,7 +627,7 @@ type Coordinating = (
 
 /// Starts coordinating runs no live process coordinates.
 fn take_runs(
-    store: &PgStore,
+    store: &Arc<dyn QueueStore>,
     config: &RunConfig,
     done: &mpsc::UnboundedSender<(RunId, String)>,
     coordinating: &mut HashMap<RunId, Coordinating>,
@@ -651,10 +651,10 @@ fn take_runs(
         }
         let (stop_tx, stops) = mpsc::unbounded_channel();
         news(WorkerNews::Coordinating { run: run.clone() });
-        let (store, config, done) = (store.clone(), config.clone(), done.clone());
+        let (store, config, done) = (Arc::clone(store), config.clone(), done.clone());
         let key = run.clone();
         let task = tokio::task::spawn_local(async move {
-            let state = coordinate_one(&store, &run, config, stops).await;
+            let state = coordinate_one(&*store, &run, config, stops).await;
             let _ = done.send((run, state));
         });
         coordinating.insert(key, (stop_tx, task));
@@ -662,7 +662,7 @@ fn take_runs(
 }
 
 async fn coordinate_one(
-    store: &PgStore,
+    store: &dyn QueueStore,
     run: &RunId,
     config: RunConfig,
     stops: mpsc::UnboundedReceiver<StopRequest>,
@@ -672,7 +672,7 @@ async fn coordinate_one(
         Err(error) => return format!("not coordinated: {error}"),
     };
     let mut reporter = baton_report::NullReporter;
-    match baton_runner::coordinate(run, &log, store, &mut reporter, config, stops).await {
+    match baton_runner::coordinate(run, &*log, store, &mut reporter, config, stops).await {
         Ok(Some(result)) => result.run.state.to_string(),
         Ok(None) => "taken by another worker".to_owned(),
         Err(error) => format!("stopped: {error}"),

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use baton_model::RunId;
-use baton_store::PgStore;
+use baton_store::QueueStore;
 
 /// Ships an attempt's log files (`TASK.ATTEMPT.*` in the run's `logs/`) to the store as they
 /// grow. A file rewritten from its start (a check's log, each fix round) is shipped again
@@ -33,7 +33,7 @@ impl LogShipper {
     }
 
     /// Ships what is new; a store that cannot take it now gets it at the next call.
-    pub(super) fn ship(&mut self, store: &PgStore) {
+    pub(super) fn ship(&mut self, store: &dyn QueueStore) {
         use std::io::{Read, Seek, SeekFrom};
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;

@@ -13,7 +13,7 @@ impl Dispatcher<'_> {
     /// `token`.
     pub(crate) fn run_on_workers(
         &mut self,
-        store: &baton_store::PgStore,
+        store: &dyn baton_store::WorkQueue,
         token: u64,
     ) -> Result<(), crate::RunError> {
         // Workers elsewhere start from the run's base as the remote holds it.

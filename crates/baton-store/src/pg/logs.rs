@@ -11,10 +11,8 @@ use crate::{StoreError, StoredLog};
 pub const LOG_PIECE: usize = 256 * 1024;
 
 impl PgStore {
-    /// Ships `bytes` of log `file` of `run` at `offset` (≤ [`LOG_PIECE`] of them): what was
-    /// stored at or past `offset` is replaced, and the file is `offset + bytes.len()` long,
-    /// last changed at `modified_ms`.
-    pub fn ship_log(
+    /// [`crate::WorkQueue::ship_log`].
+    pub(super) fn ship_log_pg(
         &self,
         run: &RunId,
         file: &str,

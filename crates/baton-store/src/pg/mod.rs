@@ -23,10 +23,6 @@ use crate::StoreError;
 
 pub use conn::describe_server;
 pub use logs::LOG_PIECE;
-pub use queue::{
-    ATTEMPT_ENDED, Arrivals, AttemptEnd, AttemptKey, ClaimedAttempt, Coordinated, Listener,
-    QueuedAttempt, RUN_SUBMITTED, Renewal, WORK_QUEUED, WorkerRecord,
-};
 
 /// The schema versions this baton knows, in order; the last is current.
 const MIGRATIONS: &[(u32, &str, &str)] = &[
@@ -67,20 +63,15 @@ impl PgStore {
     }
 
     /// Another connection to the same database.
-    pub fn reconnect(&self) -> Result<Self, StoreError> {
+    pub(crate) fn reconnect_pg(&self) -> Result<Self, StoreError> {
         Ok(Self {
             conn: Arc::new(conn::Conn::connect(&self.url)?),
             url: self.url.clone(),
         })
     }
 
-    /// The server, for messages: `postgres://user@host:port/db`, without a password.
-    pub fn server(&self) -> String {
-        describe_server(&self.url)
-    }
-
     fn migrate(&self) -> Result<(), StoreError> {
-        let server = self.server();
+        let server = describe_server(&self.url);
         self.conn.call(move |client| {
             let mut tx = client.transaction()?;
             // One migrating process at a time, whatever database it is.
@@ -189,13 +180,13 @@ impl RunLog for PgStore {
     }
 
     fn another(&self) -> Result<Box<dyn Store>, StoreError> {
-        Ok(Box::new(self.reconnect()?))
+        Ok(Box::new(self.reconnect_pg()?))
     }
 }
 
 impl RunReader for PgStore {
     fn location(&self) -> String {
-        self.server()
+        describe_server(&self.url)
     }
 
     fn carries_cancel_requests(&self) -> bool {

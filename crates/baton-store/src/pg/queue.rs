@@ -1,122 +1,20 @@
-//! The work queue of runs driven by workers (schema version 2): what a coordinator puts in,
-//! what workers claim, renew and end, fenced so that an attempt's end is recorded once, by the
-//! worker that holds it, and never after its lease lapsed.
-//!
-//! The store does not know what an attempt's work or result is: both are the runner's JSON,
-//! carried as text. What it guarantees is who may write what, and when:
-//! - only the coordinator holding the run's lease queues attempts ([`PgStore::enqueue`]: the
-//!   lease token is checked in the statement that inserts);
-//! - a queued attempt is claimed by one worker ([`PgStore::claim_attempts`], `FOR UPDATE SKIP
-//!   LOCKED`: claims never wait on each other), which holds it while it renews its lease;
-//! - its end is written only by that worker, only while the row is still `claimed` by it
-//!   ([`PgStore::end_attempt`]): once the coordinator found the lease lapsed and recorded the
-//!   attempt interrupted ([`PgStore::take_ended`]), the late end changes nothing, and the
-//!   worker learns so from the answer (and from its next renewal).
+//! The work queue on PostgreSQL (schema version 2): [`WorkQueue`] for [`PgStore`]. Claims are
+//! `FOR UPDATE SKIP LOCKED` (they never wait on each other); wakes are `LISTEN`/`NOTIFY`.
 
 use baton_model::RunId;
 use postgres::fallible_iterator::FallibleIterator;
 
-use super::PgStore;
+use super::{PgStore, describe_server};
+use crate::queue::{
+    Arrivals, AttemptEnd, AttemptKey, ClaimedAttempt, Coordinated, QueueStore, QueuedAttempt,
+    Renewal, Wake, Wakeups, WorkQueue, WorkerRecord,
+};
 use crate::{NewRun, StoreError};
 
 /// Channels workers and coordinators listen on (`LISTEN`): polling is only the backstop.
-pub const WORK_QUEUED: &str = "baton_work";
-pub const ATTEMPT_ENDED: &str = "baton_ended";
-pub const RUN_SUBMITTED: &str = "baton_runs";
-
-/// A run that may need a coordinator, as [`PgStore::runs_to_coordinate`] finds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Coordinated {
-    pub run: RunId,
-    /// Submitted and never started.
-    pub queued: bool,
-    /// The process that drives it, if one is recorded.
-    pub driver: Option<crate::Driver>,
-    /// Its lease has lapsed (or it has none).
-    pub lapsed: bool,
-}
-
-/// An attempt a coordinator queues.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueuedAttempt {
-    pub task: u32,
-    pub attempt: u32,
-    /// The engine it runs on (`shell`, `claude`, …): a worker takes only what it offers.
-    pub engine: String,
-    /// Labels the worker must have (`runs_on`).
-    pub labels: Vec<String>,
-    /// What the worker needs to run it.
-    pub work: String,
-}
-
-/// An attempt a worker claimed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaimedAttempt {
-    pub run: RunId,
-    pub task: u32,
-    pub attempt: u32,
-    pub work: String,
-}
-
-/// One attempt of a run, as the queue names it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct AttemptKey {
-    pub run: RunId,
-    pub task: u32,
-    pub attempt: u32,
-}
-
-/// What a coordinator learns of its queued attempts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AttemptEnd {
-    /// Its worker wrote its end.
-    Ended {
-        task: u32,
-        attempt: u32,
-        result: String,
-    },
-    /// Its worker's lease lapsed: the worker is dead, cut off or paused, and the attempt is
-    /// over as far as the run is concerned.
-    Lapsed {
-        task: u32,
-        attempt: u32,
-        worker: String,
-    },
-}
-
-/// What a coordinator takes from its run's workers at once ([`PgStore::take_arrivals`]).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Arrivals {
-    /// What running attempts recorded (the runner's JSON events), oldest first.
-    pub news: Vec<String>,
-    /// Attempts that ended or whose lease lapsed.
-    pub ends: Vec<AttemptEnd>,
-}
-
-/// What a renewal says of one attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Renewal {
-    /// Still this worker's; the coordinator asks it to stop (0 run on, 1 gracefully, 2 now).
-    Held { stop: i16 },
-    /// No longer this worker's: its lease lapsed, or the run was taken over. Its processes
-    /// must stop and its end is not recorded.
-    Lost,
-}
-
-/// A worker as it registered, with its last heartbeat and what it holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkerRecord {
-    pub id: String,
-    pub host: String,
-    pub pid: u32,
-    pub slots: u32,
-    pub engines: Vec<String>,
-    pub labels: Vec<String>,
-    pub started_at_ms: i64,
-    pub heartbeat_at_ms: i64,
-    /// The attempts it holds now.
-    pub running: Vec<AttemptKey>,
-}
+pub(crate) const WORK_QUEUED: &str = "baton_work";
+pub(crate) const ATTEMPT_ENDED: &str = "baton_ended";
+pub(crate) const RUN_SUBMITTED: &str = "baton_runs";
 
 fn n(value: u32) -> i64 {
     i64::from(value)
@@ -126,10 +24,8 @@ fn idx(value: i64) -> Result<u32, StoreError> {
     u32::try_from(value).map_err(|_| StoreError::PgValue(format!("{value} is not a task index")))
 }
 
-impl PgStore {
-    /// Records a run for a worker to drive (`baton run --detach`): `queued`, no driver, and a
-    /// `NOTIFY` that wakes idle workers.
-    pub fn submit_run(&self, run: &NewRun) -> Result<(), StoreError> {
+impl WorkQueue for PgStore {
+    fn submit_run(&self, run: &NewRun) -> Result<(), StoreError> {
         self.insert_run(run, baton_model::RunState::Queued)?;
         let id = run.id.as_str().to_owned();
         self.conn.call(move |client| {
@@ -138,10 +34,7 @@ impl PgStore {
         })
     }
 
-    /// Runs a worker could coordinate: queued ones, oldest first, then running ones, with
-    /// who drives them and until when their lease holds (the caller judges whether that
-    /// driver lives; claiming the run says for sure).
-    pub fn runs_to_coordinate(&self) -> Result<Vec<Coordinated>, StoreError> {
+    fn runs_to_coordinate(&self) -> Result<Vec<Coordinated>, StoreError> {
         self.conn.call(move |client| {
             let rows = client.query(
                 "SELECT id, status = 'queued', driver_pid, driver_start_time, driver_host, \
@@ -176,10 +69,7 @@ impl PgStore {
         })
     }
 
-    /// Queues `attempts` of `run` for workers, if `token` is still the run's lease; wakes the
-    /// workers that listen. One statement (one round trip): the fence, the rows and the
-    /// notification together.
-    pub fn enqueue(
+    fn enqueue(
         &self,
         run: &RunId,
         token: u64,
@@ -236,15 +126,7 @@ impl PgStore {
         })
     }
 
-    /// What arrived from `run`'s workers since last time, taken out of the store: what their
-    /// running attempts recorded (news, oldest first), then what ended — ends the workers
-    /// wrote, and attempts whose worker's lease lapsed (taken so in the same statement, which
-    /// fences the worker's late end off).
-    ///
-    /// One statement, so one snapshot: a worker records an attempt's news before its end, and
-    /// whatever news of an attempt committed before its end is seen with it (taken apart, news
-    /// committed between the two could come after the end it belongs before).
-    pub fn take_arrivals(&self, run: &RunId) -> Result<Arrivals, StoreError> {
+    fn take_arrivals(&self, run: &RunId) -> Result<Arrivals, StoreError> {
         let run = run.clone();
         self.conn.call_session(move |session| {
             let statement = session.prepared(
@@ -290,9 +172,7 @@ impl PgStore {
         })
     }
 
-    /// Asks `run`'s coordinator to cancel it (`baton cancel` of a run a worker drives).
-    /// Whether the run is running (else there is nothing to ask).
-    pub fn request_cancel(&self, run: &RunId) -> Result<bool, StoreError> {
+    fn request_cancel(&self, run: &RunId) -> Result<bool, StoreError> {
         let run = run.clone();
         self.conn.call(move |client| {
             Ok(client.execute(
@@ -304,25 +184,7 @@ impl PgStore {
         })
     }
 
-    /// Whether someone asked to cancel `run` ([`PgStore::request_cancel`]) and it has not
-    /// ended since.
-    pub(super) fn cancel_requested_pg(&self, run: &RunId) -> Result<bool, StoreError> {
-        let run = run.clone();
-        self.conn.call_session(move |session| {
-            let statement = session.prepared(
-                "SELECT 1 FROM runs WHERE id = $1 AND cancel_requested_at_ms IS NOT NULL",
-            )?;
-            Ok(session
-                .client
-                .query_opt(&statement, &[&run.as_str()])?
-                .is_some())
-        })
-    }
-
-    /// Stops `run`'s queued attempts: those no worker claimed yet leave the queue (returned:
-    /// they never started), claimed ones are asked to stop (`level` 1: gracefully, 2: now) at
-    /// their worker's next renewal.
-    pub fn stop_attempts(&self, run: &RunId, level: i16) -> Result<Vec<(u32, u32)>, StoreError> {
+    fn stop_attempts(&self, run: &RunId, level: i16) -> Result<Vec<(u32, u32)>, StoreError> {
         let run = run.clone();
         self.conn.call(move |client| {
             let mut tx = client.transaction()?;
@@ -344,10 +206,7 @@ impl PgStore {
         })
     }
 
-    /// Drops what coordinators before `token` queued for `run`: a coordinator taking a run
-    /// over records those attempts interrupted, and their workers learn at their next renewal
-    /// that they are no longer theirs.
-    pub fn drop_queued_before(&self, run: &RunId, token: u64) -> Result<u64, StoreError> {
+    fn drop_queued_before(&self, run: &RunId, token: u64) -> Result<u64, StoreError> {
         let run = run.clone();
         self.conn.call(move |client| {
             Ok(client.execute(
@@ -357,9 +216,7 @@ impl PgStore {
         })
     }
 
-    /// Claims up to `n` queued attempts for `worker`: ones whose engine it offers (any, if
-    /// `engines` is empty) and whose labels it has, oldest first, held for `lease_ms`.
-    pub fn claim_attempts(
+    fn claim_attempts(
         &self,
         worker: &str,
         engines: &[String],
@@ -397,9 +254,7 @@ impl PgStore {
         })
     }
 
-    /// Extends `worker`'s leases on `held` by `lease_ms`, and says of each whether it is still
-    /// the worker's (and whether its coordinator asks it to stop).
-    pub fn renew_attempts(
+    fn renew_attempts(
         &self,
         worker: &str,
         held: &[AttemptKey],
@@ -434,10 +289,7 @@ impl PgStore {
         })
     }
 
-    /// Writes how `worker`'s attempt ended, if it still holds it (claimed by it, lease not
-    /// lapsed); wakes the run's coordinator. Returns whether it was taken: `false` means the
-    /// attempt is no longer the worker's, and its end is dropped.
-    pub fn end_attempt(
+    fn end_attempt(
         &self,
         worker: &str,
         key: &AttemptKey,
@@ -466,10 +318,7 @@ impl PgStore {
         })
     }
 
-    /// Gives an attempt `worker` holds back (a worker stopping at once): its lease is made to
-    /// have lapsed now, so that its coordinator takes it as interrupted at its next look and
-    /// it runs again elsewhere. Whether the worker still held it.
-    pub fn give_back(&self, worker: &str, key: &AttemptKey) -> Result<bool, StoreError> {
+    fn give_back(&self, worker: &str, key: &AttemptKey) -> Result<bool, StoreError> {
         let (worker, key) = (worker.to_owned(), key.clone());
         self.conn.call(move |client| {
             let changed = client.execute(
@@ -489,14 +338,7 @@ impl PgStore {
         })
     }
 
-    /// Records `event` (the runner's JSON) for `run`'s coordinator, if `worker` still holds
-    /// the attempt it is about.
-    pub fn add_news(
-        &self,
-        worker: &str,
-        key: &AttemptKey,
-        event: &str,
-    ) -> Result<bool, StoreError> {
+    fn add_news(&self, worker: &str, key: &AttemptKey, event: &str) -> Result<bool, StoreError> {
         let (worker, key, event) = (worker.to_owned(), key.clone(), event.to_owned());
         self.conn.call_session(move |session| {
             let statement = session.prepared(
@@ -518,8 +360,7 @@ impl PgStore {
         })
     }
 
-    /// Registers a worker (or renews its heartbeat, with the same record).
-    pub fn heartbeat_worker(&self, worker: &WorkerRecord) -> Result<(), StoreError> {
+    fn heartbeat_worker(&self, worker: &WorkerRecord) -> Result<(), StoreError> {
         let w = worker.clone();
         self.conn.call(move |client| {
             client.execute(
@@ -540,8 +381,7 @@ impl PgStore {
         })
     }
 
-    /// A worker leaving: its record goes (what it held was ended or given back first).
-    pub fn remove_worker(&self, id: &str) -> Result<(), StoreError> {
+    fn remove_worker(&self, id: &str) -> Result<(), StoreError> {
         let id = id.to_owned();
         self.conn.call(move |client| {
             client.execute("DELETE FROM workers WHERE id = $1", &[&id])?;
@@ -549,9 +389,7 @@ impl PgStore {
         })
     }
 
-    /// Workers heard from within `within_ms`, newest first, with what each holds; older
-    /// records (workers that died without a word) are removed.
-    pub fn workers(&self, within_ms: i64) -> Result<Vec<WorkerRecord>, StoreError> {
+    fn workers(&self, within_ms: i64) -> Result<Vec<WorkerRecord>, StoreError> {
         self.conn.call(move |client| {
             let mut tx = client.transaction()?;
             tx.execute(
@@ -598,8 +436,15 @@ impl PgStore {
         })
     }
 
-    /// A connection of its own that `LISTEN`s on `channels`.
-    pub fn listener(&self, channels: &[&str]) -> Result<Listener, StoreError> {
+    fn listener(&self, wakes: &[Wake]) -> Result<Box<dyn Wakeups>, StoreError> {
+        let channels: Vec<&'static str> = wakes
+            .iter()
+            .map(|wake| match wake {
+                Wake::WorkQueued => WORK_QUEUED,
+                Wake::AttemptEnded => ATTEMPT_ENDED,
+                Wake::RunSubmitted => RUN_SUBMITTED,
+            })
+            .collect();
         // On a thread of its own: the client runs a runtime of its own to connect, which
         // panics inside another one (a worker's).
         let url = self.url.clone();
@@ -616,52 +461,56 @@ impl PgStore {
         })
         .map_err(|_| StoreError::Recorder(std::io::Error::other("the connecting thread panicked")))?
         .map_err(|source| StoreError::Connect {
-            server: self.server(),
+            server: describe_server(&self.url),
             source,
         })?;
-        Ok(Listener { client })
+        Ok(Box::new(Listener { client }))
     }
 
-    /// [`PgStore::listener`] on a thread of its own, for async code: each wake bumps the
-    /// returned watch's counter (it ends when the receiver is dropped or the connection is
-    /// gone; callers poll on).
-    pub fn listen(
+    fn server(&self) -> String {
+        describe_server(&self.url)
+    }
+
+    fn reconnect(&self) -> Result<Box<dyn QueueStore>, StoreError> {
+        Ok(Box::new(self.reconnect_pg()?))
+    }
+
+    fn ship_log(
         &self,
-        channels: &[&str],
-    ) -> Result<tokio::sync::watch::Receiver<u64>, StoreError> {
-        let mut listener = self.listener(channels)?;
-        let (tx, rx) = tokio::sync::watch::channel(0u64);
-        std::thread::Builder::new()
-            .name("baton-listen".to_owned())
-            .spawn(move || {
-                let mut count = 0u64;
-                while !tx.is_closed() {
-                    match listener.wait(std::time::Duration::from_secs(1)) {
-                        Ok(true) => {
-                            count += 1;
-                            if tx.send(count).is_err() {
-                                return;
-                            }
-                        }
-                        Ok(false) => {}
-                        Err(_) => return,
-                    }
-                }
-            })
-            .map_err(StoreError::Recorder)?;
-        Ok(rx)
+        run: &RunId,
+        file: &str,
+        offset: u64,
+        bytes: Vec<u8>,
+        modified_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.ship_log_pg(run, file, offset, bytes, modified_ms)
     }
 }
 
-/// A connection that listens: what wakes a worker or a coordinator before its next poll.
-pub struct Listener {
+impl PgStore {
+    /// Whether someone asked to cancel `run` ([`PgStore::request_cancel`]) and it has not
+    /// ended since.
+    pub(super) fn cancel_requested_pg(&self, run: &RunId) -> Result<bool, StoreError> {
+        let run = run.clone();
+        self.conn.call_session(move |session| {
+            let statement = session.prepared(
+                "SELECT 1 FROM runs WHERE id = $1 AND cancel_requested_at_ms IS NOT NULL",
+            )?;
+            Ok(session
+                .client
+                .query_opt(&statement, &[&run.as_str()])?
+                .is_some())
+        })
+    }
+}
+
+/// A connection that `LISTEN`s: PostgreSQL's [`Wakeups`].
+pub(crate) struct Listener {
     client: postgres::Client,
 }
 
-impl Listener {
-    /// Waits up to `timeout` for a notification, then takes every other one already there.
-    /// Whether one came; an error once the connection is gone (callers poll on).
-    pub fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, StoreError> {
+impl Wakeups for Listener {
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, StoreError> {
         let woke = {
             let mut notifications = self.client.notifications();
             let mut iter = notifications.timeout_iter(timeout);

@@ -1,11 +1,11 @@
-//! The PostgreSQL work queue's rules, against the real server: who may queue, claim, renew
-//! and end an attempt, and what a lapsed lease does to a worker's late end.
+//! What every work queue must do ([`WorkQueue`]): who may queue, claim, renew and end an
+//! attempt, and what a lapsed lease does to a worker's late end. Written against the trait and
+//! run against each backend that has a queue (PostgreSQL: see the `backends` at the end).
 
 use std::time::Duration;
 
 use baton_store::{
-    Arrivals, AttemptEnd, AttemptKey, Driver, Liveness, PgStore, QueuedAttempt, Renewal, RunLog,
-    RunReader,
+    Arrivals, AttemptEnd, AttemptKey, Driver, Liveness, QueueStore, QueuedAttempt, Renewal, Wake,
 };
 
 use crate::support::{new_run, run_id};
@@ -25,7 +25,7 @@ fn strings(list: &[&str]) -> Vec<String> {
 }
 
 /// A submitted run, claimed by a coordinator: its lease token.
-fn coordinated(store: &PgStore, id: &str) -> u64 {
+fn coordinated(store: &dyn QueueStore, id: &str) -> u64 {
     let run = run_id(id);
     store.submit_run(&new_run(id, &["a", "b", "c"])).unwrap();
     assert_eq!(
@@ -50,10 +50,12 @@ fn coordinated(store: &PgStore, id: &str) -> u64 {
         .token
 }
 
-#[test]
-fn each_attempt_is_claimed_once_by_a_worker_that_offers_its_engine_and_labels() {
-    let store = PgStore::open(&baton_testpg::fresh_database()).unwrap();
-    let token = coordinated(&store, "r1");
+pub fn each_attempt_is_claimed_once_by_a_worker_that_offers_its_engine_and_labels(
+    queue: &dyn Queue,
+) {
+    let store = queue.open();
+    let store = store.as_ref();
+    let token = coordinated(store, "r1");
     let run = run_id("r1");
     store
         .enqueue(
@@ -85,10 +87,10 @@ fn each_attempt_is_claimed_once_by_a_worker_that_offers_its_engine_and_labels() 
     assert_eq!(gpu.iter().map(|c| c.task).collect::<Vec<_>>(), [1, 2]);
 }
 
-#[test]
-fn only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed() {
-    let store = PgStore::open(&baton_testpg::fresh_database()).unwrap();
-    let token = coordinated(&store, "r2");
+pub fn only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed(queue: &dyn Queue) {
+    let store = queue.open();
+    let store = store.as_ref();
+    let token = coordinated(store, "r2");
     let run = run_id("r2");
     store
         .enqueue(
@@ -172,10 +174,12 @@ fn only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed() {
     );
 }
 
-#[test]
-fn a_coordinator_that_lost_the_run_cannot_queue_and_a_new_one_drops_what_it_queued() {
-    let store = PgStore::open(&baton_testpg::fresh_database()).unwrap();
-    let old = coordinated(&store, "r3");
+pub fn a_coordinator_that_lost_the_run_cannot_queue_and_a_new_one_drops_what_it_queued(
+    queue: &dyn Queue,
+) {
+    let store = queue.open();
+    let store = store.as_ref();
+    let old = coordinated(store, "r3");
     let run = run_id("r3");
     store
         .enqueue(&run, old, vec![queued(0, "shell", &[])])
@@ -232,3 +236,81 @@ fn a_coordinator_that_lost_the_run_cannot_queue_and_a_new_one_drops_what_it_queu
         Renewal::Held { stop: 1 }
     );
 }
+
+/// A listener wakes for what it listens for, and only for that: queued work wakes a worker
+/// (and not a coordinator waiting on ends); an end wakes the coordinator.
+pub fn a_listener_wakes_for_what_it_waits_for(queue: &dyn Queue) {
+    let store = queue.open();
+    let store = store.as_ref();
+    let token = coordinated(store, "r1");
+    let run = run_id("r1");
+    let mut worker = store.listener(&[Wake::WorkQueued]).unwrap();
+    let mut coordinator = store.listener(&[Wake::AttemptEnded]).unwrap();
+    assert!(
+        !worker.wait(Duration::from_millis(50)).unwrap(),
+        "nothing queued yet"
+    );
+    store
+        .enqueue(&run, token, vec![queued(0, "shell", &[])])
+        .unwrap();
+    assert!(
+        worker.wait(Duration::from_secs(10)).unwrap(),
+        "queued work wakes a worker"
+    );
+    assert!(!coordinator.wait(Duration::from_millis(50)).unwrap());
+    let claim = store
+        .claim_attempts("w1", &[], &[], 1, 30_000)
+        .unwrap()
+        .remove(0);
+    let key = AttemptKey {
+        run: claim.run,
+        task: claim.task,
+        attempt: claim.attempt,
+    };
+    assert!(store.end_attempt("w1", &key, "done").unwrap());
+    assert!(
+        coordinator.wait(Duration::from_secs(10)).unwrap(),
+        "an end wakes its coordinator"
+    );
+    // Every wake that came is taken by the one wait.
+    assert!(!worker.wait(Duration::from_millis(50)).unwrap());
+}
+
+/// A database of a backend with a queue, fresh for each case.
+pub trait Queue {
+    /// A new handle on it, as another process would open one.
+    fn open(&self) -> Box<dyn QueueStore>;
+}
+
+macro_rules! queue_cases {
+    ($backend:ident, $queue:expr) => {
+        mod $backend {
+            use super::*;
+            queue_cases!(@cases $queue;
+                each_attempt_is_claimed_once_by_a_worker_that_offers_its_engine_and_labels,
+                only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed,
+                a_coordinator_that_lost_the_run_cannot_queue_and_a_new_one_drops_what_it_queued,
+                a_listener_wakes_for_what_it_waits_for,
+            );
+        }
+    };
+    (@cases $queue:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                super::$case(&$queue);
+            }
+        )*
+    };
+}
+
+/// PostgreSQL: a database of its own on the suite's server.
+struct Postgres(String);
+
+impl Queue for Postgres {
+    fn open(&self) -> Box<dyn QueueStore> {
+        Box::new(baton_store::PgStore::open(&self.0).unwrap())
+    }
+}
+
+queue_cases!(postgres, Postgres(baton_testpg::fresh_database()));

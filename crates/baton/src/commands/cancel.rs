@@ -38,7 +38,7 @@ pub fn cancel(args: CancelArgs, store_url: Option<&str>) -> Result<i32, Failure>
     if let (StoreAt::Postgres(url), Some(d), Some(liveness)) = (&at, &run.driver, liveness)
         && liveness != Liveness::Dead
     {
-        let store = records::open_postgres(url)?;
+        let store: &dyn baton_store::WorkQueue = &records::open_postgres(url)?;
         let by_worker = store
             .workers(WORKER_SEEN_WITHIN_MS)
             .map_err(|e| Failure::Internal(e.into()))?

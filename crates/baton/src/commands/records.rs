@@ -53,15 +53,15 @@ pub fn open_postgres(url: &str) -> Result<baton_store::PgStore, Failure> {
     Ok(store)
 }
 
-/// The PostgreSQL store `what` needs (workers share runs through one): the project's store
-/// if it is one, else the error that says how to name one.
+/// The store with a work queue `what` needs (workers share runs through one): the project's
+/// store if it has one (PostgreSQL), else the error that says how to name one.
 pub fn postgres_for(
     project: &Project,
     store_url: Option<&str>,
     what: &str,
-) -> Result<baton_store::PgStore, Failure> {
+) -> Result<std::sync::Arc<dyn baton_store::QueueStore>, Failure> {
     match project.store_at(store_url).map_err(Failure::BadInput)? {
-        StoreAt::Postgres(url) => open_postgres(&url),
+        StoreAt::Postgres(url) => Ok(std::sync::Arc::new(open_postgres(&url)?)),
         StoreAt::Sqlite(path) => Err(Failure::BadInput(format!(
             "{what} needs a PostgreSQL store that workers share, not the file {}: name one with \
              `--store postgres://USER@HOST:PORT/DB` (or BATON_STORE)",

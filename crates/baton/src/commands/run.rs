@@ -58,7 +58,7 @@ fn detach(graph: &Graph, args: &DriveArgs, store_url: Option<&str>) -> Result<i3
     check_confinement(graph)?;
     check_worktrees(graph, &project.root)?;
     let store = records::postgres_for(&project, store_url, "`baton run --detach`")?;
-    let run = baton_runner::submit(graph, &store).map_err(|e| Failure::Internal(e.into()))?;
+    let run = baton_runner::submit(graph, &*store).map_err(|e| Failure::Internal(e.into()))?;
     let mut out = out::Stdout::new(format!("the id of the submitted run {run}"));
     if args.json {
         out.json(&serde_json::json!({ "run": run.as_str(), "state": "queued" }))?;

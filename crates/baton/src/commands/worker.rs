@@ -162,7 +162,7 @@ pub fn workers(args: WorkersArgs, store_url: Option<&str>) -> Result<i32, Failur
                 .iter()
                 .map(|key| Running {
                     run: key.run.to_string(),
-                    task: task_name(&store, &key.run, key.task),
+                    task: task_name(&*store, &key.run, key.task),
                     attempt: key.attempt,
                 })
                 .collect(),
@@ -240,8 +240,7 @@ fn short(run: &str) -> &str {
 }
 
 /// The task at `idx` of `run`, by its id.
-fn task_name(store: &baton_store::PgStore, run: &baton_model::RunId, idx: u32) -> String {
-    use baton_store::RunReader;
+fn task_name(store: &dyn baton_store::Store, run: &baton_model::RunId, idx: u32) -> String {
     store
         .tasks(run)
         .ok()

@@ -257,7 +257,7 @@ fn a_run_asked_through_the_store_to_cancel_is_cancelled_by_its_driver() {
         (tasks[0].status == baton_model::TaskState::Running).then_some(run.id)
     });
     // As `baton cancel` on a machine no signal from here would reach asks it.
-    assert!(store(&url).request_cancel(&run).unwrap());
+    assert!(baton_store::WorkQueue::request_cancel(&store(&url), &run).unwrap());
     let out = running.wait(Duration::from_secs(60)).status(130);
     assert_eq!(out.json()["run"]["state"], "cancelled");
     assert_eq!(out.json_task("slow")["state"], "cancelled");
