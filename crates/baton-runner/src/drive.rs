@@ -232,7 +232,7 @@ pub async fn coordinate(
     stops: mpsc::UnboundedReceiver<StopRequest>,
 ) -> Result<Option<RunResult>, RunError> {
     let graph = baton_view::recorded_graph(store, run_id).map_err(TakeoverError::from)?;
-    let lease = match crate::driver::claim(store, run_id) {
+    let lease = match crate::driver::claim_among_workers(store, run_id) {
         Ok(claim) => claim.lease,
         Err(StoreError::RunHeld { .. }) => return Ok(None),
         Err(error) => return Err(error.into()),
@@ -403,7 +403,14 @@ async fn drive_run(
     dispatcher.clean_up();
     // Its memory is reused for reading the result back; its recorder's thread is joined.
     drop(dispatcher);
-    let _ = store.release(&run_id, lease);
+    if fatal.is_some() {
+        // The store failed (a server that restarted, a connection cut): the run is let go as
+        // soon as the store answers again, so that it is taken over rather than held by a
+        // process that no longer drives it.
+        release_when_back(store, &run_id, lease).await;
+    } else {
+        let _ = store.release(&run_id, lease);
+    }
     if let Some(source) = fatal {
         return Err(RunError::StoreFailedMidRun {
             run: run_id,
@@ -414,6 +421,17 @@ async fn drive_run(
     let result = build_result(store, &run_id, &config.state_dir)?;
     reporter.run_finished(&result);
     Ok(result)
+}
+
+/// Releases `run` after a store failure, trying again while the store does not answer, for
+/// up to a lease's term (after which the lease has lapsed anyway).
+async fn release_when_back(store: &dyn Store, run: &RunId, lease: baton_store::Lease) {
+    let give_up = tokio::time::Instant::now() + baton_store::LEASE_TERM;
+    let mut pause = Duration::from_millis(100);
+    while store.release(run, lease).is_err() && tokio::time::Instant::now() < give_up {
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(2));
+    }
 }
 
 /// How long a takeover of a run that has ended waits for its driver to let go of it.

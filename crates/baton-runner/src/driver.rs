@@ -26,6 +26,30 @@ pub fn claim(store: &dyn Store, run: &RunId) -> Result<Claim, StoreError> {
     )
 }
 
+/// [`claim`] by a worker taking a run over: among workers the lease decides, on this host
+/// too ([`among_workers`]).
+pub fn claim_among_workers(store: &dyn Store, run: &RunId) -> Result<Claim, StoreError> {
+    store.claim(
+        run,
+        &me(),
+        baton_attempt::stamp::now_ms(),
+        LEASE_TERM,
+        &among_workers,
+    )
+}
+
+/// What a worker can tell of `driver`, a run's coordinator: dead if it is a process on this
+/// host that is gone; else unknown, so that its lease decides. A coordinator on this host
+/// whose lease lapsed is stuck, paused or cut off from the store (its process lives, but it
+/// no longer drives the run): it is taken over as one on another host would be, and its next
+/// fenced write tells it it lost the run.
+pub fn among_workers(driver: &Driver) -> Liveness {
+    match liveness(driver) {
+        Liveness::Dead => Liveness::Dead,
+        Liveness::Alive | Liveness::Unknown => Liveness::Unknown,
+    }
+}
+
 /// Whether `driver` is a live process on this host. A driver recorded on another host is
 /// taken as alive: this process cannot see it.
 pub fn is_alive(driver: &Driver) -> bool {

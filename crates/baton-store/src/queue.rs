@@ -35,7 +35,9 @@ pub enum Wake {
 /// A listening connection: [`WorkQueue::listener`].
 pub trait Wakeups: Send {
     /// Waits up to `timeout` for a wake, then takes every other one already there. Whether
-    /// one came; an error once the connection is gone (callers poll on).
+    /// one came. A connection the server closed is replaced, and the wait says to look (what
+    /// was sent meanwhile is lost); an error, after `timeout`, while the server cannot be
+    /// reached (callers poll on).
     fn wait(&mut self, timeout: Duration) -> Result<bool, StoreError>;
 }
 
@@ -150,8 +152,8 @@ pub trait WorkQueue: Send + Sync {
     fn listener(&self, wakes: &[Wake]) -> Result<Box<dyn Wakeups>, StoreError>;
 
     /// [`WorkQueue::listener`] on a thread of its own, for async code: each wake bumps the
-    /// returned watch's counter (it ends when the receiver is dropped or the connection is
-    /// gone; callers poll on).
+    /// returned watch's counter. It ends when the receiver is dropped; a server that went away
+    /// is waited for.
     fn listen(&self, wakes: &[Wake]) -> Result<tokio::sync::watch::Receiver<u64>, StoreError> {
         let mut listener = self.listener(wakes)?;
         let (tx, rx) = tokio::sync::watch::channel(0u64);
@@ -160,15 +162,12 @@ pub trait WorkQueue: Send + Sync {
             .spawn(move || {
                 let mut count = 0u64;
                 while !tx.is_closed() {
-                    match listener.wait(Duration::from_secs(1)) {
-                        Ok(true) => {
-                            count += 1;
-                            if tx.send(count).is_err() {
-                                return;
-                            }
+                    // A server that is down makes the wait take its time: tried again.
+                    if let Ok(true) = listener.wait(Duration::from_secs(1)) {
+                        count += 1;
+                        if tx.send(count).is_err() {
+                            return;
                         }
-                        Ok(false) => {}
-                        Err(_) => return,
                     }
                 }
             })

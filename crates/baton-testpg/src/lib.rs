@@ -177,3 +177,16 @@ pub fn execute(url: &str, sql: &str) {
         .batch_execute(sql)
         .unwrap();
 }
+
+/// Closes every connection to the database at `url` but the one asking: what a server restart
+/// or failover looks like to its clients, without stopping the server other tests share.
+pub fn cut_connections(url: &str) {
+    let (server, db) = url.rsplit_once('/').expect("a database's URL");
+    execute(
+        &format!("{server}/postgres"),
+        &format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = '{db}' AND pid <> pg_backend_pid()"
+        ),
+    );
+}

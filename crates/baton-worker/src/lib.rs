@@ -211,7 +211,10 @@ pub async fn work(
                             );
                         }
                     }
-                    Err(error) => news(WorkerNews::Problem(format!("cannot claim work: {error}"))),
+                    Err(error) => news(WorkerNews::Problem(format!(
+                        "cannot claim work: {}",
+                        with_causes(&error)
+                    ))),
                 }
             }
         }
@@ -285,7 +288,7 @@ pub async fn work(
                             }
                         }
                     },
-                    Err(error) => news(WorkerNews::Problem(format!("cannot renew the leases of this worker's attempts: {error}"))),
+                    Err(error) => news(WorkerNews::Problem(format!("cannot renew the leases of this worker's attempts: {}", with_causes(&error)))),
                 }
             }
             Ok(()) = wake.changed() => look = true,
@@ -641,11 +644,12 @@ fn take_runs(
         if coordinating.contains_key(&run) {
             continue;
         }
-        // Its coordinator lives (seen on this host), or may (another host, its lease holds).
+        // Its coordinator may live and its lease holds (a live one on this host whose lease
+        // lapsed is stuck or cut off: it is taken over as one elsewhere would be).
         let held = found
             .driver
             .as_ref()
-            .is_some_and(|driver| baton_runner::driver::liveness(driver).holds(found.lapsed));
+            .is_some_and(|driver| baton_runner::driver::among_workers(driver).holds(found.lapsed));
         if held || (!found.queued && found.driver.is_none() && !found.lapsed) {
             continue;
         }
@@ -677,4 +681,17 @@ async fn coordinate_one(
         Ok(None) => "taken by another worker".to_owned(),
         Err(error) => format!("stopped: {error}"),
     }
+}
+
+/// `error` and what caused it, down to the first cause: "the PostgreSQL database failed"
+/// alone does not say that the server closed the connection.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut words = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        words.push_str(": ");
+        words.push_str(&next.to_string());
+        cause = next.source();
+    }
+    words
 }

@@ -3,10 +3,17 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::mpsc;
+use std::time::Duration;
 
 use crate::StoreError;
 
-type Job = Box<dyn FnOnce(&mut Session) + Send>;
+/// A job, given the session, or why there is none: the server closed the connection and
+/// could not be reached again.
+type Job = Box<dyn FnOnce(&mut Session, Option<StoreError>) + Send>;
+
+/// How long connecting may take when the URL does not say (`connect_timeout`): a server that
+/// does not answer is an error a caller can retry, not a call that hangs.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The connection and the statements prepared on it, by their text: a turn's statements are
 /// parsed once per connection, not once per use (a round trip each).
@@ -16,6 +23,18 @@ pub(super) struct Session {
 }
 
 impl Session {
+    /// A new connection if the server closed this one (it restarted, failed over, or an
+    /// administrator ended it): the statements go with the old one. Tried once per job, so a
+    /// caller that polls retries at its own pace.
+    fn reconnect_if_closed(&mut self, url: &str) -> Result<(), StoreError> {
+        if !self.client.is_closed() {
+            return Ok(());
+        }
+        self.client = connect(url)?;
+        self.statements.clear();
+        Ok(())
+    }
+
     /// `sql` prepared on this connection, once.
     pub(super) fn prepared(&mut self, sql: &str) -> Result<postgres::Statement, postgres::Error> {
         if let Some(statement) = self.statements.get(sql) {
@@ -29,6 +48,20 @@ impl Session {
 
 pub(super) struct Conn {
     jobs: Mutex<mpsc::Sender<Job>>,
+}
+
+/// A connection to `url`, within [`CONNECT_TIMEOUT`] unless the URL sets its own; the error
+/// names the server.
+pub(super) fn connect(url: &str) -> Result<postgres::Client, StoreError> {
+    let failed = |source| StoreError::Connect {
+        server: describe_server(url),
+        source,
+    };
+    let mut config: postgres::Config = url.parse().map_err(failed)?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    config.connect(postgres::NoTls).map_err(failed)
 }
 
 /// `postgres://user:secret@host:5432/db?x=y` → `postgres://user@host:5432/db`: the server a
@@ -57,16 +90,13 @@ impl Conn {
         std::thread::Builder::new()
             .name("baton-postgres".to_owned())
             .spawn(move || {
-                let client = match postgres::Client::connect(&url, postgres::NoTls) {
+                let client = match connect(&url) {
                     Ok(client) => {
                         let _ = ready.send(Ok(()));
                         client
                     }
-                    Err(source) => {
-                        let _ = ready.send(Err(StoreError::Connect {
-                            server: describe_server(&url),
-                            source,
-                        }));
+                    Err(err) => {
+                        let _ = ready.send(Err(err));
                         return;
                     }
                 };
@@ -76,7 +106,8 @@ impl Conn {
                 };
                 // Ends when every sender is gone: the store was dropped.
                 for job in inbox {
-                    job(&mut session);
+                    let outage = session.reconnect_if_closed(&url).err();
+                    job(&mut session, outage);
                 }
             })
             .map_err(StoreError::Recorder)?;
@@ -102,8 +133,11 @@ impl Conn {
         job: impl FnOnce(&mut Session) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (answer, answered) = mpsc::sync_channel(1);
-        let job: Job = Box::new(move |session| {
-            let _ = answer.send(job(session));
+        let job: Job = Box::new(move |session, outage| {
+            let _ = answer.send(match outage {
+                Some(err) => Err(err),
+                None => job(session),
+            });
         });
         let gone = || StoreError::Recorder(std::io::Error::other("the connection thread ended"));
         self.jobs

@@ -445,26 +445,12 @@ impl WorkQueue for PgStore {
                 Wake::RunSubmitted => RUN_SUBMITTED,
             })
             .collect();
-        // On a thread of its own: the client runs a runtime of its own to connect, which
-        // panics inside another one (a worker's).
-        let url = self.url.clone();
-        let client = std::thread::scope(|scope| {
-            scope
-                .spawn(move || {
-                    let mut client = postgres::Client::connect(&url, postgres::NoTls)?;
-                    for channel in channels {
-                        client.batch_execute(&format!("LISTEN {channel}"))?;
-                    }
-                    Ok::<_, postgres::Error>(client)
-                })
-                .join()
-        })
-        .map_err(|_| StoreError::Recorder(std::io::Error::other("the connecting thread panicked")))?
-        .map_err(|source| StoreError::Connect {
-            server: describe_server(&self.url),
-            source,
-        })?;
-        Ok(Box::new(Listener { client }))
+        let client = listening(&self.url, &channels)?;
+        Ok(Box::new(Listener {
+            client,
+            url: self.url.clone(),
+            channels,
+        }))
     }
 
     fn server(&self) -> String {
@@ -507,10 +493,46 @@ impl PgStore {
 /// A connection that `LISTEN`s: PostgreSQL's [`Wakeups`].
 pub(crate) struct Listener {
     client: postgres::Client,
+    /// To listen again when the server closed the connection.
+    url: String,
+    channels: Vec<&'static str>,
 }
 
-impl Wakeups for Listener {
-    fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, StoreError> {
+/// A connection to `url` that `LISTEN`s on `channels`. On a thread of its own: the client runs a
+/// runtime of its own to connect, which panics inside another one (a worker's).
+fn listening(url: &str, channels: &[&'static str]) -> Result<postgres::Client, StoreError> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let mut client = super::conn::connect(url)?;
+                for channel in channels {
+                    client.batch_execute(&format!("LISTEN {channel}"))?;
+                }
+                Ok(client)
+            })
+            .join()
+    })
+    .map_err(|_| StoreError::Recorder(std::io::Error::other("the connecting thread panicked")))?
+}
+
+impl Listener {
+    /// Listens on a new connection. Whatever was sent while the old one was down is lost: a
+    /// wake, so that the caller looks. If the server cannot be reached, the error comes after
+    /// `timeout`, as a wait would, so that a caller that waits in a loop does not spin.
+    fn listen_again(&mut self, timeout: std::time::Duration) -> Result<bool, StoreError> {
+        match listening(&self.url, &self.channels) {
+            Ok(client) => {
+                self.client = client;
+                Ok(true)
+            }
+            Err(err) => {
+                std::thread::sleep(timeout);
+                Err(err)
+            }
+        }
+    }
+
+    fn wait_for_one(&mut self, timeout: std::time::Duration) -> Result<bool, postgres::Error> {
         let woke = {
             let mut notifications = self.client.notifications();
             let mut iter = notifications.timeout_iter(timeout);
@@ -523,5 +545,18 @@ impl Wakeups for Listener {
             while pending.next()?.is_some() {}
         }
         Ok(woke)
+    }
+}
+
+impl Wakeups for Listener {
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, StoreError> {
+        if self.client.is_closed() {
+            return self.listen_again(timeout);
+        }
+        match self.wait_for_one(timeout) {
+            Ok(woke) => Ok(woke),
+            Err(_) if self.client.is_closed() => self.listen_again(timeout),
+            Err(err) => Err(err.into()),
+        }
     }
 }

@@ -5,6 +5,7 @@ mod conformance;
 mod crash;
 mod fold;
 mod open;
+mod outage;
 mod projections;
 mod queue;
 mod support;

@@ -97,6 +97,25 @@ fn why_not(test: &Test, ended: &Value, logs: &[&str]) -> String {
     said
 }
 
+/// Waits (30 s at most) until `n` of the run's tasks succeeded.
+fn await_succeeded(test: &Test, url: &str, run: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = status(test.path(), url, run);
+        let done = now["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["state"] == "succeeded")
+            .count();
+        if done >= n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the run never got going: {now}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Asserts that the run succeeded, saying why not where it did not.
 fn assert_succeeded(test: &Test, ended: &Value, logs: &[&str]) {
     assert_eq!(
@@ -423,21 +442,7 @@ fn when_the_coordinator_dies_another_worker_takes_the_run_over() {
     let run = submit(&test, &url);
     let mut workers = Workers(Vec::new());
     let first = workers.start(&test, &url, "a", &[]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let now = status(test.path(), &url, &run);
-        let done = now["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| t["state"] == "succeeded")
-            .count();
-        if done >= 3 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the run never got going: {now}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    await_succeeded(&test, &url, &run, 3);
     workers.start(&test, &url, "b", &[]);
     std::thread::sleep(Duration::from_millis(300));
     kill(Pid::from_raw(first as i32), Signal::SIGKILL).unwrap();
@@ -999,4 +1004,54 @@ fn a_run_no_worker_took_yet_is_cancelled_where_it_waits() {
     std::thread::sleep(Duration::from_secs(2));
     assert!(!test.path().join("ran.log").exists());
     assert_eq!(status(test.path(), &url, &run)["run"]["state"], "cancelled");
+}
+
+/// Finding 3 of the hostile pass: after PostgreSQL dropped their connections (restarted, to
+/// its clients), workers warned "cannot claim work: the PostgreSQL database failed" once a
+/// second for good, without the cause, and the run stayed `running`. They connect again.
+#[test]
+fn workers_carry_on_after_the_server_drops_their_connections() {
+    let url = baton_testpg::fresh_database();
+    let mut graph = String::from("[run]\nconcurrency = 2\n");
+    for i in 0..16 {
+        graph.push_str(&format!(
+            "\n[[task]]\nid = \"t{i}\"\nrun = \"sleep 0.2; echo t{i} >> done.log\"\n"
+        ));
+    }
+    let test = Test::new().graph("g.toml", &graph);
+    let run = submit(&test, &url);
+    let mut workers = Workers(Vec::new());
+    workers.start(&test, &url, "a", &["--slots", "2", "--lease", "6s"]);
+    workers.start(&test, &url, "b", &["--slots", "2", "--lease", "6s"]);
+    await_succeeded(&test, &url, &run, 3);
+    // Twice, as the report restarted the server twice.
+    baton_testpg::cut_connections(&url);
+    std::thread::sleep(Duration::from_secs(1));
+    baton_testpg::cut_connections(&url);
+
+    let ended = await_end(
+        &test,
+        &url,
+        &run,
+        Duration::from_secs(90),
+        &["a.log", "b.log"],
+    );
+    assert_succeeded(&test, &ended, &["a.log", "b.log"]);
+    let done = std::fs::read_to_string(test.path().join("done.log")).unwrap();
+    for i in 0..16 {
+        assert!(done.lines().any(|l| l == format!("t{i}")), "t{i}: {done}");
+    }
+    // A problem a worker reports says what caused it.
+    for log in ["a.log", "b.log"] {
+        let text = std::fs::read_to_string(test.path().join(log)).unwrap();
+        for line in text
+            .lines()
+            .filter(|l| l.contains("the PostgreSQL database failed"))
+        {
+            assert!(
+                line.contains("database failed: "),
+                "a problem without its cause: {line}"
+            );
+        }
+    }
 }
