@@ -79,6 +79,53 @@ pub(crate) struct Ack {
     pub(crate) seqs: Result<Vec<u64>, StoreError>,
 }
 
+/// Records `batch`. While the store is out of reach (a server restarting, a connection
+/// dropped), the batch is sent again, for up to `term` (after which the lease has lapsed and
+/// the run is another driver's to take): first asking where the run's log ends, since a commit
+/// whose answer was lost may have landed. Only the lease holder appends events to its run, so
+/// a log `batch.events.len()` longer than before is this batch, and one as long as before is
+/// not. The run goes on where it was instead of stopping, and nothing runs twice for it.
+fn commit(
+    store: &dyn Store,
+    run: &RunId,
+    lease: Lease,
+    batch: &Batch,
+    last: &mut Option<u64>,
+    term: std::time::Duration,
+) -> Result<Vec<u64>, StoreError> {
+    let give_up = std::time::Instant::now() + term;
+    let mut pause = std::time::Duration::from_millis(100);
+    let mut result = store.record(run, lease, &batch.events, &batch.outputs);
+    while let Err(err) = &result {
+        if !err.is_unreachable() || std::time::Instant::now() >= give_up {
+            break;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_secs(2));
+        let n = batch.events.len() as u64;
+        match (store.last_seq(run), *last) {
+            // Landed: its events are the last `n`.
+            (Ok(now), Some(before)) if n > 0 && now == before + n => {
+                result = Ok((before + 1..=now).collect());
+            }
+            // Not landed (or only outputs, which land the same twice): sent again.
+            (Ok(now), Some(before)) if now == before => {
+                result = store.record(run, lease, &batch.events, &batch.outputs);
+            }
+            // Still out of reach: waited for.
+            (Err(again), _) if again.is_unreachable() => {}
+            // Anything else cannot be told apart: the failure stands.
+            _ => break,
+        }
+    }
+    if let Ok(seqs) = &result
+        && let Some(&end) = seqs.last()
+    {
+        *last = Some(end);
+    }
+    result
+}
+
 impl Recorder {
     /// Starts the thread, with a connection of its own to `store`, committing as the holder
     /// of `lease`, which it renews while the run is driven (every third of [`LEASE_TERM`]).
@@ -104,6 +151,9 @@ impl Recorder {
                 own.maintain_in_background();
                 let mut failed = false;
                 let mut lease = lease;
+                // The last event recorded for the run: how a turn sent again after the store
+                // went out of reach is known to have landed or not.
+                let mut last = own.last_seq(&run).ok();
                 let mut lost_tx = Some(lost_tx);
                 // The heartbeat keeps to the clock whatever the batches do: a run that commits
                 // all the time renews as one that is idle.
@@ -145,7 +195,7 @@ impl Recorder {
                         )))
                     } else {
                         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            own.record(&run, lease, &batch.events, &batch.outputs)
+                            commit(own.as_ref(), &run, lease, &batch, &mut last, term)
                         }))
                         .unwrap_or_else(|_| {
                             Err(StoreError::Recorder(std::io::Error::other(

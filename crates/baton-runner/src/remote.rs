@@ -24,6 +24,28 @@ use tokio::sync::{mpsc, watch};
 /// How often the poller looks at the queue when no notification woke it.
 const POLL: Duration = Duration::from_millis(500);
 
+/// Queues `batch`, sent again while the store is out of reach (a server restarting, a
+/// connection dropped) for up to a lease's term: queuing is idempotent (a row already there is
+/// left as it is), so a batch whose answer was lost is not queued twice.
+fn enqueue(
+    store: &dyn WorkQueue,
+    run: &RunId,
+    token: u64,
+    batch: Vec<QueuedAttempt>,
+) -> Result<(), StoreError> {
+    let give_up = std::time::Instant::now() + baton_store::LEASE_TERM;
+    let mut pause = Duration::from_millis(100);
+    loop {
+        match store.enqueue(run, token, batch.clone()) {
+            Err(err) if err.is_unreachable() && std::time::Instant::now() < give_up => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+            done => return done,
+        }
+    }
+}
+
 /// The coordinator's end of the queue for one run.
 pub(crate) struct Queue {
     /// Attempts decided this turn, queued together.
@@ -74,7 +96,7 @@ impl Queue {
                         // Not queued: the run was taken over, or the store failed. They end
                         // cancelled, as launches after a store failure do; the next commit
                         // tells the dispatcher which.
-                        if store.enqueue(&run, token, batch).is_err() {
+                        if enqueue(store.as_ref(), &run, token, batch).is_err() {
                             for (task, attempt) in keys {
                                 let _ = tx.send(AttemptDone::never_started(
                                     task,

@@ -187,6 +187,25 @@ impl From<postgres::Error> for StoreError {
 }
 
 impl StoreError {
+    /// Whether the store could not be reached, rather than refusing what was asked: a server
+    /// that restarted, went away or dropped the connection. What failed so may not have been
+    /// done, or may have been done with the answer lost; the caller decides how to find out
+    /// before it tries again. A SQLite file is never out of reach in this sense.
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            Self::Connect { .. } => true,
+            Self::Postgres(err) => {
+                // 57P01-57P03: the server is shutting down or starting up.
+                err.is_closed()
+                    || err
+                        .code()
+                        .is_some_and(|code| code.code().starts_with("57P"))
+                    || std::error::Error::source(err).is_some_and(|s| s.is::<io::Error>())
+            }
+            _ => false,
+        }
+    }
+
     /// Names the database file in errors that are about the file itself.
     pub(crate) fn at(self, db: &std::path::Path) -> Self {
         match self {

@@ -11,13 +11,15 @@ use crate::support::{new_run, run_id};
 
 /// `call` until it succeeds, as a caller that polls would, within two seconds.
 fn eventually<T>(mut call: impl FnMut() -> Result<T, baton_store::StoreError>) -> T {
-    let mut failures = Vec::new();
+    let mut failures: Vec<baton_store::StoreError> = Vec::new();
     for _ in 0..20 {
         match call() {
             Ok(value) => {
                 // The call that meets the closed connection fails (with the cause), and the
                 // next one is made on a new connection: at most one failure.
                 assert!(failures.len() <= 1, "{failures:?}");
+                // And says the store was out of reach, which callers retry.
+                assert!(failures.iter().all(|e| e.is_unreachable()), "{failures:?}");
                 return value;
             }
             Err(err) => failures.push(err),
