@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use baton_attempt::RunConfig;
 use baton_attempt::budget::Meter;
@@ -137,6 +137,10 @@ struct HeldAttempt {
     /// Stopped because the worker stops at once: given back, to run again elsewhere, instead
     /// of ending as cancelled.
     given_back: Arc<std::sync::atomic::AtomicBool>,
+    /// When its lease runs out as far as this worker knows (counted from before it asked for
+    /// the claim or the renewal that set it): past it, the run's coordinator may take the
+    /// attempt as interrupted and run it again.
+    held_until: Instant,
 }
 
 /// Runs until stopped (`stops`): a stop request ends every attempt held (gracefully, or at
@@ -200,14 +204,23 @@ pub async fn work(
             if free == 0 {
                 backlog = true;
             } else {
+                let asked = Instant::now();
                 match store.claim_attempts(&id, &options.engines, &options.labels, free, lease_ms) {
                     Ok(claimed) => {
                         // More may be waiting than there were free slots.
                         backlog = claimed.len() as u32 == free;
                         for claim in claimed {
                             start(
-                                &store, &id, &config, &outbox, claim, &mut parts, &mut held,
-                                &mut units, news,
+                                &store,
+                                &id,
+                                &config,
+                                &outbox,
+                                claim,
+                                asked + options.lease,
+                                &mut parts,
+                                &mut held,
+                                &mut units,
+                                news,
                             );
                         }
                     }
@@ -267,11 +280,13 @@ pub async fn work(
                 if keys.is_empty() {
                     continue;
                 }
+                let asked = Instant::now();
                 match store.renew_attempts(&id, &keys, lease_ms) {
                     Ok(answers) => for (key, renewal) in answers {
                         let Some(attempt) = held.get_mut(&key) else { continue };
                         match renewal {
                             Renewal::Held { stop } => {
+                                attempt.held_until = asked + options.lease;
                                 let level = match stop {
                                     0 => StopLevel::Run,
                                     1 => StopLevel::Graceful,
@@ -288,7 +303,32 @@ pub async fn work(
                             }
                         }
                     },
-                    Err(error) => news(WorkerNews::Problem(format!("cannot renew the leases of this worker's attempts: {}", with_causes(&error)))),
+                    Err(error) => {
+                        news(WorkerNews::Problem(format!("cannot renew the leases of this worker's attempts: {}", with_causes(&error))));
+                        // Leases that would run out before the next renewal: their attempts
+                        // are stopped now, before their coordinator can run them again.
+                        let next = Instant::now() + options.lease / 3;
+                        let running_out: Vec<AttemptKey> = held
+                            .iter()
+                            .filter(|(_, a)| !a.lost && a.held_until <= next)
+                            .map(|(k, _)| k.clone())
+                            .collect();
+                        match running_out.len() {
+                            0 => {}
+                            1 => news(WorkerNews::Problem(
+                                "the store is out of reach: stopped 1 attempt whose lease runs out before the next renewal; it runs again elsewhere".to_owned(),
+                            )),
+                            n => news(WorkerNews::Problem(format!(
+                                "the store is out of reach: stopped {n} attempts whose leases run out before the next renewal; they run again elsewhere"
+                            ))),
+                        }
+                        for key in running_out {
+                            let Some(attempt) = held.get_mut(&key) else { continue };
+                            attempt.lost = true;
+                            attempt.stop.send_replace(StopLevel::Immediate);
+                            news(WorkerNews::Lost { run: key.run.clone(), task: attempt.task.clone(), attempt: key.attempt });
+                        }
+                    }
                 }
             }
             Ok(()) = wake.changed() => look = true,
@@ -406,6 +446,7 @@ fn start(
     config: &RunConfig,
     outbox: &Outbox,
     claim: ClaimedAttempt,
+    held_until: Instant,
     parts: &mut HashMap<RunId, RunParts>,
     held: &mut HashMap<AttemptKey, HeldAttempt>,
     units: &mut JoinSet<(AttemptKey, Delivered, TreeAfter)>,
@@ -474,6 +515,7 @@ fn start(
             stop,
             lost: false,
             given_back: Arc::clone(&given_back),
+            held_until,
         },
     );
     let (store, worker, outbox) = (Arc::clone(store), worker.to_owned(), outbox.clone());

@@ -1064,3 +1064,47 @@ fn workers_carry_on_after_the_server_drops_their_connections() {
         }
     }
 }
+
+/// #31 item 1: a worker that cannot reach the store for longer than its lease stops its
+/// attempts itself, before their coordinator takes them as interrupted and runs them again, so
+/// that two copies never run at once. The database refuses connections for twice the lease.
+#[test]
+fn a_worker_cut_off_past_its_lease_stops_its_attempt_before_it_runs_again() {
+    let url = baton_testpg::fresh_database();
+    let graph = "[[task]]\nid = \"slow\"\nrun = \"echo start >> runs.log; sleep 6; echo done >> runs.log\"\n";
+    let test = Test::new().graph("g.toml", graph);
+    let run = submit(&test, &url);
+    let mut workers = Workers(Vec::new());
+    workers.start(&test, &url, "a", &["--slots", "1", "--lease", "3s"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(test.path().join("runs.log")).is_ok_and(|l| l.contains("start"))
+    {
+        assert!(Instant::now() < deadline, "the task never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (server, db) = url.rsplit_once('/').unwrap();
+    let admin = format!("{server}/postgres");
+    baton_testpg::execute(
+        &admin,
+        &format!("ALTER DATABASE {db} ALLOW_CONNECTIONS false"),
+    );
+    baton_testpg::cut_connections(&url);
+    std::thread::sleep(Duration::from_secs(6));
+    baton_testpg::execute(
+        &admin,
+        &format!("ALTER DATABASE {db} ALLOW_CONNECTIONS true"),
+    );
+
+    let ended = await_end(&test, &url, &run, Duration::from_secs(90), &["a.log"]);
+    assert_succeeded(&test, &ended, &["a.log"]);
+    // The first copy was stopped while the store was out of reach (it never said `done`);
+    // the second ran whole. Never two at once: each start is followed by its own end or by
+    // nothing.
+    let runs = std::fs::read_to_string(test.path().join("runs.log")).unwrap();
+    assert_eq!(runs, "start\nstart\ndone\n", "{runs}");
+    let log = std::fs::read_to_string(test.path().join("a.log")).unwrap();
+    assert!(
+        log.contains("stopped 1 attempt whose lease runs out"),
+        "{log}"
+    );
+}
