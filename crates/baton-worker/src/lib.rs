@@ -522,6 +522,7 @@ fn start(
     units.spawn(async move {
         let mut shipper = None;
         let mut publisher = None;
+        let mut give_back = false;
         let done = match prepared {
             Ok((id, mut logs, publishing, Ok(unit))) => {
                 publisher = publishing;
@@ -539,12 +540,19 @@ fn start(
                 done
             }
             Ok((.., Err(outcome))) => AttemptDone::never_started(key.task, key.attempt, outcome),
+            // The store did not answer: given back below, to run again once it does.
+            Err(Unprepared {
+                out_of_reach: true, ..
+            }) => {
+                give_back = true;
+                AttemptDone::never_started(key.task, key.attempt, baton_model::Outcome::Cancelled)
+            }
             // The run's parts could not be had here (its graph, its branches): the
             // machinery's failure, retried like one.
-            Err(error) => AttemptDone::never_started(
+            Err(Unprepared { why, .. }) => AttemptDone::never_started(
                 key.task,
                 key.attempt,
-                baton_model::Outcome::SpawnFailed { error },
+                baton_model::Outcome::SpawnFailed { error: why },
             ),
         };
         // What it said and wrote before it ended goes before its end.
@@ -558,7 +566,7 @@ fn start(
             set_up: done.set_up,
             end: done.tree.clone(),
         };
-        let given_back = given_back.load(std::sync::atomic::Ordering::Relaxed);
+        let given_back = give_back || given_back.load(std::sync::atomic::Ordering::Relaxed);
         let delivered = deliver(
             &*store,
             &worker,
@@ -585,13 +593,30 @@ fn tell(store: &dyn QueueStore, worker: &str, key: &AttemptKey, event: &Event) {
     }
 }
 
+/// Why a claimed attempt could not be prepared here.
+struct Unprepared {
+    why: String,
+    /// The store was out of reach: the attempt is given back, to run again (here or
+    /// elsewhere) once it answers, not failed.
+    out_of_reach: bool,
+}
+
+impl From<String> for Unprepared {
+    fn from(why: String) -> Self {
+        Self {
+            why,
+            out_of_reach: false,
+        }
+    }
+}
+
 /// The run's parts for `claim`, made or brought up to date, and its work.
 fn prepare<'p>(
     store: &dyn QueueStore,
     config: &RunConfig,
     claim: &ClaimedAttempt,
     parts: &'p mut HashMap<RunId, RunParts>,
-) -> Result<(Work, &'p mut RunParts), String> {
+) -> Result<(Work, &'p mut RunParts), Unprepared> {
     let work: Work = serde_json::from_str(&claim.work).map_err(|e| {
         format!("the coordinator's order for this attempt cannot be read ({e}): is every worker the same version of baton?")
     })?;
@@ -600,8 +625,10 @@ fn prepare<'p>(
         .is_none_or(|p| (p.graph.len() as u32) < work.graph_len);
     if stale {
         let graph = Arc::new(
-            baton_view::recorded_graph(store, &claim.run)
-                .map_err(|e| format!("cannot read run {}'s graph: {e}", claim.run))?,
+            baton_view::recorded_graph(store, &claim.run).map_err(|e| Unprepared {
+                out_of_reach: matches!(&e, baton_view::RecordedGraphError::Store(e) if e.is_unreachable()),
+                why: format!("cannot read run {}'s graph: {e}", claim.run),
+            })?,
         );
         match parts.get_mut(&claim.run) {
             Some(run) => {
@@ -638,9 +665,10 @@ fn prepare<'p>(
     // may have run anywhere.
     let needs = run.graph.task(claim.task).needs.clone();
     if needs.iter().any(|&n| run.launcher.held(n).is_none()) {
-        let records = store
-            .tasks(&claim.run)
-            .map_err(|e| format!("cannot read run {}'s tasks: {e}", claim.run))?;
+        let records = store.tasks(&claim.run).map_err(|e| Unprepared {
+            out_of_reach: e.is_unreachable(),
+            why: format!("cannot read run {}'s tasks: {e}", claim.run),
+        })?;
         for need in needs {
             if run.launcher.held(need).is_some() {
                 continue;
