@@ -382,23 +382,7 @@ impl Spent {
     }
 }
 
-/// Dollars with enough digits to tell small amounts apart: `$0.0056`, not `$0.01`.
-pub fn format_usd(usd: f64) -> String {
-    if usd == 0.0 {
-        "$0".to_owned()
-    } else if usd.abs() < 1.0 {
-        // Up to four significant digits, trailing zeros dropped down to cents.
-        let digits = (4 - (usd.abs().log10().floor() as i32 + 1)).clamp(2, 8) as usize;
-        let mut text = format!("{usd:.digits$}");
-        let cents = text.find('.').map_or(text.len(), |dot| dot + 3);
-        while text.len() > cents && text.ends_with('0') {
-            text.pop();
-        }
-        format!("${text}")
-    } else {
-        format!("${usd:.2}")
-    }
-}
+pub use baton_model::format_usd;
 
 /// What of `limit` `spent` reaches, in words; `None` while within it.
 pub fn over(limit: &Budget, spent: Spent) -> Option<String> {
@@ -608,7 +592,7 @@ mod tests {
 
     #[test]
     fn small_amounts_keep_their_digits() {
-        assert_eq!(format_usd(0.0), "$0");
+        assert_eq!(format_usd(0.0), "$0.00");
         assert_eq!(format_usd(0.0056), "$0.0056");
         assert_eq!(format_usd(0.001), "$0.001");
         assert_eq!(format_usd(0.25), "$0.25");

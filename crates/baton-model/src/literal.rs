@@ -92,6 +92,25 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
+/// Dollars with enough digits to tell small amounts apart: `$0.0056`, not `$0.01`; `$0.123`,
+/// `$12.30`, `$0.00`. The one form every report, board, page and message uses.
+pub fn format_usd(usd: f64) -> String {
+    if usd == 0.0 {
+        "$0.00".to_owned()
+    } else if usd.abs() < 1.0 {
+        // Up to four significant digits, trailing zeros dropped down to cents.
+        let digits = (4 - (usd.abs().log10().floor() as i32 + 1)).clamp(2, 8) as usize;
+        let mut text = format!("{usd:.digits$}");
+        let cents = text.find('.').map_or(text.len(), |dot| dot + 3);
+        while text.len() > cents && text.ends_with('0') {
+            text.pop();
+        }
+        format!("${text}")
+    } else {
+        format!("${usd:.2}")
+    }
+}
+
 /// Now, in milliseconds since the Unix epoch: the clock events, records and views share.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

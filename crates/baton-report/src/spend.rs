@@ -147,14 +147,7 @@ pub fn format_tokens(n: u64) -> String {
     }
 }
 
-/// `$0.0042`, `$0.42`, `$12.30`.
-pub fn format_usd(x: f64) -> String {
-    if x != 0.0 && x.abs() < 0.01 {
-        format!("${x:.4}")
-    } else {
-        format!("${x:.2}")
-    }
-}
+pub use baton_model::format_usd;
 
 fn trim(s: String) -> String {
     if s.contains('.') {

@@ -773,7 +773,7 @@ estimate = { usd = 0.5 }
     assert_eq!(
         stopping,
         [
-            "budget spent: `huge` would reserve $100.00 (its estimate) and does not fit: $0 spent \
+            "budget spent: `huge` would reserve $100.00 (its estimate) and does not fit: $0.00 spent \
           and $0.50 reserved for the running agents, of $1.00"
         ],
     );
