@@ -426,11 +426,12 @@ async fn drive_run(
 /// Releases `run` after a store failure, trying again while the store does not answer, for
 /// up to a lease's term (after which the lease has lapsed anyway).
 async fn release_when_back(store: &dyn Store, run: &RunId, lease: baton_store::Lease) {
-    let give_up = tokio::time::Instant::now() + baton_store::LEASE_TERM;
-    let mut pause = Duration::from_millis(100);
-    while store.release(run, lease).is_err() && tokio::time::Instant::now() < give_up {
+    let mut backoff = crate::backoff::Backoff::within(baton_store::LEASE_TERM);
+    while store.release(run, lease).is_err() {
+        let Some(pause) = backoff.next_pause() else {
+            return;
+        };
         tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(2));
     }
 }
 

@@ -8,6 +8,7 @@
 //! per event is what makes that durability cheap.
 
 mod approvals;
+mod backoff;
 mod consolidate;
 mod dispatcher;
 mod drive;

@@ -93,15 +93,13 @@ fn commit(
     last: &mut Option<u64>,
     term: std::time::Duration,
 ) -> Result<Vec<u64>, StoreError> {
-    let give_up = std::time::Instant::now() + term;
-    let mut pause = std::time::Duration::from_millis(100);
+    let mut backoff = crate::backoff::Backoff::within(term);
     let mut result = store.record(run, lease, &batch.events, &batch.outputs);
     while let Err(err) = &result {
-        if !err.is_unreachable() || std::time::Instant::now() >= give_up {
+        let Some(pause) = backoff.next_pause().filter(|_| err.is_unreachable()) else {
             break;
-        }
+        };
         std::thread::sleep(pause);
-        pause = (pause * 2).min(std::time::Duration::from_secs(2));
         let n = batch.events.len() as u64;
         match (store.last_seq(run), *last) {
             // Landed: its events are the last `n`.

@@ -33,14 +33,13 @@ fn enqueue(
     token: u64,
     batch: Vec<QueuedAttempt>,
 ) -> Result<(), StoreError> {
-    let give_up = std::time::Instant::now() + baton_store::LEASE_TERM;
-    let mut pause = Duration::from_millis(100);
+    let mut backoff = crate::backoff::Backoff::within(baton_store::LEASE_TERM);
     loop {
         match store.enqueue(run, token, batch.clone()) {
-            Err(err) if err.is_unreachable() && std::time::Instant::now() < give_up => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_secs(2));
-            }
+            Err(err) if err.is_unreachable() => match backoff.next_pause() {
+                Some(pause) => std::thread::sleep(pause),
+                None => return Err(err),
+            },
             done => return done,
         }
     }

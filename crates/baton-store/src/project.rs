@@ -272,37 +272,8 @@ fn run_attempt(
     let json = outcome_json(outcome)?;
     let code = outcome.exit_code();
     let (tokens, cost, agent_json) = usage_columns(agent.as_deref())?;
-    let containment = containment.map(Containment::as_str);
-    let Some(output) = output else {
-        let inserted = statements.get(Sql::AttemptRanQuietly)?.execute(params![
-            id,
-            task.as_str(),
-            attempt,
-            started.at_ms,
-            pid,
-            finished.at_ms,
-            outcome_kind(outcome),
-            json,
-            code,
-            duration_ms,
-            tokens,
-            cost,
-            agent_json,
-            containment
-        ]);
-        attempt_inserted(statements, inserted, run, task, *attempt)?;
-        let changed = statements.get(Sql::TaskRanQuietly)?.execute(params![
-            id,
-            task.as_str(),
-            attempt,
-            code,
-            state.as_str(),
-            reason,
-            task_finished.at_ms,
-            started.at_ms
-        ])?;
-        return known_task(changed, run, task);
-    };
+    // An attempt that left no output has its output columns NULL, as one whose output
+    // never came.
     let inserted = statements.get(Sql::AttemptRan)?.execute(params![
         id,
         task.as_str(),
@@ -314,31 +285,44 @@ fn run_attempt(
         json,
         code,
         duration_ms,
-        output.output,
-        output.output_bytes,
-        output.output_json,
-        output.stderr_tail,
-        output.log_path,
+        output.map(|o| &o.output),
+        output.map(|o| o.output_bytes),
+        output.and_then(|o| o.output_json.as_ref()),
+        output.map(|o| &o.stderr_tail),
+        output.map(|o| &o.log_path),
         tokens,
         cost,
         agent_json,
-        containment
+        containment.map(Containment::as_str)
     ]);
     attempt_inserted(statements, inserted, run, task, *attempt)?;
-    let changed = statements.get(Sql::TaskRan)?.execute(params![
-        id,
-        task.as_str(),
-        attempt,
-        code,
-        state.as_str(),
-        reason,
-        task_finished.at_ms,
-        output.output,
-        output.output_bytes,
-        output.output_json,
-        output.stderr_tail,
-        started.at_ms
-    ])?;
+    let changed = match output {
+        Some(output) => statements.get(Sql::TaskRan)?.execute(params![
+            id,
+            task.as_str(),
+            attempt,
+            code,
+            state.as_str(),
+            reason,
+            task_finished.at_ms,
+            output.output,
+            output.output_bytes,
+            output.output_json,
+            output.stderr_tail,
+            started.at_ms
+        ])?,
+        // The task's output stays what it was.
+        None => statements.get(Sql::TaskRanQuietly)?.execute(params![
+            id,
+            task.as_str(),
+            attempt,
+            code,
+            state.as_str(),
+            reason,
+            task_finished.at_ms,
+            started.at_ms
+        ])?,
+    };
     known_task(changed, run, task)
 }
 

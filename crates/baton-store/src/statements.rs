@@ -43,7 +43,6 @@ pub(crate) enum Sql {
     RunGrown,
     PendingAdded,
     TaskRan,
-    AttemptRanQuietly,
     TaskRanQuietly,
     TaskPicked,
 }
@@ -151,15 +150,6 @@ impl Sql {
                  SELECT ?1, idx, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
                  ?16, ?17, ?18, ?19 FROM tasks \
                  WHERE run_id = ?1 AND task_id = ?2 AND attempts < ?3"
-            }
-            // `InsertAttempt` and `AttemptFinished` at once: `AttemptRan` for an attempt that
-            // left no output (a no-op task's), whose output columns stay NULL.
-            Self::AttemptRanQuietly => {
-                "INSERT INTO attempts (run_id, task_idx, task_id, attempt, started_at_ms, pid, \
-                 ended_at_ms, outcome_kind, outcome_json, exit_code, duration_ms, tokens, \
-                 cost_usd, agent_json, containment) \
-                 SELECT ?1, idx, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14 \
-                 FROM tasks WHERE run_id = ?1 AND task_id = ?2 AND attempts < ?3"
             }
             // A planner's task, after the run's others (`task_count` of them, indices from 0).
             Self::TaskAdded => {

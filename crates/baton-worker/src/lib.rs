@@ -305,29 +305,7 @@ pub async fn work(
                     },
                     Err(error) => {
                         news(WorkerNews::Problem(format!("cannot renew the leases of this worker's attempts: {}", with_causes(&error))));
-                        // Leases that would run out before the next renewal: their attempts
-                        // are stopped now, before their coordinator can run them again.
-                        let next = Instant::now() + options.lease / 3;
-                        let running_out: Vec<AttemptKey> = held
-                            .iter()
-                            .filter(|(_, a)| !a.lost && a.held_until <= next)
-                            .map(|(k, _)| k.clone())
-                            .collect();
-                        match running_out.len() {
-                            0 => {}
-                            1 => news(WorkerNews::Problem(
-                                "the store is out of reach: stopped 1 attempt whose lease runs out before the next renewal; it runs again elsewhere".to_owned(),
-                            )),
-                            n => news(WorkerNews::Problem(format!(
-                                "the store is out of reach: stopped {n} attempts whose leases run out before the next renewal; they run again elsewhere"
-                            ))),
-                        }
-                        for key in running_out {
-                            let Some(attempt) = held.get_mut(&key) else { continue };
-                            attempt.lost = true;
-                            attempt.stop.send_replace(StopLevel::Immediate);
-                            news(WorkerNews::Lost { run: key.run.clone(), task: attempt.task.clone(), attempt: key.attempt });
-                        }
+                        stop_running_out(&mut held, Instant::now() + options.lease / 3, news);
                     }
                 }
             }
@@ -378,6 +356,38 @@ pub async fn work(
     }
     let _ = store.remove_worker(&id);
     Ok(())
+}
+
+/// While the store is out of reach: the attempts whose leases run out before `next` (the next
+/// renewal) are stopped now and their ends dropped, before their coordinator, seeing the
+/// leases lapse, runs them again elsewhere.
+fn stop_running_out(
+    held: &mut HashMap<AttemptKey, HeldAttempt>,
+    next: Instant,
+    news: &mut dyn FnMut(WorkerNews),
+) {
+    let running_out = |a: &HeldAttempt| !a.lost && a.held_until <= next;
+    match held.values().filter(|a| running_out(a)).count() {
+        0 => return,
+        1 => news(WorkerNews::Problem(
+            "the store is out of reach: stopped 1 attempt whose lease runs out before the next renewal; it runs again elsewhere".to_owned(),
+        )),
+        n => news(WorkerNews::Problem(format!(
+            "the store is out of reach: stopped {n} attempts whose leases run out before the next renewal; they run again elsewhere"
+        ))),
+    }
+    for (key, attempt) in held.iter_mut() {
+        if !running_out(attempt) {
+            continue;
+        }
+        attempt.lost = true;
+        attempt.stop.send_replace(StopLevel::Immediate);
+        news(WorkerNews::Lost {
+            run: key.run.clone(),
+            task: attempt.task.clone(),
+            attempt: key.attempt,
+        });
+    }
 }
 
 /// Writes an attempt's end: `Some(true)` taken, `Some(false)` no longer this worker's,
