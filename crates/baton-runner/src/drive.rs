@@ -57,6 +57,14 @@ pub enum RunError {
         #[source]
         source: StoreError,
     },
+    /// Another process claimed the run while this one drove it (this one's lease lapsed):
+    /// this one stopped its own attempts and records nothing more; the run goes on there.
+    #[error(
+        "lost run {run}: another process took it over while this one could not renew its \
+         lease (it was paused, stuck or cut off from the store); this one stopped acting for \
+         it, and the run goes on there"
+    )]
+    TakenOver { run: RunId },
 }
 
 /// Runs `graph` to its end and returns the recorded result.
@@ -108,6 +116,14 @@ pub async fn run(
         workspaces,
     };
     drive_run(graph, held, restored, reporter, &config, stops, None).await
+}
+
+/// A run driven for workers: where its attempts are queued, and the term of the coordinator's
+/// lease on it (the worker's `--lease`).
+#[derive(Clone, Copy)]
+pub struct OnWorkers<'a> {
+    pub queue: &'a dyn baton_store::WorkQueue,
+    pub term: Duration,
 }
 
 /// The graph as the store keeps it: written out where it goes.
@@ -221,18 +237,18 @@ fn hold<'a>(
 
 /// Coordinates a run for workers (`baton worker`): a submitted run is started, one whose
 /// coordinator died is taken over as `baton resume` would; either way its attempts are queued
-/// in `queue` for workers to run. `Ok(None)`: there was nothing to coordinate (another worker
-/// took the run first, or it has ended).
+/// in `workers.queue` for workers to run. `Ok(None)`: there was nothing to coordinate (another
+/// worker took the run first, or it has ended).
 pub async fn coordinate(
     run_id: &RunId,
     store: &dyn Store,
-    queue: &dyn baton_store::WorkQueue,
+    workers: OnWorkers<'_>,
     reporter: &mut dyn Reporter,
     config: RunConfig,
     stops: mpsc::UnboundedReceiver<StopRequest>,
 ) -> Result<Option<RunResult>, RunError> {
     let graph = baton_view::recorded_graph(store, run_id).map_err(TakeoverError::from)?;
-    let lease = match crate::driver::claim_among_workers(store, run_id) {
+    let lease = match crate::driver::claim_among_workers(store, run_id, workers.term) {
         Ok(claim) => claim.lease,
         Err(StoreError::RunHeld { .. }) => return Ok(None),
         Err(error) => return Err(error.into()),
@@ -290,9 +306,17 @@ pub async fn coordinate(
         }
     };
     let held = hold(store, run_id, lease, &graph, &config).map_err(released)?;
-    drive_run(graph, held, restored, reporter, &config, stops, Some(queue))
-        .await
-        .map(Some)
+    drive_run(
+        graph,
+        held,
+        restored,
+        reporter,
+        &config,
+        stops,
+        Some(workers),
+    )
+    .await
+    .map(Some)
 }
 
 /// A run this process holds, ready to be driven.
@@ -315,8 +339,9 @@ async fn drive_run(
     reporter: &mut dyn Reporter,
     config: &RunConfig,
     stops: mpsc::UnboundedReceiver<StopRequest>,
-    workers: Option<&dyn baton_store::WorkQueue>,
+    workers: Option<OnWorkers<'_>>,
 ) -> Result<RunResult, RunError> {
+    let term = workers.map_or(baton_store::LEASE_TERM, |on| on.term);
     let owned = Arc::new(owned);
     let graph = &*owned;
     let Held {
@@ -357,7 +382,7 @@ async fn drive_run(
     });
     // Commits are made on a thread of their own, off the path from one task's end to the next
     // one's start.
-    let recorder = match Recorder::start(store, run_id.clone(), lease) {
+    let recorder = match Recorder::start(store, run_id.clone(), lease, term) {
         Ok(recorder) => recorder,
         Err(err) => {
             let _ = store.release(&run_id, lease);
@@ -383,8 +408,8 @@ async fn drive_run(
     if let Some(budget) = restored.budget.clone() {
         dispatcher.meter().set_limit(budget);
     }
-    if let Some(queue) = workers
-        && let Err(err) = dispatcher.run_on_workers(queue, lease.token)
+    if let Some(on) = workers
+        && let Err(err) = dispatcher.run_on_workers(on, lease.token)
     {
         drop(dispatcher);
         let _ = store.release(&run_id, lease);
@@ -407,15 +432,19 @@ async fn drive_run(
         // The store failed (a server that restarted, a connection cut): the run is let go as
         // soon as the store answers again, so that it is taken over rather than held by a
         // process that no longer drives it.
-        release_when_back(store, &run_id, lease).await;
+        release_when_back(store, &run_id, lease, term).await;
     } else {
         let _ = store.release(&run_id, lease);
     }
-    if let Some(source) = fatal {
-        return Err(RunError::StoreFailedMidRun {
-            run: run_id,
-            source,
-        });
+    match fatal {
+        Some(StoreError::LeaseLost { .. }) => return Err(RunError::TakenOver { run: run_id }),
+        Some(source) => {
+            return Err(RunError::StoreFailedMidRun {
+                run: run_id,
+                source,
+            });
+        }
+        None => {}
     }
     drop(owned);
     let result = build_result(store, &run_id, &config.state_dir)?;
@@ -424,9 +453,14 @@ async fn drive_run(
 }
 
 /// Releases `run` after a store failure, trying again while the store does not answer, for
-/// up to a lease's term (after which the lease has lapsed anyway).
-async fn release_when_back(store: &dyn Store, run: &RunId, lease: baton_store::Lease) {
-    let mut backoff = crate::backoff::Backoff::within(baton_store::LEASE_TERM);
+/// up to the lease's `term` (after which the lease has lapsed anyway).
+async fn release_when_back(
+    store: &dyn Store,
+    run: &RunId,
+    lease: baton_store::Lease,
+    term: Duration,
+) {
+    let mut backoff = crate::backoff::Backoff::within(term);
     while store.release(run, lease).is_err() {
         let Some(pause) = backoff.next_pause() else {
             return;

@@ -26,14 +26,18 @@ pub fn claim(store: &dyn Store, run: &RunId) -> Result<Claim, StoreError> {
     )
 }
 
-/// [`claim`] by a worker taking a run over: among workers the lease decides, on this host
-/// too ([`among_workers`]).
-pub fn claim_among_workers(store: &dyn Store, run: &RunId) -> Result<Claim, StoreError> {
+/// [`claim`] by a worker taking a run over, for `term` (its `--lease`): among workers the
+/// lease decides, on this host too ([`among_workers`]).
+pub fn claim_among_workers(
+    store: &dyn Store,
+    run: &RunId,
+    term: std::time::Duration,
+) -> Result<Claim, StoreError> {
     store.claim(
         run,
         &me(),
         baton_attempt::stamp::now_ms(),
-        LEASE_TERM,
+        term,
         &among_workers,
     )
 }

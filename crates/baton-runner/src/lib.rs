@@ -23,7 +23,7 @@ mod remote;
 mod run_id;
 mod takeover;
 
-pub use drive::{RunError, StopRequest, coordinate, resume, run, submit};
+pub use drive::{OnWorkers, RunError, StopRequest, coordinate, resume, run, submit};
 
 pub use run_id::new_run_id;
 pub use takeover::{

@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use baton_model::{Event, RunId};
-use baton_store::{AttemptOutput, LEASE_TERM, Lease, Store, StoreError};
+use baton_store::{AttemptOutput, Lease, Store, StoreError};
 use tokio::sync::mpsc as async_mpsc;
 
 /// Whether this build was asked to acknowledge batches without committing them: the floor
@@ -126,13 +126,9 @@ fn commit(
 
 impl Recorder {
     /// Starts the thread, with a connection of its own to `store`, committing as the holder
-    /// of `lease`, which it renews while the run is driven (every third of [`LEASE_TERM`]).
-    pub(crate) fn start(store: &dyn Store, run: RunId, lease: Lease) -> Result<Self, StoreError> {
-        Self::start_with_term(store, run, lease, LEASE_TERM)
-    }
-
-    /// [`Recorder::start`], renewing the lease for `term` at a time.
-    fn start_with_term(
+    /// of `lease`, which it renews for `term` at a time while the run is driven (every third
+    /// of it; [`baton_store::LEASE_TERM`] unless a worker's `--lease` says otherwise).
+    pub(crate) fn start(
         store: &dyn Store,
         run: RunId,
         lease: Lease,
@@ -307,7 +303,7 @@ impl Drop for Recorder {
 #[cfg(test)]
 mod tests {
     use baton_model::{EventKind, TaskId, TaskState};
-    use baton_store::{Liveness, NewRun, RunLog, RunReader, SqliteStore};
+    use baton_store::{LEASE_TERM, Liveness, NewRun, RunLog, RunReader, SqliteStore};
 
     use super::*;
 
@@ -346,7 +342,7 @@ mod tests {
     async fn after_a_failed_commit_nothing_more_is_committed() {
         let dir = tempfile::tempdir().unwrap();
         let (store, run, lease) = held_run(dir.path());
-        let mut recorder = Recorder::start(&store, run.clone(), lease).unwrap();
+        let mut recorder = Recorder::start(&store, run.clone(), lease, LEASE_TERM).unwrap();
         let unknown = EventKind::TaskFinished {
             task: TaskId::new("nope").unwrap(),
             state: TaskState::Succeeded,
@@ -372,7 +368,7 @@ mod tests {
     async fn a_driver_whose_run_was_taken_over_records_nothing_more() {
         let dir = tempfile::tempdir().unwrap();
         let (store, run, lease) = held_run(dir.path());
-        let mut recorder = Recorder::start(&store, run.clone(), lease).unwrap();
+        let mut recorder = Recorder::start(&store, run.clone(), lease, LEASE_TERM).unwrap();
         let waiting = || {
             event(EventKind::TaskWaiting {
                 task: TaskId::new("a").unwrap(),
@@ -414,7 +410,7 @@ mod tests {
             .claim(&run, &me, now(), term, &|_| Liveness::Alive)
             .unwrap()
             .lease;
-        let mut recorder = Recorder::start_with_term(&store, run.clone(), lease, term).unwrap();
+        let mut recorder = Recorder::start(&store, run.clone(), lease, term).unwrap();
         let other = baton_store::Driver {
             pid: 1,
             start_time: 1,
@@ -460,7 +456,7 @@ mod tests {
             })
             .unwrap()
             .lease;
-        let mut recorder = Recorder::start_with_term(&store, run.clone(), lease, term).unwrap();
+        let mut recorder = Recorder::start(&store, run.clone(), lease, term).unwrap();
         // Taken over (this driver judged dead) while nothing is being committed.
         let other = baton_store::Driver {
             pid: 1,

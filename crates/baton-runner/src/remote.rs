@@ -18,22 +18,23 @@ use baton_attempt::unit::AttemptDone;
 use baton_attempt::work::Work;
 use baton_exec::StopLevel;
 use baton_model::{Event, Outcome, RunId};
-use baton_store::{AttemptEnd, QueuedAttempt, StoreError, Wake, WorkQueue};
+use baton_store::{Arrivals, AttemptEnd, QueuedAttempt, StoreError, Wake, WorkQueue};
 use tokio::sync::{mpsc, watch};
 
 /// How often the poller looks at the queue when no notification woke it.
 const POLL: Duration = Duration::from_millis(500);
 
 /// Queues `batch`, sent again while the store is out of reach (a server restarting, a
-/// connection dropped) for up to a lease's term: queuing is idempotent (a row already there is
-/// left as it is), so a batch whose answer was lost is not queued twice.
+/// connection dropped) for up to the lease's `term`: queuing is idempotent (a row already
+/// there is left as it is), so a batch whose answer was lost is not queued twice.
 fn enqueue(
     store: &dyn WorkQueue,
     run: &RunId,
     token: u64,
     batch: Vec<QueuedAttempt>,
+    term: Duration,
 ) -> Result<(), StoreError> {
-    let mut backoff = crate::backoff::Backoff::within(baton_store::LEASE_TERM);
+    let mut backoff = crate::backoff::Backoff::within(term);
     loop {
         match store.enqueue(run, token, batch.clone()) {
             Err(err) if err.is_unreachable() => match backoff.next_pause() {
@@ -55,6 +56,8 @@ pub(crate) struct Queue {
     queuer: Option<std::thread::JoinHandle<()>>,
     /// Ended attempts, from the poller.
     ends: mpsc::UnboundedReceiver<AttemptDone>,
+    /// Attempts queued whose end the dispatcher has not had yet.
+    outstanding: std::collections::HashSet<(u32, u32)>,
     quit: Arc<AtomicBool>,
     poller: Option<std::thread::JoinHandle<()>>,
 }
@@ -64,14 +67,15 @@ impl Queue {
     /// queue, what running attempts record goes into `progress`, and a stop of the run
     /// (`stop`) reaches the workers.
     pub(crate) fn start(
-        store: &dyn WorkQueue,
+        on: crate::drive::OnWorkers<'_>,
         run: RunId,
         token: u64,
         progress: mpsc::UnboundedSender<Event>,
         stop: watch::Receiver<StopLevel>,
         meter: Meter,
     ) -> Result<Self, StoreError> {
-        let store = store.reconnect()?;
+        let term = on.term;
+        let store = on.queue.reconnect()?;
         // Whatever an earlier coordinator queued is not this one's: those attempts are
         // recorded interrupted by the takeover, and their workers stop them.
         store.drop_queued_before(&run, token)?;
@@ -95,7 +99,7 @@ impl Queue {
                         // Not queued: the run was taken over, or the store failed. They end
                         // cancelled, as launches after a store failure do; the next commit
                         // tells the dispatcher which.
-                        if enqueue(store.as_ref(), &run, token, batch).is_err() {
+                        if enqueue(store.as_ref(), &run, token, batch, term).is_err() {
                             for (task, attempt) in keys {
                                 let _ = tx.send(AttemptDone::never_started(
                                     task,
@@ -114,35 +118,46 @@ impl Queue {
             std::thread::Builder::new()
                 .name("baton-queue".to_owned())
                 .spawn(move || {
+                    let mut taker = Taker::default();
                     let mut stopped = StopLevel::Run;
                     while !quit.load(Ordering::Relaxed) {
                         let level = *stop.borrow();
                         if level != stopped {
-                            stopped = level;
                             let code = match level {
                                 StopLevel::Run => 0,
                                 StopLevel::Graceful => 1,
                                 StopLevel::Immediate => 2,
                             };
                             // What no worker took never started: it ends here, cancelled.
-                            if let Ok(unclaimed) = poll_store.stop_attempts(&run, code) {
-                                for (task, attempt) in unclaimed {
-                                    let _ = tx.send(AttemptDone::never_started(
-                                        task,
-                                        attempt,
-                                        Outcome::Cancelled,
-                                    ));
+                            // Tried again at the next poll if the store did not answer.
+                            match poll_store.stop_attempts(&run, token, code) {
+                                Ok(unclaimed) => {
+                                    stopped = level;
+                                    for (task, attempt) in unclaimed {
+                                        let _ = tx.send(AttemptDone::never_started(
+                                            task,
+                                            attempt,
+                                            Outcome::Cancelled,
+                                        ));
+                                    }
                                 }
+                                // Another coordinator's now: its queue is not this one's to
+                                // stop (the recorder's heartbeat tells the dispatcher).
+                                Err(StoreError::LeaseLost { .. } | StoreError::UnknownRun(_)) => {
+                                    stopped = level;
+                                }
+                                Err(_) => {}
                             }
                         }
-                        if let Ok(arrived) = poll_store.take_arrivals(&run) {
+                        if let Ok(arrived) = poll_store.take_arrivals(&run, token, &taker.have) {
+                            let (news, ends) = taker.sort(arrived);
                             // A running attempt's news before its end.
-                            for event in arrived.news {
+                            for event in news {
                                 if let Ok(event) = serde_json::from_str::<Event>(&event) {
                                     let _ = progress.send(event);
                                 }
                             }
-                            for end in arrived.ends {
+                            for end in ends {
                                 let done = match end {
                                     AttemptEnd::Ended {
                                         task,
@@ -171,6 +186,7 @@ impl Queue {
         };
         Ok(Self {
             pending: Vec::new(),
+            outstanding: std::collections::HashSet::new(),
             orders: Some(orders),
             queuer: Some(queuer),
             ends,
@@ -188,6 +204,7 @@ impl Queue {
         labels: Vec<String>,
         work: &Work,
     ) {
+        self.outstanding.insert((task, attempt));
         self.pending.push(QueuedAttempt {
             task,
             attempt,
@@ -210,11 +227,33 @@ impl Queue {
 
     /// The next attempt that ended on a worker.
     pub(crate) async fn next(&mut self) -> Option<AttemptDone> {
-        self.ends.recv().await
+        let done = self.ends.recv().await?;
+        self.outstanding.remove(&(done.task, done.attempt));
+        Some(done)
     }
 
     pub(crate) fn try_next(&mut self) -> Option<AttemptDone> {
-        self.ends.try_recv().ok()
+        let done = self.ends.try_recv().ok()?;
+        self.outstanding.remove(&(done.task, done.attempt));
+        Some(done)
+    }
+
+    /// Every attempt queued whose end has not come, ended interrupted now: after the run was
+    /// lost (another coordinator took it over) or its store failed for good, those ends
+    /// would never reach this coordinator, and they are no longer its to wait for (the
+    /// workers learn at their next renewal; the next coordinator runs them again).
+    pub(crate) fn abandon(&mut self) -> Vec<AttemptDone> {
+        self.pending.clear();
+        self.outstanding
+            .drain()
+            .map(|(task, attempt)| {
+                let mut done = AttemptDone::never_started(task, attempt, Outcome::Interrupted);
+                done.stderr_tail = "[baton] this coordinator lost the run (or its store): the \
+                                    attempt is left to the run's next coordinator\n"
+                    .to_owned();
+                done
+            })
+            .collect()
     }
 }
 
@@ -228,6 +267,41 @@ impl Drop for Queue {
         if let Some(poller) = self.poller.take() {
             let _ = poller.join();
         }
+    }
+}
+
+/// What the poller has taken, so that what the store gives again is handed over once: news
+/// stay in the store until the next take says the poller has them, ends until the
+/// dispatcher's record of them commits (see [`WorkQueue::take_arrivals`]).
+#[derive(Default)]
+struct Taker {
+    /// News handed over, to be forgotten by the store at the next take (again, if that take's
+    /// answer was lost: forgetting twice is harmless).
+    have: Vec<i64>,
+    /// Ends handed over and still in the store (not recorded yet).
+    handed: std::collections::HashSet<(u32, u32)>,
+}
+
+impl Taker {
+    /// What is new in `arrived`: the news and the ends not handed over before.
+    fn sort(&mut self, arrived: Arrivals) -> (Vec<String>, Vec<AttemptEnd>) {
+        // The take that answered forgot what `have` held.
+        self.have = arrived.news.iter().map(|news| news.id).collect();
+        let news = arrived.news.into_iter().map(|news| news.event).collect();
+        let key = |end: &AttemptEnd| match end {
+            AttemptEnd::Ended { task, attempt, .. } | AttemptEnd::Lapsed { task, attempt, .. } => {
+                (*task, *attempt)
+            }
+        };
+        // An end no longer in the store was recorded: it will not come again.
+        let present: std::collections::HashSet<(u32, u32)> = arrived.ends.iter().map(key).collect();
+        self.handed.retain(|handed| present.contains(handed));
+        let ends = arrived
+            .ends
+            .into_iter()
+            .filter(|end| self.handed.insert(key(end)))
+            .collect();
+        (news, ends)
     }
 }
 

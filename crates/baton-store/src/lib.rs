@@ -43,7 +43,7 @@ pub use fold::{fold, initial_view};
 pub use migrate::SCHEMA_VERSION;
 pub use pg::{LOG_PIECE, PgStore, describe_server};
 pub use queue::{
-    Arrivals, AttemptEnd, AttemptKey, ClaimedAttempt, Coordinated, QueueStore, QueuedAttempt,
+    Arrivals, AttemptEnd, AttemptKey, ClaimedAttempt, Coordinated, News, QueueStore, QueuedAttempt,
     Renewal, Wake, Wakeups, WorkQueue, WorkerRecord,
 };
 pub use records::{

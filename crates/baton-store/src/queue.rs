@@ -11,9 +11,15 @@
 //! - a queued attempt is claimed by one worker ([`WorkQueue::claim_attempts`]: claims never
 //!   wait on each other), which holds it while it renews its lease;
 //! - its end is written only by that worker, only while it still holds it
-//!   ([`WorkQueue::end_attempt`]): once the coordinator found the lease lapsed and took the
-//!   attempt as interrupted ([`WorkQueue::take_arrivals`]), the late end changes nothing, and
-//!   the worker learns so from the answer (and from its next renewal).
+//!   ([`WorkQueue::end_attempt`]): once the lease lapsed the late end changes nothing (the
+//!   coordinator takes the attempt as interrupted), and the worker learns so from the answer
+//!   (and from its next renewal);
+//! - only the coordinator holding the run's lease takes what arrived and stops attempts
+//!   ([`WorkQueue::take_arrivals`], [`WorkQueue::stop_attempts`]): one that was taken over
+//!   and wakes cannot take the ends its successor waits for, nor empty its queue;
+//! - an end leaves the queue in the transaction that records it in the run's log (a row
+//!   taken but not recorded is still there for the next take, or the next coordinator): an
+//!   answer lost on the way, or a coordinator that dies between the two, loses no end.
 
 use std::time::Duration;
 
@@ -106,13 +112,22 @@ pub enum AttemptEnd {
     },
 }
 
-/// What a coordinator takes from its run's workers at once ([`PgStore::take_arrivals`]).
+/// What a coordinator takes from its run's workers at once ([`WorkQueue::take_arrivals`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Arrivals {
-    /// What running attempts recorded (the runner's JSON events), oldest first.
-    pub news: Vec<String>,
-    /// Attempts that ended or whose lease lapsed.
+    /// What running attempts recorded, oldest first.
+    pub news: Vec<News>,
+    /// Attempts that ended or whose lease lapsed, and whose end is not recorded yet: the
+    /// same end comes again at every take until it is.
     pub ends: Vec<AttemptEnd>,
+}
+
+/// What a running attempt recorded (the runner's JSON event), numbered so that the
+/// coordinator can say it has it ([`WorkQueue::take_arrivals`]'s `have`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct News {
+    pub id: i64,
+    pub event: String,
 }
 
 /// What a renewal says of one attempt.
@@ -206,24 +221,36 @@ pub trait WorkQueue: Send + Sync {
         attempts: Vec<QueuedAttempt>,
     ) -> Result<(), StoreError>;
 
-    /// What arrived from `run`'s workers since last time, taken out of the store: what their
-    /// running attempts recorded (news, oldest first), then what ended — ends the workers
-    /// wrote, and attempts whose worker's lease lapsed (taken so in the same statement, which
-    /// fences the worker's late end off).
+    /// What arrived from `run`'s workers, for the coordinator holding lease `token` (else
+    /// [`StoreError::LeaseLost`], and nothing is taken): what their running attempts recorded
+    /// (news, oldest first) and not in `have`, then what ended and is not recorded yet — ends
+    /// the workers wrote, and attempts whose worker's lease lapsed (a lapsed lease cannot be
+    /// renewed nor its attempt ended: the late end is refused).
+    ///
+    /// `have` are news the caller took before and holds: they leave the store now. News are
+    /// forgotten only once the caller says it has them, and ends only once they are recorded
+    /// ([`crate::RunLog::record`] of their `attempt-finished`), so an answer lost on the way
+    /// loses nothing: the caller asks again with the same `have`.
     ///
     /// One statement, so one snapshot: a worker records an attempt's news before its end, and
     /// whatever news of an attempt committed before its end is seen with it (taken apart, news
     /// committed between the two could come after the end it belongs before).
-    fn take_arrivals(&self, run: &RunId) -> Result<Arrivals, StoreError>;
+    fn take_arrivals(&self, run: &RunId, token: u64, have: &[i64]) -> Result<Arrivals, StoreError>;
 
     /// Asks `run`'s coordinator to cancel it (`baton cancel` of a run a worker drives).
     /// Whether the run is running (else there is nothing to ask).
     fn request_cancel(&self, run: &RunId) -> Result<bool, StoreError>;
 
-    /// Stops `run`'s queued attempts: those no worker claimed yet leave the queue (returned:
-    /// they never started), claimed ones are asked to stop (`level` 1: gracefully, 2: now) at
-    /// their worker's next renewal.
-    fn stop_attempts(&self, run: &RunId, level: i16) -> Result<Vec<(u32, u32)>, StoreError>;
+    /// Stops `run`'s queued attempts, for the coordinator holding lease `token` (else
+    /// [`StoreError::LeaseLost`], and nothing changes): those no worker claimed yet leave the
+    /// queue (returned: they never started), claimed ones are asked to stop (`level` 1:
+    /// gracefully, 2: now) at their worker's next renewal.
+    fn stop_attempts(
+        &self,
+        run: &RunId,
+        token: u64,
+        level: i16,
+    ) -> Result<Vec<(u32, u32)>, StoreError>;
 
     /// Drops what coordinators before `token` queued for `run`: a coordinator taking a run
     /// over records those attempts interrupted, and their workers learn at their next renewal

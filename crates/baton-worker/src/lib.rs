@@ -234,7 +234,14 @@ pub async fn work(
         if stopping.is_none() && look_for_runs {
             look_for_runs = false;
             if options.coordinate {
-                take_runs(&store, &config, &coordinated_tx, &mut coordinating, news);
+                take_runs(
+                    &store,
+                    &config,
+                    options.lease,
+                    &coordinated_tx,
+                    &mut coordinating,
+                    news,
+                );
             }
         }
         if stopping.is_some() && held.is_empty() {
@@ -712,6 +719,7 @@ type Coordinating = (
 fn take_runs(
     store: &Arc<dyn QueueStore>,
     config: &RunConfig,
+    lease: Duration,
     done: &mpsc::UnboundedSender<(RunId, String)>,
     coordinating: &mut HashMap<RunId, Coordinating>,
     news: &mut dyn FnMut(WorkerNews),
@@ -738,7 +746,7 @@ fn take_runs(
         let (store, config, done) = (Arc::clone(store), config.clone(), done.clone());
         let key = run.clone();
         let task = tokio::task::spawn_local(async move {
-            let state = coordinate_one(&*store, &run, config, stops).await;
+            let state = coordinate_one(&*store, &run, config, lease, stops).await;
             let _ = done.send((run, state));
         });
         coordinating.insert(key, (stop_tx, task));
@@ -749,6 +757,7 @@ async fn coordinate_one(
     store: &dyn QueueStore,
     run: &RunId,
     config: RunConfig,
+    lease: Duration,
     stops: mpsc::UnboundedReceiver<StopRequest>,
 ) -> String {
     let log = match store.reconnect() {
@@ -756,10 +765,18 @@ async fn coordinate_one(
         Err(error) => return format!("not coordinated: {error}"),
     };
     let mut reporter = baton_report::NullReporter;
-    match baton_runner::coordinate(run, &*log, store, &mut reporter, config, stops).await {
+    let workers = baton_runner::OnWorkers {
+        queue: store,
+        term: lease,
+    };
+    match baton_runner::coordinate(run, &*log, workers, &mut reporter, config, stops).await {
         Ok(Some(result)) => result.run.state.to_string(),
         Ok(None) => "taken by another worker".to_owned(),
-        Err(error) => format!("stopped: {error}"),
+        Err(baton_runner::RunError::TakenOver { .. }) => "lost: another worker took it over \
+            while this one could not renew its lease (it was paused, stuck or cut off from the \
+            store); this one stopped acting for it, and the run goes on there"
+            .to_owned(),
+        Err(error) => format!("stopped: {}", with_causes(&error)),
     }
 }
 

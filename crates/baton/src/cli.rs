@@ -433,8 +433,9 @@ pub struct WorkerArgs {
     /// Its labels, comma-separated: it runs tasks whose `runs_on` it has all of.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub labels: Vec<String>,
-    /// How long a claimed attempt stays this worker's without a heartbeat (renewed every
-    /// third of it): past it, the attempt runs again on another worker.
+    /// How long what this worker holds stays its own without a heartbeat (renewed every third
+    /// of it): past it, a claimed attempt runs again on another worker, and a run it
+    /// coordinates is taken over by another worker.
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub lease: String,
     /// Only run attempts: leave coordinating runs to other workers.

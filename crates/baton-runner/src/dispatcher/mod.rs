@@ -280,6 +280,15 @@ impl<'a> Dispatcher<'a> {
             if self.ledger.failed() && self.sched.stop_cause().is_none() {
                 turn.inputs.push_back(Input::Stop(StopCause::Cancelled));
             }
+            // What workers run for a run this coordinator can no longer record is not waited
+            // for: their ends would never come here.
+            if self.ledger.failed()
+                && let Some(queue) = self.queue.as_mut()
+            {
+                for done in queue.abandon() {
+                    self.unit_done(Ok(done), &mut turn);
+                }
+            }
             if self.approvals.take_due() {
                 self.apply_decisions(&mut turn);
             }

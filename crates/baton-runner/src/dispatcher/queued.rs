@@ -9,11 +9,11 @@ use super::Dispatcher;
 use crate::remote::Queue;
 
 impl Dispatcher<'_> {
-    /// Attempts run on workers from now on: queued in `store`, fenced by the run's lease
+    /// Attempts run on workers from now on: queued in `on.queue`, fenced by the run's lease
     /// `token`.
     pub(crate) fn run_on_workers(
         &mut self,
-        store: &dyn baton_store::WorkQueue,
+        on: crate::drive::OnWorkers<'_>,
         token: u64,
     ) -> Result<(), crate::RunError> {
         // Workers elsewhere start from the run's base as the remote holds it.
@@ -23,7 +23,7 @@ impl Dispatcher<'_> {
                 .map_err(crate::RunError::Workspace)?;
         }
         self.queue = Some(Queue::start(
-            store,
+            on,
             self.run_id.clone(),
             token,
             self.shared.progress.clone(),

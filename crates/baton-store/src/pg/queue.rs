@@ -114,38 +114,41 @@ impl WorkQueue for PgStore {
             if held > 0 {
                 return Ok(());
             }
-            let known = session
-                .client
-                .query_opt("SELECT 1 FROM runs WHERE id = $1", &[&run.as_str()])?
-                .is_some();
-            Err(if known {
-                StoreError::LeaseLost { run }
-            } else {
-                StoreError::UnknownRun(run)
-            })
+            Err(lost_or_unknown(&mut session.client, run)?)
         })
     }
 
-    fn take_arrivals(&self, run: &RunId) -> Result<Arrivals, StoreError> {
-        let run = run.clone();
+    fn take_arrivals(&self, run: &RunId, token: u64, have: &[i64]) -> Result<Arrivals, StoreError> {
+        let (run, have) = (run.clone(), have.to_vec());
         self.conn.call_session(move |session| {
+            // Kind 3 says whether `token` holds the run; nothing is taken or forgotten if not.
             let statement = session.prepared(
-                "WITH news AS (DELETE FROM attempt_news WHERE run_id = $1 RETURNING id, event), \
-                 ended AS (DELETE FROM attempt_queue WHERE run_id = $1 AND state = 'ended' \
-                   RETURNING task_idx, attempt, result), \
-                 lapsed AS (DELETE FROM attempt_queue WHERE run_id = $1 AND state = 'claimed' \
-                   AND lease_until_ms < baton_now_ms() \
-                   RETURNING task_idx, attempt, worker_id) \
-                 SELECT 0::smallint, id, NULL::bigint, event FROM news \
-                 UNION ALL SELECT 1::smallint, task_idx, attempt, result FROM ended \
-                 UNION ALL SELECT 2::smallint, task_idx, attempt, worker_id FROM lapsed",
+                "WITH held AS (SELECT 1 FROM runs WHERE id = $1 AND lease_token = $2 FOR SHARE), \
+                 forgotten AS (DELETE FROM attempt_news WHERE run_id = $1 AND id = ANY($3) \
+                   AND EXISTS (SELECT 1 FROM held)) \
+                 SELECT 0::smallint, id, NULL::bigint, event FROM attempt_news \
+                   WHERE run_id = $1 AND id <> ALL($3) AND EXISTS (SELECT 1 FROM held) \
+                 UNION ALL SELECT 1::smallint, task_idx, attempt, result FROM attempt_queue \
+                   WHERE run_id = $1 AND state = 'ended' AND EXISTS (SELECT 1 FROM held) \
+                 UNION ALL SELECT 2::smallint, task_idx, attempt, worker_id FROM attempt_queue \
+                   WHERE run_id = $1 AND state = 'claimed' AND lease_until_ms < baton_now_ms() \
+                   AND EXISTS (SELECT 1 FROM held) \
+                 UNION ALL SELECT 3::smallint, (SELECT count(*) FROM held), NULL, NULL",
             )?;
-            let mut news: Vec<(i64, String)> = Vec::new();
+            let mut news = Vec::new();
             let mut ends = Vec::new();
-            for row in session.client.query(&statement, &[&run.as_str()])? {
+            let mut held = false;
+            for row in session
+                .client
+                .query(&statement, &[&run.as_str(), &(token as i64), &have])?
+            {
                 let text = row.get::<_, Option<String>>(3).unwrap_or_default();
                 match row.get::<_, i16>(0) {
-                    0 => news.push((row.get(1), text)),
+                    0 => news.push(crate::queue::News {
+                        id: row.get(1),
+                        event: text,
+                    }),
+                    3 => held = row.get::<_, i64>(1) > 0,
                     what => {
                         let (task, attempt) = (idx(row.get(1))?, idx(row.get(2))?);
                         ends.push(if what == 1 {
@@ -164,11 +167,11 @@ impl WorkQueue for PgStore {
                     }
                 }
             }
-            news.sort_by_key(|(id, _)| *id);
-            Ok(Arrivals {
-                news: news.into_iter().map(|(_, event)| event).collect(),
-                ends,
-            })
+            if !held {
+                return Err(lost_or_unknown(&mut session.client, run)?);
+            }
+            news.sort_by_key(|news| news.id);
+            Ok(Arrivals { news, ends })
         })
     }
 
@@ -184,10 +187,25 @@ impl WorkQueue for PgStore {
         })
     }
 
-    fn stop_attempts(&self, run: &RunId, level: i16) -> Result<Vec<(u32, u32)>, StoreError> {
+    fn stop_attempts(
+        &self,
+        run: &RunId,
+        token: u64,
+        level: i16,
+    ) -> Result<Vec<(u32, u32)>, StoreError> {
         let run = run.clone();
         self.conn.call(move |client| {
             let mut tx = client.transaction()?;
+            let held = tx
+                .query_opt(
+                    "SELECT 1 FROM runs WHERE id = $1 AND lease_token = $2 FOR SHARE",
+                    &[&run.as_str(), &(token as i64)],
+                )?
+                .is_some();
+            if !held {
+                drop(tx);
+                return Err(lost_or_unknown(client, run)?);
+            }
             let mut unclaimed = Vec::new();
             for row in tx.query(
                 "DELETE FROM attempt_queue WHERE run_id = $1 AND state = 'queued' \
@@ -471,6 +489,18 @@ impl WorkQueue for PgStore {
     ) -> Result<(), StoreError> {
         self.ship_log_pg(run, file, offset, bytes, modified_ms)
     }
+}
+
+/// Why a fenced call was refused: `run` is another coordinator's now, or is gone.
+fn lost_or_unknown(client: &mut postgres::Client, run: RunId) -> Result<StoreError, StoreError> {
+    let known = client
+        .query_opt("SELECT 1 FROM runs WHERE id = $1", &[&run.as_str()])?
+        .is_some();
+    Ok(if known {
+        StoreError::LeaseLost { run }
+    } else {
+        StoreError::UnknownRun(run)
+    })
 }
 
 impl PgStore {

@@ -364,6 +364,26 @@ impl PgStore {
             for event in &events {
                 apply(&mut turn, &run, event)?;
             }
+            // An end recorded leaves the work queue in the same transaction: until then a
+            // worker's end stays there for the coordinator (or its successor) to take again.
+            let (ended_tasks, ended_attempts): (Vec<&str>, Vec<i64>) = events
+                .iter()
+                .filter_map(|event| match &event.kind {
+                    EventKind::AttemptFinished { task, attempt, .. } => {
+                        Some((task.as_str(), i64::from(*attempt)))
+                    }
+                    _ => None,
+                })
+                .unzip();
+            if !ended_tasks.is_empty() {
+                turn.execute(
+                    "DELETE FROM attempt_queue q USING tasks t, \
+                       unnest($2::text[], $3::bigint[]) AS e(task_id, attempt) \
+                     WHERE t.run_id = $1 AND t.task_id = e.task_id \
+                     AND q.run_id = $1 AND q.task_idx = t.idx AND q.attempt = e.attempt",
+                    &[&run.as_str(), &ended_tasks, &ended_attempts],
+                )?;
+            }
             for output in &outputs {
                 apply_output(&mut turn, &run, output)?;
             }

@@ -4,11 +4,13 @@
 
 use std::time::Duration;
 
+use baton_model::Outcome;
 use baton_store::{
-    Arrivals, AttemptEnd, AttemptKey, Driver, Liveness, QueueStore, QueuedAttempt, Renewal, Wake,
+    Arrivals, AttemptEnd, AttemptKey, Driver, Lease, Liveness, QueueStore, QueuedAttempt, Renewal,
+    StoreError, Wake,
 };
 
-use crate::support::{new_run, run_id};
+use crate::support::{finished, new_run, run_id, started};
 
 fn queued(task: u32, engine: &str, labels: &[&str]) -> QueuedAttempt {
     QueuedAttempt {
@@ -26,6 +28,42 @@ fn strings(list: &[&str]) -> Vec<String> {
 
 /// A submitted run, claimed by a coordinator: its lease token.
 fn coordinated(store: &dyn QueueStore, id: &str) -> u64 {
+    coordinated_lease(store, id).token
+}
+
+/// The news' events and the ends of `arrived`, ends in task order.
+fn sorted(arrived: Arrivals) -> (Vec<String>, Vec<AttemptEnd>) {
+    let mut ends = arrived.ends;
+    ends.sort_by_key(|e| match e {
+        AttemptEnd::Ended { task, .. } | AttemptEnd::Lapsed { task, .. } => *task,
+    });
+    (arrived.news.into_iter().map(|n| n.event).collect(), ends)
+}
+
+/// The ids of `arrived`'s news: what a coordinator says it has at its next take.
+fn ids(arrived: &Arrivals) -> Vec<i64> {
+    arrived.news.iter().map(|n| n.id).collect()
+}
+
+fn take_over(store: &dyn QueueStore, id: &str) -> Lease {
+    store
+        .claim(
+            &run_id(id),
+            &Driver {
+                pid: 2,
+                start_time: 2,
+                host: "other".into(),
+            },
+            baton_model::now_ms() + 60_000,
+            Duration::from_secs(30),
+            &|_| Liveness::Unknown,
+        )
+        .unwrap()
+        .lease
+}
+
+/// [`coordinated`], with the whole lease.
+fn coordinated_lease(store: &dyn QueueStore, id: &str) -> Lease {
     let run = run_id(id);
     store.submit_run(&new_run(id, &["a", "b", "c"])).unwrap();
     assert_eq!(
@@ -47,7 +85,6 @@ fn coordinated(store: &dyn QueueStore, id: &str) -> u64 {
         )
         .unwrap()
         .lease
-        .token
 }
 
 pub fn each_attempt_is_claimed_once_by_a_worker_that_offers_its_engine_and_labels(
@@ -142,11 +179,10 @@ pub fn only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed(queue: &dy
     std::thread::sleep(Duration::from_millis(20));
     // The held attempt's end comes with the news it recorded before it, in order.
     assert!(store.end_attempt("w1", &held, "done").unwrap());
-    let Arrivals { news, mut ends } = store.take_arrivals(&run).unwrap();
+    let arrived = store.take_arrivals(&run, token, &[]).unwrap();
+    let have = ids(&arrived);
+    let (news, ends) = sorted(arrived);
     assert_eq!(news, [r#"{"n":1}"#, r#"{"n":2}"#]);
-    ends.sort_by_key(|e| match e {
-        AttemptEnd::Ended { task, .. } | AttemptEnd::Lapsed { task, .. } => *task,
-    });
     assert_eq!(
         ends,
         [
@@ -167,11 +203,9 @@ pub fn only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed(queue: &dy
         store.renew_attempts("w3", &[late], 30_000).unwrap()[0].1,
         Renewal::Lost
     );
-    assert_eq!(
-        store.take_arrivals(&run).unwrap(),
-        Arrivals::default(),
-        "ended once"
-    );
+    // Until the ends are recorded they come again; the news the coordinator has do not.
+    let again = sorted(store.take_arrivals(&run, token, &have).unwrap());
+    assert_eq!(again, (Vec::new(), ends));
 }
 
 pub fn a_coordinator_that_lost_the_run_cannot_queue_and_a_new_one_drops_what_it_queued(
@@ -185,21 +219,7 @@ pub fn a_coordinator_that_lost_the_run_cannot_queue_and_a_new_one_drops_what_it_
         .enqueue(&run, old, vec![queued(0, "shell", &[])])
         .unwrap();
     // Another coordinator takes the run over (the old one's lease lapsed).
-    let new = store
-        .claim(
-            &run,
-            &Driver {
-                pid: 2,
-                start_time: 2,
-                host: "other".into(),
-            },
-            baton_model::now_ms() + 60_000,
-            Duration::from_secs(30),
-            &|_| Liveness::Unknown,
-        )
-        .unwrap()
-        .lease
-        .token;
+    let new = take_over(store, "r3").token;
     assert!(new > old);
     assert!(matches!(
         store.enqueue(&run, old, vec![queued(1, "shell", &[])]),
@@ -224,7 +244,7 @@ pub fn a_coordinator_that_lost_the_run_cannot_queue_and_a_new_one_drops_what_it_
         .claim_attempts("w", &[], &[], 1, 30_000)
         .unwrap()
         .remove(0);
-    let unclaimed = store.stop_attempts(&run, 1).unwrap();
+    let unclaimed = store.stop_attempts(&run, new, 1).unwrap();
     assert_eq!(unclaimed.len(), 1);
     let key = AttemptKey {
         run: run.clone(),
@@ -235,6 +255,143 @@ pub fn a_coordinator_that_lost_the_run_cannot_queue_and_a_new_one_drops_what_it_
         store.renew_attempts("w", &[key], 30_000).unwrap()[0].1,
         Renewal::Held { stop: 1 }
     );
+}
+
+/// An answer lost on the way loses nothing: what a take returned comes again until the
+/// coordinator says it has the news (at its next take) and records the ends (an end leaves
+/// the queue in the transaction that records its `attempt-finished`).
+pub fn ends_stay_until_recorded_and_news_until_the_coordinator_has_them(queue: &dyn Queue) {
+    let store = queue.open();
+    let store = store.as_ref();
+    let lease = coordinated_lease(store, "r4");
+    let run = run_id("r4");
+    store
+        .enqueue(
+            &run,
+            lease.token,
+            vec![queued(0, "shell", &[]), queued(1, "shell", &[])],
+        )
+        .unwrap();
+    let mut keys = Vec::new();
+    for claim in store.claim_attempts("w1", &[], &[], 2, 30_000).unwrap() {
+        let key = AttemptKey {
+            run: run.clone(),
+            task: claim.task,
+            attempt: claim.attempt,
+        };
+        assert!(
+            store
+                .add_news("w1", &key, &format!("news of {}", key.task))
+                .unwrap()
+        );
+        assert!(
+            store
+                .end_attempt("w1", &key, &format!("end of {}", key.task))
+                .unwrap()
+        );
+        keys.push(key);
+    }
+    let ended = |task: u32| AttemptEnd::Ended {
+        task,
+        attempt: 1,
+        result: format!("end of {task}"),
+    };
+    // The answer to this take is lost: the coordinator never saw it.
+    let lost = store.take_arrivals(&run, lease.token, &[]).unwrap();
+    assert_eq!(lost.news.len(), 2);
+    // Asked again, with nothing it has: all of it again.
+    let first = store.take_arrivals(&run, lease.token, &[]).unwrap();
+    assert_eq!(first, lost);
+    let have = ids(&first);
+    // It has the news now; task "a"'s end is recorded.
+    store
+        .record(
+            &run,
+            lease,
+            &[
+                started(1_000, "a", 1),
+                started(1_000, "b", 1),
+                finished(2_000, "a", 1, Outcome::Exited { code: 0 }),
+            ],
+            &[],
+        )
+        .unwrap();
+    let second = store.take_arrivals(&run, lease.token, &have).unwrap();
+    assert_eq!(sorted(second.clone()), (Vec::new(), vec![ended(1)]));
+    // Saying again that it has them (the answer to the take that said so was lost) is
+    // harmless.
+    assert_eq!(
+        store.take_arrivals(&run, lease.token, &have).unwrap(),
+        second
+    );
+    store
+        .record(
+            &run,
+            lease,
+            &[finished(2_000, "b", 1, Outcome::Exited { code: 0 })],
+            &[],
+        )
+        .unwrap();
+    assert_eq!(
+        store.take_arrivals(&run, lease.token, &[]).unwrap(),
+        Arrivals::default(),
+        "recorded ends leave the queue"
+    );
+}
+
+/// A coordinator that was taken over and wakes (split brain) can neither take what arrived
+/// for its successor nor stop its successor's attempts: it is told it lost the run, and the
+/// queue is left as it was.
+pub fn a_coordinator_taken_over_takes_nothing_and_stops_nothing(queue: &dyn Queue) {
+    let store = queue.open();
+    let store = store.as_ref();
+    let old = coordinated(store, "r5");
+    let run = run_id("r5");
+    let new = take_over(store, "r5").token;
+    store
+        .enqueue(
+            &run,
+            new,
+            vec![queued(0, "shell", &[]), queued(1, "shell", &[])],
+        )
+        .unwrap();
+    let claim = store
+        .claim_attempts("w1", &[], &[], 1, 30_000)
+        .unwrap()
+        .remove(0);
+    let key = AttemptKey {
+        run: run.clone(),
+        task: claim.task,
+        attempt: claim.attempt,
+    };
+    assert!(store.add_news("w1", &key, "news").unwrap());
+    assert!(store.end_attempt("w1", &key, "done").unwrap());
+    let lost = |result: Result<(), StoreError>| matches!(result, Err(StoreError::LeaseLost { .. }));
+    assert!(lost(store.take_arrivals(&run, old, &[]).map(|_| ())));
+    assert!(lost(store.stop_attempts(&run, old, 2).map(|_| ())));
+    // The successor finds everything where it was: the end, the news, the queued attempt.
+    let (news, ends) = sorted(store.take_arrivals(&run, new, &[]).unwrap());
+    assert_eq!(news, ["news"]);
+    assert_eq!(
+        ends,
+        [AttemptEnd::Ended {
+            task: key.task,
+            attempt: 1,
+            result: "done".into()
+        }]
+    );
+    assert_eq!(
+        store
+            .claim_attempts("w2", &[], &[], 5, 30_000)
+            .unwrap()
+            .len(),
+        1
+    );
+    // A run that is gone is said so.
+    assert!(matches!(
+        store.take_arrivals(&run_id("gone"), new, &[]),
+        Err(StoreError::UnknownRun(_))
+    ));
 }
 
 /// A listener wakes for what it listens for, and only for that: queued work wakes a worker
@@ -291,6 +448,8 @@ macro_rules! queue_cases {
                 only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed,
                 a_coordinator_that_lost_the_run_cannot_queue_and_a_new_one_drops_what_it_queued,
                 a_listener_wakes_for_what_it_waits_for,
+                ends_stay_until_recorded_and_news_until_the_coordinator_has_them,
+                a_coordinator_taken_over_takes_nothing_and_stops_nothing,
             );
         }
     };

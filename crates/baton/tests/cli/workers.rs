@@ -1108,3 +1108,74 @@ fn a_worker_cut_off_past_its_lease_stops_its_attempt_before_it_runs_again() {
         "{log}"
     );
 }
+
+/// #31 item 2 (split brain): a coordinator paused past its lease is taken over; when it
+/// wakes, its fenced calls are refused and it says it lost the run. It took its successor's
+/// ends and emptied its queue before (every take and stop was unfenced): 2 of 2 trials of the
+/// report hung the run for good.
+#[test]
+fn a_coordinator_that_wakes_after_a_takeover_leaves_the_run_to_its_successor() {
+    let url = baton_testpg::fresh_database();
+    // Twice the workers' slots: some attempts wait in the queue at any time.
+    let mut graph = String::from("[run]\nconcurrency = 8\n");
+    for i in 0..24 {
+        graph.push_str(&format!(
+            "\n[[task]]\nid = \"t{i}\"\nrun = \"sleep 1; echo t{i} >> done.log\"\n"
+        ));
+    }
+    let test = Test::new().graph("g.toml", &graph);
+    let run = submit(&test, &url);
+    let mut workers = Workers(Vec::new());
+    // The coordinator runs no attempt itself (it offers no engine a shell task needs): what
+    // it held while paused is only the run.
+    let paused = workers.start(&test, &url, "a", &["--engines", "claude", "--lease", "3s"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(test.path().join("a.log"))
+        .is_ok_and(|log| log.contains("coordinating run"))
+    {
+        assert!(Instant::now() < deadline, "worker a never coordinated");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    workers.start(&test, &url, "b", &["--slots", "2", "--lease", "3s"]);
+    workers.start(&test, &url, "c", &["--slots", "2", "--lease", "3s"]);
+    await_succeeded(&test, &url, &run, 4);
+    kill(Pid::from_raw(paused as i32), Signal::SIGSTOP).unwrap();
+    std::thread::sleep(Duration::from_secs(8));
+    kill(Pid::from_raw(paused as i32), Signal::SIGCONT).unwrap();
+
+    let logs = ["a.log", "b.log", "c.log"];
+    let ended = await_end(&test, &url, &run, Duration::from_secs(90), &logs);
+    assert_succeeded(&test, &ended, &logs);
+    let done = std::fs::read_to_string(test.path().join("done.log")).unwrap();
+    let finished: BTreeSet<&str> = done.lines().collect();
+    assert_eq!(finished.len(), 24, "{}", why_not(&test, &ended, &logs));
+    assert!(
+        events(test.path(), &url, &run)
+            .iter()
+            .any(|e| e["kind"] == "run-resumed"),
+        "the run was taken over while its coordinator was paused: {}",
+        why_not(&test, &ended, &logs)
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let log = std::fs::read_to_string(test.path().join("a.log")).unwrap();
+        if log.contains(&format!(
+            "run {run} coordinated: lost: another worker took it over"
+        )) {
+            eprintln!(
+                "DEBUG a.log: {log}\nb.log: {}\nevents: {:?}",
+                std::fs::read_to_string(test.path().join("b.log")).unwrap(),
+                events(test.path(), &url, &run)
+                    .iter()
+                    .map(|e| format!("{} {} {}", e["kind"], e["task"], e["attempt"]))
+                    .collect::<Vec<_>>()
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the woken coordinator never said it lost the run: {log}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
