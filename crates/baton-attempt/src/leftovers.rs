@@ -30,6 +30,8 @@ pub struct Unfinished {
     recorded: HashMap<String, u32>,
     /// The recorded pids of the open attempts: their process groups.
     groups: Vec<u32>,
+    /// Attempts a takeover adopted: they run on (on a live worker) and are not killed.
+    adopted: HashSet<(String, u32)>,
 }
 
 impl Unfinished {
@@ -46,10 +48,31 @@ impl Unfinished {
         self.open.insert((task.to_owned(), attempt));
     }
 
+    /// Attempt `attempt` of `task` runs on, on a live worker: a takeover adopted it. Its
+    /// processes (and the cgroups that hold them) are spared.
+    pub fn adopted(&mut self, task: &str, attempt: u32) {
+        self.open.remove(&(task.to_owned(), attempt));
+        self.adopted.insert((task.to_owned(), attempt));
+    }
+
+    /// Whether `process` belongs to an adopted attempt that a live worker runs: one whose
+    /// worker died (the coordinator with it, say) is ended now, before its lease lapses and
+    /// the attempt runs again.
+    fn spares(&self, process: &Marked) -> bool {
+        process
+            .attempt
+            .as_ref()
+            .is_some_and(|key| self.adopted.contains(key))
+            && process
+                .worker
+                .is_some_and(|(pid, start_time)| crate::procs::start_time(pid) == Some(start_time))
+    }
+
     /// Whether attempt `attempt` of `task` may still have processes to end.
     fn covers(&self, task: &str, attempt: u32) -> bool {
-        self.open.contains(&(task.to_owned(), attempt))
-            || attempt > self.recorded.get(task).copied().unwrap_or(0)
+        let key = (task.to_owned(), attempt);
+        !self.adopted.contains(&key)
+            && (self.open.contains(&key) || attempt > self.recorded.get(task).copied().unwrap_or(0))
     }
 }
 
@@ -59,12 +82,19 @@ impl Unfinished {
 /// while no attempt of the run is running: before a takeover starts anything, holding the run.
 pub fn kill_leftovers(run: &RunId, unfinished: &Unfinished) -> usize {
     // Every attempt's cgroup, even one whose pid was never recorded (a task in its setup).
-    let cgroups = baton_exec::kill_leftover_cgroups(run.as_str());
     let marker = format!("BATON_RUN_ID={run}");
+    let cgroups = baton_exec::kill_leftover_cgroups(run.as_str(), &|pid| {
+        !unfinished.adopted.is_empty()
+            && marked(pid, marker.as_bytes()).is_some_and(|p| unfinished.spares(&p))
+    });
     let found: Vec<Marked> = processes_marked(marker.as_bytes())
         .into_iter()
         .filter(|p| match &p.attempt {
-            Some((task, attempt)) => unfinished.covers(task, *attempt),
+            Some((task, attempt)) => {
+                unfinished.covers(task, *attempt)
+                    || (unfinished.adopted.contains(&(task.clone(), *attempt))
+                        && !unfinished.spares(p))
+            }
             // Marked as the run's but not as any attempt's: not one of baton's.
             None => false,
         })
@@ -144,6 +174,8 @@ struct Marked {
     parent: Option<u32>,
     /// Its `BATON_TASK_ID` and `BATON_ATTEMPT`.
     attempt: Option<(String, u32)>,
+    /// Its `BATON_WORKER` (`PID:START`): the worker that runs it, if a worker does.
+    worker: Option<(u32, u64)>,
 }
 
 impl Marked {
@@ -257,11 +289,15 @@ fn marked(pid: u32, marker: &[u8]) -> Option<Marked> {
     let attempt = value(b"BATON_TASK_ID=")
         .zip(value(b"BATON_ATTEMPT=").and_then(|a| a.parse().ok()))
         .map(|(task, attempt)| (task.to_owned(), attempt));
+    let worker = value(b"BATON_WORKER=")
+        .and_then(|w| w.split_once(':'))
+        .and_then(|(pid, start)| Some((pid.parse().ok()?, start.parse().ok()?)));
     Some(Marked {
         pid,
         group: fields.get(2).and_then(|g| g.parse().ok()),
         parent: fields.get(1).and_then(|p| p.parse().ok()),
         attempt,
+        worker,
     })
 }
 
@@ -273,6 +309,11 @@ mod tests {
     use super::*;
 
     fn spawn(run: &str, task: &str, attempt: u32, setsid: bool) -> Child {
+        spawn_for(run, task, attempt, setsid, None)
+    }
+
+    /// [`spawn`], run by worker `worker` (`PID:START`) when given.
+    fn spawn_for(run: &str, task: &str, attempt: u32, setsid: bool, worker: Option<&str>) -> Child {
         let mut command = if setsid {
             let mut c = Command::new("setsid");
             c.args(["sleep", "30"]);
@@ -282,12 +323,45 @@ mod tests {
             c.arg("30").process_group(0);
             c
         };
+        if let Some(worker) = worker {
+            command.env("BATON_WORKER", worker);
+        }
         command
             .env("BATON_RUN_ID", run)
             .env("BATON_TASK_ID", task)
             .env("BATON_ATTEMPT", attempt.to_string())
             .spawn()
             .unwrap()
+    }
+
+    /// A takeover adopts attempts that run on live workers: their processes are spared. One
+    /// whose worker is gone (it died with the coordinator) is ended at once.
+    #[test]
+    fn spares_adopted_attempts_that_a_live_worker_runs() {
+        let run = "20261203-000000-adop";
+        let id = RunId::new(run).unwrap();
+        let me = std::process::id();
+        let live = format!("{me}:{}", crate::procs::start_time(me).unwrap());
+        let dead = format!("{me}:1");
+        let mut running = spawn_for(run, "a", 1, false, Some(&live));
+        let mut orphan = spawn_for(run, "b", 1, false, Some(&dead));
+        for child in [&running, &orphan] {
+            settled(child);
+        }
+        let mut state = unfinished(&[("a", 1), ("b", 1)], &[("a", 1), ("b", 1)]);
+        state.adopted("a", 1);
+        state.adopted("b", 1);
+        kill_leftovers(&id, &state);
+        assert!(
+            orphan.wait().unwrap().code().is_none(),
+            "killed by a signal"
+        );
+        assert!(
+            running.try_wait().unwrap().is_none(),
+            "the adopted attempt runs on"
+        );
+        running.kill().unwrap();
+        running.wait().unwrap();
     }
 
     /// Waits until `child` is `sleep` with its environment (a `setsid` child execs `sleep`
@@ -314,6 +388,7 @@ mod tests {
                 .map(|(t, a)| ((*t).to_owned(), *a))
                 .collect(),
             groups: Vec::new(),
+            adopted: HashSet::new(),
         }
     }
 

@@ -574,7 +574,10 @@ pub(crate) fn join(procs: RawFd) -> io::Result<()> {
 /// `baton-LABEL-*` directory in the cgroup v2 hierarchy. Walks the whole hierarchy, since the
 /// dead process may have lived in another cgroup than this one (another terminal, another
 /// systemd scope). Returns how many were found. A no-op where cgroups are not usable.
-pub fn kill_leftover_cgroups(label: &str) -> usize {
+///
+/// `spare(pid)`: a directory any of whose members (in it or below) it says yes to is left
+/// alone: one of a live worker's pools on this host, holding an attempt a takeover adopted.
+pub fn kill_leftover_cgroups(label: &str, spare: &dyn Fn(u32) -> bool) -> usize {
     let Some(hierarchy) = hierarchy() else {
         return 0;
     };
@@ -588,6 +591,7 @@ pub fn kill_leftover_cgroups(label: &str) -> usize {
     }
     found.sort();
     found.dedup();
+    found.retain(|dir| !holds_any(dir, spare));
     for dir in &found {
         kill_members(dir, hierarchy.has_kill);
         // The attempt's cgroup may hold cgroups of its own (a task that runs baton): the kill
@@ -600,6 +604,20 @@ pub fn kill_leftover_cgroups(label: &str) -> usize {
         }
     }
     found.len()
+}
+
+/// Whether `dir` or a cgroup below it has a member `which` says yes to.
+fn holds_any(dir: &Path, which: &dyn Fn(u32) -> bool) -> bool {
+    let mut dirs = vec![dir.to_path_buf()];
+    descendants(dir, 0, &mut dirs);
+    dirs.iter().any(|d| {
+        fs::read_to_string(d.join("cgroup.procs")).is_ok_and(|procs| {
+            procs
+                .lines()
+                .filter_map(|line| line.trim().parse::<u32>().ok())
+                .any(which)
+        })
+    })
 }
 
 /// Collects every directory beneath `dir`.

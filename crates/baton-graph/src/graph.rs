@@ -272,6 +272,12 @@ impl RetryOn {
 }
 
 impl Task {
+    /// What its estimate says an attempt of it costs, in dollars: what the budget reserves
+    /// for it while it runs.
+    pub fn expected_usd(&self) -> Option<f64> {
+        self.estimate.as_deref().and_then(|e| e.usd)
+    }
+
     /// How many candidates each of its attempts runs at once (`best_of`, `candidates`): 1
     /// for most tasks.
     pub fn candidate_count(&self) -> u32 {

@@ -196,11 +196,7 @@ fn budget_line(graph: &Graph) -> Option<BudgetLine> {
         if !matches!(task.action, crate::Action::Agent { .. }) {
             continue;
         }
-        let usd = task
-            .estimate
-            .as_deref()
-            .and_then(|e| e.usd)
-            .filter(|usd| *usd > 0.0);
+        let usd = task.expected_usd().filter(|usd| *usd > 0.0);
         match usd {
             Some(_) if !by_tokens => estimated.push(task.id.to_string()),
             _ => unestimated.push(task.id.to_string()),

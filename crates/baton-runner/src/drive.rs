@@ -203,7 +203,7 @@ pub async fn resume(
         .map_err(released)?;
     let launched = LaunchLog::read(&RunDirs::new(&config.state_dir, run_id));
     let restored =
-        plan_takeover(store, &graph, run_id, effective, &how, &launched).map_err(released)?;
+        plan_takeover(store, &graph, run_id, effective, &how, &launched, &[]).map_err(released)?;
     kill_leftovers(run_id, &unfinished);
     let held = hold(store, run_id, lease, &graph, &config).map_err(released)?;
     drive_run(graph, held, restored, reporter, &config, stops, None).await
@@ -279,9 +279,19 @@ pub async fn coordinate(
             ..Restored::default()
         },
         baton_model::RunState::Running => {
-            let unfinished = crate::takeover::unfinished(store, run_id)
+            let mut unfinished = crate::takeover::unfinished(store, run_id)
                 .map_err(RunError::Store)
                 .map_err(released)?;
+            // What still runs on live workers (or waits in the queue, or ended there and was
+            // not recorded) is adopted, not run again beside itself; the rest of what the
+            // earlier coordinator queued leaves the queue.
+            let adopted = crate::takeover::adoptable(store, &graph, run_id)
+                .and_then(|keep| workers.queue.adopt_queued(run_id, lease.token, &keep))
+                .map_err(RunError::Store)
+                .map_err(released)?;
+            for &(task, attempt) in &adopted {
+                unfinished.adopted(graph.task(task).id.as_str(), attempt);
+            }
             let how = Takeover::Resume {
                 charge_retries: false,
                 budget: None,
@@ -295,6 +305,7 @@ pub async fn coordinate(
                 baton_model::RunState::Interrupted,
                 &how,
                 &launched,
+                &adopted,
             )
             .map_err(released)?;
             kill_leftovers(run_id, &unfinished);

@@ -76,9 +76,6 @@ impl Queue {
     ) -> Result<Self, StoreError> {
         let term = on.term;
         let store = on.queue.reconnect()?;
-        // Whatever an earlier coordinator queued is not this one's: those attempts are
-        // recorded interrupted by the takeover, and their workers stop them.
-        store.drop_queued_before(&run, token)?;
         let poll_store = store.reconnect()?;
         let mut listener = store.listener(&[Wake::AttemptEnded])?;
         let (tx, ends) = mpsc::unbounded_channel();
@@ -193,6 +190,12 @@ impl Queue {
             quit,
             poller: Some(poller),
         })
+    }
+
+    /// Attempt `attempt` of `task` was queued by an earlier coordinator, and this one adopted
+    /// it: its end is awaited as if queued here.
+    pub(crate) fn adopted(&mut self, task: u32, attempt: u32) {
+        self.outstanding.insert((task, attempt));
     }
 
     /// Adds attempt `attempt` of `task` to this turn's queueing.

@@ -158,6 +158,9 @@ pub(crate) struct Restored {
     pub terminal: Vec<(u32, TaskState, u32)>,
     /// Tasks to run (again), with the attempts they already made.
     pub again: Vec<(u32, u32)>,
+    /// Attempts an earlier coordinator started that still run on workers, adopted: not run
+    /// again, their ends taken as they come.
+    pub running: Vec<(u32, u32)>,
     pub charge_retries: bool,
     /// Outputs of succeeded tasks, for the dependents that still run.
     pub outputs: Vec<(u32, HeldOutput)>,
@@ -198,7 +201,8 @@ fn current_budget(
 }
 
 /// Works out what to run again. `effective` is the run's state as readers see it
-/// (`interrupted` when its driver is gone).
+/// (`interrupted` when its driver is gone). `adopted`: attempts (task index, attempt) still
+/// running on workers that the takeover keeps rather than records interrupted.
 pub(crate) fn plan_takeover(
     store: &dyn Store,
     graph: &Graph,
@@ -206,6 +210,7 @@ pub(crate) fn plan_takeover(
     effective: RunState,
     how: &Takeover,
     launched: &std::collections::HashMap<TaskId, u32>,
+    adopted: &[(u32, u32)],
 ) -> Result<Restored, crate::RunError> {
     let records = store.tasks(run)?;
     let mut restored = Restored::default();
@@ -220,9 +225,31 @@ pub(crate) fn plan_takeover(
         Takeover::Resume { .. } => settle(store, run, &records, at_ms, &mut again, &mut restored)?,
         Takeover::Retry { .. } => Settled::default(),
     };
-    let unrecorded = interrupted(store, run, &records, launched, at_ms, &mut restored)?;
+    let unrecorded = interrupted(
+        store,
+        run,
+        &records,
+        launched,
+        adopted,
+        at_ms,
+        &mut restored,
+    )?;
     for t in &records {
-        if again.contains(&t.idx) {
+        if let Some(&(_, attempt)) = adopted.iter().find(|(task, _)| *task == t.idx) {
+            // Queued, and perhaps running, before its start was recorded: recorded now.
+            if attempt > t.attempts {
+                restored.opening.push(Event {
+                    seq: 0,
+                    at_ms,
+                    kind: EventKind::AttemptStarted {
+                        task: t.task.clone(),
+                        attempt,
+                        pid: None,
+                    },
+                });
+            }
+            restored.running.push((t.idx, attempt));
+        } else if again.contains(&t.idx) {
             let attempts = if unrecorded.contains(&t.idx) {
                 launched[&t.task]
             } else {
@@ -545,10 +572,20 @@ fn interrupted(
     run: &RunId,
     records: &[TaskRecord],
     launched: &std::collections::HashMap<TaskId, u32>,
+    adopted: &[(u32, u32)],
     at_ms: i64,
     restored: &mut Restored,
 ) -> Result<BTreeSet<u32>, crate::RunError> {
+    let is_adopted = |task: &TaskId, attempt: u32| {
+        records
+            .iter()
+            .find(|t| &t.task == task)
+            .is_some_and(|t| adopted.contains(&(t.idx, attempt)))
+    };
     for attempt in store.open_attempts(run)? {
+        if is_adopted(&attempt.task, attempt.attempt) {
+            continue;
+        }
         restored.opening.push(Event {
             seq: 0,
             at_ms,
@@ -563,7 +600,10 @@ fn interrupted(
         });
     }
     let mut unrecorded: BTreeSet<u32> = BTreeSet::new();
-    for t in records.iter().filter(|t| !t.status.is_terminal()) {
+    for t in records
+        .iter()
+        .filter(|t| !t.status.is_terminal() && !adopted.iter().any(|(task, _)| *task == t.idx))
+    {
         let noted = launched.get(&t.task).copied().unwrap_or(0);
         for attempt in t.attempts + 1..=noted {
             unrecorded.insert(t.idx);
@@ -754,6 +794,33 @@ pub fn recorded_output(record: &baton_store::TaskRecord) -> HeldOutput {
             .and_then(|j| serde_json::from_str(j).ok()),
         files_changed: Vec::new(),
     }
+}
+
+/// The attempts of `run` a coordinator taking it over from another may adopt, if the queue
+/// still holds them: those recorded started and not ended, and the next attempt of each
+/// unfinished task that has none open (queued in the moment before its start was recorded:
+/// the queue and the log are two commits). Only of tasks that run one attempt at a time (a
+/// best-of task's candidates are run again: finding which had finished is #31 item 6).
+pub(crate) fn adoptable(
+    store: &dyn RunReader,
+    graph: &Graph,
+    run: &RunId,
+) -> Result<Vec<(u32, u32)>, StoreError> {
+    let one_at_a_time = |task: u32| graph.task(task).candidate_count() <= 1;
+    let mut keep: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
+    for record in store.tasks(run)? {
+        if !record.status.is_terminal() && one_at_a_time(record.idx) {
+            keep.insert(record.idx, record.attempts + 1);
+        }
+    }
+    for open in store.open_attempts(run)? {
+        if let Some(task) = graph.index_of(open.task.as_str())
+            && one_at_a_time(task)
+        {
+            keep.insert(task, open.attempt);
+        }
+    }
+    Ok(keep.into_iter().collect())
 }
 
 /// The attempts of `run` whose processes a dead driver may have left, read from the store

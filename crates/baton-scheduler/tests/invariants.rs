@@ -678,6 +678,57 @@ fn a_continued_task_numbers_on_and_gets_its_retries_back() {
     );
 }
 
+/// A takeover adopts an attempt still running on a worker: it is not launched again, it holds
+/// its slot and its scope meanwhile, and its end is taken as any other's.
+#[test]
+fn an_adopted_attempt_is_not_launched_again_and_holds_its_slot_and_scope() {
+    let mut plan = chain_plan(3, OnFailure::Block);
+    plan.concurrency = 2;
+    plan.tasks[1].needs.clear();
+    plan.tasks[2].needs.clear();
+    // 0 and 2 write the same files.
+    plan.tasks[0].conflicts = vec![2];
+    plan.tasks[2].conflicts = vec![0];
+    plan.tasks[0].retries = 1;
+    let mut sched = Scheduler::new(&plan, 0);
+    // Its second attempt runs (the first was not charged: it was cut short).
+    sched.adopt(0, 2, false);
+    // Not 0 again, not 2 (its scope is held): 1, in the one slot left.
+    assert_eq!(
+        sched.handle(Input::Start),
+        vec![Action::Launch {
+            task: 1,
+            attempt: 1
+        }]
+    );
+    assert_eq!(sched.state(0), TaskState::Running);
+    // A failure of the adopted attempt has its retry left, numbered on.
+    let actions = sched.handle(Input::Finished {
+        task: 0,
+        attempt: 2,
+        outcome: Outcome::Exited { code: 1 },
+    });
+    assert!(
+        matches!(
+            actions[0],
+            Action::RetryLater {
+                task: 0,
+                attempt: 3,
+                ..
+            }
+        ),
+        "{actions:?}"
+    );
+    // Its scope is free while it waits to retry: 2 starts.
+    assert!(
+        actions.contains(&Action::Launch {
+            task: 2,
+            attempt: 1
+        }),
+        "{actions:?}"
+    );
+}
+
 #[test]
 fn a_restored_failure_blocks_what_was_not_restored_below_it() {
     let mut sched = Scheduler::new(&chain_plan(3, OnFailure::Block), 0);

@@ -252,10 +252,18 @@ pub trait WorkQueue: Send + Sync {
         level: i16,
     ) -> Result<Vec<(u32, u32)>, StoreError>;
 
-    /// Drops what coordinators before `token` queued for `run`: a coordinator taking a run
-    /// over records those attempts interrupted, and their workers learn at their next renewal
-    /// that they are no longer theirs.
-    fn drop_queued_before(&self, run: &RunId, token: u64) -> Result<u64, StoreError>;
+    /// What coordinators before `token` queued for `run`, for the coordinator holding lease
+    /// `token` (else [`StoreError::LeaseLost`]) taking the run over: the attempts in `keep`
+    /// become its own (adopted: queued ones wait on, claimed ones run on on their workers,
+    /// ended ones are taken at its next [`WorkQueue::take_arrivals`]), and are returned if
+    /// found; the rest leave the queue, and their workers learn at their next renewal that
+    /// they are no longer theirs.
+    fn adopt_queued(
+        &self,
+        run: &RunId,
+        token: u64,
+        keep: &[(u32, u32)],
+    ) -> Result<Vec<(u32, u32)>, StoreError>;
 
     /// Claims up to `n` queued attempts for `worker`: ones whose engine it offers (any, if
     /// `engines` is empty) and whose labels it has, oldest first, held for `lease_ms`.

@@ -52,7 +52,7 @@ impl Dispatcher<'_> {
                     .to_owned(),
             })
         } else {
-            let each = spec.estimate.as_deref().and_then(|e| e.usd);
+            let each = spec.expected_usd();
             self.shared
                 .meter
                 .can_start_many(n, each)
@@ -86,12 +86,7 @@ impl Dispatcher<'_> {
         );
         // The caller counted one agent: the others join it.
         self.agents_running += n - 1;
-        let each = self
-            .graph
-            .task(task)
-            .estimate
-            .as_deref()
-            .and_then(|e| e.usd);
+        let each = self.graph.task(task).expected_usd();
         for k in 1..=n {
             let attempt = recorded_attempt(launch, n, k);
             self.shared.meter.start((task, attempt), each);

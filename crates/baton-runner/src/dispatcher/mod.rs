@@ -183,6 +183,9 @@ impl<'a> Dispatcher<'a> {
         for (task, output) in restored.outputs {
             self.launcher.hold_output(task, output);
         }
+        for (task, attempt) in restored.running {
+            self.adopt(task, attempt, restored.charge_retries);
+        }
         for (task, used) in restored.again {
             // A best-of task's attempts are its candidates: the scheduler counts launches.
             let used = used.div_ceil(self.graph.task(task).candidate_count());
@@ -369,13 +372,9 @@ impl<'a> Dispatcher<'a> {
                             "{}: `{}` {}",
                             stop_reason(StopCause::BudgetSpent),
                             self.graph.task(task).id,
-                            self.shared.meter.describe_unfit(
-                                self.graph
-                                    .task(task)
-                                    .estimate
-                                    .as_deref()
-                                    .and_then(|e| e.usd)
-                            )
+                            self.shared
+                                .meter
+                                .describe_unfit(self.graph.task(task).expected_usd())
                         ),
                         _ => format!(
                             "{}: {}",
@@ -565,12 +564,7 @@ impl<'a> Dispatcher<'a> {
                 self.carried.push_back(Input::Pause);
                 continue;
             }
-            let expected = self
-                .graph
-                .task(task)
-                .estimate
-                .as_deref()
-                .and_then(|e| e.usd);
+            let expected = self.graph.task(task).expected_usd();
             if is_agent && !self.shared.meter.can_start(expected) {
                 // The run's budget cannot cover another agent beside the running ones: it waits
                 // for one of them to end. With none running, the budget is spent.

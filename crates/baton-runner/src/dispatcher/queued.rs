@@ -62,6 +62,22 @@ impl Dispatcher<'_> {
 }
 
 impl Dispatcher<'_> {
+    /// Attempt `attempt` of `task`, started by an earlier coordinator, runs on on a worker:
+    /// adopted as if this one had queued it (the scheduler holds its slot, an agent's spend
+    /// is reserved), its start already recorded.
+    pub(super) fn adopt(&mut self, task: u32, attempt: u32, charge_retries: bool) {
+        let Some(queue) = self.queue.as_mut() else {
+            return;
+        };
+        queue.adopted(task, attempt);
+        self.sched.adopt(task, attempt, charge_retries);
+        if self.launcher.is_agent(task) {
+            self.agents_running += 1;
+            let expected = self.graph.task(task).expected_usd();
+            self.shared.meter.start((task, attempt), expected);
+        }
+    }
+
     /// What an agent running on a worker has spent so far (its `agent-activity`), on the
     /// run's meter: what the next launches are judged against. Its end replaces it.
     pub(super) fn heard_spend(&self, event: &baton_model::Event) {

@@ -280,6 +280,25 @@ impl Scheduler {
         self.uncharged[i] = if charge { 0 } else { used };
     }
 
+    /// Marks attempt `attempt` of `task` as running already: an earlier coordinator started it
+    /// and it still runs (on a worker), so a takeover adopts it instead of running it again.
+    /// It holds its concurrency slot and its scope as if launched here; its end comes as any
+    /// other's. The attempts before it count against `retries` only if `charge`. Call before
+    /// [`Input::Start`].
+    pub fn adopt(&mut self, task: u32, attempt: u32, charge: bool) {
+        let i = task as usize;
+        if self.phase[i] != Phase::Waiting || attempt == 0 {
+            return;
+        }
+        self.continue_after(task, attempt - 1, charge);
+        self.phase[i] = Phase::Running;
+        self.attempts[i] = attempt;
+        self.running += 1;
+        for &c in self.conflicts.of(task) {
+            self.running_conflicts[c as usize] += 1;
+        }
+    }
+
     /// Puts a task that will run again where its recorded attempts left it in its chain of
     /// engines: `history` is its attempts' numbers and outcomes, in order. Call after
     /// [`Scheduler::continue_after`].

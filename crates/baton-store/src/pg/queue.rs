@@ -196,13 +196,7 @@ impl WorkQueue for PgStore {
         let run = run.clone();
         self.conn.call(move |client| {
             let mut tx = client.transaction()?;
-            let held = tx
-                .query_opt(
-                    "SELECT 1 FROM runs WHERE id = $1 AND lease_token = $2 FOR SHARE",
-                    &[&run.as_str(), &(token as i64)],
-                )?
-                .is_some();
-            if !held {
+            if !holds(&mut tx, &run, token)? {
                 drop(tx);
                 return Err(lost_or_unknown(client, run)?);
             }
@@ -224,13 +218,39 @@ impl WorkQueue for PgStore {
         })
     }
 
-    fn drop_queued_before(&self, run: &RunId, token: u64) -> Result<u64, StoreError> {
+    fn adopt_queued(
+        &self,
+        run: &RunId,
+        token: u64,
+        keep: &[(u32, u32)],
+    ) -> Result<Vec<(u32, u32)>, StoreError> {
         let run = run.clone();
+        let tasks: Vec<i64> = keep.iter().map(|&(task, _)| n(task)).collect();
+        let attempts: Vec<i64> = keep.iter().map(|&(_, attempt)| n(attempt)).collect();
         self.conn.call(move |client| {
-            Ok(client.execute(
+            let mut tx = client.transaction()?;
+            if !holds(&mut tx, &run, token)? {
+                drop(tx);
+                return Err(lost_or_unknown(client, run)?);
+            }
+            let mut adopted = Vec::new();
+            for row in tx.query(
+                "UPDATE attempt_queue q SET coordinator_token = $2 \
+                 FROM unnest($3::bigint[], $4::bigint[]) AS k(task_idx, attempt) \
+                 WHERE q.run_id = $1 AND q.coordinator_token < $2 \
+                 AND q.task_idx = k.task_idx AND q.attempt = k.attempt \
+                 RETURNING q.task_idx, q.attempt",
+                &[&run.as_str(), &(token as i64), &tasks, &attempts],
+            )? {
+                adopted.push((idx(row.get(0))?, idx(row.get(1))?));
+            }
+            tx.execute(
                 "DELETE FROM attempt_queue WHERE run_id = $1 AND coordinator_token < $2",
                 &[&run.as_str(), &(token as i64)],
-            )?)
+            )?;
+            tx.commit()?;
+            adopted.sort_unstable();
+            Ok(adopted)
         })
     }
 
@@ -489,6 +509,17 @@ impl WorkQueue for PgStore {
     ) -> Result<(), StoreError> {
         self.ship_log_pg(run, file, offset, bytes, modified_ms)
     }
+}
+
+/// Whether `token` is `run`'s lease, the run's row share-locked for the rest of `tx` (a
+/// takeover waits until `tx` ends).
+fn holds(tx: &mut postgres::Transaction<'_>, run: &RunId, token: u64) -> Result<bool, StoreError> {
+    Ok(tx
+        .query_opt(
+            "SELECT 1 FROM runs WHERE id = $1 AND lease_token = $2 FOR SHARE",
+            &[&run.as_str(), &(token as i64)],
+        )?
+        .is_some())
 }
 
 /// Why a fenced call was refused: `run` is another coordinator's now, or is gone.

@@ -45,16 +45,22 @@ fn ids(arrived: &Arrivals) -> Vec<i64> {
     arrived.news.iter().map(|n| n.id).collect()
 }
 
+/// Another coordinator's claim of run `id`, a minute later (its last lease lapsed).
 fn take_over(store: &dyn QueueStore, id: &str) -> Lease {
+    take_over_at(store, id, 2, baton_model::now_ms() + 60_000)
+}
+
+/// Coordinator `pid`'s claim of run `id` at `at_ms`.
+fn take_over_at(store: &dyn QueueStore, id: &str, pid: u32, at_ms: i64) -> Lease {
     store
         .claim(
             &run_id(id),
             &Driver {
-                pid: 2,
+                pid,
                 start_time: 2,
                 host: "other".into(),
             },
-            baton_model::now_ms() + 60_000,
+            at_ms,
             Duration::from_secs(30),
             &|_| Liveness::Unknown,
         )
@@ -225,7 +231,7 @@ pub fn a_coordinator_that_lost_the_run_cannot_queue_and_a_new_one_drops_what_it_
         store.enqueue(&run, old, vec![queued(1, "shell", &[])]),
         Err(baton_store::StoreError::LeaseLost { .. })
     ));
-    assert_eq!(store.drop_queued_before(&run, new).unwrap(), 1);
+    assert_eq!(store.adopt_queued(&run, new, &[]).unwrap(), []);
     assert!(
         store
             .claim_attempts("w", &[], &[], 10, 30_000)
@@ -394,6 +400,88 @@ pub fn a_coordinator_taken_over_takes_nothing_and_stops_nothing(queue: &dyn Queu
     ));
 }
 
+/// A coordinator taking a run over adopts the attempts it keeps, wherever they are (queued,
+/// running on a worker, ended), and drops the rest; a worker's hold on an adopted attempt is
+/// untouched. Only the lease holder adopts.
+pub fn a_new_coordinator_adopts_what_it_keeps_and_drops_the_rest(queue: &dyn Queue) {
+    let store = queue.open();
+    let store = store.as_ref();
+    let old = coordinated(store, "r6");
+    let run = run_id("r6");
+    store
+        .enqueue(
+            &run,
+            old,
+            vec![
+                queued(0, "shell", &[]),
+                queued(1, "shell", &[]),
+                queued(2, "shell", &[]),
+            ],
+        )
+        .unwrap();
+    let claimed: Vec<AttemptKey> = store
+        .claim_attempts("w1", &[], &[], 2, 30_000)
+        .unwrap()
+        .into_iter()
+        .map(|c| AttemptKey {
+            run: run.clone(),
+            task: c.task,
+            attempt: c.attempt,
+        })
+        .collect();
+    assert_eq!(claimed.iter().map(|k| k.task).collect::<Vec<_>>(), [0, 1]);
+    assert!(store.end_attempt("w1", &claimed[0], "done").unwrap());
+    let new = take_over(store, "r6").token;
+    assert!(matches!(
+        store.adopt_queued(&run, old, &[(0, 1)]),
+        Err(StoreError::LeaseLost { .. })
+    ));
+    // Task 0 ended, task 2 waits: both kept; task 1 (running) is not, and a task never
+    // queued is not found.
+    assert_eq!(
+        store
+            .adopt_queued(&run, new, &[(0, 1), (2, 1), (7, 1)])
+            .unwrap(),
+        [(0, 1), (2, 1)]
+    );
+    // What was dropped is no longer its worker's.
+    assert_eq!(
+        store.renew_attempts("w1", &claimed[1..], 30_000).unwrap()[0].1,
+        Renewal::Lost
+    );
+    // The adopted end is the new coordinator's to take; the adopted queued one is claimed.
+    let (_, ends) = sorted(store.take_arrivals(&run, new, &[]).unwrap());
+    assert_eq!(
+        ends,
+        [AttemptEnd::Ended {
+            task: 0,
+            attempt: 1,
+            result: "done".into()
+        }]
+    );
+    let next = store.claim_attempts("w2", &[], &[], 5, 30_000).unwrap();
+    assert_eq!(next.iter().map(|c| c.task).collect::<Vec<_>>(), [2]);
+    // A running attempt adopted stays its worker's.
+    let adopter = take_over_at(store, "r6", 3, baton_model::now_ms() + 600_000).token;
+    let running = AttemptKey {
+        run: run.clone(),
+        task: 2,
+        attempt: 1,
+    };
+    assert_eq!(
+        store.adopt_queued(&run, adopter, &[(2, 1)]).unwrap(),
+        [(2, 1)]
+    );
+    assert_eq!(
+        store
+            .renew_attempts("w2", std::slice::from_ref(&running), 30_000)
+            .unwrap()[0]
+            .1,
+        Renewal::Held { stop: 0 }
+    );
+    assert!(store.end_attempt("w2", &running, "done too").unwrap());
+}
+
 /// A listener wakes for what it listens for, and only for that: queued work wakes a worker
 /// (and not a coordinator waiting on ends); an end wakes the coordinator.
 pub fn a_listener_wakes_for_what_it_waits_for(queue: &dyn Queue) {
@@ -450,6 +538,7 @@ macro_rules! queue_cases {
                 a_listener_wakes_for_what_it_waits_for,
                 ends_stay_until_recorded_and_news_until_the_coordinator_has_them,
                 a_coordinator_taken_over_takes_nothing_and_stops_nothing,
+                a_new_coordinator_adopts_what_it_keeps_and_drops_the_rest,
             );
         }
     };

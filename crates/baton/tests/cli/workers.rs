@@ -1179,3 +1179,109 @@ fn a_coordinator_that_wakes_after_a_takeover_leaves_the_run_to_its_successor() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// #31 item 4 (finding 10): a worker taking over a run whose coordinator was SIGKILLed adopts
+/// the attempts still running on live workers (and those waiting in the queue) instead of
+/// running them again beside themselves. Before, every attempt in flight ran a second time:
+/// the report counted 11 of 200 tasks completed twice and 25 overlapping pairs.
+#[test]
+fn a_takeover_after_the_coordinator_is_killed_adopts_what_runs_on_workers() {
+    let url = baton_testpg::fresh_database();
+    // More than the workers' slots: some attempts wait in the queue when it dies.
+    let mut graph = String::from("[run]\nconcurrency = 6\n");
+    for i in 0..30 {
+        graph.push_str(&format!(
+            "\n[[task]]\nid = \"t{i}\"\nrun = \"echo t{i} >> started.log; sleep 1; echo t{i} >> ended.log\"\n"
+        ));
+    }
+    let test = Test::new().graph("g.toml", &graph);
+    let run = submit(&test, &url);
+    let mut workers = Workers(Vec::new());
+    // The coordinator runs no attempt itself: its death ends no attempt.
+    let coordinator = workers.start(&test, &url, "a", &["--engines", "claude", "--lease", "3s"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(test.path().join("a.log"))
+        .is_ok_and(|log| log.contains("coordinating run"))
+    {
+        assert!(Instant::now() < deadline, "worker a never coordinated");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    workers.start(&test, &url, "b", &["--slots", "2", "--lease", "3s"]);
+    workers.start(&test, &url, "c", &["--slots", "2", "--lease", "3s"]);
+    await_succeeded(&test, &url, &run, 5);
+    kill(Pid::from_raw(coordinator as i32), Signal::SIGKILL).unwrap();
+
+    let logs = ["a.log", "b.log", "c.log"];
+    let ended = await_end(&test, &url, &run, Duration::from_secs(90), &logs);
+    assert_succeeded(&test, &ended, &logs);
+    let events = events(test.path(), &url, &run);
+    assert!(
+        events.iter().any(|e| e["kind"] == "run-resumed"),
+        "the run was taken over"
+    );
+    // Every task started once and ended once: nothing in flight ran again.
+    for file in ["started.log", "ended.log"] {
+        let text = std::fs::read_to_string(test.path().join(file)).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort_unstable();
+        let mut expected: Vec<String> = (0..30).map(|i| format!("t{i}")).collect();
+        expected.sort_unstable();
+        assert_eq!(lines, expected, "{file}: {}", why_not(&test, &ended, &logs));
+    }
+    // The record agrees: no attempt was cut short by the takeover.
+    let outcomes = outcomes(&events);
+    for (task, ends) in &outcomes {
+        assert_eq!(ends.len(), 1, "{task}: {ends:?}");
+    }
+}
+
+/// #31 item 4, as the report ran it: the coordinator also runs attempts when it is killed.
+/// Its own attempts' processes die with it (ended by the takeover on its host) and run again
+/// once their leases lapse; what the other workers run is adopted. No task completes twice.
+#[test]
+fn a_coordinator_killed_with_attempts_of_its_own_completes_each_task_once() {
+    let url = baton_testpg::fresh_database();
+    let mut graph = String::from("[run]\nconcurrency = 6\n");
+    for i in 0..30 {
+        graph.push_str(&format!(
+            "\n[[task]]\nid = \"t{i}\"\nrun = \"sleep 1; echo t{i} >> ended.log\"\n"
+        ));
+    }
+    let test = Test::new().graph("g.toml", &graph);
+    let run = submit(&test, &url);
+    let mut workers = Workers(Vec::new());
+    let coordinator = workers.start(&test, &url, "a", &["--slots", "2", "--lease", "3s"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(test.path().join("a.log"))
+        .is_ok_and(|log| log.contains("coordinating run"))
+    {
+        assert!(Instant::now() < deadline, "worker a never coordinated");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    workers.start(&test, &url, "b", &["--slots", "2", "--lease", "3s"]);
+    workers.start(&test, &url, "c", &["--slots", "2", "--lease", "3s"]);
+    await_succeeded(&test, &url, &run, 5);
+    kill(Pid::from_raw(coordinator as i32), Signal::SIGKILL).unwrap();
+
+    let logs = ["a.log", "b.log", "c.log"];
+    let ended = await_end(&test, &url, &run, Duration::from_secs(90), &logs);
+    assert_succeeded(&test, &ended, &logs);
+    // Each task completed; twice only where the killed worker ran it: its process may have
+    // done its work after the worker died and before the takeover ended it, unreported (at
+    // least once is all a worker that dies can promise). What the live workers ran was
+    // adopted, never run again.
+    let text = std::fs::read_to_string(test.path().join("ended.log")).unwrap();
+    let mut completed: BTreeMap<&str, usize> = BTreeMap::new();
+    for line in text.lines() {
+        *completed.entry(line).or_default() += 1;
+    }
+    assert_eq!(completed.len(), 30, "{}", why_not(&test, &ended, &logs));
+    let on_the_killed = std::fs::read_to_string(test.path().join("a.log")).unwrap();
+    for (task, times) in completed {
+        assert!(
+            times == 1 || on_the_killed.contains(&format!(" {task} attempt 1 started")),
+            "{task} completed {times} times, not on the killed worker: {}",
+            why_not(&test, &ended, &logs)
+        );
+    }
+}
