@@ -1109,6 +1109,38 @@ fn a_worker_cut_off_past_its_lease_stops_its_attempt_before_it_runs_again() {
     );
 }
 
+/// Worker `a` (started with `a_args`, a 3 s lease) coordinating the run submitted last, then
+/// workers `b` and `c` (two slots each, the same lease) to run its attempts: the workers, and
+/// `a`'s pid.
+fn coordinator_and_two(test: &Test, url: &str, a_args: &[&str]) -> (Workers, u32) {
+    let mut workers = Workers(Vec::new());
+    let mut args = a_args.to_vec();
+    args.extend(["--lease", "3s"]);
+    let coordinator = workers.start(test, url, "a", &args);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(test.path().join("a.log"))
+        .is_ok_and(|log| log.contains("coordinating run"))
+    {
+        assert!(Instant::now() < deadline, "worker a never coordinated");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for name in ["b", "c"] {
+        workers.start(test, url, name, &["--slots", "2", "--lease", "3s"]);
+    }
+    (workers, coordinator)
+}
+
+/// A graph of `n` independent one-second tasks run `concurrency` at a time, each running
+/// `script` (with `{id}` its task's id).
+fn one_second_tasks(n: usize, concurrency: u32, script: &str) -> String {
+    let mut graph = format!("[run]\nconcurrency = {concurrency}\n");
+    for i in 0..n {
+        let run = script.replace("{id}", &format!("t{i}"));
+        graph.push_str(&format!("\n[[task]]\nid = \"t{i}\"\nrun = \"{run}\"\n"));
+    }
+    graph
+}
+
 /// #31 item 2 (split brain): a coordinator paused past its lease is taken over; when it
 /// wakes, its fenced calls are refused and it says it lost the run. It took its successor's
 /// ends and emptied its queue before (every take and stop was unfenced): 2 of 2 trials of the
@@ -1117,27 +1149,12 @@ fn a_worker_cut_off_past_its_lease_stops_its_attempt_before_it_runs_again() {
 fn a_coordinator_that_wakes_after_a_takeover_leaves_the_run_to_its_successor() {
     let url = baton_testpg::fresh_database();
     // Twice the workers' slots: some attempts wait in the queue at any time.
-    let mut graph = String::from("[run]\nconcurrency = 8\n");
-    for i in 0..24 {
-        graph.push_str(&format!(
-            "\n[[task]]\nid = \"t{i}\"\nrun = \"sleep 1; echo t{i} >> done.log\"\n"
-        ));
-    }
+    let graph = one_second_tasks(24, 8, "sleep 1; echo {id} >> done.log");
     let test = Test::new().graph("g.toml", &graph);
     let run = submit(&test, &url);
-    let mut workers = Workers(Vec::new());
     // The coordinator runs no attempt itself (it offers no engine a shell task needs): what
     // it held while paused is only the run.
-    let paused = workers.start(&test, &url, "a", &["--engines", "claude", "--lease", "3s"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_to_string(test.path().join("a.log"))
-        .is_ok_and(|log| log.contains("coordinating run"))
-    {
-        assert!(Instant::now() < deadline, "worker a never coordinated");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    workers.start(&test, &url, "b", &["--slots", "2", "--lease", "3s"]);
-    workers.start(&test, &url, "c", &["--slots", "2", "--lease", "3s"]);
+    let (_workers, paused) = coordinator_and_two(&test, &url, &["--engines", "claude"]);
     await_succeeded(&test, &url, &run, 4);
     kill(Pid::from_raw(paused as i32), Signal::SIGSTOP).unwrap();
     std::thread::sleep(Duration::from_secs(8));
@@ -1188,26 +1205,15 @@ fn a_coordinator_that_wakes_after_a_takeover_leaves_the_run_to_its_successor() {
 fn a_takeover_after_the_coordinator_is_killed_adopts_what_runs_on_workers() {
     let url = baton_testpg::fresh_database();
     // More than the workers' slots: some attempts wait in the queue when it dies.
-    let mut graph = String::from("[run]\nconcurrency = 6\n");
-    for i in 0..30 {
-        graph.push_str(&format!(
-            "\n[[task]]\nid = \"t{i}\"\nrun = \"echo t{i} >> started.log; sleep 1; echo t{i} >> ended.log\"\n"
-        ));
-    }
+    let graph = one_second_tasks(
+        30,
+        6,
+        "echo {id} >> started.log; sleep 1; echo {id} >> ended.log",
+    );
     let test = Test::new().graph("g.toml", &graph);
     let run = submit(&test, &url);
-    let mut workers = Workers(Vec::new());
     // The coordinator runs no attempt itself: its death ends no attempt.
-    let coordinator = workers.start(&test, &url, "a", &["--engines", "claude", "--lease", "3s"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_to_string(test.path().join("a.log"))
-        .is_ok_and(|log| log.contains("coordinating run"))
-    {
-        assert!(Instant::now() < deadline, "worker a never coordinated");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    workers.start(&test, &url, "b", &["--slots", "2", "--lease", "3s"]);
-    workers.start(&test, &url, "c", &["--slots", "2", "--lease", "3s"]);
+    let (_workers, coordinator) = coordinator_and_two(&test, &url, &["--engines", "claude"]);
     await_succeeded(&test, &url, &run, 5);
     kill(Pid::from_raw(coordinator as i32), Signal::SIGKILL).unwrap();
 
@@ -1241,25 +1247,10 @@ fn a_takeover_after_the_coordinator_is_killed_adopts_what_runs_on_workers() {
 #[test]
 fn a_coordinator_killed_with_attempts_of_its_own_completes_each_task_once() {
     let url = baton_testpg::fresh_database();
-    let mut graph = String::from("[run]\nconcurrency = 6\n");
-    for i in 0..30 {
-        graph.push_str(&format!(
-            "\n[[task]]\nid = \"t{i}\"\nrun = \"sleep 1; echo t{i} >> ended.log\"\n"
-        ));
-    }
+    let graph = one_second_tasks(30, 6, "sleep 1; echo {id} >> ended.log");
     let test = Test::new().graph("g.toml", &graph);
     let run = submit(&test, &url);
-    let mut workers = Workers(Vec::new());
-    let coordinator = workers.start(&test, &url, "a", &["--slots", "2", "--lease", "3s"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_to_string(test.path().join("a.log"))
-        .is_ok_and(|log| log.contains("coordinating run"))
-    {
-        assert!(Instant::now() < deadline, "worker a never coordinated");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    workers.start(&test, &url, "b", &["--slots", "2", "--lease", "3s"]);
-    workers.start(&test, &url, "c", &["--slots", "2", "--lease", "3s"]);
+    let (_workers, coordinator) = coordinator_and_two(&test, &url, &["--slots", "2"]);
     await_succeeded(&test, &url, &run, 5);
     kill(Pid::from_raw(coordinator as i32), Signal::SIGKILL).unwrap();
 
