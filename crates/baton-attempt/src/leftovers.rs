@@ -249,6 +249,16 @@ pub fn kill_dead_workers_leftovers(is_alive: impl Fn(u32, u64) -> bool) -> usize
     killed
 }
 
+/// Ends every process of the attempts worker `worker` (`PID:START`, its `BATON_WORKER`) runs
+/// on this host, with their process groups: its watchdog's work when the worker stopped
+/// renewing its leases (paused, stuck) or died. Returns how many were killed.
+pub fn kill_workers_attempts(worker: &str) -> usize {
+    processes_marked(format!("BATON_WORKER={worker}").as_bytes())
+        .iter()
+        .filter(|process| process.end())
+        .count()
+}
+
 /// Every live process (not a zombie) whose environment holds `marker`, with its process group
 /// and the attempt its environment names.
 fn processes_marked(marker: &[u8]) -> Vec<Marked> {

@@ -43,6 +43,7 @@ use tokio::task::JoinSet;
 
 mod outbox;
 mod ship_logs;
+pub mod watchdog;
 
 use outbox::Outbox;
 use ship_logs::LogShipper;
@@ -154,7 +155,23 @@ pub async fn work(
 ) -> Result<(), StoreError> {
     let me = baton_runner::driver::me();
     let mut config = config;
-    config.worker = Some(format!("{}:{}", me.pid, me.start_time));
+    let marker = format!("{}:{}", me.pid, me.start_time);
+    config.worker = Some(marker.clone());
+    // Ends this worker's attempts if it stops renewing them (paused, stuck) or dies. Without
+    // one (baton's own program cannot be found or started), the worker still works: its
+    // attempts are ended when it wakes, as before.
+    let mut watchdog = match std::env::current_exe()
+        .and_then(|program| watchdog::Watchdog::start(&program, &marker, options.lease))
+    {
+        Ok(watchdog) => Some(watchdog),
+        Err(error) => {
+            news(WorkerNews::Problem(format!(
+                "cannot start its watchdog ({error}): attempts of this worker paused past their \
+                 lease run on until it wakes"
+            )));
+            None
+        }
+    };
     let id = format!(
         "{}-{}-{:x}",
         me.host,
@@ -277,6 +294,9 @@ pub async fn work(
                 }
             }
             _ = heartbeat.tick() => {
+                if let Some(watchdog) = &mut watchdog {
+                    watchdog.ping();
+                }
                 let _ = store.heartbeat_worker(&record);
                 for (key, result) in outbox.pending(|key| held.contains_key(key)) {
                     if end(&*store, &id, &key, &result).is_some() {

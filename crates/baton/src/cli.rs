@@ -90,6 +90,10 @@ pub enum Command {
     /// lines. baton runs it for `engine = "http"` tasks; not meant to be run by hand.
     #[command(hide = true)]
     AgentHttp(AgentHttpArgs),
+    /// A worker's watchdog: ends the worker's attempts when it stops hearing from it (the
+    /// worker is paused or stuck). `baton worker` starts it; not meant to be run by hand.
+    #[command(hide = true)]
+    WorkerWatchdog(WorkerWatchdogArgs),
 }
 
 #[derive(Debug, Args)]
@@ -103,6 +107,16 @@ pub struct ManArgs {
     /// Write `baton.1` and a `baton-COMMAND.1` per command here instead of printing `baton.1`.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerWatchdogArgs {
+    /// The worker's `PID:START`: its attempts carry it as `BATON_WORKER`.
+    #[arg(long)]
+    pub worker: String,
+    /// How long without a ping before the worker's attempts are ended.
+    #[arg(long)]
+    pub silence_ms: u64,
 }
 
 #[derive(Debug, Args)]

@@ -51,5 +51,6 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Completions(args) => shell::completions(&args),
         Command::Man(args) => shell::man(&args),
         Command::AgentHttp(args) => agent_http::agent_http(args),
+        Command::WorkerWatchdog(args) => worker::watchdog(&args),
     }
 }

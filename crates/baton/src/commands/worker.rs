@@ -74,6 +74,20 @@ pub fn worker(args: WorkerArgs, store_url: Option<&str>) -> Result<i32, Failure>
     Ok(exit::SUCCESS)
 }
 
+/// `baton worker-watchdog`: watches the worker that started it (see
+/// `baton_worker::watchdog`), saying on stderr (the worker's) what it did.
+pub fn watchdog(args: &crate::cli::WorkerWatchdogArgs) -> Result<i32, Failure> {
+    let silence = std::time::Duration::from_millis(args.silence_ms);
+    baton_worker::watchdog::watch(&args.worker, silence, &mut |watched| match watched {
+        baton_worker::watchdog::Watched::Silent { silence, killed } => out::err(&format!(
+            "baton worker: not heard from for {} (paused or stuck): its attempts' {killed} \
+             process(es) ended before their leases lapse, to run again elsewhere",
+            baton_model::format_duration(silence)
+        )),
+    });
+    Ok(exit::SUCCESS)
+}
+
 /// A worker's news as the line it prints.
 fn describe(news: &WorkerNews, server: &str, slots: u32) -> String {
     match news {

@@ -1109,6 +1109,13 @@ fn a_worker_cut_off_past_its_lease_stops_its_attempt_before_it_runs_again() {
     );
 }
 
+/// Stops process `pid` (SIGSTOP) for `how_long`, then lets it go on.
+fn pause(pid: u32, how_long: Duration) {
+    kill(Pid::from_raw(pid as i32), Signal::SIGSTOP).unwrap();
+    std::thread::sleep(how_long);
+    kill(Pid::from_raw(pid as i32), Signal::SIGCONT).unwrap();
+}
+
 /// Worker `a` (started with `a_args`, a 3 s lease) coordinating the run submitted last, then
 /// workers `b` and `c` (two slots each, the same lease) to run its attempts: the workers, and
 /// `a`'s pid.
@@ -1156,9 +1163,7 @@ fn a_coordinator_that_wakes_after_a_takeover_leaves_the_run_to_its_successor() {
     // it held while paused is only the run.
     let (_workers, paused) = coordinator_and_two(&test, &url, &["--engines", "claude"]);
     await_succeeded(&test, &url, &run, 4);
-    kill(Pid::from_raw(paused as i32), Signal::SIGSTOP).unwrap();
-    std::thread::sleep(Duration::from_secs(8));
-    kill(Pid::from_raw(paused as i32), Signal::SIGCONT).unwrap();
+    pause(paused, Duration::from_secs(8));
 
     let logs = ["a.log", "b.log", "c.log"];
     let ended = await_end(&test, &url, &run, Duration::from_secs(90), &logs);
@@ -1275,4 +1280,52 @@ fn a_coordinator_killed_with_attempts_of_its_own_completes_each_task_once() {
             why_not(&test, &ended, &logs)
         );
     }
+}
+
+/// #31 item 5 (finding 11): a worker paused past its lease must not let its attempts run on
+/// beside their re-runs. Its watchdog (a process of its own) ends them when the worker stops
+/// renewing, before the lease lapses: nothing the first copy does comes after the second
+/// copy's start. Before, both copies ran side by side until the worker woke.
+#[test]
+fn a_paused_workers_attempts_stop_before_they_run_again_elsewhere() {
+    let url = baton_testpg::fresh_database();
+    let graph = "[[task]]\nid = \"slow\"\nrun = \"for i in 1 2 3 4 5 6 7 8 9 10 11 12; do \
+                 echo tick-$BATON_ATTEMPT >> runs.log; sleep 0.5; done\"\n";
+    let test = Test::new().graph("g.toml", graph);
+    let run = submit(&test, &url);
+    let mut workers = Workers(Vec::new());
+    // A coordinator that runs nothing, then the worker that takes the task.
+    workers.start(&test, &url, "a", &["--engines", "claude", "--lease", "3s"]);
+    let paused = workers.start(&test, &url, "b", &["--slots", "1", "--lease", "3s"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(test.path().join("runs.log")).is_ok_and(|l| l.contains("tick-1"))
+    {
+        assert!(Instant::now() < deadline, "the task never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    workers.start(&test, &url, "c", &["--slots", "1", "--lease", "3s"]);
+    pause(paused, Duration::from_secs(8));
+
+    let logs = ["a.log", "b.log", "c.log"];
+    let ended = await_end(&test, &url, &run, Duration::from_secs(90), &logs);
+    assert_succeeded(&test, &ended, &logs);
+    let ticks = std::fs::read_to_string(test.path().join("runs.log")).unwrap();
+    let second = ticks
+        .lines()
+        .position(|l| l == "tick-2")
+        .unwrap_or_else(|| panic!("it never ran again: {ticks}"));
+    assert!(
+        ticks.lines().skip(second).all(|l| l != "tick-1"),
+        "the paused worker's copy ran on beside its re-run: {ticks}"
+    );
+    assert_eq!(
+        ticks.lines().filter(|l| *l == "tick-2").count(),
+        12,
+        "{ticks}"
+    );
+    let b_log = std::fs::read_to_string(test.path().join("b.log")).unwrap();
+    assert!(
+        b_log.contains("not heard from for") && b_log.contains("ended before their leases lapse"),
+        "{b_log}"
+    );
 }
