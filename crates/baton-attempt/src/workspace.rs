@@ -579,6 +579,16 @@ impl Workspaces {
         Ok(Some(path))
     }
 
+    /// Removes ref locks under the run's refs that a git killed mid-update left (see
+    /// `Repo::remove_stale_ref_locks`): a takeover's first step, before any worktree is made
+    /// again. Returns how many went.
+    pub fn remove_stale_ref_locks(&self, older_than: std::time::Duration) -> usize {
+        self.repo.as_ref().map_or(0, |repo| {
+            repo.remove_stale_ref_locks(&format!("baton/{}", self.run), older_than)
+                .unwrap_or(0)
+        })
+    }
+
     /// The run's branch `baton/RUN/NAME`: a task's (`NAME` its file name), a candidate's
     /// (`TASK@K`), `result`.
     pub fn branch(&self, name: &str) -> String {

@@ -205,17 +205,21 @@ pub async fn resume(
     let restored =
         plan_takeover(store, &graph, run_id, effective, &how, &launched, &[]).map_err(released)?;
     kill_leftovers(run_id, &unfinished);
-    let held = hold(store, run_id, lease, &graph, &config).map_err(released)?;
+    // The run's driver is gone and no worker runs its attempts: every lock is stale.
+    let held = hold(store, run_id, lease, &graph, &config, Duration::ZERO).map_err(released)?;
     drive_run(graph, held, restored, reporter, &config, stops, None).await
 }
 
-/// A claimed run's directory and worktrees, made ready to drive it.
+/// A claimed run's directory and worktrees, made ready to drive it: a takeover's, whose
+/// predecessor may have died in the middle of a git command. Ref locks under the run's refs at
+/// least `stale` old are removed (a live worker's git may hold a fresh one).
 fn hold<'a>(
     store: &'a dyn Store,
     run_id: &RunId,
     lease: Lease,
     graph: &Graph,
     config: &RunConfig,
+    stale: Duration,
 ) -> Result<Held<'a>, RunError> {
     let dirs = RunDirs::new(&config.state_dir, run_id);
     dirs.create().map_err(|source| RunError::RunDir {
@@ -226,6 +230,7 @@ fn hold<'a>(
     let _ = dirs.keep_store(&store.location());
     let workspaces = Workspaces::new(graph, &config.root, &config.state_dir, run_id)
         .map_err(RunError::Workspace)?;
+    workspaces.remove_stale_ref_locks(stale);
     Ok(Held {
         store,
         run_id: run_id.clone(),
@@ -316,7 +321,8 @@ pub async fn coordinate(
             return Ok(None);
         }
     };
-    let held = hold(store, run_id, lease, &graph, &config).map_err(released)?;
+    let held =
+        hold(store, run_id, lease, &graph, &config, WORKERS_GIT_AT_WORK).map_err(released)?;
     drive_run(
         graph,
         held,
@@ -479,6 +485,11 @@ async fn release_when_back(
         tokio::time::sleep(pause).await;
     }
 }
+
+/// How old a ref lock must be before a worker taking a run over removes it: live workers of
+/// the run may be updating its refs in the same repository (git holds a ref's lock for
+/// milliseconds).
+const WORKERS_GIT_AT_WORK: Duration = Duration::from_secs(5);
 
 /// How long a takeover of a run that has ended waits for its driver to let go of it.
 const LET_GO_WITHIN: Duration = Duration::from_secs(15);

@@ -314,6 +314,35 @@ impl Repo {
         Ok(())
     }
 
+    /// Removes the ref locks (`*.lock`) under the run's refs (`prefix`, `baton/RUN`: its
+    /// branches, the attempts' kept work, what was fetched for it) that are at least
+    /// `older_than` old. A git killed between taking a ref's lock and renaming it into place
+    /// (a driver SIGKILLed during `git worktree add`: its git dies with it) leaves the lock,
+    /// and every later update of that ref fails ("cannot lock ref … File exists") until it is
+    /// removed. Only the run's holder calls this, before it makes worktrees again; a fresh lock
+    /// may be a live worker's git at work (`older_than` spares it). Returns how many went.
+    pub fn remove_stale_ref_locks(
+        &self,
+        prefix: &str,
+        older_than: std::time::Duration,
+    ) -> Result<usize, GitError> {
+        let prefix = prefix.trim_matches('/');
+        if prefix.is_empty() {
+            return Ok(0);
+        }
+        let refs = Path::new(self.common_dir()?).join("refs");
+        let run = prefix.rsplit('/').next().unwrap_or(prefix);
+        let mut removed = 0;
+        for dir in [
+            refs.join("heads").join(prefix),
+            refs.join(prefix),
+            refs.join("baton-fetched").join(run),
+        ] {
+            removed += remove_locks_under(&dir, older_than, 0);
+        }
+        Ok(removed)
+    }
+
     /// Points `branch` at `commit`, making it if need be (a best-of task's winner becomes
     /// its branch). A branch checked out in a worktree moves under it: the caller sets that
     /// worktree aside.
@@ -450,6 +479,35 @@ impl Repo {
             .to_owned();
         Ok(self.common_dir.get_or_init(|| dir))
     }
+}
+
+/// Removes the `*.lock` files under `dir` at least `older_than` old; how many.
+fn remove_locks_under(dir: &Path, older_than: std::time::Duration, depth: usize) -> usize {
+    // Ref names nest a few levels at most: a guard against a loop, not a limit in practice.
+    let Ok(entries) = std::fs::read_dir(dir).map_err(drop) else {
+        return 0;
+    };
+    if depth > 16 {
+        return 0;
+    }
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(meta) = entry.metadata() else { continue };
+        if meta.is_dir() {
+            removed += remove_locks_under(&path, older_than, depth + 1);
+        } else if path.extension().is_some_and(|e| e == "lock")
+            && meta
+                .modified()
+                .ok()
+                .and_then(|at| at.elapsed().ok())
+                .is_some_and(|age| age >= older_than)
+            && std::fs::remove_file(&path).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// `git add --all` in `worktree` (with `git`, its config read), leaving out what `keep_out`

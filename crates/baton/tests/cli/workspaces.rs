@@ -1627,3 +1627,46 @@ run = "echo c > c.txt; test -e '{tried}' || {{ touch '{tried}'; exit 1; }}"
         .collect();
     assert_eq!(changed, vec![vec!["c.txt".to_owned()]; 2]);
 }
+
+/// #31 item 7 (finding 14): a git killed with its driver between taking a ref's lock and
+/// renaming it into place leaves `REF.lock`; every later update of that ref failed ("cannot
+/// lock ref … File exists"), so the task failed for good on resume, and on retry. A takeover
+/// removes the run's stale ref locks before it makes worktrees again.
+#[test]
+fn a_ref_lock_left_by_a_killed_git_does_not_fail_the_task_on_resume() {
+    let graph = r#"
+[[task]]
+id = "slow"
+workspace = "worktree"
+run = '''
+if [ "$BATON_ATTEMPT" = 1 ]; then sleep 60; else echo "all done" > done.txt; fi
+'''
+"#;
+    let mut running = repo_with(graph).args(&["run", "graph.toml"]).spawn();
+    running.await_that(
+        "the first attempt",
+        crate::test::RUN_LIMIT,
+        |root: &Path| {
+            let store = crate::test::Store::once_a_run_is_in(root)?;
+            store.try_run()?;
+            store.attempts("slow").first()?;
+            Some(())
+        },
+    );
+    let killed = running.kill();
+    let run = killed.store().run().id.to_string();
+    // What the killed git left: the lock of the task's branch, and of its kept attempt.
+    let refs = killed.path().join(".git/refs");
+    let branch = refs.join(format!("heads/baton/{run}/slow.lock"));
+    std::fs::write(&branch, "").unwrap();
+    let kept = refs.join(format!("baton/{run}/slow/attempt-1.lock"));
+    std::fs::create_dir_all(kept.parent().unwrap()).unwrap();
+    std::fs::write(&kept, "").unwrap();
+    let (_, resumed) = killed.resumed();
+    let root = resumed.path();
+    assert_eq!(
+        git(root, &["show", &format!("baton/{run}/result:done.txt")]),
+        "all done"
+    );
+    assert!(!branch.exists() && !kept.exists());
+}
