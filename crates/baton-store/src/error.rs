@@ -42,8 +42,9 @@ pub enum StoreError {
         known: u32,
     },
     #[error(
-        "the run database at {path} has schema version {found}, older than version {known}; \
-         open it for writing once to migrate it"
+        "the run database at {path} has schema version {found}, older than version {known}, \
+         and this process cannot write it to migrate it: run any baton command where the \
+         database is writable (`baton runs` migrates it), then read it here"
     )]
     SchemaTooOld {
         path: PathBuf,

@@ -29,40 +29,40 @@ pub(crate) fn user_version(conn: &Connection) -> rusqlite::Result<u32> {
     conn.pragma_query_value(None, "user_version", |row| row.get(0))
 }
 
-/// Applies the migrations the database lacks, each in its own IMMEDIATE transaction so that two
-/// processes opening a fresh database at once cannot both apply one.
+/// Applies the migrations the database lacks, all of them in one IMMEDIATE transaction: a
+/// process killed part way (the first run creating `.baton/baton.db`) leaves the database as
+/// it was, never at a version between, and two processes opening a fresh database at once
+/// cannot both apply one.
 pub(crate) fn migrate(
     conn: &Connection,
     path: &Path,
     migrations: &[&str],
 ) -> Result<(), StoreError> {
     let known = migrations.len() as u32;
-    loop {
-        let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
-        // Read inside the write lock: another process may have migrated since we looked.
-        let found = user_version(&tx)?;
-        if found > known {
-            return Err(StoreError::SchemaTooNew {
-                path: path.to_owned(),
-                found,
-                known,
-            });
-        }
-        if found == known {
-            return Ok(());
-        }
-        let version = found + 1;
-        let step = |tx: &Transaction<'_>| {
-            tx.execute_batch(migrations[found as usize])?;
-            tx.pragma_update(None, "user_version", version)
-        };
-        step(&tx).map_err(|source| StoreError::Migrate {
+    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    // Read inside the write lock: another process may have migrated since we looked.
+    let found = user_version(&tx)?;
+    if found > known {
+        return Err(StoreError::SchemaTooNew {
             path: path.to_owned(),
-            version,
-            source,
-        })?;
-        tx.commit()?;
+            found,
+            known,
+        });
     }
+    if found == known {
+        return Ok(());
+    }
+    for version in found + 1..=known {
+        tx.execute_batch(migrations[version as usize - 1])
+            .map_err(|source| StoreError::Migrate {
+                path: path.to_owned(),
+                version,
+                source,
+            })?;
+    }
+    tx.pragma_update(None, "user_version", known)?;
+    tx.commit()?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -341,6 +341,19 @@ mod tests {
         assert!(err.to_string().contains("use a newer baton"), "{err}");
     }
 
+    /// After an upgrade of baton, `baton runs` reads the older database instead of asking for
+    /// a write first: it is migrated once, then read.
+    #[test]
+    fn a_reader_that_may_upgrade_migrates_an_old_database_then_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baton.db");
+        old_database_with(&path, 6, &new_run("r1"));
+        let reader = SqliteStore::open_readonly_upgrading(&path).unwrap();
+        assert_eq!(reader.schema_version().unwrap(), SCHEMA_VERSION);
+        let run = RunId::new("r1").unwrap();
+        assert_eq!(reader.run(&run).unwrap().unwrap().name, "old");
+    }
+
     #[test]
     fn a_reader_refuses_an_old_database_instead_of_misreading_it() {
         let dir = tempfile::tempdir().unwrap();
@@ -353,8 +366,11 @@ mod tests {
         );
     }
 
+    /// All or nothing (finding 16: a SIGKILL while the first run created the database left it
+    /// at version 6 of 8, which readers then refused): a migration that fails part way leaves
+    /// none of those before it applied either.
     #[test]
-    fn a_failing_migration_leaves_the_database_at_the_last_good_version() {
+    fn a_failing_migration_leaves_the_database_as_it_was() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("baton.db");
         let broken = [MIGRATIONS[0], "CREATE TABLE x (a); THIS IS NOT SQL;"];
@@ -363,6 +379,17 @@ mod tests {
             matches!(err, StoreError::Migrate { version: 2, .. }),
             "{err:?}"
         );
+        let conn = Connection::open(&path).unwrap();
+        assert_eq!(user_version(&conn).unwrap(), 0);
+        let tables: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 0, "version 1's tables went with the failure");
+        drop(conn);
         let store =
             SqliteStore::open_migrated(&path, Durability::Normal, &MIGRATIONS[..1]).unwrap();
         assert_eq!(store.schema_version().unwrap(), 1);

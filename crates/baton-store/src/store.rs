@@ -110,6 +110,28 @@ impl SqliteStore {
     /// can be changing a database whose directory nobody can write. A `-wal` file with commits
     /// in it would be missed, so that database is refused, saying so.
     pub fn open_readonly(path: &Path) -> Result<Self, StoreError> {
+        Self::open_readonly_at_current(path)
+    }
+
+    /// [`SqliteStore::open_readonly`], migrating first a database whose schema is older than
+    /// this build's (one an older baton wrote): a reader after an upgrade reads instead of
+    /// asking for a write first. The migration is a write, made once, in one transaction; a
+    /// database this process cannot write stays refused, saying it is old.
+    pub fn open_readonly_upgrading(path: &Path) -> Result<Self, StoreError> {
+        match Self::open_readonly_at_current(path) {
+            Err(StoreError::SchemaTooOld { found, known, .. }) if found > 0 => {
+                drop(Self::open(path).map_err(|_| StoreError::SchemaTooOld {
+                    path: path.to_owned(),
+                    found,
+                    known,
+                })?);
+                Self::open_readonly_at_current(path)
+            }
+            opened => opened,
+        }
+    }
+
+    fn open_readonly_at_current(path: &Path) -> Result<Self, StoreError> {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI;

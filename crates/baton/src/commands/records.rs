@@ -125,7 +125,7 @@ fn open_at(project: Project, at: &StoreAt) -> Result<(Project, Box<dyn Store>), 
             path.display()
         )));
     }
-    let store = SqliteStore::open_readonly(path).map_err(|e| match e {
+    let store = SqliteStore::open_readonly_upgrading(path).map_err(|e| match e {
         StoreError::SchemaTooOld { found: 0, .. } => Failure::BadInput(format!(
             "{} is an SQLite database without baton's tables (schema version 0), not a baton \
              store: no runs are recorded in it; name baton's store with `--store sqlite:PATH`, \
