@@ -56,8 +56,14 @@ impl RunDirs {
         }
     }
 
-    /// Creates the directories, private to the user.
-    pub fn create(&self) -> std::io::Result<()> {
+    /// Creates the directories, private to the user, for a run recorded in the store at
+    /// `store` (its location): the note of which store records it ([`RunDirs::keep_store`])
+    /// goes in first, so that a process killed at any point after leaves nothing `baton
+    /// prune` cannot sweep (a directory without the note is never swept as a stray).
+    pub fn create(&self, store: &str) -> std::io::Result<()> {
+        create_private_dir(&self.run)?;
+        // Best effort: without it, the directory is never swept as a stray.
+        let _ = self.keep_store(store);
         for dir in [&self.logs, &self.handoff, &self.out] {
             create_private_dir(dir)?;
         }

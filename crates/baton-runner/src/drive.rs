@@ -78,12 +78,11 @@ pub async fn run(
     let started_at_ms = now_ms();
     let run_id = new_run_id(started_at_ms);
     let dirs = RunDirs::new(&config.state_dir, &run_id);
-    dirs.create().map_err(|source| RunError::RunDir {
-        path: dirs.run.clone(),
-        source,
-    })?;
-    // Best effort: without it, the directory is never swept as a stray.
-    let _ = dirs.keep_store(&store.location());
+    dirs.create(&store.location())
+        .map_err(|source| RunError::RunDir {
+            path: dirs.run.clone(),
+            source,
+        })?;
     // Before the run is recorded: a base that does not exist is bad input, not a run that
     // stopped half way and could be resumed.
     let workspaces = match Workspaces::new(&graph, &config.root, &config.state_dir, &run_id) {
@@ -222,12 +221,11 @@ fn hold<'a>(
     stale: Duration,
 ) -> Result<Held<'a>, RunError> {
     let dirs = RunDirs::new(&config.state_dir, run_id);
-    dirs.create().map_err(|source| RunError::RunDir {
-        path: dirs.run.clone(),
-        source,
-    })?;
-    // Best effort: without it, the directory is never swept as a stray.
-    let _ = dirs.keep_store(&store.location());
+    dirs.create(&store.location())
+        .map_err(|source| RunError::RunDir {
+            path: dirs.run.clone(),
+            source,
+        })?;
     let workspaces = Workspaces::new(graph, &config.root, &config.state_dir, run_id)
         .map_err(RunError::Workspace)?;
     workspaces.remove_stale_ref_locks(stale);

@@ -675,7 +675,7 @@ fn prepare<'p>(
             }
             None => {
                 let dirs = RunDirs::new(&config.state_dir, &claim.run);
-                dirs.create()
+                dirs.create(&store.location())
                     .map_err(|e| format!("cannot create {}: {e}", dirs.run.display()))?;
                 let mut workspaces =
                     Workspaces::new(&graph, &config.root, &config.state_dir, &claim.run)?;

@@ -46,7 +46,7 @@ impl Fixture {
         let state_dir = root.join(".baton");
         let run = RunId::new("20261201-000000-test").unwrap();
         let dirs = RunDirs::new(&state_dir, &run);
-        dirs.create().unwrap();
+        dirs.create("test").unwrap();
         let config = RunConfig {
             root: root.clone(),
             state_dir,

@@ -196,6 +196,10 @@ fn files_of_runs_without_a_record_are_swept_once_they_are_old() {
         .unwrap();
         std::fs::write(runs.join(stray).join("store"), store).unwrap();
     }
+    // The old one was killed before its first record (finding 20): its scratch (on tmpfs
+    // where there is one) is left too.
+    let scratch = out.scratch("20200101-000000-aaaa").join("handoff");
+    std::fs::create_dir_all(&scratch).unwrap();
     // One is old; one could be a run being started right now; one is another store's run.
     let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
     for old in ["20200101-000000-aaaa", "20200101-000000-cccc"] {
@@ -211,6 +215,11 @@ fn files_of_runs_without_a_record_are_swept_once_they_are_old() {
         .status(0)
         .stdout_contains("removed the files of run 20200101-000000-aaaa, which has no record");
     assert!(!runs.join("20200101-000000-aaaa").exists());
+    assert!(
+        !scratch.exists(),
+        "its scratch stays: {}",
+        scratch.display()
+    );
     assert!(runs.join("20200101-000000-bbbb").exists());
     assert!(
         runs.join("20200101-000000-cccc").exists(),
