@@ -21,7 +21,8 @@ use crate::{
 ///
 /// - 2 (2026-12-03): `run-stopping` carries `cause` and an `over-budget` outcome `scope`, so
 ///   that no reader parses their words. Version 1 logs lack them; [`StopCause::of`] and
-///   [`crate::BudgetScope::of`] read those.
+///   [`crate::BudgetScope::of`] read those. Later the same day, `run-resumed` may carry the
+///   `worker` that took the run over (absent: a person's command); optional, so no new version.
 pub const EVENT_SCHEMA_VERSION: u32 = 2;
 
 /// One recorded state change of a run.
@@ -56,9 +57,12 @@ pub enum EventKind {
     RunFinished {
         state: RunState,
     },
-    /// Another process took the run over: `baton resume` (`retry: false`) or `baton retry`.
+    /// Another process took the run over: `baton resume` (`retry: false`) or `baton retry`,
+    /// or `worker`, a worker that found its coordinator gone.
     RunResumed {
         retry: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        worker: Option<String>,
     },
     /// A task that had ended goes back to `pending`, to run again after a takeover.
     TaskReset {

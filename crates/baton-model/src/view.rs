@@ -722,7 +722,13 @@ mod tests {
                 }),
             }
         );
-        view.apply(&at(3, EventKind::RunResumed { retry: false }));
+        view.apply(&at(
+            3,
+            EventKind::RunResumed {
+                retry: false,
+                worker: None,
+            },
+        ));
         assert_eq!(view.run().status, RunState::Running);
         assert_eq!(view.run().ended_at_ms, None);
         assert_eq!(view.run().stop, None);

@@ -141,14 +141,14 @@ impl Reporter for LiveReporter {
                     describe_finish(task, *state, reason.as_deref(), timing)
                 }
                 EventKind::RunStopping { reason, .. } => format!("baton: stopping: {reason}"),
-                EventKind::RunResumed { retry } => format!(
-                    "baton: {} the run",
-                    if *retry {
-                        "retrying tasks of"
-                    } else {
-                        "resuming"
-                    }
-                ),
+                EventKind::RunResumed { retry: true, .. } => {
+                    "baton: retrying tasks of the run".to_owned()
+                }
+                EventKind::RunResumed {
+                    worker: Some(worker),
+                    ..
+                } => format!("baton: worker {worker} took the run over (its coordinator was gone)"),
+                EventKind::RunResumed { .. } => "baton: resuming the run".to_owned(),
                 EventKind::BudgetChanged { usd, tokens, .. } => format!(
                     "baton: budget now {}",
                     crate::spend::budget_text(*usd, *tokens)

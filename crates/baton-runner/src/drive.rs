@@ -123,6 +123,8 @@ pub async fn run(
 pub struct OnWorkers<'a> {
     pub queue: &'a dyn baton_store::WorkQueue,
     pub term: Duration,
+    /// The worker coordinating (its id): a takeover is recorded as its.
+    pub worker: &'a str,
 }
 
 /// The graph as the store keeps it: written out where it goes.
@@ -299,6 +301,7 @@ pub async fn coordinate(
                 charge_retries: false,
                 budget: None,
                 reload: None,
+                by_worker: Some(workers.worker.to_owned()),
             };
             let launched = LaunchLog::read(&RunDirs::new(&config.state_dir, run_id));
             let restored = plan_takeover(

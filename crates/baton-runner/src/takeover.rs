@@ -22,6 +22,9 @@ pub enum Takeover {
         budget: Option<BudgetChange>,
         /// `--reload`: the graph file as it is now defines the tasks from here on.
         reload: Option<Reload>,
+        /// The worker taking the run over (its coordinator is gone); `None`: a person's
+        /// command (`baton resume`, `baton approve`).
+        by_worker: Option<String>,
     },
     /// Run again the given tasks of a finished run (all that did not succeed when empty), with
     /// what they need that did not succeed and what they blocked; `budget` changes the run's
@@ -169,6 +172,39 @@ pub(crate) struct Restored {
     /// The run's budget when a person changed it (now or at an earlier takeover); `None`:
     /// the graph file's.
     pub budget: Option<baton_graph::Budget>,
+    /// What went before earned the run a warning (it can succeed only with warnings).
+    pub warnings: bool,
+    /// Each task goes on with the engine of its `fallback` chain its attempts reached (a
+    /// resume); a retry starts each chain again from the task's own engine.
+    pub recall_engines: bool,
+}
+
+/// Whether what the run recorded so far earns it a warning, as the driver that saw it
+/// happen knew: a failure its planner planned around, a task that changed files outside its
+/// scope, a reviewer that accepted work with warnings. A takeover starts from this; the
+/// warning otherwise lived only in the memory of the process that died.
+fn warned_before(store: &dyn Store, run: &RunId) -> Result<bool, StoreError> {
+    use baton_model::EventName;
+    if store
+        .last_event_of_kind(run, EventName::Replanning)?
+        .is_some()
+    {
+        return Ok(true);
+    }
+    let reviewed = store.events_of_kind(run, EventName::Reviewed)?;
+    if reviewed.iter().any(|e| {
+        matches!(&e.kind, EventKind::Reviewed { review, .. }
+            if review.verdict == baton_model::ReviewVerdict::VerifiedWithWarnings)
+    }) {
+        return Ok(true);
+    }
+    Ok(store
+        .events_of_kind(run, EventName::WorkspaceCommitted)?
+        .iter()
+        .any(|e| {
+            matches!(&e.kind, EventKind::WorkspaceCommitted { scope_violations, .. }
+                if !scope_violations.is_empty())
+        }))
 }
 
 /// The run's budget as last decided: the latest `budget-changed` event's, else the graph's.
@@ -218,7 +254,9 @@ pub(crate) fn plan_takeover(
     let mut again = which_again(store, graph, run, effective, how, &records, &stopped)?;
     if let Takeover::Resume { charge_retries, .. } = how {
         restored.charge_retries = *charge_retries;
+        restored.recall_engines = true;
     }
+    restored.warnings = warned_before(store, run)?;
     let at_ms = now_ms();
     open_takeover(store, graph, run, how, at_ms, &mut restored)?;
     let settled = match how {
@@ -423,6 +461,10 @@ fn open_takeover(
         at_ms,
         kind: EventKind::RunResumed {
             retry: matches!(how, Takeover::Retry { .. }),
+            worker: match how {
+                Takeover::Resume { by_worker, .. } => by_worker.clone(),
+                Takeover::Retry { .. } => None,
+            },
         },
     });
     if let Some(reload) = how.reload() {

@@ -17,12 +17,12 @@ pub fn describe(event: &Event) -> String {
         }
         EventKind::RunStopping { reason, .. } => reason.clone(),
         EventKind::RunFinished { state } => state.to_string(),
-        EventKind::RunResumed { retry } => if *retry {
-            "by `baton retry`"
-        } else {
-            "by `baton resume`"
-        }
-        .to_owned(),
+        EventKind::RunResumed { retry: true, .. } => "by `baton retry`".to_owned(),
+        EventKind::RunResumed {
+            worker: Some(worker),
+            ..
+        } => format!("taken over by worker {worker}: its coordinator was gone"),
+        EventKind::RunResumed { .. } => "by `baton resume`".to_owned(),
         EventKind::TaskReset { task } => format!("{task}: to run again"),
         EventKind::GraphExpanded {
             task,

@@ -255,6 +255,7 @@ pub async fn work(
                     &store,
                     &config,
                     options.lease,
+                    &id,
                     &coordinated_tx,
                     &mut coordinating,
                     news,
@@ -740,6 +741,7 @@ fn take_runs(
     store: &Arc<dyn QueueStore>,
     config: &RunConfig,
     lease: Duration,
+    worker: &str,
     done: &mpsc::UnboundedSender<(RunId, String)>,
     coordinating: &mut HashMap<RunId, Coordinating>,
     news: &mut dyn FnMut(WorkerNews),
@@ -764,9 +766,10 @@ fn take_runs(
         let (stop_tx, stops) = mpsc::unbounded_channel();
         news(WorkerNews::Coordinating { run: run.clone() });
         let (store, config, done) = (Arc::clone(store), config.clone(), done.clone());
+        let worker = worker.to_owned();
         let key = run.clone();
         let task = tokio::task::spawn_local(async move {
-            let state = coordinate_one(&*store, &run, config, lease, stops).await;
+            let state = coordinate_one(&*store, &run, config, lease, &worker, stops).await;
             let _ = done.send((run, state));
         });
         coordinating.insert(key, (stop_tx, task));
@@ -778,6 +781,7 @@ async fn coordinate_one(
     run: &RunId,
     config: RunConfig,
     lease: Duration,
+    worker: &str,
     stops: mpsc::UnboundedReceiver<StopRequest>,
 ) -> String {
     let log = match store.reconnect() {
@@ -788,6 +792,7 @@ async fn coordinate_one(
     let workers = baton_runner::OnWorkers {
         queue: store,
         term: lease,
+        worker,
     };
     match baton_runner::coordinate(run, &*log, workers, &mut reporter, config, stops).await {
         Ok(Some(result)) => result.run.state.to_string(),

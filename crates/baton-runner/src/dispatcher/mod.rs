@@ -170,6 +170,7 @@ impl<'a> Dispatcher<'a> {
 
     /// Starts from a recorded run's state (or, for a new run, just records its start).
     pub(crate) fn restore(&mut self, restored: Restored) {
+        self.warnings |= restored.warnings;
         for event in restored.opening {
             self.ledger.push_event(event);
         }
@@ -193,7 +194,7 @@ impl<'a> Dispatcher<'a> {
                 .continue_after(task, used, restored.charge_retries);
             // A run taken over goes on with the engine its attempts left each task on; a
             // retry starts each chain again from the task's own engine.
-            if restored.charge_retries && self.graph.task(task).has_fallback() {
+            if restored.recall_engines && self.graph.task(task).has_fallback() {
                 let attempts = self.store.attempts(&self.run_id, &self.graph.task(task).id);
                 let attempts = attempts.unwrap_or_default();
                 let history = attempts

@@ -303,6 +303,7 @@ fn simulate(case: &Case) -> Log {
                 } else {
                     EventKind::RunResumed {
                         retry: d.is_multiple_of(2),
+                        worker: None,
                     }
                 };
                 log.push(kind);

@@ -92,6 +92,7 @@ pub fn resume(args: ResumeArgs, store_url: Option<&str>) -> Result<i32, Failure>
         charge_retries: args.charge_retries,
         budget,
         reload,
+        by_worker: None,
     };
     drive(Job::Takeover(run.id, how), &args.drive, store_url)
 }
@@ -112,6 +113,7 @@ pub fn approve(args: ApproveArgs, store_url: Option<&str>) -> Result<i32, Failur
         charge_retries: false,
         budget: Some(BudgetChange::Approve),
         reload: None,
+        by_worker: None,
     };
     drive(Job::Takeover(run.id, how), &args.drive, store_url)
 }

@@ -76,6 +76,43 @@ prompt = "do it"
         .stdout_contains("fell back from flaky to steady/big");
 }
 
+/// Finding 19: a run resumed after a task fell back goes on with the engine the task had
+/// reached; it started the chain again from the engine that had failed.
+#[test]
+fn a_resumed_task_goes_on_with_the_engine_it_fell_back_to() {
+    let graph = r#"
+[[task]]
+id = "work"
+engine = "flaky"
+fallback = [{ engine = "steady", model = "big" }]
+fallback_on = "any"
+prompt = "do it"
+"#;
+    // `steady` hangs on attempt 2 (the first on it), the driver is killed meanwhile.
+    let engines = command_engines();
+    let (head, _) = engines.trim_end().rsplit_once(']').expect("steady's args");
+    let engines = format!("{head}, \"--hang-on-attempt\", \"2\"]\n");
+    let mut running = Test::new()
+        .file("baton.toml", engines)
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml"])
+        .spawn();
+    running.await_that("the fallback to run", crate::test::RUN_LIMIT, |root| {
+        let store = crate::test::Store::once_a_run_is_in(root)?;
+        store.try_run()?;
+        (store.attempts("work").len() == 2).then_some(())
+    });
+    let (_, resumed) = running.kill_and_resume();
+    let attempts = resumed.store().attempts("work");
+    let engines: Vec<_> = attempts
+        .iter()
+        .map(|a| a.agent.as_ref().map_or("?", |agent| agent.engine.as_str()))
+        .collect();
+    assert_eq!(engines, ["flaky", "?", "steady"], "{attempts:?}");
+    assert_eq!(attempts[1].outcome, Some(Outcome::Interrupted));
+    assert_eq!(resumed.store().task("work").status, TaskState::Succeeded);
+}
+
 #[test]
 fn an_engine_whose_cli_is_missing_falls_back_to_one_that_works() {
     let script = Script::new().rule(Rule::text("Codex did it"));

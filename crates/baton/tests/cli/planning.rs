@@ -578,6 +578,43 @@ fn a_crash_while_a_planner_re_plans_resumes_the_re_plan() {
         1,
         "the first plan was asked for again"
     );
+    assert_eq!(resumed.json()["run"]["state"], "succeeded_with_warnings");
+    resumed.store().assert_consistent();
+}
+
+/// Finding 15: a failure planned around before a crash still makes the run succeed with
+/// warnings once it is resumed (it said `succeeded`: the warning lived only in the dead
+/// driver's memory).
+#[test]
+fn a_run_resumed_after_a_re_plan_succeeds_with_warnings() {
+    let first = r#"{"task": [{"id": "a", "run": "exit 1"}]}"#;
+    // The re-planned task outlives the first driver.
+    let again = r#"{"task": [{"id": "a", "run": "if [ \"$BATON_ATTEMPT\" = 1 ]; then sleep 60; fi; echo fixed"}]}"#;
+    let script = Script::new()
+        .rule(structured(again).when_last_contains("part of it failed"))
+        .rule(structured(first).when_contains("GOAL-PLAN"));
+    let model = MockModel::start(script).unwrap();
+    let graph = graph(0, 8).replace(
+        "expand = true",
+        "expand = true\non_failure = \"replan\"\nmax_replans = 1",
+    );
+    let test = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph));
+    let mut running = test.args(&["run", "graph.toml"]).spawn();
+    running.await_that("the re-planned task to run", RUN_LIMIT, |root: &Path| {
+        let store = crate::test::Store::once_a_run_is_in(root)?;
+        store.try_run()?;
+        store
+            .all_attempts()
+            .iter()
+            .any(|a| a.task.as_str() == "plan/a-2")
+            .then_some(())
+    });
+    let (_, resumed) = running.kill_and_resume();
+    assert_eq!(
+        resumed.store().task("plan/a-2").status,
+        TaskState::Succeeded
+    );
+    assert_eq!(resumed.json()["run"]["state"], "succeeded_with_warnings");
     resumed.store().assert_consistent();
 }
 

@@ -474,9 +474,15 @@ fn when_the_coordinator_dies_another_worker_takes_the_run_over() {
         assert_eq!(task["state"], "succeeded", "{task}");
     }
     let events = events(test.path(), &url, &run);
+    // Recorded as the worker's takeover, not as a person's `baton resume`.
     assert!(
         events.iter().any(|e| e["kind"] == "run-resumed"),
         "the takeover is recorded"
+    );
+    let text = baton_in(test.path(), &["--store", &url, "events", &run]).stdout;
+    assert!(
+        text.contains("taken over by worker") && text.contains("its coordinator was gone"),
+        "{text}"
     );
 }
 
