@@ -424,13 +424,18 @@ fn a_crash_after_the_planner_answered_never_asks_it_again() {
     resumed.store().assert_consistent();
 }
 
-/// The graph with its planner re-planning up to `replans` times, run against `model`.
-fn run_replanning(model: &MockModel, replans: u32) -> crate::test::Output {
+/// A repository with the graph whose planner re-plans up to `replans` times, against `model`.
+fn replanning(model: &MockModel, replans: u32) -> Test {
     let graph = graph(0, 8).replace(
         "expand = true",
         &format!("expand = true\non_failure = \"replan\"\nmax_replans = {replans}"),
     );
     committed(with_claude(Test::new(), model).graph("graph.toml", &graph))
+}
+
+/// [`replanning`], run.
+fn run_replanning(model: &MockModel, replans: u32) -> crate::test::Output {
+    replanning(model, replans)
         .args(&["run", "graph.toml", "--json"])
         .run()
 }
@@ -533,12 +538,7 @@ fn a_crash_while_a_planner_re_plans_resumes_the_re_plan() {
         .rule(structured(again).when_last_contains("part of it failed"))
         .rule(structured(first).when_contains("GOAL-PLAN"));
     let model = MockModel::start(script).unwrap();
-    let graph = graph(0, 8).replace(
-        "expand = true",
-        "expand = true\non_failure = \"replan\"\nmax_replans = 1",
-    );
-    let test = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph));
-    let mut running = test.args(&["run", "graph.toml"]).spawn();
+    let mut running = replanning(&model, 1).args(&["run", "graph.toml"]).spawn();
     running.await_that("the planner to re-plan", RUN_LIMIT, |root: &Path| {
         let store = crate::test::Store::once_a_run_is_in(root)?;
         store.try_run()?;
@@ -594,12 +594,7 @@ fn a_run_resumed_after_a_re_plan_succeeds_with_warnings() {
         .rule(structured(again).when_last_contains("part of it failed"))
         .rule(structured(first).when_contains("GOAL-PLAN"));
     let model = MockModel::start(script).unwrap();
-    let graph = graph(0, 8).replace(
-        "expand = true",
-        "expand = true\non_failure = \"replan\"\nmax_replans = 1",
-    );
-    let test = committed(with_claude(Test::new(), &model).graph("graph.toml", &graph));
-    let mut running = test.args(&["run", "graph.toml"]).spawn();
+    let mut running = replanning(&model, 1).args(&["run", "graph.toml"]).spawn();
     running.await_that("the re-planned task to run", RUN_LIMIT, |root: &Path| {
         let store = crate::test::Store::once_a_run_is_in(root)?;
         store.try_run()?;
