@@ -24,8 +24,8 @@ pub use event::{EVENT_SCHEMA_VERSION, Event, EventKind, EventName};
 pub use evidence::{ChangeKind, CheckResult, Evidence, FileChange};
 pub use id::{IdError, RunId, TASK_ID_RULE, TaskId, is_id_letter};
 pub use literal::{
-    LiteralError, civil_from_days, cut_marker, format_duration, format_size, format_usd,
-    format_utc, now_ms, parse_duration, parse_size,
+    LiteralError, civil_from_days, cut_marker, follow_clock, format_duration, format_size,
+    format_usd, format_utc, now_ms, parse_duration, parse_size,
 };
 pub use outcome::{FailureClass, OUT_OF_CREDIT, Outcome, signal_name};
 pub use policy::OnFailure;

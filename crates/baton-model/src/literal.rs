@@ -111,11 +111,24 @@ pub fn format_usd(usd: f64) -> String {
     }
 }
 
-/// Now, in milliseconds since the Unix epoch: the clock events, records and views share.
+/// How far the clock this process follows is ahead of its machine's ([`follow_clock`]).
+static CLOCK_OFFSET_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// From now on [`now_ms`] is a clock `offset_ms` ahead of this machine's: a shared store's
+/// (PostgreSQL's), so that the times machines with skewed clocks record of one run agree (a
+/// run submitted on one, coordinated on another, its attempts on a third). Set once, when the
+/// store is opened, before anything is stamped.
+pub fn follow_clock(offset_ms: i64) {
+    CLOCK_OFFSET_MS.store(offset_ms, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Now, in milliseconds since the Unix epoch: the clock events, records and views share
+/// (the shared store's, when the process follows one: [`follow_clock`]).
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
+    let local = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    local.saturating_add(CLOCK_OFFSET_MS.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 /// A short human form of a byte count: `512B`, `8.0KiB`, `1.5MiB`.

@@ -49,6 +49,25 @@ impl std::fmt::Debug for PgStore {
 }
 
 impl PgStore {
+    /// How far the server's clock is ahead of this machine's, in milliseconds (negative:
+    /// behind), measured once: the server's now against the middle of the round trip that
+    /// asked for it. What `baton_model::follow_clock` takes, so that every machine of a run
+    /// stamps its times on the server's clock, as leases are already measured.
+    pub fn clock_offset_ms(&self) -> Result<i64, StoreError> {
+        // The local clock as it is, whatever this process follows already.
+        let local = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64)
+        };
+        let before = local();
+        let server: i64 = self
+            .conn
+            .call(|client| Ok(client.query_one("SELECT baton_now_ms()", &[])?.get(0)))?;
+        let after = local();
+        Ok(server - (before + after) / 2)
+    }
+
     /// Connects to `url` (`postgres://user@host:port/db`) and brings its schema to this baton's
     /// version (in a transaction, under an advisory lock, so that two processes starting at
     /// once migrate it once). A schema newer than this baton knows is refused, named.

@@ -50,6 +50,11 @@ pub fn open_postgres(url: &str) -> Result<baton_store::PgStore, Failure> {
             baton_store::describe_server(url)
         ))),
     })?;
+    // Every machine of a run stamps its times on the server's clock (leases are measured on
+    // it already): a machine whose clock is off cannot make a 15 s run last an hour.
+    if let Ok(offset) = store.clock_offset_ms() {
+        baton_model::follow_clock(offset);
+    }
     Ok(store)
 }
 

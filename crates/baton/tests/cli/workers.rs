@@ -1335,3 +1335,78 @@ fn a_paused_workers_attempts_stop_before_they_run_again_elsewhere() {
         "{b_log}"
     );
 }
+
+/// A process whose realtime clock runs `skew` seconds ahead (an `LD_PRELOAD` shim of
+/// `clock_gettime`, built here with the system's C compiler): what a machine whose clock is off
+/// looks like to baton. The environment to run it with.
+fn skewed_clock(test: &Test, skew: i64) -> Vec<(String, String)> {
+    let source = test.path().join("skew.c");
+    std::fs::write(
+        &source,
+        r#"#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <time.h>
+int clock_gettime(clockid_t id, struct timespec *ts) {
+    static int (*real)(clockid_t, struct timespec *);
+    if (!real) real = dlsym(RTLD_NEXT, "clock_gettime");
+    int r = real(id, ts);
+    const char *s = getenv("BATON_TEST_SKEW_SECONDS");
+    if (r == 0 && id == CLOCK_REALTIME && s) ts->tv_sec += atol(s);
+    return r;
+}
+"#,
+    )
+    .unwrap();
+    let shim = test.path().join("skew.so");
+    let built = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&shim)
+        .arg(&source)
+        .arg("-ldl")
+        .status()
+        .expect("a C compiler");
+    assert!(built.success());
+    vec![
+        ("LD_PRELOAD".into(), shim.display().to_string()),
+        ("BATON_TEST_SKEW_SECONDS".into(), skew.to_string()),
+    ]
+}
+
+/// #31 item 9 (finding 18): times come from one clock, the store's. A coordinator an hour
+/// ahead made a few seconds' run last an hour (`started_at` was the submitter's clock, the
+/// attempts the coordinator's).
+#[test]
+fn a_worker_whose_clock_is_off_records_times_on_the_stores_clock() {
+    let url = baton_testpg::fresh_database();
+    let graph = one_second_tasks(4, 2, "sleep 0.3; echo {id} >> done.log");
+    let test = Test::new().graph("g.toml", &graph);
+    let before = baton_model::now_ms();
+    let run = submit(&test, &url);
+    let mut workers = Workers(Vec::new());
+    let skew = skewed_clock(&test, 3600);
+    let mut args = vec!["--store", url.as_str(), "worker", "--slots", "2"];
+    args.extend(["--lease", "3s"]);
+    let child = test
+        .command(&args, "a.log")
+        .envs(skew.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .spawn()
+        .expect("start a worker");
+    workers.0.push(child);
+    let ended = await_end(&test, &url, &run, Duration::from_secs(60), &["a.log"]);
+    assert_succeeded(&test, &ended, &["a.log"]);
+    let after = baton_model::now_ms();
+    let section = &ended["run"];
+    let span = section["span_ms"].as_i64().unwrap_or(i64::MAX);
+    assert!(
+        span < 60_000,
+        "a run of a few seconds lasted {span} ms: {section}"
+    );
+    for event in events(test.path(), &url, &run) {
+        let at = event["at_ms"].as_i64().unwrap();
+        assert!(
+            (before - 5_000..=after + 5_000).contains(&at),
+            "{event} is not on the store's clock ({before}..{after})"
+        );
+    }
+}
