@@ -74,6 +74,23 @@ pub struct RunSettings {
     /// (`[run] planned_commands`).
     #[serde(default, skip_serializing_if = "PlannedCommands::is_default")]
     pub planned_commands: PlannedCommands,
+    /// Where a run submitted for workers (`baton run --detach`) came from: the repository and
+    /// the commit its worktrees start from. Not a field of graph files: see
+    /// [`Graph::submitted_from`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+}
+
+/// The repository a run was submitted from, and its base there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    /// The repository's git directory (its common one), absolute: workers without a `remote`
+    /// must work in this very repository, or its results land where the submitter cannot
+    /// see them.
+    pub repository: String,
+    /// The commit the run's worktrees start from, resolved where it was submitted: a worker
+    /// starts from it whatever its own `HEAD` is.
+    pub base: String,
 }
 
 /// `[run] planned_commands`: the shell commands a planner's answer holds (`run`, `setup`,
@@ -609,6 +626,14 @@ impl Graph {
     /// holds them too.
     pub fn hold_plans(&mut self) {
         self.run.hold_plans = true;
+    }
+
+    /// Records where the run is submitted from (`baton run --detach`): its worktrees start
+    /// from `origin.base` (the commit its base named there, pinned), and workers know which
+    /// repository is the run's.
+    pub fn submitted_from(&mut self, origin: Origin) {
+        self.run.base = Some(origin.base.clone());
+        self.run.origin = Some(origin);
     }
 
     /// Command-line overrides (`-j`, `--retries`, `--timeout`), applied after loading so that

@@ -31,8 +31,8 @@ pub use expand::{describe_limits, plan_text, plan_value};
 pub use fan_out::item_text;
 pub use graph::{
     Action, AgentSettings, Budget, Confine, Contain, EngineChoice, Estimate, ForEach, Graph,
-    Overrides, PlannedCommands, Planning, RetryOn, Reviewer, RunSettings, ScopePolicy, Task,
-    TaskIndex, Workspace,
+    Origin, Overrides, PlannedCommands, Planning, RetryOn, Reviewer, RunSettings, ScopePolicy,
+    Task, TaskIndex, Workspace,
 };
 pub use load::{load, load_str};
 pub use plan::{PLAN_SCHEMA_VERSION, Plan, plan};

@@ -461,6 +461,7 @@ fn assemble(
             max_tasks,
             hold_plans: false,
             planned_commands: spec.run.planned_commands.unwrap_or_default(),
+            origin: None,
         },
         tasks,
         dependents: Default::default(),

@@ -57,6 +57,10 @@ pub enum RunError {
         #[source]
         source: StoreError,
     },
+    /// A run submitted from another repository, without a `remote` to share its branches
+    /// through: this process works elsewhere, and leaves it (see `check_origin`).
+    #[error("run {run} is not for this worker: {why}")]
+    Elsewhere { run: RunId, why: String },
     /// Another process claimed the run while this one drove it (this one's lease lapsed):
     /// this one stopped its own attempts and records nothing more; the run goes on there.
     #[error(
@@ -253,6 +257,10 @@ pub async fn coordinate(
     stops: mpsc::UnboundedReceiver<StopRequest>,
 ) -> Result<Option<RunResult>, RunError> {
     let graph = baton_view::recorded_graph(store, run_id).map_err(TakeoverError::from)?;
+    crate::check_origin(&graph, &config.root).map_err(|why| RunError::Elsewhere {
+        run: run_id.clone(),
+        why,
+    })?;
     let lease = match crate::driver::claim_among_workers(store, run_id, workers.term) {
         Ok(claim) => claim.lease,
         Err(StoreError::RunHeld { .. }) => return Ok(None),

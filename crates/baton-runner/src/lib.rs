@@ -34,7 +34,9 @@ pub use takeover::{
 // What the CLI and workers need of the attempt unit's crate, where a run is driven from.
 pub use baton_attempt::launch::redaction;
 pub use baton_attempt::leftovers::{Unfinished, kill_leftovers};
-pub use baton_attempt::workspace::{check_worktrees, empty_worktree_pool, run_repo};
+pub use baton_attempt::workspace::{
+    check_origin, check_worktrees, empty_worktree_pool, origin_of, run_repo,
+};
 pub use baton_attempt::{
     AgentConfig, ConfigError, NotifyConfig, NotifyOn, RunConfig, RunDirs, check_confinement,
     check_engines, env_ref, paths, probe_engine,

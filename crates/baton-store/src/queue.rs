@@ -266,7 +266,8 @@ pub trait WorkQueue: Send + Sync {
     ) -> Result<Vec<(u32, u32)>, StoreError>;
 
     /// Claims up to `n` queued attempts for `worker`: ones whose engine it offers (any, if
-    /// `engines` is empty) and whose labels it has, oldest first, held for `lease_ms`.
+    /// `engines` is empty) and whose labels it has, of runs not in `except` (runs it will not
+    /// work on: submitted from another repository), oldest first, held for `lease_ms`.
     fn claim_attempts(
         &self,
         worker: &str,
@@ -274,6 +275,7 @@ pub trait WorkQueue: Send + Sync {
         labels: &[String],
         n: u32,
         lease_ms: i64,
+        except: &[RunId],
     ) -> Result<Vec<ClaimedAttempt>, StoreError>;
 
     /// Extends `worker`'s leases on `held` by `lease_ms`, and says of each whether it is still

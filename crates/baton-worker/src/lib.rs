@@ -103,6 +103,12 @@ pub enum WorkerNews {
         run: RunId,
         state: String,
     },
+    /// A run it will not coordinate, and why (submitted from another repository): said once,
+    /// the run left to other workers.
+    Refused {
+        run: RunId,
+        why: String,
+    },
     /// Asked to stop: at once (what it runs is given back), or once what it runs has ended.
     Stopping {
         now: bool,
@@ -205,7 +211,14 @@ pub async fn work(
     let mut held: HashMap<AttemptKey, HeldAttempt> = HashMap::new();
     let mut units: JoinSet<(AttemptKey, Delivered, TreeAfter)> = JoinSet::new();
     let mut coordinating: HashMap<RunId, Coordinating> = HashMap::new();
-    let (coordinated_tx, mut coordinated) = mpsc::unbounded_channel::<(RunId, String)>();
+    let (coordinated_tx, mut coordinated) = mpsc::unbounded_channel::<(RunId, Coordination)>();
+    // Runs this worker will not coordinate (see `Coordination::Refused`): not looked at again.
+    let mut refused: std::collections::HashSet<RunId> = std::collections::HashSet::new();
+    let as_coordinator = AsCoordinator {
+        config: config.clone(),
+        lease: options.lease,
+        worker: id.clone(),
+    };
     let mut stopping: Option<StopLevel> = None;
     // Whether to claim now: woken, polled, or a slot came free while work may be waiting.
     let mut look = true;
@@ -222,7 +235,15 @@ pub async fn work(
                 backlog = true;
             } else {
                 let asked = Instant::now();
-                match store.claim_attempts(&id, &options.engines, &options.labels, free, lease_ms) {
+                let except: Vec<RunId> = refused.iter().cloned().collect();
+                match store.claim_attempts(
+                    &id,
+                    &options.engines,
+                    &options.labels,
+                    free,
+                    lease_ms,
+                    &except,
+                ) {
                     Ok(claimed) => {
                         // More may be waiting than there were free slots.
                         backlog = claimed.len() as u32 == free;
@@ -253,11 +274,10 @@ pub async fn work(
             if options.coordinate {
                 take_runs(
                     &store,
-                    &config,
-                    options.lease,
-                    &id,
+                    &as_coordinator,
                     &coordinated_tx,
                     &mut coordinating,
+                    &refused,
                     news,
                 );
             }
@@ -289,6 +309,12 @@ pub async fn work(
                         // In the outbox: sent again at the next heartbeat.
                         Delivered::Kept => {}
                         Delivered::GivenBack => news(WorkerNews::GivenBack { run, task, attempt: n }),
+                        // Said once, for the run; its attempts are not claimed here again.
+                        Delivered::NotHere { why } => {
+                            if refused.insert(run.clone()) {
+                                news(WorkerNews::Refused { run, why });
+                            }
+                        }
                     }
                     // A slot is free: worth a claim if work was left when the slots were full.
                     look |= backlog;
@@ -355,9 +381,16 @@ pub async fn work(
                 look = true;
                 look_for_runs = true;
             }
-            Some((run, state)) = coordinated.recv() => {
+            Some((run, how)) = coordinated.recv() => {
                 coordinating.remove(&run);
-                news(WorkerNews::Coordinated { run, state });
+                match how {
+                    Coordination::Ended(state) => news(WorkerNews::Coordinated { run, state }),
+                    Coordination::Refused(why) => {
+                        if refused.insert(run.clone()) {
+                            news(WorkerNews::Refused { run, why });
+                        }
+                    }
+                }
                 look = true;
             }
             request = stops.recv(), if stopping != Some(StopLevel::Immediate) => {
@@ -434,6 +467,9 @@ enum Delivered {
     Kept,
     /// The worker stopped at once: the attempt runs again elsewhere.
     GivenBack,
+    /// The run is not one this worker can work on (`why`): the attempt was given back, to run
+    /// on a worker that can, and the run's attempts are not claimed here again.
+    NotHere { why: String },
 }
 
 /// Delivers an attempt's end from the thread that ran it (the worker's own loop never waits
@@ -561,6 +597,7 @@ fn start(
         let mut shipper = None;
         let mut publisher = None;
         let mut give_back = false;
+        let mut not_here = None;
         let done = match prepared {
             Ok((id, mut logs, publishing, Ok(unit))) => {
                 publisher = publishing;
@@ -585,6 +622,16 @@ fn start(
                 give_back = true;
                 AttemptDone::never_started(key.task, key.attempt, baton_model::Outcome::Cancelled)
             }
+            // Not a run this worker can work on: given back, for a worker that can.
+            Err(Unprepared {
+                not_here: true,
+                why,
+                ..
+            }) => {
+                give_back = true;
+                not_here = Some(why);
+                AttemptDone::never_started(key.task, key.attempt, baton_model::Outcome::Cancelled)
+            }
             // The run's parts could not be had here (its graph, its branches): the
             // machinery's failure, retried like one.
             Err(Unprepared { why, .. }) => AttemptDone::never_started(
@@ -605,7 +652,7 @@ fn start(
             end: done.tree.clone(),
         };
         let given_back = give_back || given_back.load(std::sync::atomic::Ordering::Relaxed);
-        let delivered = deliver(
+        let delivered = match deliver(
             &*store,
             &worker,
             &outbox,
@@ -613,7 +660,10 @@ fn start(
             &key,
             done,
             given_back,
-        );
+        ) {
+            Delivered::GivenBack if let Some(why) = not_here => Delivered::NotHere { why },
+            delivered => delivered,
+        };
         (key, delivered, tree)
     });
 }
@@ -637,6 +687,9 @@ struct Unprepared {
     /// The store was out of reach: the attempt is given back, to run again (here or
     /// elsewhere) once it answers, not failed.
     out_of_reach: bool,
+    /// The run is not this worker's to work on (another repository's): given back, to run on
+    /// a worker that can, not failed.
+    not_here: bool,
 }
 
 impl From<String> for Unprepared {
@@ -644,6 +697,7 @@ impl From<String> for Unprepared {
         Self {
             why,
             out_of_reach: false,
+            not_here: false,
         }
     }
 }
@@ -665,6 +719,7 @@ fn prepare<'p>(
         let graph = Arc::new(
             baton_view::recorded_graph(store, &claim.run).map_err(|e| Unprepared {
                 out_of_reach: matches!(&e, baton_view::RecordedGraphError::Store(e) if e.is_unreachable()),
+                not_here: false,
                 why: format!("cannot read run {}'s graph: {e}", claim.run),
             })?,
         );
@@ -675,6 +730,13 @@ fn prepare<'p>(
                 run.graph = graph;
             }
             None => {
+                // A run from another repository, with no remote to share its branches: its
+                // work would be where the submitter never sees it.
+                baton_runner::check_origin(&graph, &config.root).map_err(|why| Unprepared {
+                    why,
+                    out_of_reach: false,
+                    not_here: true,
+                })?;
                 let dirs = RunDirs::new(&config.state_dir, &claim.run);
                 dirs.create(&store.location())
                     .map_err(|e| format!("cannot create {}: {e}", dirs.run.display()))?;
@@ -705,6 +767,7 @@ fn prepare<'p>(
     if needs.iter().any(|&n| run.launcher.held(n).is_none()) {
         let records = store.tasks(&claim.run).map_err(|e| Unprepared {
             out_of_reach: e.is_unreachable(),
+            not_here: false,
             why: format!("cannot read run {}'s tasks: {e}", claim.run),
         })?;
         for need in needs {
@@ -736,14 +799,22 @@ type Coordinating = (
     tokio::task::JoinHandle<()>,
 );
 
+/// What this worker coordinates runs with: how their attempts run, the term of its lease on
+/// them, and its id (a takeover is recorded as its).
+#[derive(Clone)]
+struct AsCoordinator {
+    config: RunConfig,
+    lease: Duration,
+    worker: String,
+}
+
 /// Starts coordinating runs no live process coordinates.
 fn take_runs(
     store: &Arc<dyn QueueStore>,
-    config: &RunConfig,
-    lease: Duration,
-    worker: &str,
-    done: &mpsc::UnboundedSender<(RunId, String)>,
+    me: &AsCoordinator,
+    done: &mpsc::UnboundedSender<(RunId, Coordination)>,
     coordinating: &mut HashMap<RunId, Coordinating>,
+    refused: &std::collections::HashSet<RunId>,
     news: &mut dyn FnMut(WorkerNews),
 ) {
     let Ok(runs) = store.runs_to_coordinate() else {
@@ -751,7 +822,7 @@ fn take_runs(
     };
     for found in runs {
         let run = found.run;
-        if coordinating.contains_key(&run) {
+        if coordinating.contains_key(&run) || refused.contains(&run) {
             continue;
         }
         // Its coordinator may live and its lease holds (a live one on this host whose lease
@@ -765,44 +836,59 @@ fn take_runs(
         }
         let (stop_tx, stops) = mpsc::unbounded_channel();
         news(WorkerNews::Coordinating { run: run.clone() });
-        let (store, config, done) = (Arc::clone(store), config.clone(), done.clone());
-        let worker = worker.to_owned();
+        let (store, me, done) = (Arc::clone(store), me.clone(), done.clone());
         let key = run.clone();
         let task = tokio::task::spawn_local(async move {
-            let state = coordinate_one(&*store, &run, config, lease, &worker, stops).await;
+            let state = coordinate_one(&*store, &run, me, stops).await;
             let _ = done.send((run, state));
         });
         coordinating.insert(key, (stop_tx, task));
     }
 }
 
+/// How coordinating a run ended, for the worker's loop.
+enum Coordination {
+    /// Driven to its end (or stopped): the words the worker says.
+    Ended(String),
+    /// Not this worker's to coordinate (see `baton_runner::check_origin`): left to others.
+    Refused(String),
+}
+
 async fn coordinate_one(
     store: &dyn QueueStore,
     run: &RunId,
-    config: RunConfig,
-    lease: Duration,
-    worker: &str,
+    me: AsCoordinator,
     stops: mpsc::UnboundedReceiver<StopRequest>,
-) -> String {
+) -> Coordination {
+    let AsCoordinator {
+        config,
+        lease,
+        worker,
+    } = me;
     let log = match store.reconnect() {
         Ok(log) => log,
-        Err(error) => return format!("not coordinated: {error}"),
+        Err(error) => return Coordination::Ended(format!("not coordinated: {error}")),
     };
     let mut reporter = baton_report::NullReporter;
     let workers = baton_runner::OnWorkers {
         queue: store,
         term: lease,
-        worker,
+        worker: &worker,
     };
-    match baton_runner::coordinate(run, &*log, workers, &mut reporter, config, stops).await {
-        Ok(Some(result)) => result.run.state.to_string(),
-        Ok(None) => "taken by another worker".to_owned(),
-        Err(baton_runner::RunError::TakenOver { .. }) => "lost: another worker took it over \
-            while this one could not renew its lease (it was paused, stuck or cut off from the \
-            store); this one stopped acting for it, and the run goes on there"
-            .to_owned(),
-        Err(error) => format!("stopped: {}", with_causes(&error)),
-    }
+    Coordination::Ended(
+        match baton_runner::coordinate(run, &*log, workers, &mut reporter, config, stops).await {
+            Ok(Some(result)) => result.run.state.to_string(),
+            Ok(None) => "taken by another worker".to_owned(),
+            Err(baton_runner::RunError::Elsewhere { why, .. }) => {
+                return Coordination::Refused(why);
+            }
+            Err(baton_runner::RunError::TakenOver { .. }) => "lost: another worker took it \
+                over while this one could not renew its lease (it was paused, stuck or cut off \
+                from the store); this one stopped acting for it, and the run goes on there"
+                .to_owned(),
+            Err(error) => format!("stopped: {}", with_causes(&error)),
+        },
+    )
 }
 
 /// `error` and what caused it, down to the first cause: "the PostgreSQL database failed"

@@ -261,14 +261,16 @@ impl WorkQueue for PgStore {
         labels: &[String],
         n: u32,
         lease_ms: i64,
+        except: &[RunId],
     ) -> Result<Vec<ClaimedAttempt>, StoreError> {
         let (worker, engines, labels) = (worker.to_owned(), engines.to_vec(), labels.to_vec());
+        let except: Vec<String> = except.iter().map(|run| run.as_str().to_owned()).collect();
         self.conn.call_session(move |session| {
             let sql = "UPDATE attempt_queue q SET state = 'claimed', worker_id = $1, \
                        lease_until_ms = baton_now_ms() + $4, claimed_at_ms = baton_now_ms() \
                        FROM (SELECT run_id, task_idx, attempt FROM attempt_queue \
                              WHERE state = 'queued' AND (cardinality($2::text[]) = 0 OR engine = ANY($2)) \
-                             AND labels <@ $3::text[] \
+                             AND labels <@ $3::text[] AND run_id <> ALL($6::text[]) \
                              ORDER BY queued_at_ms, run_id, task_idx LIMIT $5 \
                              FOR UPDATE SKIP LOCKED) c \
                        WHERE q.run_id = c.run_id AND q.task_idx = c.task_idx AND q.attempt = c.attempt \
@@ -276,7 +278,7 @@ impl WorkQueue for PgStore {
             let statement = session.prepared(sql)?;
             let rows = session.client.query(
                 &statement,
-                &[&worker, &engines, &labels, &lease_ms, &i64::from(n)],
+                &[&worker, &engines, &labels, &lease_ms, &i64::from(n), &except],
             )?;
             rows.iter()
                 .map(|row| {

@@ -113,19 +113,19 @@ pub fn each_attempt_is_claimed_once_by_a_worker_that_offers_its_engine_and_label
         .unwrap();
     // A shell worker without labels gets the one it can run, once.
     let plain = store
-        .claim_attempts("plain", &strings(&["shell"]), &[], 10, 30_000)
+        .claim_attempts("plain", &strings(&["shell"]), &[], 10, 30_000, &[])
         .unwrap();
     assert_eq!(plain.iter().map(|c| c.task).collect::<Vec<_>>(), [0]);
     assert_eq!(plain[0].work, "work of 0");
     assert!(
         store
-            .claim_attempts("plain", &strings(&["shell"]), &[], 10, 30_000)
+            .claim_attempts("plain", &strings(&["shell"]), &[], 10, 30_000, &[])
             .unwrap()
             .is_empty()
     );
     // Any engine, with the label: the other two.
     let gpu = store
-        .claim_attempts("gpu", &[], &strings(&["gpu", "big"]), 10, 30_000)
+        .claim_attempts("gpu", &[], &strings(&["gpu", "big"]), 10, 30_000, &[])
         .unwrap();
     assert_eq!(gpu.iter().map(|c| c.task).collect::<Vec<_>>(), [1, 2]);
 }
@@ -143,7 +143,7 @@ pub fn only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed(queue: &dy
         )
         .unwrap();
     let claimed = store
-        .claim_attempts("w1", &[], &[], 1, 30_000)
+        .claim_attempts("w1", &[], &[], 1, 30_000, &[])
         .unwrap()
         .remove(0);
     let held = AttemptKey {
@@ -174,7 +174,7 @@ pub fn only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed(queue: &dy
     // The other one on a lease that lapses: the coordinator takes it as lapsed, and the
     // worker's end after that changes nothing.
     let late = store
-        .claim_attempts("w3", &[], &[], 1, 1)
+        .claim_attempts("w3", &[], &[], 1, 1, &[])
         .unwrap()
         .remove(0);
     let late = AttemptKey {
@@ -234,7 +234,7 @@ pub fn a_coordinator_that_lost_the_run_cannot_queue_and_a_new_one_drops_what_it_
     assert_eq!(store.adopt_queued(&run, new, &[]).unwrap(), []);
     assert!(
         store
-            .claim_attempts("w", &[], &[], 10, 30_000)
+            .claim_attempts("w", &[], &[], 10, 30_000, &[])
             .unwrap()
             .is_empty()
     );
@@ -247,7 +247,7 @@ pub fn a_coordinator_that_lost_the_run_cannot_queue_and_a_new_one_drops_what_it_
         )
         .unwrap();
     let taken = store
-        .claim_attempts("w", &[], &[], 1, 30_000)
+        .claim_attempts("w", &[], &[], 1, 30_000, &[])
         .unwrap()
         .remove(0);
     let unclaimed = store.stop_attempts(&run, new, 1).unwrap();
@@ -279,7 +279,10 @@ pub fn ends_stay_until_recorded_and_news_until_the_coordinator_has_them(queue: &
         )
         .unwrap();
     let mut keys = Vec::new();
-    for claim in store.claim_attempts("w1", &[], &[], 2, 30_000).unwrap() {
+    for claim in store
+        .claim_attempts("w1", &[], &[], 2, 30_000, &[])
+        .unwrap()
+    {
         let key = AttemptKey {
             run: run.clone(),
             task: claim.task,
@@ -362,7 +365,7 @@ pub fn a_coordinator_taken_over_takes_nothing_and_stops_nothing(queue: &dyn Queu
         )
         .unwrap();
     let claim = store
-        .claim_attempts("w1", &[], &[], 1, 30_000)
+        .claim_attempts("w1", &[], &[], 1, 30_000, &[])
         .unwrap()
         .remove(0);
     let key = AttemptKey {
@@ -388,7 +391,7 @@ pub fn a_coordinator_taken_over_takes_nothing_and_stops_nothing(queue: &dyn Queu
     );
     assert_eq!(
         store
-            .claim_attempts("w2", &[], &[], 5, 30_000)
+            .claim_attempts("w2", &[], &[], 5, 30_000, &[])
             .unwrap()
             .len(),
         1
@@ -420,7 +423,7 @@ pub fn a_new_coordinator_adopts_what_it_keeps_and_drops_the_rest(queue: &dyn Que
         )
         .unwrap();
     let claimed: Vec<AttemptKey> = store
-        .claim_attempts("w1", &[], &[], 2, 30_000)
+        .claim_attempts("w1", &[], &[], 2, 30_000, &[])
         .unwrap()
         .into_iter()
         .map(|c| AttemptKey {
@@ -459,7 +462,9 @@ pub fn a_new_coordinator_adopts_what_it_keeps_and_drops_the_rest(queue: &dyn Que
             result: "done".into()
         }]
     );
-    let next = store.claim_attempts("w2", &[], &[], 5, 30_000).unwrap();
+    let next = store
+        .claim_attempts("w2", &[], &[], 5, 30_000, &[])
+        .unwrap();
     assert_eq!(next.iter().map(|c| c.task).collect::<Vec<_>>(), [2]);
     // A running attempt adopted stays its worker's.
     let adopter = take_over_at(store, "r6", 3, baton_model::now_ms() + 600_000).token;
@@ -504,7 +509,7 @@ pub fn a_listener_wakes_for_what_it_waits_for(queue: &dyn Queue) {
     );
     assert!(!coordinator.wait(Duration::from_millis(50)).unwrap());
     let claim = store
-        .claim_attempts("w1", &[], &[], 1, 30_000)
+        .claim_attempts("w1", &[], &[], 1, 30_000, &[])
         .unwrap()
         .remove(0);
     let key = AttemptKey {

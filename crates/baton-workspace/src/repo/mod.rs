@@ -464,6 +464,12 @@ impl Repo {
             .to_owned())
     }
 
+    /// The repository's common git directory, absolute (shared by all its worktrees): what
+    /// tells two checkouts of one repository from two repositories.
+    pub fn git_dir(&self) -> Result<&str, GitError> {
+        self.common_dir()
+    }
+
     /// The repository's common git directory, absolute; asked once.
     fn common_dir(&self) -> Result<&str, GitError> {
         if let Some(dir) = self.common_dir.get() {

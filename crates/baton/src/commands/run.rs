@@ -58,7 +58,14 @@ fn detach(graph: &Graph, args: &DriveArgs, store_url: Option<&str>) -> Result<i3
     check_confinement(graph)?;
     check_worktrees(graph, &project.root)?;
     let store = records::postgres_for(&project, store_url, "`baton run --detach`")?;
-    let run = baton_runner::submit(graph, &*store).map_err(|e| Failure::Internal(e.into()))?;
+    // The repository and the commit it starts from go with it: a worker elsewhere starts
+    // from that commit, and one in another repository refuses the run (unless it has a
+    // `remote`) instead of running it on its own HEAD.
+    let mut graph = graph.clone();
+    if let Some(origin) = baton_runner::origin_of(&graph, &project.root) {
+        graph.submitted_from(origin);
+    }
+    let run = baton_runner::submit(&graph, &*store).map_err(|e| Failure::Internal(e.into()))?;
     let mut out = out::Stdout::new(format!("the id of the submitted run {run}"));
     if args.json {
         out.json(&serde_json::json!({ "run": run.as_str(), "state": "queued" }))?;

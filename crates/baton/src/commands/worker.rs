@@ -111,6 +111,9 @@ fn describe(news: &WorkerNews, server: &str, slots: u32) -> String {
         WorkerNews::Coordinated { run, state } => {
             format!("baton worker: run {run} coordinated: {state}")
         }
+        WorkerNews::Refused { run, why } => {
+            format!("baton worker: leaves run {run} to other workers: {why}")
+        }
         WorkerNews::Stopping { now: false, held } => format!(
             "baton worker: stopping: taking no more work; waiting for the {held} attempt(s) it \
              runs to end (again to stop them at once and give them back)"

@@ -1410,3 +1410,104 @@ fn a_worker_whose_clock_is_off_records_times_on_the_stores_clock() {
         );
     }
 }
+
+/// #31 item 8 (finding 12): a worker in another checkout ran a run on its own HEAD, and the
+/// submitter could neither diff nor apply the result. A run carries the repository it was
+/// submitted from and the commit its base named there: a worker elsewhere (without a `[run]
+/// remote`) leaves it, saying why, and one in that repository starts from that commit even if
+/// HEAD has moved since.
+#[test]
+fn a_run_from_another_repository_is_left_to_a_worker_in_that_one() {
+    use crate::workspaces::{git, repo_with};
+    let url = baton_testpg::fresh_database();
+    let mut graph = String::from("[run]\nconcurrency = 4\n");
+    for id in ["a", "b", "c", "d"] {
+        graph.push_str(&format!(
+            "\n[[task]]\nid = \"{id}\"\nworkspace = \"worktree\"\n\
+             run = \"sleep 1; git log -1 --format=%s > {id}.txt\"\n"
+        ));
+    }
+    let test = repo_with(&graph);
+    let submitted = git(test.path(), &["rev-parse", "HEAD"]);
+    // Another checkout: a clone, one commit ahead.
+    let other = test.path().join("elsewhere");
+    git(test.path(), &["clone", "-q", ".", other.to_str().unwrap()]);
+    std::fs::write(other.join("more.txt"), "more\n").unwrap();
+    git(&other, &["add", "-A"]);
+    git(&other, &["commit", "-qm", "DIFFERENT CHECKOUT"]);
+    let out = baton_in(
+        test.path(),
+        &["--store", &url, "run", "graph.toml", "--detach"],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let run = out.stdout.trim().to_owned();
+    // HEAD moves after the submission: the run starts from what was submitted.
+    std::fs::write(test.path().join("later.txt"), "later\n").unwrap();
+    git(test.path(), &["add", "-A"]);
+    git(test.path(), &["commit", "-qm", "LATER"]);
+
+    let mut workers = Workers(Vec::new());
+    let args = ["--store", url.as_str(), "worker", "--lease", "3s"];
+    let child = test
+        .command(&args, "b.log")
+        .current_dir(&other)
+        .spawn()
+        .expect("start a worker");
+    workers.0.push(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let said = format!("leaves run {run} to other workers: the run was submitted from");
+    loop {
+        let log = std::fs::read_to_string(test.path().join("b.log")).unwrap_or_default();
+        if log.contains(&said) {
+            assert!(log.contains("`[run] remote`"), "{log}");
+            assert_eq!(log.matches(&said).count(), 1, "said once: {log}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the other checkout's worker said nothing: {log}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(status(test.path(), &url, &run)["run"]["state"], "queued");
+
+    // A worker there that only runs attempts claims some, gives them back, and claims no more
+    // of the run's; the worker in the run's repository runs them all.
+    let args = [
+        "--store",
+        url.as_str(),
+        "worker",
+        "--lease",
+        "3s",
+        "--no-coordinate",
+    ];
+    let child = test
+        .command(&args, "c.log")
+        .current_dir(&other)
+        .spawn()
+        .expect("start a worker");
+    workers.0.push(child);
+    workers.start(&test, &url, "a", &["--lease", "3s", "--slots", "2"]);
+    let logs = ["a.log", "b.log", "c.log"];
+    let ended = await_end(&test, &url, &run, Duration::from_secs(60), &logs);
+    assert_succeeded(&test, &ended, &logs);
+    let c_log = std::fs::read_to_string(test.path().join("c.log")).unwrap();
+    assert!(
+        c_log
+            .matches(&format!("leaves run {run} to other workers"))
+            .count()
+            == 1,
+        "{c_log}"
+    );
+    assert!(!c_log.contains("ended:"), "it ran an attempt: {c_log}");
+    let result = format!("baton/{run}/result");
+    for id in ["a", "b", "c", "d"] {
+        assert_eq!(
+            git(test.path(), &["show", &format!("{result}:{id}.txt")]),
+            "the user's work"
+        );
+    }
+    let merged = git(test.path(), &["log", "--format=%H", &result]);
+    assert!(merged.lines().any(|c| c == submitted), "{merged}");
+    assert!(!merged.contains(&git(test.path(), &["rev-parse", "HEAD"])));
+}
