@@ -215,10 +215,13 @@ impl<'a> Dispatcher<'a> {
 
     /// What is left once the run is over: worktrees of a run finished for good (the branches
     /// hold the work; a run that can still go on, or that a person must look at, keeps
-    /// them), the scratch files, and the count of log bytes.
-    pub(crate) fn clean_up(&self) {
-        if self.ledger.lost_the_run() {
-            // Another process drives the run now: its worktrees and scratch are in use.
+    /// them), the scratch files, and the count of log bytes. `fatal`: the store failure that
+    /// stopped this process driving the run.
+    pub(crate) fn clean_up(&self, fatal: Option<&StoreError>) {
+        if fatal.is_some() {
+            // The run is not over, only this process's part in it: another process drives it
+            // now (or will, taking it over), and its worktrees and scratch (the takeover's
+            // launch log, the handoffs of attempts that run on this host) are in use.
             self.launcher.dirs().add_log_bytes(self.log_bytes);
             return;
         }

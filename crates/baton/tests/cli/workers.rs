@@ -1162,7 +1162,13 @@ fn one_second_tasks(n: usize, concurrency: u32, script: &str) -> String {
 fn a_coordinator_that_wakes_after_a_takeover_leaves_the_run_to_its_successor() {
     let url = baton_testpg::fresh_database();
     // Twice the workers' slots: some attempts wait in the queue at any time.
-    let graph = one_second_tasks(24, 8, "sleep 1; echo {id} >> done.log");
+    let mut graph = one_second_tasks(48, 8, "sleep 1; echo {id} >> done.log");
+    // Each needs the one eight before it: what it is handed goes through the run's scratch,
+    // which the woken coordinator removed from under its successor (the soak found it).
+    for i in 8..48 {
+        let task = format!("id = \"t{i}\"\n");
+        graph = graph.replace(&task, &format!("{task}needs = [\"t{}\"]\n", i - 8));
+    }
     let test = Test::new().graph("g.toml", &graph);
     let run = submit(&test, &url);
     // The coordinator runs no attempt itself (it offers no engine a shell task needs): what
@@ -1176,7 +1182,7 @@ fn a_coordinator_that_wakes_after_a_takeover_leaves_the_run_to_its_successor() {
     assert_succeeded(&test, &ended, &logs);
     let done = std::fs::read_to_string(test.path().join("done.log")).unwrap();
     let finished: BTreeSet<&str> = done.lines().collect();
-    assert_eq!(finished.len(), 24, "{}", why_not(&test, &ended, &logs));
+    assert_eq!(finished.len(), 48, "{}", why_not(&test, &ended, &logs));
     assert!(
         events(test.path(), &url, &run)
             .iter()
