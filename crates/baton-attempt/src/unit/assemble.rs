@@ -48,7 +48,12 @@ pub fn assemble(
     let continues = resume.is_some_and(|r| r.fix.is_some() || r.session.is_some());
     let restart = (attempt > 1 && !continues).then(|| attempt - 1);
     let workdir = match candidate {
-        Some(k) => workspaces.prepare_candidate(graph, task, k),
+        // A candidate continues no session: one of a later round starts from the task's
+        // start, its predecessor's work (the same candidate, a round before) kept aside.
+        Some(k) => {
+            let n = spec_task.candidate_count();
+            workspaces.prepare_candidate(graph, task, k, (attempt > n).then(|| attempt - n))
+        }
         None => workspaces.prepare(graph, task, restart),
     };
     let workdir = workdir.map_err(|outcome| match outcome {

@@ -23,13 +23,20 @@ impl Workspaces {
     /// where it does and are left to theirs: all are made at once, off the dispatcher's
     /// thread. Only a task whose start is a merge of its dependencies' work has its own made
     /// here and now, first: the others start from that merge, which the making commits.
+    ///
+    /// `restart`: the candidate's attempt in the round before (a candidate continues no
+    /// session): its worktree is set back to where the task started, what that attempt left
+    /// kept on its own ref, so that a round never builds on the last one's work (finding 13:
+    /// after a crash, each new candidate stacked its work on its predecessor's, and the winner
+    /// held two candidates' work).
     pub fn prepare_candidate(
         &mut self,
         graph: &Graph,
         task: u32,
         k: u32,
+        restart: Option<u32>,
     ) -> Result<Option<PathBuf>, Outcome> {
-        let own = self.prepare(graph, task, None)?;
+        let own = self.prepare(graph, task, if k == 1 { restart } else { None })?;
         if own.is_none() {
             return Ok(None);
         }
@@ -41,6 +48,13 @@ impl Workspaces {
             return Ok(own);
         }
         if let Some(tree) = self.candidate_trees.get(&(task, k)) {
+            if let Some(earlier) = restart
+                && !self.pending_candidates.contains_key(&(task, k))
+                && tree.path.join(".git").is_file()
+            {
+                let repo = self.repo.as_ref().expect("the task has a worktree");
+                super::restart_tree(repo, tree, earlier)?;
+            }
             return Ok(Some(tree.path.clone()));
         }
         // Made, or to be made from this very commit by candidate 1's attempt. Still pending
@@ -67,19 +81,42 @@ impl Workspaces {
         let mine = repo.worktree_branch(&path).ok().flatten().as_deref() == Some(branch.as_str());
         // One whose checkout never ran (see `Workspaces::prepare`) is made again.
         if path.join(".git").exists() && mine && repo.is_checked_out(&path) {
-            // An earlier driver's (or an earlier attempt's): what it left is kept first.
-            let _ = repo.commit_all(
-                &path,
-                &format!("baton: checkpoint of {name} in run {}", self.run),
-            );
+            // An earlier driver's (or an earlier attempt's): what it left is kept first, and
+            // a new round starts from the task's start.
+            match restart {
+                Some(earlier) => {
+                    let tree = TaskTree {
+                        path: path.clone(),
+                        branch: branch.clone(),
+                        start: start.clone(),
+                    };
+                    super::restart_tree(repo, &tree, earlier)?;
+                }
+                None => {
+                    let _ = repo.commit_all(
+                        &path,
+                        &format!("baton: checkpoint of {name} in run {}", self.run),
+                    );
+                }
+            }
         } else {
             if path.exists() {
                 let _ = repo.remove_worktree(&path);
                 let _ = std::fs::remove_dir_all(&path);
             }
             let to_make = match repo.branch_commit(&branch) {
-                // A retry after its worktree went: it goes on from its branch.
+                // A retry after its worktree went: it goes on from its branch, set back to
+                // the task's start first for a new round.
                 Ok(Some(_)) => {
+                    if let Some(earlier) = restart {
+                        repo.restart_branch(&branch, &start, earlier).map_err(|e| {
+                            Outcome::SpawnFailed {
+                                error: format!(
+                                    "cannot set {branch} back to where the task started: {e}"
+                                ),
+                            }
+                        })?;
+                    }
                     repo.add_branch_worktree(&path, &branch)
                         .map_err(|e| Outcome::SpawnFailed {
                             error: format!(

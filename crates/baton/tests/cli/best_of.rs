@@ -383,3 +383,56 @@ prompt = "write out.txt"
     assert_eq!(candidates["winner"], 2, "{candidates}");
     assert_eq!(out.json_task("write")["output"], "Candidate done");
 }
+
+/// #31 item 6 (finding 13), its wrong result: a best-of task whose driver was killed mid-round
+/// ran a new round after the resume in which each candidate built on its predecessor's work
+/// (`write@2` held `mine-2.txt` and `mine-4.txt`, the winner two candidates' files). Each
+/// candidate of a new round starts from the task's start; what the round before left is kept
+/// on its attempt's ref.
+#[test]
+fn a_new_round_of_candidates_after_a_crash_starts_from_the_tasks_start() {
+    let graph = r#"
+[[task]]
+id = "write"
+candidates = ["mine", "mine"]
+prompt = "write your file"
+"#;
+    // The first round hangs once it has written its files; the driver is killed meanwhile.
+    let mine = "[engines.mine]\nkind = \"command\"\ncommand = \"sh\"\nargs = [\"-c\", \
+                \"echo $BATON_ATTEMPT > mine-$BATON_ATTEMPT.txt; \
+                if [ $BATON_ATTEMPT -le 2 ]; then sleep 60; fi; echo wrote $BATON_ATTEMPT\"]\n";
+    let mut running = repo_with(graph)
+        .file("baton.toml", mine)
+        .args(&["run", "graph.toml"])
+        .spawn();
+    running.await_that("the first round's files", crate::test::RUN_LIMIT, |root| {
+        let trees = root.join(".baton/worktrees");
+        let run = std::fs::read_dir(&trees).ok()?.flatten().next()?.path();
+        (run.join("write/mine-1.txt").exists() && run.join("write@2/mine-2.txt").exists())
+            .then_some(())
+    });
+    let (run, resumed) = running.kill_and_resume();
+    let root = resumed.path();
+    let files = |reference: &str| -> Vec<String> {
+        git(root, &["ls-tree", "--name-only", reference])
+            .lines()
+            .filter(|f| f.starts_with("mine-"))
+            .map(str::to_owned)
+            .collect()
+    };
+    // Each candidate of the new round holds its own file alone.
+    assert_eq!(files(&format!("baton/{run}/write@2")), ["mine-4.txt"]);
+    let result = files(&format!("baton/{run}/result"));
+    assert_eq!(
+        result.len(),
+        1,
+        "the winner holds one candidate's work: {result:?}"
+    );
+    // What the interrupted round left in the task's own worktree is kept on its attempt's
+    // ref.
+    assert_eq!(
+        files(&format!("refs/baton/{run}/write/attempt-1")),
+        ["mine-1.txt"]
+    );
+    assert_eq!(resumed.store().task("write").status, TaskState::Succeeded);
+}
