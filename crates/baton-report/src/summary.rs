@@ -18,16 +18,34 @@ const MAX_ROWS: usize = 200;
 /// names of files they made, so every cell is made [`terminal_safe`](crate::terminal_safe)
 /// before the table is laid out, and the whole once more after.
 pub fn render(result: &RunResult) -> String {
-    crate::terminal_safe(&render_table(result, Columns::default())).into_owned()
+    render_to_fit(result, None)
+}
+
+/// [`render`], each row's detail shortened (what the task said, first) to fit a terminal
+/// `width` columns wide: a row that wraps breaks the table apart.
+pub fn render_to_fit(result: &RunResult, width: Option<usize>) -> String {
+    let columns = Columns {
+        width,
+        ..Columns::default()
+    };
+    crate::terminal_safe(&render_table(result, columns)).into_owned()
+}
+
+/// The width of the terminal standard output is, if it is one.
+pub fn stdout_width() -> Option<usize> {
+    console::Term::stdout()
+        .size_checked()
+        .map(|(_, cols)| usize::from(cols))
 }
 
 /// The summary `baton status` prints: [`render`]'s, with a column saying what held each
 /// task's last attempt's processes (`cgroup`, `process group`; `-` when none ran).
 /// With `all`, every task is listed, however many.
-pub fn render_status(result: &RunResult, all: bool) -> String {
+pub fn render_status(result: &RunResult, all: bool, width: Option<usize>) -> String {
     let columns = Columns {
         containment: true,
         all,
+        width,
     };
     crate::terminal_safe(&render_table(result, columns)).into_owned()
 }
@@ -37,6 +55,8 @@ pub fn render_status(result: &RunResult, all: bool) -> String {
 struct Columns {
     containment: bool,
     all: bool,
+    /// The terminal's width, when the table goes to one.
+    width: Option<usize>,
 }
 
 /// What held an attempt's processes, for the table: `-` when no process ran.
@@ -96,17 +116,18 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
                 .duration_ms
                 .map(|ms| format_duration(Duration::from_millis(ms)))
                 .unwrap_or_else(|| "-".into());
-            let detail = detail(task, result);
-            let _ = writeln!(
-                out,
-                "{}  {:<state_width$}  {:>8}  {:>7}  {}{}",
+            let prefix = format!(
+                "{}  {:<state_width$}  {:>8}  {:>7}  {}",
                 crate::pad(&task.id, id_width),
                 task.state.as_str(),
                 task.attempts,
                 time,
                 held(containment(task)),
-                detail
             );
+            let room = columns
+                .width
+                .map(|w| w.saturating_sub(crate::display_width(&prefix)));
+            let _ = writeln!(out, "{prefix}{}", detail(task, result, room));
         }
         if rows.len() > shown {
             let _ = writeln!(out, "… and {} more", rows.len() - shown);
@@ -147,9 +168,12 @@ fn render_table(result: &RunResult, columns: Columns) -> String {
     out
 }
 
-fn detail(task: &crate::TaskResult, result: &RunResult) -> String {
+/// A task's DETAIL cell; with `room`, what the task said is shortened so that the cell fits
+/// in that many columns, where it can be.
+fn detail(task: &crate::TaskResult, result: &RunResult, room: Option<usize>) -> String {
     let run = result.run.id.as_str();
     let mut parts = Vec::new();
+    let mut quote_at = None;
     if let Some(reason) = &task.reason {
         parts.push(reason.clone());
     } else if task.state == TaskState::Waiting {
@@ -238,6 +262,7 @@ fn detail(task: &crate::TaskResult, result: &RunResult) -> String {
             ));
         }
     } else if let Some(last) = said {
+        quote_at = Some(parts.len());
         parts.push(format!("“{last}”"));
     }
     if let Some(workspace) = &task.workspace {
@@ -278,6 +303,17 @@ fn detail(task: &crate::TaskResult, result: &RunResult) -> String {
     }
     if task.output_bytes > 4096 {
         parts.push(format!("{} of output", format_size(task.output_bytes)));
+    }
+    if let (Some(room), Some(at)) = (room, quote_at) {
+        let over = crate::display_width(&parts.join(" · ")).saturating_sub(room);
+        let len = parts[at].chars().count();
+        // Never shorter than a dozen characters: past that, the row wraps instead.
+        let target = len.saturating_sub(over).max(12);
+        if over > 0 && target < len {
+            // `“`, what is kept, `…”`.
+            let inner: String = parts[at].chars().skip(1).take(target - 3).collect();
+            parts[at] = format!("“{}…”", inner.trim_end_matches('…'));
+        }
     }
     crate::terminal_safe(&parts.join(" · ")).into_owned()
 }
@@ -677,9 +713,44 @@ mod tests {
         .unwrap()
     }
 
+    /// A row wider than the terminal wraps and breaks the table apart (seen in tmux at 110
+    /// columns: an agent's cost and tokens on a line of their own): what the task said is
+    /// shortened first, and the rest of the cell is kept whole.
+    #[test]
+    fn a_row_is_fitted_to_the_terminal_by_shortening_what_the_task_said() {
+        let mut result = result();
+        result.tasks[0].output = Some(
+            "1. GET /users lists users. 2. POST /users creates one. 3. DELETE removes one."
+                .to_owned(),
+        );
+        result.tasks[0].output_bytes = 90;
+        result.tasks[0].reason = None;
+        let wide = render_to_fit(&result, None);
+        let row = |text: &str| {
+            text.lines()
+                .find(|l| l.starts_with("agent"))
+                .unwrap()
+                .to_owned()
+        };
+        let full = row(&wide);
+        assert!(full.contains("POST /users creates one."), "{full}");
+        for width in [60, 70, 90] {
+            let fitted = row(&render_to_fit(&result, Some(width)));
+            assert!(
+                crate::display_width(&fitted) <= width,
+                "{width}: {fitted} ({} columns)",
+                crate::display_width(&fitted)
+            );
+            assert!(fitted.contains("“1. GET"), "{fitted}");
+            assert!(fitted.contains("…”"), "{fitted}");
+        }
+        // Room enough: nothing shortened.
+        assert_eq!(row(&render_to_fit(&result, Some(400))), full);
+    }
+
     #[test]
     fn status_says_what_held_each_task_and_the_run_summary_does_not() {
-        let status = render_status(&result(), false);
+        let status = render_status(&result(), false, None);
         let table: Vec<&str> = status.lines().take(4).collect();
         assert_eq!(
             table,

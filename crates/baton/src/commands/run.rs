@@ -306,7 +306,7 @@ pub(super) fn print_result(
     } else if args.quiet {
         out.line(&summary::verdict(result))
     } else {
-        out.text(&summary::render(result))
+        out.text(&summary::render_to_fit(result, summary::stdout_width()))
     };
     match printed {
         // The run happened whether or not its reader stayed to the end: its exit code says how

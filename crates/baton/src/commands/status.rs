@@ -40,7 +40,11 @@ pub fn status(args: StatusArgs, store_url: Option<&str>) -> Result<i32, Failure>
             driver.pid, driver.host
         ));
     }
-    text.push_str(&summary::render_status(&result, args.all));
+    text.push_str(&summary::render_status(
+        &result,
+        args.all,
+        summary::stdout_width(),
+    ));
     out::text("the run's status", &text)?;
     Ok(exit::SUCCESS)
 }
