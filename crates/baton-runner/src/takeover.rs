@@ -177,6 +177,39 @@ pub(crate) struct Restored {
     /// Each task goes on with the engine of its `fallback` chain its attempts reached (a
     /// resume); a retry starts each chain again from the task's own engine.
     pub recall_engines: bool,
+    /// Best-of candidates (task, recorded attempt) that had ended in the round a crash cut
+    /// short: the task's next round counts them as its own and runs only the others.
+    pub carried: Vec<(u32, u32)>,
+}
+
+/// The candidates of each best-of task to run again that had ended in its last round (cut
+/// short by the crash): recorded, they are not paid for twice (finding 13).
+fn carried_candidates(
+    store: &dyn Store,
+    graph: &Graph,
+    run: &RunId,
+    records: &[TaskRecord],
+    again: &BTreeSet<u32>,
+) -> Result<Vec<(u32, u32)>, StoreError> {
+    let mut carried = Vec::new();
+    for t in records.iter().filter(|t| again.contains(&t.idx)) {
+        let n = graph.task(t.idx).candidate_count();
+        if n <= 1 || t.attempts == 0 {
+            continue;
+        }
+        let round = t.attempts.div_ceil(n);
+        let first = (round - 1) * n + 1;
+        for attempt in store.attempts(run, &t.task)? {
+            let ended = attempt
+                .outcome
+                .as_ref()
+                .is_some_and(|o| !matches!(o, Outcome::Interrupted));
+            if ended && (first..=round * n).contains(&attempt.attempt) {
+                carried.push((t.idx, attempt.attempt));
+            }
+        }
+    }
+    Ok(carried)
 }
 
 /// Whether what the run recorded so far earns it a warning, as the driver that saw it
@@ -272,6 +305,9 @@ pub(crate) fn plan_takeover(
         at_ms,
         &mut restored,
     )?;
+    if matches!(how, Takeover::Resume { .. }) {
+        restored.carried = carried_candidates(store, graph, run, &records, &again)?;
+    }
     for t in &records {
         if let Some(&(_, attempt)) = adopted.iter().find(|(task, _)| *task == t.idx) {
             // Queued, and perhaps running, before its start was recorded: recorded now.

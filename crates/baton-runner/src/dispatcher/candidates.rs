@@ -41,10 +41,20 @@ struct Ended {
 
 impl Dispatcher<'_> {
     /// Starts the scheduler's attempt `launch` of best-of task `task`: its N candidates at
-    /// once, once the run's budget can take all of them.
-    pub(super) fn launch_candidates(&mut self, task: u32, launch: u32) {
+    /// once, once the run's budget can take all of them. Candidates that had ended in the
+    /// round a crash cut short (`carried_candidates`) count as this round's, and only the
+    /// others run.
+    pub(super) fn launch_candidates(&mut self, task: u32, launch: u32, turn: &mut Turn) {
+        let kept: Vec<Ended> = self
+            .carried_candidates
+            .remove(&task)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|attempt| self.recorded_candidate(task, attempt))
+            .collect();
         let spec = self.graph.task(task);
         let n = spec.candidate_count();
+        let to_run = n - kept.len() as u32;
         let refused = if !self.workspaces.active() {
             Some(Outcome::LaunchFailed {
                 error: "a best-of task's candidates each need a worktree of their own: run \
@@ -55,7 +65,7 @@ impl Dispatcher<'_> {
             let each = spec.expected_usd();
             self.shared
                 .meter
-                .can_start_many(n, each)
+                .can_start_many(to_run.max(1), each)
                 .err()
                 .map(|limit| Outcome::OverBudget {
                     limit,
@@ -76,18 +86,28 @@ impl Dispatcher<'_> {
             );
             return self.never_started(task, recorded_attempt(launch, n, 1), outcome);
         }
+        let done: Vec<u32> = kept.iter().map(|e| e.candidate.candidate).collect();
         self.gathering.insert(
             task,
             Gathering {
                 launch,
                 expected: n,
-                ended: Vec::new(),
+                ended: kept,
             },
         );
+        if to_run == 0 {
+            // Every candidate had ended (the crash came before the pick): picked now.
+            self.agents_running = self.agents_running.saturating_sub(1);
+            let Gathering {
+                launch, mut ended, ..
+            } = self.gathering.remove(&task).expect("inserted above");
+            ended.sort_by_key(|e| e.candidate.candidate);
+            return self.judge(task, launch, ended, turn);
+        }
         // The caller counted one agent: the others join it.
-        self.agents_running += n - 1;
+        self.agents_running += to_run - 1;
         let each = self.graph.task(task).expected_usd();
-        for k in 1..=n {
+        for k in (1..=n).filter(|k| !done.contains(k)) {
             let attempt = recorded_attempt(launch, n, k);
             self.shared.meter.start((task, attempt), each);
             let assembled = assemble(
@@ -212,6 +232,86 @@ impl Dispatcher<'_> {
         ended.sort_by_key(|e| e.candidate.candidate);
         self.judge(task, launch, ended, turn);
         None
+    }
+
+    /// Candidate `attempt` of `task` as it was recorded when it ended, before a crash cut its
+    /// round short: what the pick needs of it. `None` if its end cannot be read back (it then
+    /// runs again).
+    fn recorded_candidate(&self, task: u32, attempt: u32) -> Option<Ended> {
+        use baton_model::{EventName, ReviewVerdict};
+        let spec = self.graph.task(task);
+        let n = spec.candidate_count();
+        let k = (attempt - 1) % n + 1;
+        let record = self
+            .store
+            .attempts(&self.run_id, &spec.id)
+            .ok()?
+            .into_iter()
+            .find(|a| a.attempt == attempt)?;
+        let outcome = record.outcome?;
+        let of_it = |kind| {
+            self.store
+                .events_of_kind(&self.run_id, kind)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|e| e.kind.task() == Some(&spec.id))
+        };
+        let committed = of_it(EventName::WorkspaceCommitted).find_map(|e| match e.kind {
+            EventKind::WorkspaceCommitted {
+                attempt: a,
+                commit,
+                evidence,
+                ..
+            } if a == attempt => Some((commit, evidence)),
+            _ => None,
+        });
+        let warnings = of_it(EventName::Reviewed).any(|e| {
+            matches!(&e.kind, EventKind::Reviewed { attempt: a, review, .. }
+                if *a == attempt && review.verdict == ReviewVerdict::VerifiedWithWarnings)
+        });
+        let (head, evidence) = committed.unzip();
+        let evidence = evidence.unwrap_or_default();
+        let agent = record.agent.as_ref();
+        let choice = spec.candidates.get(k as usize - 1);
+        let candidate = Candidate {
+            candidate: k,
+            attempt,
+            engine: agent
+                .map(|a| a.engine.clone())
+                .or_else(|| choice.map(|c| c.engine.clone()))
+                .unwrap_or_default(),
+            model: agent
+                .and_then(|a| a.model.clone())
+                .or_else(|| choice.and_then(|c| c.model.clone())),
+            passed: outcome.is_success(),
+            warnings,
+            lines: evidence.lines_added + evidence.lines_removed,
+            files: evidence.files.len() as u32,
+            branch: self
+                .workspaces
+                .active()
+                .then(|| self.workspaces.candidate_branch(&self.graph, task, k)),
+            outcome: match outcome.is_success() {
+                true => "succeeded".to_owned(),
+                false => outcome.to_string(),
+            },
+        };
+        Some(Ended {
+            candidate,
+            outcome,
+            output: HeldOutput {
+                text: record.output.unwrap_or_default(),
+                json: record
+                    .output_json
+                    .as_deref()
+                    .and_then(|j| serde_json::from_str(j).ok()),
+                files_changed: Vec::new(),
+            },
+            stderr_tail: record.stderr_tail.unwrap_or_default(),
+            head: head.flatten(),
+            changed: Some(evidence.paths().map(str::to_owned).collect()),
+            review_warnings: warnings,
+        })
     }
 
     /// All of the scheduler's attempt `launch` of `task` ended: the winner's work becomes

@@ -93,6 +93,9 @@ pub(crate) struct Dispatcher<'a> {
     approvals: Approvals,
     /// Best-of tasks whose candidates are running.
     gathering: HashMap<u32, candidates::Gathering>,
+    /// Best-of candidates (recorded attempts, by task) that ended before a takeover in a round
+    /// it cut short: the task's next round counts them (see `Restored::carried`).
+    carried_candidates: HashMap<u32, Vec<u32>>,
     /// Where attempts run when workers run them (`baton worker`); `None`: here.
     queue: Option<crate::remote::Queue>,
     /// The attempts launched, noted before they start (for a takeover after a crash).
@@ -156,6 +159,7 @@ impl<'a> Dispatcher<'a> {
             warnings: false,
             final_state: None,
             gathering: HashMap::new(),
+            carried_candidates: HashMap::new(),
             approvals: Approvals::default(),
             queue: None,
             launch_log,
@@ -186,6 +190,12 @@ impl<'a> Dispatcher<'a> {
         }
         for (task, attempt) in restored.running {
             self.adopt(task, attempt, restored.charge_retries);
+        }
+        for (task, attempt) in restored.carried {
+            self.carried_candidates
+                .entry(task)
+                .or_default()
+                .push(attempt);
         }
         for (task, used) in restored.again {
             // A best-of task's attempts are its candidates: the scheduler counts launches.
@@ -600,7 +610,7 @@ impl<'a> Dispatcher<'a> {
                 .map(|&(task, attempt, ..)| (&graph.task(task).id, attempt)),
         );
         for (task, attempt, is_agent, _) in go {
-            self.launch(task, attempt, is_agent);
+            self.launch(task, attempt, is_agent, turn);
         }
         if let Some(queue) = self.queue.as_mut() {
             queue.flush();
@@ -609,9 +619,9 @@ impl<'a> Dispatcher<'a> {
 
     /// Starts attempt `attempt` of `task` as a unit of its own; one that cannot start (its
     /// worktree or command line cannot be made) is recorded as an attempt that ended at once.
-    fn launch(&mut self, task: u32, attempt: u32, agent: bool) {
+    fn launch(&mut self, task: u32, attempt: u32, agent: bool, turn: &mut Turn) {
         if self.graph.task(task).candidate_count() > 1 {
-            return self.launch_candidates(task, attempt);
+            return self.launch_candidates(task, attempt, turn);
         }
         if self.queue.is_some() {
             return self.queue_attempt(task, attempt, agent);

@@ -384,6 +384,23 @@ prompt = "write out.txt"
     assert_eq!(out.json_task("write")["output"], "Candidate done");
 }
 
+/// Task `write` of two candidates on engine `mine`, which writes `mine-ATTEMPT.txt` and then
+/// hangs for a minute when `[ $BATON_ATTEMPT HANG ]` holds.
+fn mine_twice(hang: &str) -> crate::test::Test {
+    let graph = r#"
+[[task]]
+id = "write"
+candidates = ["mine", "mine"]
+prompt = "write your file"
+"#;
+    let mine = format!(
+        "[engines.mine]\nkind = \"command\"\ncommand = \"sh\"\nargs = [\"-c\", \
+         \"echo $BATON_ATTEMPT > mine-$BATON_ATTEMPT.txt; \
+         if [ $BATON_ATTEMPT {hang} ]; then sleep 60; fi; echo wrote $BATON_ATTEMPT\"]\n"
+    );
+    repo_with(graph).file("baton.toml", mine)
+}
+
 /// #31 item 6 (finding 13), its wrong result: a best-of task whose driver was killed mid-round
 /// ran a new round after the resume in which each candidate built on its predecessor's work
 /// (`write@2` held `mine-2.txt` and `mine-4.txt`, the winner two candidates' files). Each
@@ -391,20 +408,8 @@ prompt = "write out.txt"
 /// on its attempt's ref.
 #[test]
 fn a_new_round_of_candidates_after_a_crash_starts_from_the_tasks_start() {
-    let graph = r#"
-[[task]]
-id = "write"
-candidates = ["mine", "mine"]
-prompt = "write your file"
-"#;
     // The first round hangs once it has written its files; the driver is killed meanwhile.
-    let mine = "[engines.mine]\nkind = \"command\"\ncommand = \"sh\"\nargs = [\"-c\", \
-                \"echo $BATON_ATTEMPT > mine-$BATON_ATTEMPT.txt; \
-                if [ $BATON_ATTEMPT -le 2 ]; then sleep 60; fi; echo wrote $BATON_ATTEMPT\"]\n";
-    let mut running = repo_with(graph)
-        .file("baton.toml", mine)
-        .args(&["run", "graph.toml"])
-        .spawn();
+    let mut running = mine_twice("-le 2").args(&["run", "graph.toml"]).spawn();
     running.await_that("the first round's files", crate::test::RUN_LIMIT, |root| {
         let trees = root.join(".baton/worktrees");
         let run = std::fs::read_dir(&trees).ok()?.flatten().next()?.path();
@@ -434,5 +439,59 @@ prompt = "write your file"
         files(&format!("refs/baton/{run}/write/attempt-1")),
         ["mine-1.txt"]
     );
+    assert_eq!(resumed.store().task("write").status, TaskState::Succeeded);
+}
+
+/// #31 item 6 (finding 13), its cost: a candidate that had ended before the crash is not run
+/// (and paid for) again. The resumed round runs only the candidate the crash cut short; the
+/// pick is among the one that ended before and the one run again.
+#[test]
+fn a_candidate_that_ended_before_a_crash_is_not_run_again() {
+    // Candidate 2 of the first round hangs; candidate 1 ends at once.
+    let mut running = mine_twice("= 2").args(&["run", "graph.toml"]).spawn();
+    running.await_that(
+        "candidate 1's end and candidate 2's file",
+        crate::test::RUN_LIMIT,
+        |root| {
+            let store = crate::test::Store::once_a_run_is_in(root)?;
+            store.try_run()?;
+            let ended = store.attempts("write").first()?.outcome.is_some();
+            let trees = root.join(".baton/worktrees");
+            let run = std::fs::read_dir(&trees).ok()?.flatten().next()?.path();
+            (ended && run.join("write@2/mine-2.txt").exists()).then_some(())
+        },
+    );
+    let (run, resumed) = running.kill_and_resume();
+    let root = resumed.path();
+    let attempts: Vec<(u32, String)> = resumed
+        .store()
+        .attempts("write")
+        .iter()
+        .map(|a| {
+            (
+                a.attempt,
+                a.outcome.as_ref().map_or("-".into(), |o| o.to_string()),
+            )
+        })
+        .collect();
+    let numbers: Vec<u32> = attempts.iter().map(|(n, _)| *n).collect();
+    assert_eq!(numbers, [1, 2, 4], "candidate 1 ran once: {attempts:?}");
+    let picked = resumed
+        .store()
+        .events_of(|k| matches!(k, EventKind::Picked { .. }));
+    let EventKind::Picked { candidates, .. } = picked.last().expect("a pick") else {
+        unreachable!()
+    };
+    let among: Vec<u32> = candidates.iter().map(|c| c.attempt).collect();
+    assert_eq!(among, [1, 4]);
+    let files: Vec<String> = git(
+        root,
+        &["ls-tree", "--name-only", &format!("baton/{run}/result")],
+    )
+    .lines()
+    .filter(|f| f.starts_with("mine-"))
+    .map(str::to_owned)
+    .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
     assert_eq!(resumed.store().task("write").status, TaskState::Succeeded);
 }
