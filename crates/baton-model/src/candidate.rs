@@ -67,9 +67,16 @@ pub fn pick(candidates: &[Candidate]) -> (Option<u32>, String) {
             )
         }
     };
+    // A later round's candidate is named with its attempt too: the task's output is that
+    // attempt's (after a crash, a round's candidates can come from two rounds).
+    let named = if best.attempt == best.candidate {
+        format!("candidate {}", best.candidate)
+    } else {
+        format!("candidate {} (attempt {})", best.candidate, best.attempt)
+    };
     (
         Some(best.candidate),
-        format!("candidate {} won: {why}{failed_note}", best.candidate),
+        format!("{named} won: {why}{failed_note}"),
     )
 }
 
@@ -113,6 +120,17 @@ mod tests {
         // A tie goes to the first.
         let tied = [candidate(1, true, 4), candidate(2, true, 4)];
         assert_eq!(pick(&tied).0, Some(1));
+    }
+
+    /// Finding 13: after a crash the summary said "candidate 1 won" while the output shown
+    /// was attempt 4's. A candidate of a later round is named with its attempt.
+    #[test]
+    fn a_later_rounds_winner_is_named_with_its_attempt() {
+        let mut again = candidate(2, true, 1);
+        again.attempt = 4;
+        let (winner, why) = pick(&[candidate(1, true, 5), again]);
+        assert_eq!(winner, Some(2));
+        assert!(why.starts_with("candidate 2 (attempt 4) won: "), "{why}");
     }
 
     #[test]
