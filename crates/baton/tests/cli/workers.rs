@@ -1126,10 +1126,54 @@ fn pause(pid: u32, how_long: Duration) {
 /// workers `b` and `c` (two slots each, the same lease) to run its attempts: the workers, and
 /// `a`'s pid.
 fn coordinator_and_two(test: &Test, url: &str, a_args: &[&str]) -> (Workers, u32) {
+    coordinator_on(test, url, a_args, false)
+}
+
+/// [`coordinator_and_two`], worker `a` on "another host": in a UTS namespace of its own
+/// named `otherhost` (`unshare --uts`).
+fn coordinator_elsewhere_and_two(test: &Test, url: &str, a_args: &[&str]) -> (Workers, u32) {
+    coordinator_on(test, url, a_args, true)
+}
+
+fn coordinator_on(test: &Test, url: &str, a_args: &[&str], elsewhere: bool) -> (Workers, u32) {
     let mut workers = Workers(Vec::new());
     let mut args = a_args.to_vec();
     args.extend(["--lease", "3s"]);
-    let coordinator = workers.start(test, url, "a", &args);
+    let coordinator = if elsewhere {
+        let mut args_all = vec!["--store", url, "worker"];
+        args_all.extend_from_slice(&args);
+        let baton = test.command(&args_all, "a.log");
+        let mut command = std::process::Command::new("unshare");
+        command
+            .args([
+                "--uts",
+                "sh",
+                "-c",
+                "hostname otherhost && exec \"$0\" \"$@\"",
+            ])
+            .arg(baton.get_program())
+            .args(baton.get_args());
+        if let Some(dir) = baton.get_current_dir() {
+            command.current_dir(dir);
+        }
+        for (key, value) in baton.get_envs() {
+            match value {
+                Some(value) => command.env(key, value),
+                None => command.env_remove(key),
+            };
+        }
+        let log = std::fs::File::create(test.path().join("a.log")).unwrap();
+        command
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .stdin(std::process::Stdio::null());
+        let child = command.spawn().expect("start a worker on another host");
+        let pid = child.id();
+        workers.0.push(child);
+        pid
+    } else {
+        workers.start(test, url, "a", &args)
+    };
     let deadline = Instant::now() + Duration::from_secs(30);
     while !std::fs::read_to_string(test.path().join("a.log"))
         .is_ok_and(|log| log.contains("coordinating run"))
@@ -1160,6 +1204,18 @@ fn one_second_tasks(n: usize, concurrency: u32, script: &str) -> String {
 /// report hung the run for good.
 #[test]
 fn a_coordinator_that_wakes_after_a_takeover_leaves_the_run_to_its_successor() {
+    split_brain(false);
+}
+
+/// The same with the coordinator on another host, as the report ran it: a UTS namespace of
+/// its own names it `otherhost`, so the others can tell nothing of its process and only its
+/// lease decides.
+#[test]
+fn a_coordinator_on_another_host_that_wakes_after_a_takeover_leaves_the_run() {
+    split_brain(true);
+}
+
+fn split_brain(other_host: bool) {
     let url = baton_testpg::fresh_database();
     // Twice the workers' slots: some attempts wait in the queue at any time.
     let mut graph = one_second_tasks(48, 8, "sleep 1; echo {id} >> done.log");
@@ -1173,8 +1229,16 @@ fn a_coordinator_that_wakes_after_a_takeover_leaves_the_run_to_its_successor() {
     let run = submit(&test, &url);
     // The coordinator runs no attempt itself (it offers no engine a shell task needs): what
     // it held while paused is only the run.
-    let (_workers, paused) = coordinator_and_two(&test, &url, &["--engines", "claude"]);
+    let (_workers, paused) = if other_host {
+        coordinator_elsewhere_and_two(&test, &url, &["--engines", "claude"])
+    } else {
+        coordinator_and_two(&test, &url, &["--engines", "claude"])
+    };
     await_succeeded(&test, &url, &run, 4);
+    if other_host {
+        let log = std::fs::read_to_string(test.path().join("a.log")).unwrap();
+        assert!(log.starts_with("baton worker otherhost-"), "{log}");
+    }
     pause(paused, Duration::from_secs(8));
 
     let logs = ["a.log", "b.log", "c.log"];
@@ -1196,14 +1260,6 @@ fn a_coordinator_that_wakes_after_a_takeover_leaves_the_run_to_its_successor() {
         if log.contains(&format!(
             "run {run} coordinated: lost: another worker took it over"
         )) {
-            eprintln!(
-                "DEBUG a.log: {log}\nb.log: {}\nevents: {:?}",
-                std::fs::read_to_string(test.path().join("b.log")).unwrap(),
-                events(test.path(), &url, &run)
-                    .iter()
-                    .map(|e| format!("{} {} {}", e["kind"], e["task"], e["attempt"]))
-                    .collect::<Vec<_>>()
-            );
             break;
         }
         assert!(
