@@ -121,6 +121,11 @@ impl Meter {
         );
     }
 
+    /// How many agent attempts are running (started, and not finished on this meter).
+    pub fn running(&self) -> usize {
+        self.state().live.len()
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic while holding the lock leaves plain numbers behind: still usable.
         self.0

@@ -15,8 +15,6 @@ pub(crate) const APPROVAL_POLL: Duration = Duration::from_millis(250);
 
 #[derive(Debug, Default)]
 pub(crate) struct Approvals {
-    /// Tasks waiting for a decision.
-    awaiting: BTreeSet<u32>,
     /// Tasks whose decision was applied.
     decided: BTreeSet<u32>,
     /// The reasons given with rejections, for the tasks' `task-finished`.
@@ -26,15 +24,10 @@ pub(crate) struct Approvals {
 }
 
 impl Approvals {
-    /// `task` waits for a person from now on.
-    pub(crate) fn wait(&mut self, task: u32) {
-        self.awaiting.insert(task);
-        // A decision may have come before the task was ready.
+    /// A task waits for a person from now on (the scheduler knows which: it is asked whether
+    /// any does). A decision may have come before the task was ready: looked for now.
+    pub(crate) fn wait(&mut self) {
         self.due = true;
-    }
-
-    pub(crate) fn any_waiting(&self) -> bool {
-        !self.awaiting.is_empty()
     }
 
     /// Look for decisions at the next chance.
@@ -47,9 +40,8 @@ impl Approvals {
         std::mem::take(&mut self.due)
     }
 
-    /// `task` finished: it waits no more. The reason its rejection was given, if it was.
+    /// `task` finished: the reason its rejection was given, if it was.
     pub(crate) fn finished(&mut self, task: u32) -> Option<String> {
-        self.awaiting.remove(&task);
         self.rejections.remove(&task).flatten()
     }
 

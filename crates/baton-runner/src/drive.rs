@@ -451,7 +451,6 @@ async fn drive_run(
         return Err(err.into());
     }
     let fatal = dispatcher.drive(reporter, stops).await;
-    dispatcher.clean_up(fatal.as_ref());
     // Its memory is reused for reading the result back; its recorder's thread is joined.
     drop(dispatcher);
     if fatal.is_some() {

@@ -592,6 +592,7 @@ fn a_task_that_needs_approval_waits_without_holding_a_slot() {
         "{actions:?}"
     );
     assert_eq!(sched.state(0), TaskState::Waiting);
+    assert!(sched.awaits_approval());
     sched.handle(Input::Finished {
         task: 1,
         attempt: 1,
@@ -607,11 +608,14 @@ fn a_task_that_needs_approval_waits_without_holding_a_slot() {
             attempt: 1
         }]
     );
+    assert!(!sched.awaits_approval());
 
     // Rejected: fails at once, and blocks what needs it.
     let mut sched = Scheduler::new(&plan, 0);
     sched.handle(Input::Start);
+    assert!(sched.awaits_approval());
     let actions = sched.handle(Input::Rejected { task: 0 });
+    assert!(!sched.awaits_approval());
     assert!(
         actions.contains(&Action::Finished {
             task: 0,
@@ -621,6 +625,13 @@ fn a_task_that_needs_approval_waits_without_holding_a_slot() {
         "{actions:?}"
     );
     assert_eq!(sched.state(2), TaskState::Blocked);
+
+    // Stopped: it waits no more.
+    let mut sched = Scheduler::new(&plan, 0);
+    sched.handle(Input::Start);
+    sched.handle(Input::Stop(StopCause::Cancelled));
+    assert_eq!(sched.state(0), TaskState::Skipped);
+    assert!(!sched.awaits_approval());
 }
 
 #[test]

@@ -135,6 +135,9 @@ struct RunParts {
     launcher: Launcher,
     workspaces: Workspaces,
     dirs: RunDirs,
+    /// How the tasks this worker's attempts needed ended, as the store said: a worker has
+    /// no scheduler to ask.
+    ended: HashMap<u32, TaskState>,
 }
 
 /// An attempt this worker holds.
@@ -566,6 +569,7 @@ fn start(
                 dropped: work.dropped.clone(),
                 engine: work.engine,
                 candidate: None,
+                ended: &|t| run.ended.get(&t).copied(),
             },
             claim.task,
             claim.attempt,
@@ -727,7 +731,10 @@ fn prepare<'p>(
         );
         match parts.get_mut(&claim.run) {
             Some(run) => {
-                run.launcher.grow(Arc::clone(&graph));
+                // What it says was lost is read back below, as for any need not held.
+                let ended = &run.ended;
+                run.launcher
+                    .grow(Arc::clone(&graph), &|t| ended.get(&t).copied());
                 run.workspaces.grow(graph.len());
                 run.graph = graph;
             }
@@ -756,6 +763,7 @@ fn prepare<'p>(
                         launcher,
                         workspaces,
                         dirs,
+                        ended: HashMap::new(),
                     },
                 );
             }
@@ -779,7 +787,8 @@ fn prepare<'p>(
             let Some(record) = records.iter().find(|r| r.task == run.graph.task(need).id) else {
                 continue;
             };
-            run.launcher.restored(need, record.status);
+            run.launcher.restored(need);
+            run.ended.insert(need, record.status);
             run.launcher
                 .hold_output(need, baton_runner::recorded_output(record));
             if record.status == TaskState::Succeeded && remote.is_none() {

@@ -45,6 +45,23 @@ pub struct HeldOutput {
     pub files_changed: Vec<String>,
 }
 
+/// How each of the run's tasks ended, if it has: the scheduler's to say (a worker's, the
+/// store's). What a task's templates and handoff file say of its needs (`needs.X.status`).
+pub type Ended<'a> = &'a dyn Fn(u32) -> Option<TaskState>;
+
+/// How an attempt is to run, besides its task and number: see [`Launcher::prepare`].
+pub struct Preparing<'a> {
+    /// Its spend on the run's meter, and where its agent's news go.
+    pub watching: &'a crate::recipe::Watching,
+    /// The session (or fix round) it continues.
+    pub resume: Option<&'a Continue>,
+    /// Its task's worktree, when it has one.
+    pub workdir: Option<&'a std::path::Path>,
+    /// The engine of its task's chain it runs on (0: the task's own).
+    pub engine: u32,
+    pub ended: Ended<'a>,
+}
+
 /// What stays the same across a task's attempts, worked out at its first launch.
 struct Prepared {
     handoff: Option<HandoffFile>,
@@ -110,7 +127,6 @@ pub struct Launcher {
     root: PathBuf,
     kill_grace: Duration,
     held: Vec<Option<HeldOutput>>,
-    states: Vec<Option<TaskState>>,
     /// Dependents of each task that have not started yet; its held output is dropped at zero.
     readers_left: Vec<u32>,
     /// Per task launched and not finished (a few hundred bytes each: not one per task of a
@@ -155,7 +171,6 @@ impl Launcher {
             root: config.root.clone(),
             kill_grace: config.kill_grace,
             held: (0..n).map(|_| None).collect(),
-            states: vec![None; n],
             readers_left: (0..n as u32)
                 .map(|i| graph.dependents(i).len() as u32)
                 .collect(),
@@ -186,12 +201,12 @@ impl Launcher {
     /// The run's graph grew to `graph` (a planner's answer): the new tasks' outputs are held
     /// for their dependents, and the tasks they need hold theirs for them too. Returns the
     /// tasks that ended with their output let go (every dependent had started), which the new
-    /// ones need: the caller reads them back from the store.
-    pub fn grow(&mut self, graph: Arc<Graph>) -> Vec<u32> {
+    /// ones need: the caller reads them back from the store. `ended`: whether a task ended
+    /// (the scheduler's to say).
+    pub fn grow(&mut self, graph: Arc<Graph>, ended: Ended<'_>) -> Vec<u32> {
         let old = self.held.len();
         let n = graph.len();
         self.held.resize_with(n, || None);
-        self.states.resize(n, None);
         self.readers_left.resize(n, 0);
         let mut lost = Vec::new();
         for t in old..n {
@@ -202,7 +217,7 @@ impl Launcher {
                     continue;
                 }
                 self.readers_left[i] += 1;
-                if self.held[i].is_none() && self.states[i].is_some() && !lost.contains(&need) {
+                if self.held[i].is_none() && ended(need).is_some() && !lost.contains(&need) {
                     lost.push(need);
                 }
             }
@@ -266,20 +281,24 @@ impl Launcher {
         )
     }
 
-    /// Attempt `attempt` of `task` on `engine` of its chain (0: its own, then its fallbacks),
-    /// ready to start, or why it cannot be started (a template that does not render, an
-    /// engine this build cannot drive).
+    /// Attempt `attempt` of `task` on `at.engine` of its chain (0: its own, then its
+    /// fallbacks), ready to start, or why it cannot be started (a template that does not
+    /// render, an engine this build cannot drive).
     pub fn prepare(
         &mut self,
         task: u32,
         attempt: u32,
-        watching: &crate::recipe::Watching,
-        resume: Option<&Continue>,
-        workdir: Option<&std::path::Path>,
-        engine: u32,
+        at: Preparing<'_>,
     ) -> Result<Launch, Arc<LaunchError>> {
+        let Preparing {
+            watching,
+            resume,
+            workdir,
+            engine,
+            ended,
+        } = at;
         if !self.prepared.contains_key(&task) {
-            let prepared = self.prepare_first(task);
+            let prepared = self.prepare_first(task, ended);
             self.prepared.insert(task, prepared);
         }
         let prepared = self.prepared.get(&task).expect("just prepared");
@@ -458,14 +477,14 @@ impl Launcher {
         matches!(self.graph.task(task).action, Action::Agent { .. })
     }
 
-    fn prepare_first(&mut self, task: u32) -> Prepared {
+    fn prepare_first(&mut self, task: u32, ended: Ended<'_>) -> Prepared {
         let spec_task = self.graph.task(task);
         let mut needs_ids: Vec<&str> = spec_task
             .needs
             .iter()
             .map(|&n| self.graph.task(n).id.as_str())
             .collect();
-        let mut context = self.context(task);
+        let mut context = self.context(task, ended);
         let mut handoff = None;
         if !spec_task.needs.is_empty() {
             /// What `$BATON_HANDOFF_FILE` holds, written straight from the template context.
@@ -624,7 +643,7 @@ impl Launcher {
 
     /// The template context of `task`: its predecessors' results, each capped so that all of
     /// them together fit the task's `handoff_limit`.
-    fn context(&self, task: u32) -> TemplateContext {
+    fn context(&self, task: u32, ended: Ended<'_>) -> TemplateContext {
         let spec_task = self.graph.task(task);
         let texts: Vec<&str> = spec_task
             .needs
@@ -644,9 +663,7 @@ impl Launcher {
                 self.graph.task(need).id.to_string(),
                 NeedContext {
                     output: truncate_utf8(text, share).into_owned(),
-                    status: self.states[need as usize]
-                        .map_or("pending", TaskState::as_str)
-                        .to_owned(),
+                    status: ended(need).map_or("pending", TaskState::as_str).to_owned(),
                     files_changed: held.map(|h| h.files_changed.clone()).unwrap_or_default(),
                     json: held
                         .and_then(|h| h.json.clone())
@@ -693,18 +710,18 @@ impl Launcher {
         }
     }
 
-    /// A task that ended before a takeover: its state is known, and its dependents that also
-    /// ended no longer need its output.
-    pub fn restored(&mut self, task: u32, state: TaskState) {
-        self.states[task as usize] = Some(state);
+    /// A task that ended before a takeover: its dependents that also ended no longer need its
+    /// output.
+    pub fn restored(&mut self, task: u32) {
         for &need in &self.graph.task(task).needs {
             let left = &mut self.readers_left[need as usize];
             *left = left.saturating_sub(1);
         }
     }
 
+    /// `task` ended as `state`: its handoff file is free again, and a failure's dependents
+    /// (which still run under `on_failure = "continue"`) are handed an empty output.
     pub fn task_finished(&mut self, task: u32, state: TaskState) {
-        self.states[task as usize] = Some(state);
         if let Some(Prepared {
             handoff: Some(file),
             ..

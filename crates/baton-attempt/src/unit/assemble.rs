@@ -21,6 +21,8 @@ pub struct Assembly<'a> {
     pub engine: u32,
     /// A best-of task's candidate (1 for the first): it works in a worktree of its own.
     pub candidate: Option<u32>,
+    /// How the run's tasks ended, so far: what the task is told of its needs.
+    pub ended: crate::launch::Ended<'a>,
 }
 
 /// Attempt `attempt` of `task`, continuing `resume` if given, or the outcome of an attempt
@@ -41,6 +43,7 @@ pub fn assemble(
         dropped,
         engine,
         candidate,
+        ended,
     } = parts;
     let spec_task = graph.task(task);
     // An attempt that continues no session (a fix round's, an agent's cut short) starts from
@@ -79,7 +82,17 @@ pub fn assemble(
         None => workspaces.take_making(task),
     };
     let launch = launcher
-        .prepare(task, attempt, &watching, resume, workdir.as_deref(), engine)
+        .prepare(
+            task,
+            attempt,
+            crate::launch::Preparing {
+                watching: &watching,
+                resume,
+                workdir: workdir.as_deref(),
+                engine,
+                ended,
+            },
+        )
         .map_err(|error| {
             // No unit will make it: the next attempt starts again.
             if making.is_some() {

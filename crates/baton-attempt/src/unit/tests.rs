@@ -135,6 +135,7 @@ impl Parts {
                 dropped: Vec::new(),
                 engine: 0,
                 candidate: None,
+                ended: &|_| None,
             },
             task,
             attempt,

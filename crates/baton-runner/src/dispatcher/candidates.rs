@@ -43,14 +43,14 @@ impl Dispatcher<'_> {
     /// Starts the scheduler's attempt `launch` of best-of task `task`: its N candidates at
     /// once, once the run's budget can take all of them. Candidates that had ended in the
     /// round a crash cut short (`carried_candidates`) count as this round's, and only the
-    /// others run.
-    pub(super) fn launch_candidates(&mut self, task: u32, launch: u32, turn: &mut Turn) {
-        let kept: Vec<Ended> = self
-            .carried_candidates
-            .remove(&task)
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|attempt| self.recorded_candidate(task, attempt))
+    /// others run. Returns `false` if none started because the budget cannot cover them
+    /// beside the agents running now: the task waits for one of them to end (the caller
+    /// declines the launch).
+    pub(super) fn launch_candidates(&mut self, task: u32, launch: u32, turn: &mut Turn) -> bool {
+        let carried = self.carried_candidates.remove(&task).unwrap_or_default();
+        let kept: Vec<Ended> = carried
+            .iter()
+            .filter_map(|&attempt| self.recorded_candidate(task, attempt))
             .collect();
         let spec = self.graph.task(task);
         let n = spec.candidate_count();
@@ -63,16 +63,19 @@ impl Dispatcher<'_> {
             })
         } else {
             let each = spec.expected_usd();
-            self.shared
-                .meter
-                .can_start_many(to_run.max(1), each)
-                .err()
-                .map(|limit| Outcome::OverBudget {
+            match self.shared.meter.can_start_many(to_run.max(1), each) {
+                Ok(()) => None,
+                Err(_) if self.shared.meter.running() > 0 => {
+                    self.carried_candidates.insert(task, carried);
+                    return false;
+                }
+                Err(limit) => Some(Outcome::OverBudget {
                     limit,
                     scope: Some(baton_model::BudgetScope::Run),
                     spent_usd: None,
                     tokens: 0,
-                })
+                }),
+            }
         };
         if let Some(outcome) = refused {
             // None starts: one attempt, recorded as never started, says why.
@@ -84,7 +87,8 @@ impl Dispatcher<'_> {
                     ended: Vec::new(),
                 },
             );
-            return self.never_started(task, recorded_attempt(launch, n, 1), outcome);
+            self.never_started(task, recorded_attempt(launch, n, 1), outcome);
+            return true;
         }
         let done: Vec<u32> = kept.iter().map(|e| e.candidate.candidate).collect();
         self.gathering.insert(
@@ -97,19 +101,18 @@ impl Dispatcher<'_> {
         );
         if to_run == 0 {
             // Every candidate had ended (the crash came before the pick): picked now.
-            self.agents_running = self.agents_running.saturating_sub(1);
             let Gathering {
                 launch, mut ended, ..
             } = self.gathering.remove(&task).expect("inserted above");
             ended.sort_by_key(|e| e.candidate.candidate);
-            return self.judge(task, launch, ended, turn);
+            self.judge(task, launch, ended, turn);
+            return true;
         }
-        // The caller counted one agent: the others join it.
-        self.agents_running += to_run - 1;
         let each = self.graph.task(task).expected_usd();
         for k in (1..=n).filter(|k| !done.contains(k)) {
             let attempt = recorded_attempt(launch, n, k);
             self.shared.meter.start((task, attempt), each);
+            let sched = &self.sched;
             let assembled = assemble(
                 Assembly {
                     graph: &self.graph,
@@ -119,6 +122,7 @@ impl Dispatcher<'_> {
                     dropped: Vec::new(),
                     engine: k - 1,
                     candidate: Some(k),
+                    ended: &|t| super::ended(sched, t),
                 },
                 task,
                 attempt,
@@ -130,6 +134,7 @@ impl Dispatcher<'_> {
                 Err(outcome) => self.never_started(task, attempt, outcome),
             }
         }
+        true
     }
 
     /// Records a candidate's end, and once the last of its attempt's candidates ended, picks
@@ -148,7 +153,6 @@ impl Dispatcher<'_> {
         let n = spec.candidate_count();
         let k = (attempt - 1) % n + 1;
         self.log_bytes += done.log_bytes;
-        self.agents_running = self.agents_running.saturating_sub(1);
         if done.agent.is_none() {
             self.shared
                 .meter
@@ -371,8 +375,8 @@ impl Dispatcher<'_> {
         if self.shared.meter.exhausted() {
             turn.inputs
                 .push_back(baton_scheduler::Input::Stop(StopCause::BudgetSpent));
-        } else if self.soft_pause() {
-            turn.inputs.push_back(baton_scheduler::Input::Pause);
+        } else {
+            self.soft_pause();
         }
     }
 }

@@ -79,7 +79,6 @@ impl Dispatcher<'_> {
         };
         self.log_bytes += log_bytes;
         if is_agent {
-            self.agents_running = self.agents_running.saturating_sub(1);
             if agent.is_none() {
                 // Never started (or its unit failed): counted as an attempt that spent
                 // nothing, and whatever it had spent live is its spend.
@@ -117,8 +116,8 @@ impl Dispatcher<'_> {
         );
         if is_agent && self.shared.meter.exhausted() {
             turn.inputs.push_back(Input::Stop(StopCause::BudgetSpent));
-        } else if is_agent && self.soft_pause() {
-            turn.inputs.push_back(Input::Pause);
+        } else if is_agent {
+            self.soft_pause();
         }
     }
 

@@ -270,7 +270,8 @@ impl Dispatcher<'_> {
         self.workspaces.grow(n);
         self.last_outcome.resize(n, None);
         self.graph = Arc::clone(&graph);
-        let lost = self.launcher.grow(graph);
+        let sched = &self.sched;
+        let lost = self.launcher.grow(graph, &|t| super::ended(sched, t));
         if lost.is_empty() {
             return;
         }

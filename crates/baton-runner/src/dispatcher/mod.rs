@@ -78,18 +78,12 @@ pub(crate) struct Dispatcher<'a> {
     last_words: HashMap<u32, String>,
     /// Bytes written to log files by this process's attempts.
     log_bytes: u64,
-    /// Agent attempts started and not ended.
-    agents_running: u32,
-    /// The soft budget was reached: nothing more starts.
-    paused: bool,
     /// Per task, the agent session its next attempt continues.
     sessions: HashMap<u32, Continue>,
     /// The tasks' worktrees and the run's result branch.
     workspaces: Workspaces,
     /// A task changed files outside its scope (under `warn`): the run succeeds with warnings.
     warnings: bool,
-    /// The state the run finished in.
-    final_state: Option<RunState>,
     approvals: Approvals,
     /// Best-of tasks whose candidates are running.
     gathering: HashMap<u32, candidates::Gathering>,
@@ -152,12 +146,9 @@ impl<'a> Dispatcher<'a> {
             last_words: HashMap::new(),
             graph,
             log_bytes: 0,
-            agents_running: 0,
-            paused: false,
             sessions: HashMap::new(),
             workspaces,
             warnings: false,
-            final_state: None,
             gathering: HashMap::new(),
             carried_candidates: HashMap::new(),
             approvals: Approvals::default(),
@@ -180,7 +171,7 @@ impl<'a> Dispatcher<'a> {
         }
         for (task, state, attempts) in restored.terminal {
             self.sched.restore(task, state, attempts);
-            self.launcher.restored(task, state);
+            self.launcher.restored(task);
             if state == TaskState::Succeeded {
                 self.workspaces.restored_success(&self.graph, task);
             }
@@ -226,8 +217,8 @@ impl<'a> Dispatcher<'a> {
     /// What is left once the run is over: worktrees of a run finished for good (the branches
     /// hold the work; a run that can still go on, or that a person must look at, keeps
     /// them), the scratch files, and the count of log bytes. `fatal`: the store failure that
-    /// stopped this process driving the run.
-    pub(crate) fn clean_up(&self, fatal: Option<&StoreError>) {
+    /// stopped this process driving the run; `state`: what the run finished as.
+    fn clean_up(&self, fatal: Option<&StoreError>, state: RunState) {
         if fatal.is_some() {
             // The run is not over, only this process's part in it: another process drives it
             // now (or will, taking it over), and its worktrees and scratch (the takeover's
@@ -235,15 +226,10 @@ impl<'a> Dispatcher<'a> {
             self.launcher.dirs().add_log_bytes(self.log_bytes);
             return;
         }
-        if self.final_state.is_some_and(|state| {
-            !matches!(
-                state,
-                RunState::Waiting
-                    | RunState::Cancelled
-                    | RunState::Interrupted
-                    | RunState::NeedsHuman
-            )
-        }) {
+        if !matches!(
+            state,
+            RunState::Waiting | RunState::Cancelled | RunState::Interrupted | RunState::NeedsHuman
+        ) {
             self.workspaces.remove_worktrees();
         }
         self.launcher.dirs().remove_scratch();
@@ -251,7 +237,8 @@ impl<'a> Dispatcher<'a> {
     }
 
     /// The loop. Never bails out early: whatever fails, running attempts are ended and the run
-    /// is brought to a finish. Returns the first store failure, if any.
+    /// is brought to a finish, and what it leaves is cleaned up ([`Self::clean_up`]). Returns
+    /// the first store failure, if any.
     pub(crate) async fn drive(
         &mut self,
         reporter: &mut dyn Reporter,
@@ -270,9 +257,11 @@ impl<'a> Dispatcher<'a> {
                 );
                 // What led here is recorded before the run's checks, which may take long.
                 self.ledger.settle(reporter).await;
-                self.finish(&mut stops, stops_open, &mut cancels).await;
+                let state = self.finish(&mut stops, stops_open, &mut cancels).await;
                 self.ledger.settle(reporter).await;
-                break;
+                let failure = self.ledger.failure();
+                self.clean_up(failure.as_ref(), state);
+                return failure;
             }
             // A launch waits for a commit only if it needs a task whose end is not recorded:
             // the batch that holds it goes now, and the launch waits until it is recorded.
@@ -331,7 +320,7 @@ impl<'a> Dispatcher<'a> {
                 },
                 _ = sleep_until_opt(deadline), if deadline.is_some() => {}
                 // Someone may have decided about a waiting task from another terminal.
-                _ = tokio::time::sleep(APPROVAL_POLL), if self.approvals.any_waiting() => {
+                _ = tokio::time::sleep(APPROVAL_POLL), if self.sched.awaits_approval() => {
                     self.approvals.poll_soon();
                 }
                 // Or asked, from another machine, to cancel the run (a shared store only).
@@ -363,7 +352,6 @@ impl<'a> Dispatcher<'a> {
                 turn.inputs.push_back(Input::RetryDue { task });
             }
         }
-        self.ledger.failure()
     }
 
     /// Feeds the turn's inputs to the scheduler and turns its actions into events and
@@ -452,7 +440,7 @@ impl<'a> Dispatcher<'a> {
                         self.ledger.push(EventKind::TaskWaiting {
                             task: self.graph.task(task).id.clone(),
                         });
-                        self.approvals.wait(task);
+                        self.approvals.wait();
                     }
                     // A spent budget stops no running attempt from here: each agent's watcher
                     // sees the meter at its next line and stops it there, unless its answer is
@@ -471,12 +459,9 @@ impl<'a> Dispatcher<'a> {
                         };
                         self.stop_tx.send_replace(level);
                     }
-                    Action::RunFinished { state } => {
-                        // Consolidated (merged, checked) by the loop, which can wait for the
-                        // run's checks without blocking: see `Dispatcher::finish`.
-                        self.final_state = Some(state);
-                        return true;
-                    }
+                    // Consolidated (merged, checked) by the loop, which can wait for the run's
+                    // checks without blocking: see `Dispatcher::finish`.
+                    Action::RunFinished { .. } => return true,
                 }
             }
         }
@@ -562,7 +547,7 @@ impl<'a> Dispatcher<'a> {
     /// launches are reported back as cancelled.
     fn carry_out(&mut self, turn: &mut Turn) {
         let mut go = Vec::with_capacity(turn.launches.len());
-        for &(task, attempt) in &turn.launches {
+        for (task, attempt) in std::mem::take(&mut turn.launches) {
             if self.ledger.failed() {
                 self.carried.push_back(Input::Finished {
                     task,
@@ -572,10 +557,9 @@ impl<'a> Dispatcher<'a> {
                 continue;
             }
             let is_agent = self.launcher.is_agent(task);
-            if is_agent && (self.paused || self.soft_pause()) {
+            if is_agent && (self.sched.is_paused() || self.soft_pause()) {
                 // Not started: it waits with the run.
                 self.carried.push_back(Input::Declined { task, attempt });
-                self.carried.push_back(Input::Pause);
                 continue;
             }
             let expected = self.graph.task(task).expected_usd();
@@ -583,34 +567,35 @@ impl<'a> Dispatcher<'a> {
                 // The run's budget cannot cover another agent beside the running ones: it waits
                 // for one of them to end. With none running, the budget is spent.
                 self.carried.push_back(Input::Declined { task, attempt });
-                if self.agents_running == 0 {
+                if self.shared.meter.running() == 0 {
                     self.unfit = Some(task);
                     self.carried.push_back(Input::Stop(StopCause::BudgetSpent));
                 }
                 continue;
             }
-            // A best-of task's candidates are numbered apart: they reserve and are recorded
-            // as they start, each.
-            let one = self.graph.task(task).candidate_count() <= 1;
-            if is_agent {
-                self.agents_running += 1;
-                // Reserved from now: the next launch in this very turn counts it.
-                if one {
-                    self.shared.meter.start((task, attempt), expected);
+            if self.graph.task(task).candidate_count() > 1 {
+                // A best-of task's candidates are numbered apart, and each reserves its spend
+                // as it starts: at once, so that the next launch in this turn counts them.
+                if !self.launch_candidates(task, attempt, turn) {
+                    self.carried.push_back(Input::Declined { task, attempt });
                 }
+                continue;
             }
-            go.push((task, attempt, is_agent, one));
+            if is_agent {
+                // Reserved from now: the next launch in this very turn counts it.
+                self.shared.meter.start((task, attempt), expected);
+            }
+            go.push((task, attempt, is_agent));
         }
         // Noted before any starts: a driver killed before their starts are committed leaves
         // a takeover what ran.
         let graph = &self.graph;
         self.launch_log.note(
             go.iter()
-                .filter(|&&(.., one)| one)
-                .map(|&(task, attempt, ..)| (&graph.task(task).id, attempt)),
+                .map(|&(task, attempt, _)| (&graph.task(task).id, attempt)),
         );
-        for (task, attempt, is_agent, _) in go {
-            self.launch(task, attempt, is_agent, turn);
+        for (task, attempt, is_agent) in go {
+            self.launch(task, attempt, is_agent);
         }
         if let Some(queue) = self.queue.as_mut() {
             queue.flush();
@@ -619,14 +604,12 @@ impl<'a> Dispatcher<'a> {
 
     /// Starts attempt `attempt` of `task` as a unit of its own; one that cannot start (its
     /// worktree or command line cannot be made) is recorded as an attempt that ended at once.
-    fn launch(&mut self, task: u32, attempt: u32, agent: bool, turn: &mut Turn) {
-        if self.graph.task(task).candidate_count() > 1 {
-            return self.launch_candidates(task, attempt, turn);
-        }
+    fn launch(&mut self, task: u32, attempt: u32, agent: bool) {
         if self.queue.is_some() {
             return self.queue_attempt(task, attempt, agent);
         }
         let (resume, dropped) = self.continuing(task);
+        let sched = &self.sched;
         let assembled = assemble(
             Assembly {
                 graph: &self.graph,
@@ -634,8 +617,9 @@ impl<'a> Dispatcher<'a> {
                 workspaces: &mut self.workspaces,
                 shared: &self.shared,
                 dropped,
-                engine: self.sched.engine(task),
+                engine: sched.engine(task),
                 candidate: None,
+                ended: &|t| ended(sched, t),
             },
             task,
             attempt,
@@ -699,13 +683,14 @@ impl<'a> Dispatcher<'a> {
     }
 
     /// The run is over: its result is consolidated and checked, and its end recorded. Stop
-    /// requests that come meanwhile stop the run's checks (the run ends `cancelled`).
+    /// requests that come meanwhile stop the run's checks (the run ends `cancelled`). Returns
+    /// the state it finished in.
     async fn finish(
         &mut self,
         stops: &mut mpsc::UnboundedReceiver<StopRequest>,
         stops_open: bool,
         cancels: &mut CancelWatch,
-    ) {
+    ) -> RunState {
         let mut ending = self.sched.ending();
         ending.scope_warnings = self.warnings;
         let scheduled = ending.state();
@@ -779,21 +764,31 @@ impl<'a> Dispatcher<'a> {
                 cause: Some(baton_model::StopCause::Cancelled),
             });
         }
-        self.final_state = Some(state);
         self.ledger.push(EventKind::RunFinished { state });
+        state
     }
 
     /// Once the run's soft budget is reached, nothing more starts, what runs finishes, and the
-    /// run ends `waiting` for a person to approve or raise the budget.
-    /// Returns whether the run pauses now (the caller feeds [`Input::Pause`]).
+    /// run ends `waiting` for a person to approve or raise the budget. Returns whether the run
+    /// paused now.
+    ///
+    /// Called only while an attempt the scheduler counts as running is being launched or
+    /// ended (its `Finished` or `Declined` not fed yet), so the pause cannot end the run here:
+    /// that input ends it, if anything does.
     fn soft_pause(&mut self) -> bool {
-        if self.paused {
+        if self.sched.is_paused() {
             return false;
         }
         let Some(what) = self.shared.meter.soft_reached() else {
             return false;
         };
-        self.paused = true;
+        // The scheduler pauses at once, not at the next turn: the rest of this turn's
+        // launches, and ends, see the run paused.
+        let actions = self.sched.handle(Input::Pause);
+        debug_assert!(
+            actions.is_empty(),
+            "a pause while an attempt runs leads to nothing at once: {actions:?}"
+        );
         self.ledger.push(EventKind::RunStopping {
             reason: format!(
                 "{what}; the run waits for `baton approve {run}` or `baton resume {run} --raise-budget USD`",
@@ -822,6 +817,11 @@ async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
     if let Some(at) = at {
         tokio::time::sleep_until(at).await;
     }
+}
+
+/// How `task` ended, if it has, as the scheduler says.
+pub(super) fn ended(sched: &Scheduler, task: u32) -> Option<TaskState> {
+    Some(sched.state(task)).filter(|state| state.is_terminal())
 }
 
 /// The nearest planner above `task` that re-plans (`on_failure = "replan"`).

@@ -72,7 +72,6 @@ impl Dispatcher<'_> {
         queue.adopted(task, attempt);
         self.sched.adopt(task, attempt, charge_retries);
         if self.launcher.is_agent(task) {
-            self.agents_running += 1;
             let expected = self.graph.task(task).expected_usd();
             self.shared.meter.start((task, attempt), expected);
         }

@@ -53,7 +53,7 @@ impl Scheduler {
                 .push(task.retry_infrastructure_only);
             self.needs_approval.push(task.needs_approval);
             self.approved.push(false);
-            self.phase.push(Phase::Waiting);
+            self.phase.push();
             self.attempts.push(0);
             self.uncharged.push(0);
             // Counted below, once every new task has a phase.
@@ -203,14 +203,14 @@ impl Scheduler {
                         | Phase::Approval
                         | Phase::Backoff
                 ) {
-                    self.phase[d as usize] = Phase::Waiting;
+                    self.phase.set(d, Phase::Waiting);
                 }
             }
             // A planner among another's tasks while that one re-plans waits for it first.
             if self.remaining[p] == 0 {
                 self.enqueue(planner);
             } else {
-                self.phase[p] = Phase::Waiting;
+                self.phase.set(planner, Phase::Waiting);
             }
             out.push(Action::Replan {
                 planner,

@@ -8,8 +8,10 @@ use crate::backoff::backoff_delay;
 
 mod engines;
 mod growth;
+mod phases;
 use crate::plan::{Adjacency, Plan, priorities};
 pub use engines::hands_over;
+use phases::Phases;
 
 /// Something that happened, fed to [`Scheduler::handle`].
 #[derive(Debug, Clone, PartialEq)]
@@ -143,7 +145,7 @@ pub struct Scheduler {
     needs: Adjacency,
     conflicts: Adjacency,
     priority: Vec<u32>,
-    phase: Vec<Phase>,
+    phase: Phases,
     /// Dependencies not yet satisfied, per task.
     remaining: Vec<u32>,
     /// Running tasks whose scope conflicts with this one's, per task.
@@ -218,7 +220,7 @@ impl Scheduler {
             needs,
             conflicts,
             priority,
-            phase: vec![Phase::Waiting; n],
+            phase: Phases::new(n),
             remaining,
             running_conflicts: vec![0; n],
             attempts: vec![0; n],
@@ -254,7 +256,7 @@ impl Scheduler {
             return;
         }
         self.attempts[i] = attempts;
-        self.phase[i] = Phase::Done(state);
+        self.phase.set(task, Phase::Done(state));
         self.done += 1;
         self.any_needs_human |= state == TaskState::NeedsHuman;
         self.any_blocked |= state == TaskState::Blocked;
@@ -291,7 +293,7 @@ impl Scheduler {
             return;
         }
         self.continue_after(task, attempt - 1, charge);
-        self.phase[i] = Phase::Running;
+        self.phase.set(task, Phase::Running);
         self.attempts[i] = attempt;
         self.running += 1;
         for &c in self.conflicts.of(task) {
@@ -339,7 +341,7 @@ impl Scheduler {
                     } else {
                         // Its planner re-plans meanwhile (it waits for the new plan), or failed
                         // doing so (it is blocked, as it would have been had it waited).
-                        self.phase[i] = Phase::Waiting;
+                        self.phase.set(task, Phase::Waiting);
                         let failed = self.needs.of(task).iter().copied().find(|&n| {
                             matches!(self.phase[n as usize], Phase::Done(s) if s != TaskState::Succeeded)
                                 && !self.is_held(n)
@@ -382,7 +384,7 @@ impl Scheduler {
                             self.finish(task, TaskState::Skipped, Cause::Stopped(cause), &mut out)
                         }
                         None => {
-                            self.phase[i] = Phase::Deferred;
+                            self.phase.set(task, Phase::Deferred);
                             self.deferred.push(task);
                         }
                     }
@@ -407,6 +409,16 @@ impl Scheduler {
             Phase::Running => TaskState::Running,
             Phase::Done(state) => state,
         }
+    }
+
+    /// Whether the run pauses ([`Input::Pause`]): nothing more starts.
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// Whether any task waits for a person's decision ([`Action::AwaitApproval`]).
+    pub fn awaits_approval(&self) -> bool {
+        self.phase.awaiting() > 0
     }
 
     pub fn attempts(&self, task: u32) -> u32 {
@@ -471,7 +483,7 @@ impl Scheduler {
     }
 
     fn enqueue(&mut self, task: u32) {
-        self.phase[task as usize] = Phase::Queued;
+        self.phase.set(task, Phase::Queued);
         self.ready
             .push((self.priority[task as usize], Reverse(task)));
     }
@@ -490,15 +502,15 @@ impl Scheduler {
                 continue;
             }
             if self.needs_approval[i] && !self.approved[i] {
-                self.phase[i] = Phase::Approval;
+                self.phase.set(task, Phase::Approval);
                 out.push(Action::AwaitApproval { task });
                 continue;
             }
             if self.running_conflicts[i] > 0 {
-                self.phase[i] = Phase::Parked;
+                self.phase.set(task, Phase::Parked);
                 continue;
             }
-            self.phase[i] = Phase::Running;
+            self.phase.set(task, Phase::Running);
             self.attempts[i] += 1;
             self.running += 1;
             for &c in self.conflicts.of(task) {
@@ -564,7 +576,7 @@ impl Scheduler {
             // An API that said how long to wait knows better than our backoff.
             let delay = backoff_delay(self.backoff[i], next, self.rng.f64())
                 .max(outcome.retry_after().unwrap_or_default());
-            self.phase[i] = Phase::Backoff;
+            self.phase.set(task, Phase::Backoff);
             out.push(Action::RetryLater {
                 task,
                 attempt: next,
@@ -583,7 +595,7 @@ impl Scheduler {
 
     /// `task` runs again without waiting: the attempt after `attempt`.
     fn again_at_once(&mut self, task: u32, attempt: u32, out: &mut Vec<Action>) {
-        self.phase[task as usize] = Phase::Backoff;
+        self.phase.set(task, Phase::Backoff);
         out.push(Action::RetryLater {
             task,
             attempt: attempt + 1,
@@ -599,14 +611,14 @@ impl Scheduler {
             *count -= 1;
             if *count == 0 && self.phase[c as usize] == Phase::Parked {
                 // Inlined `enqueue`: `self.conflicts` is borrowed by the loop.
-                self.phase[c as usize] = Phase::Queued;
+                self.phase.set(c, Phase::Queued);
                 self.ready.push((self.priority[c as usize], Reverse(c)));
             }
         }
     }
 
     fn finish(&mut self, task: u32, state: TaskState, cause: Cause, out: &mut Vec<Action>) {
-        self.phase[task as usize] = Phase::Done(state);
+        self.phase.set(task, Phase::Done(state));
         self.done += 1;
         out.push(Action::Finished { task, state, cause });
     }

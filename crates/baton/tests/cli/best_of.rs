@@ -341,6 +341,38 @@ prompt = "write out.txt"
 }
 
 #[test]
+fn a_best_of_task_that_does_not_fit_beside_a_running_agent_waits_for_it() {
+    // $1.20 covers the two candidates, or one candidate and `other`, never all three at once:
+    // whichever starts first, the rest waits for it to end, and all of it runs. (Before, the
+    // candidates were reserved only once the turn's other launches had been, so `other` got
+    // its reservation and the best-of task failed as over budget.)
+    let graph = r#"
+[run]
+budget = { usd = 1.2 }
+
+[[task]]
+id = "write"
+engine = "small"
+best_of = 2
+estimate = { usd = 0.5 }
+prompt = "write out.txt"
+
+[[task]]
+id = "other"
+engine = "small"
+estimate = { usd = 0.5 }
+prompt = "write out.txt too"
+"#;
+    let test = repo_with(graph).file("baton.toml", engines_toml());
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(0);
+    for task in ["write", "other"] {
+        assert_eq!(out.json_task(task)["state"], "succeeded", "{}", out.stdout);
+    }
+    let attempts = out.store().attempts("write");
+    assert_eq!(attempts.len(), 2, "both candidates ran: {attempts:?}");
+}
+
+#[test]
 fn two_claude_code_candidates_each_work_in_their_own_worktree() {
     use baton_mock_model::{MockModel, Rule, Script};
     // Claude Code tells the model its working directory: the second candidate's is its own.
