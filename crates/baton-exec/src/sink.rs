@@ -21,7 +21,7 @@ const LOG_BUFFER: usize = 32 * 1024;
 
 /// How long a stream must be quiet before the redactor decides what it holds back at a line
 /// break (see [`StreamRedactor::release`]) and the log gets the stream's unfinished line.
-pub const HOLD_BACK: Duration = Duration::from_millis(150);
+pub(crate) const HOLD_BACK: Duration = Duration::from_millis(150);
 
 /// The longest unfinished line the log waits for before it takes it as it is.
 const LOG_LINE: usize = 8 * 1024;

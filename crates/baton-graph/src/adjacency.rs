@@ -12,7 +12,7 @@ pub(crate) struct Adjacency {
 }
 
 impl Adjacency {
-    pub fn from_lists(lists: &[Vec<TaskIndex>]) -> Self {
+    pub(crate) fn from_lists(lists: &[Vec<TaskIndex>]) -> Self {
         let mut starts = Vec::with_capacity(lists.len() + 1);
         starts.push(0);
         let mut items = Vec::with_capacity(lists.iter().map(Vec::len).sum());
@@ -25,7 +25,7 @@ impl Adjacency {
 
     /// For `n` nodes, the reverse of the lists `forward` gives (`i` appears in list `j` when
     /// `forward(i)` holds `j`), each list in increasing order.
-    pub fn reversed<'a, I>(n: usize, forward: impl Fn(usize) -> I) -> Self
+    pub(crate) fn reversed<'a, I>(n: usize, forward: impl Fn(usize) -> I) -> Self
     where
         I: IntoIterator<Item = &'a TaskIndex>,
     {
@@ -49,7 +49,7 @@ impl Adjacency {
         Self { starts, items }
     }
 
-    pub fn get(&self, index: TaskIndex) -> &[TaskIndex] {
+    pub(crate) fn get(&self, index: TaskIndex) -> &[TaskIndex] {
         let i = index as usize;
         &self.items[self.starts[i]..self.starts[i + 1]]
     }

@@ -15,7 +15,7 @@ pub(crate) struct OddChar {
 
 impl OddChar {
     /// `U+202E RIGHT-TO-LEFT OVERRIDE`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("U+{:04X} {}", self.ch as u32, self.name)
     }
 }

@@ -19,7 +19,7 @@ pub(crate) struct At<T> {
 }
 
 impl<T> At<T> {
-    pub fn new(value: T, span: Span) -> Self {
+    pub(crate) fn new(value: T, span: Span) -> Self {
         Self { value, span }
     }
 }
@@ -43,14 +43,14 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for At<T> {
 mod engine_name {
     use super::*;
 
-    pub fn serialize<S: Serializer>(
+    pub(super) fn serialize<S: Serializer>(
         engine: &Option<At<&'static str>>,
         s: S,
     ) -> Result<S::Ok, S::Error> {
         engine.as_ref().map(|e| e.value).serialize(s)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Option<At<&'static str>>, D::Error> {
         let name: Option<String> = Option::deserialize(d)?;
@@ -103,7 +103,7 @@ pub(crate) struct Defaults {
 
 impl Defaults {
     /// As the graph keeps them: without the file's spans, as they read back from storage.
-    pub fn stored(mut self) -> Self {
+    pub(crate) fn stored(mut self) -> Self {
         if let Some(engine) = &mut self.engine {
             engine.span = 0..0;
         }
@@ -143,7 +143,7 @@ pub(crate) struct AgentSpec {
 
 impl AgentSpec {
     /// `self` over `defaults`, field by field.
-    pub fn or(self, defaults: &AgentSpec) -> AgentSettings {
+    pub(crate) fn or(self, defaults: &AgentSpec) -> AgentSettings {
         let d = defaults.clone();
         AgentSettings {
             model: self.model.or(d.model),
@@ -290,11 +290,11 @@ static NOTHING_MORE: TaskMore = TaskMore {
 };
 
 impl TaskSpec {
-    pub fn more(&self) -> &TaskMore {
+    pub(crate) fn more(&self) -> &TaskMore {
         self.more.as_deref().unwrap_or(&NOTHING_MORE)
     }
 
-    pub fn more_mut(&mut self) -> &mut TaskMore {
+    pub(crate) fn more_mut(&mut self) -> &mut TaskMore {
         self.more.get_or_insert_with(Box::default)
     }
 }

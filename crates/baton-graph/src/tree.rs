@@ -38,7 +38,7 @@ pub(crate) struct Entry {
 
 impl Kind {
     /// The name used in "expected …, found …" messages.
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match self {
             Kind::Str(_) => "a string",
             Kind::Int(_) => "an integer",
@@ -53,20 +53,20 @@ impl Kind {
 }
 
 impl Node {
-    pub fn table(&self) -> Option<&[Entry]> {
+    pub(crate) fn table(&self) -> Option<&[Entry]> {
         match &self.kind {
             Kind::Table(entries) => Some(entries),
             _ => None,
         }
     }
 
-    pub fn get(&self, key: &str) -> Option<&Entry> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Entry> {
         self.table()?.iter().find(|e| e.key == key)
     }
 
     /// The value as JSON (a date, which JSON has none of, as `null`). Its depth is bounded by
     /// the parsers' [`MAX_DEPTH`].
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         use serde_json::Value;
         match &self.kind {
             Kind::Str(s) => Value::String(s.clone()),

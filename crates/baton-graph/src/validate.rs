@@ -475,7 +475,7 @@ fn assemble(
 }
 
 /// The most candidates one attempt runs at once (`best_of`, `candidates`).
-pub const MAX_CANDIDATES: u32 = 8;
+pub(crate) const MAX_CANDIDATES: u32 = 8;
 
 /// `best_of` and `candidates`: on an agent task that is no planner, one of the two, 2 to
 /// [`MAX_CANDIDATES`] of them, and no `fallback` of the task's own (candidates do not fall

@@ -3,7 +3,7 @@
 use crate::{Answer, Ctx, Rendered, split_text, sse};
 use serde_json::{Value, json};
 
-pub fn render(a: &Answer, cx: &Ctx) -> Rendered {
+pub(crate) fn render(a: &Answer, cx: &Ctx) -> Rendered {
     let id = format!("msg_mock_{}", cx.seq);
     let (input_tokens, output_tokens) = a.tokens();
     let usage_start = json!({"input_tokens": input_tokens, "output_tokens": 1,
@@ -88,7 +88,7 @@ fn text_block(text: &str) -> (Value, Vec<Value>, Value) {
 }
 
 /// `{"type":"error","error":{"type":…,"message":…}}` with the type Anthropic uses for `status`.
-pub fn error_body(status: u16) -> Value {
+pub(crate) fn error_body(status: u16) -> Value {
     let kind = match status {
         400 => "invalid_request_error",
         401 => "authentication_error",
@@ -107,6 +107,6 @@ pub fn error_body(status: u16) -> Value {
 }
 
 /// `POST /v1/messages/count_tokens`: a rough count (4 bytes a token) is all callers use it for.
-pub fn count_tokens(raw_len: usize) -> Value {
+pub(crate) fn count_tokens(raw_len: usize) -> Value {
     json!({"input_tokens": (raw_len / 4).max(1)})
 }

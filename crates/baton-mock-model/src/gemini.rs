@@ -15,7 +15,7 @@ fn usage(input: u64, output: u64) -> Value {
     json!({"promptTokenCount": input, "candidatesTokenCount": output, "totalTokenCount": input + output})
 }
 
-pub fn render(a: &Answer, cx: &Ctx) -> Rendered {
+pub(crate) fn render(a: &Answer, cx: &Ctx) -> Rendered {
     let (input_tokens, output_tokens) = a.tokens();
     let mut pieces: Vec<Value> = Vec::new(); // parts, one streamed chunk each
     match a {
@@ -79,7 +79,7 @@ pub fn render(a: &Answer, cx: &Ctx) -> Rendered {
 /// The JSON schema a request asks its answer to satisfy (`generationConfig.responseJsonSchema`
 /// or the OpenAPI-flavoured `responseSchema`), if any. The Gemini CLI uses such requests for its
 /// own bookkeeping (model routing, next-speaker checks, loop detection …).
-pub fn response_schema(body: &Value) -> Option<&Value> {
+pub(crate) fn response_schema(body: &Value) -> Option<&Value> {
     let g = body.get("generationConfig")?;
     g.get("responseJsonSchema")
         .or_else(|| g.get("responseSchema"))
@@ -88,7 +88,7 @@ pub fn response_schema(body: &Value) -> Option<&Value> {
 /// A value satisfying `schema`: the first enum value, empty strings/arrays, the minimum or 1 for numbers, `false`, and
 /// every listed property of an object. Good enough for the CLI's classifiers, which only need a
 /// parseable answer of the right shape.
-pub fn satisfy(schema: &Value) -> Value {
+pub(crate) fn satisfy(schema: &Value) -> Value {
     if let Some(first) = schema
         .get("enum")
         .and_then(Value::as_array)
@@ -139,7 +139,7 @@ pub fn satisfy(schema: &Value) -> Value {
 }
 
 /// Google's error shape: `{"error":{"code","message","status"}}`.
-pub fn error_body(status: u16) -> Value {
+pub(crate) fn error_body(status: u16) -> Value {
     let s = match status {
         400 => "INVALID_ARGUMENT",
         401 => "UNAUTHENTICATED",

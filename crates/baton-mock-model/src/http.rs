@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 const MAX_BODY: usize = 64 << 20;
 const MAX_HEAD_LINE: usize = 64 << 10;
 
-pub struct Request {
+pub(crate) struct Request {
     pub method: String,
     /// Path with the query string, as sent.
     pub target: String,
@@ -20,24 +20,24 @@ pub struct Request {
 }
 
 impl Request {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
     /// The path without the query string.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         self.target.split('?').next().unwrap_or("")
     }
     /// HTTP/1.1 keeps the connection unless told otherwise.
-    pub fn wants_close(&self) -> bool {
+    pub(crate) fn wants_close(&self) -> bool {
         self.header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"))
     }
 }
 
-pub struct Conn {
+pub(crate) struct Conn {
     reader: BufReader<TcpStream>,
 }
 
@@ -46,7 +46,7 @@ fn bad(msg: &str) -> io::Error {
 }
 
 impl Conn {
-    pub fn new(stream: TcpStream) -> Conn {
+    pub(crate) fn new(stream: TcpStream) -> Conn {
         Conn {
             reader: BufReader::new(stream),
         }
@@ -73,7 +73,7 @@ impl Conn {
     }
 
     /// The next request, or `None` when the client closed the connection between requests.
-    pub async fn read_request(&mut self) -> io::Result<Option<Request>> {
+    pub(crate) async fn read_request(&mut self) -> io::Result<Option<Request>> {
         let first = loop {
             match self.line().await? {
                 None => return Ok(None),
@@ -156,14 +156,14 @@ impl Conn {
         }
     }
 
-    pub async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+    pub(crate) async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         let s = self.reader.get_mut();
         s.write_all(bytes).await?;
         s.flush().await
     }
 
     /// A complete response with a `Content-Length` body.
-    pub async fn respond(
+    pub(crate) async fn respond(
         &mut self,
         status: u16,
         content_type: &str,
@@ -179,7 +179,7 @@ impl Conn {
     }
 
     /// The head of a chunked response; follow with [`Conn::chunk`]s and [`Conn::end_chunks`].
-    pub async fn start_chunked(
+    pub(crate) async fn start_chunked(
         &mut self,
         status: u16,
         content_type: &str,
@@ -190,7 +190,7 @@ impl Conn {
         self.write_all(head.as_bytes()).await
     }
 
-    pub async fn chunk(&mut self, data: &[u8]) -> io::Result<()> {
+    pub(crate) async fn chunk(&mut self, data: &[u8]) -> io::Result<()> {
         if data.is_empty() {
             return Ok(()); // an empty chunk would end the body
         }
@@ -200,12 +200,12 @@ impl Conn {
         self.write_all(&out).await
     }
 
-    pub async fn end_chunks(&mut self) -> io::Result<()> {
+    pub(crate) async fn end_chunks(&mut self) -> io::Result<()> {
         self.write_all(b"0\r\n\r\n").await
     }
 
     /// Wait until the client closes its side (reads and drops whatever it sends meanwhile).
-    pub async fn wait_for_eof(&mut self) {
+    pub(crate) async fn wait_for_eof(&mut self) {
         let mut buf = [0u8; 4096];
         loop {
             match self.reader.read(&mut buf).await {

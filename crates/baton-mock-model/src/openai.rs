@@ -39,7 +39,7 @@ fn freeform_input(input: &Value) -> String {
     }
 }
 
-pub fn render_responses(a: &Answer, cx: &Ctx) -> Rendered {
+pub(crate) fn render_responses(a: &Answer, cx: &Ctx) -> Rendered {
     let resp_id = format!("resp_mock_{}", cx.seq);
     let (input_tokens, output_tokens) = a.tokens();
     let usage = json!({"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
@@ -148,7 +148,7 @@ pub fn render_responses(a: &Answer, cx: &Ctx) -> Rendered {
     Rendered::Sse(ev)
 }
 
-pub fn render_chat(a: &Answer, cx: &Ctx) -> Rendered {
+pub(crate) fn render_chat(a: &Answer, cx: &Ctx) -> Rendered {
     let id = format!("chatcmpl-mock-{}", cx.seq);
     let (input_tokens, output_tokens) = a.tokens();
     let usage = json!({"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
@@ -212,7 +212,7 @@ pub fn render_chat(a: &Answer, cx: &Ctx) -> Rendered {
 }
 
 /// OpenAI's error shape: `{"error":{"message","type","code"}}`.
-pub fn error_body(status: u16) -> Value {
+pub(crate) fn error_body(status: u16) -> Value {
     let (kind, code) = match status {
         400 => ("invalid_request_error", "invalid_request"),
         401 => ("invalid_request_error", "invalid_api_key"),

@@ -20,35 +20,31 @@
 //! run's lease first (`baton_runner::coordinate`); the coordinator queues attempts like any
 //! other coordinator, and runs its share of them as a worker.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baton_attempt::RunConfig;
-use baton_attempt::budget::Meter;
 use baton_attempt::launch::Launcher;
-use baton_attempt::unit::{Assembly, AttemptDone, Shared, TreeEnd, assemble};
-use baton_attempt::work::Work;
-use baton_attempt::workspace::{Publisher, Workspaces};
+use baton_attempt::workspace::Workspaces;
 use baton_exec::StopLevel;
 use baton_graph::Graph;
 use baton_layout::RunDirs;
-use baton_model::{Event, RunId, TaskState};
+use baton_model::{RunId, TaskState};
 use baton_runner::StopRequest;
-use baton_store::{
-    AttemptKey, ClaimedAttempt, QueueStore, Renewal, StoreError, Wake, WorkerRecord,
-};
+use baton_store::{AttemptKey, QueueStore, Renewal, StoreError, Wake, WorkerRecord};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+mod attempt;
 mod coordinate;
+use attempt::{Delivered, TreeAfter, end};
 mod outbox;
 mod ship_logs;
 pub mod watchdog;
 
 use coordinate::{AsCoordinator, Coordinating, Coordination, take_runs};
 use outbox::Outbox;
-use ship_logs::LogShipper;
 
 /// How often a worker looks for work when no notification woke it.
 const POLL: Duration = Duration::from_secs(1);
@@ -161,7 +157,7 @@ pub async fn work(
     store: Arc<dyn QueueStore>,
     options: WorkerOptions,
     config: RunConfig,
-    mut stops: mpsc::UnboundedReceiver<StopRequest>,
+    stops: mpsc::UnboundedReceiver<StopRequest>,
     news: &mut dyn FnMut(WorkerNews),
 ) -> Result<(), StoreError> {
     let me = baton_runner::driver::me();
@@ -171,7 +167,7 @@ pub async fn work(
     // Ends this worker's attempts if it stops renewing them (paused, stuck) or dies. Without
     // one (baton's own program cannot be found or started), the worker still works: its
     // attempts are ended when it wakes, as before.
-    let mut watchdog = match std::env::current_exe()
+    let watchdog = match std::env::current_exe()
         .and_then(|program| watchdog::Watchdog::start(&program, &marker, options.lease))
     {
         Ok(watchdog) => Some(watchdog),
@@ -202,226 +198,323 @@ pub async fn work(
     };
     store.heartbeat_worker(&record)?;
     news(WorkerNews::Started { id: id.clone() });
-    let outbox = Outbox::new(config.state_dir.join("worker").join(&id));
-    let mut wake = store.listen(&[Wake::WorkQueued])?;
-    let mut submitted = store.listen(&[Wake::RunSubmitted])?;
-    let lease_ms = options.lease.as_millis() as i64;
-    let mut heartbeat = tokio::time::interval(options.lease / 3);
-    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut sweep = tokio::time::interval(SWEEP);
-    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut poll = tokio::time::interval(POLL);
-    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut parts: HashMap<RunId, RunParts> = HashMap::new();
-    let mut held: HashMap<AttemptKey, HeldAttempt> = HashMap::new();
-    let mut units: JoinSet<(AttemptKey, Delivered, TreeAfter)> = JoinSet::new();
-    let mut coordinating: HashMap<RunId, Coordinating> = HashMap::new();
-    let (coordinated_tx, mut coordinated) = mpsc::unbounded_channel::<(RunId, Coordination)>();
-    // Runs this worker will not coordinate (see `Coordination::Refused`): not looked at again.
-    let mut refused: std::collections::HashSet<RunId> = std::collections::HashSet::new();
-    let as_coordinator = AsCoordinator {
-        config: config.clone(),
-        lease: options.lease,
-        worker: id.clone(),
+    let wake = store.listen(&[Wake::WorkQueued])?;
+    let submitted = store.listen(&[Wake::RunSubmitted])?;
+    let mut worker = Worker {
+        outbox: Outbox::new(config.state_dir.join("worker").join(&id)),
+        as_coordinator: AsCoordinator {
+            config: config.clone(),
+            lease: options.lease,
+            worker: id.clone(),
+        },
+        store: Arc::clone(&store),
+        options,
+        config,
+        id,
+        record,
+        watchdog,
+        parts: HashMap::new(),
+        held: HashMap::new(),
+        units: JoinSet::new(),
+        coordinating: HashMap::new(),
+        refused: HashSet::new(),
+        backlog: true,
+        news,
     };
-    let mut stopping: Option<StopLevel> = None;
-    // Whether to claim now: woken, polled, or a slot came free while work may be waiting.
-    let mut look = true;
-    // More may be queued than this worker could take when it last claimed.
-    let mut backlog = true;
-    // Whether to look for runs to coordinate: at start, when one is submitted, and at each
-    // poll (a coordinator that died is found then).
-    let mut look_for_runs = true;
-    loop {
-        if stopping.is_none() && look {
-            look = false;
-            let free = options.slots.saturating_sub(held.len() as u32);
-            if free == 0 {
-                backlog = true;
-            } else {
-                let asked = Instant::now();
-                let except: Vec<RunId> = refused.iter().cloned().collect();
-                match store.claim_attempts(
-                    &id,
-                    &options.engines,
-                    &options.labels,
-                    free,
-                    lease_ms,
-                    &except,
-                ) {
-                    Ok(claimed) => {
-                        // More may be waiting than there were free slots.
-                        backlog = claimed.len() as u32 == free;
-                        for claim in claimed {
-                            start(
-                                &store,
-                                &id,
-                                &config,
-                                &outbox,
-                                claim,
-                                asked + options.lease,
-                                &mut parts,
-                                &mut held,
-                                &mut units,
-                                news,
-                            );
-                        }
-                    }
-                    Err(error) => news(WorkerNews::Problem(format!(
-                        "cannot claim work: {}",
-                        with_causes(&error)
-                    ))),
+    worker.run(wake, submitted, stops).await;
+    let _ = store.remove_worker(&worker.id);
+    Ok(())
+}
+
+/// A worker at work: what the steps of its loop share.
+struct Worker<'n> {
+    store: Arc<dyn QueueStore>,
+    options: WorkerOptions,
+    config: RunConfig,
+    id: String,
+    /// What its heartbeat writes.
+    record: WorkerRecord,
+    watchdog: Option<watchdog::Watchdog>,
+    /// Ends not yet taken by the store.
+    outbox: Outbox,
+    /// The runs it has worked on, by run.
+    parts: HashMap<RunId, RunParts>,
+    /// The attempts it holds.
+    held: HashMap<AttemptKey, HeldAttempt>,
+    /// Its running attempts, each ending with what became of its end and its worktree.
+    units: JoinSet<(AttemptKey, Delivered, TreeAfter)>,
+    /// The runs it coordinates.
+    coordinating: HashMap<RunId, Coordinating>,
+    as_coordinator: AsCoordinator,
+    /// Runs this worker will not coordinate or work on (see `Coordination::Refused`,
+    /// `Delivered::NotHere`): not looked at again.
+    refused: HashSet<RunId>,
+    /// More may be queued than it could take when it last claimed.
+    backlog: bool,
+    news: &'n mut dyn FnMut(WorkerNews),
+}
+
+impl Worker<'_> {
+    /// The loop: claims, units' ends, heartbeats, sweeps and stop requests, until stopped and
+    /// every attempt held has ended.
+    async fn run(
+        &mut self,
+        mut wake: watch::Receiver<u64>,
+        mut submitted: watch::Receiver<u64>,
+        mut stops: mpsc::UnboundedReceiver<StopRequest>,
+    ) {
+        let mut heartbeat = tokio::time::interval(self.options.lease / 3);
+        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut sweep = tokio::time::interval(SWEEP);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut poll = tokio::time::interval(POLL);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let (coordinated_tx, mut coordinated) = mpsc::unbounded_channel::<(RunId, Coordination)>();
+        let mut stopping: Option<StopLevel> = None;
+        // Whether to claim now: woken, polled, or a slot came free while work may be waiting.
+        let mut look = true;
+        // Whether to look for runs to coordinate: at start, when one is submitted, and at
+        // each poll (a coordinator that died is found then).
+        let mut look_for_runs = true;
+        loop {
+            if stopping.is_none() && look {
+                look = false;
+                self.claim();
+            }
+            if stopping.is_none() && look_for_runs {
+                look_for_runs = false;
+                if self.options.coordinate {
+                    take_runs(
+                        &self.store,
+                        &self.as_coordinator,
+                        &coordinated_tx,
+                        &mut self.coordinating,
+                        &self.refused,
+                        self.news,
+                    );
                 }
             }
-        }
-        if stopping.is_none() && look_for_runs {
-            look_for_runs = false;
-            if options.coordinate {
-                take_runs(
-                    &store,
-                    &as_coordinator,
-                    &coordinated_tx,
-                    &mut coordinating,
-                    &refused,
-                    news,
-                );
-            }
-        }
-        if stopping.is_some() && held.is_empty() {
-            // The runs this worker coordinates are left as they are, held by this process's
-            // lease: once it has exited, another worker takes them over (at once on this
-            // host, when the lease lapses elsewhere), as after a crash.
-            for (_, (_, task)) in coordinating.drain() {
-                task.abort();
-            }
-            break;
-        }
-        tokio::select! {
-            Some(joined) = units.join_next(), if !units.is_empty() => {
-                if let Ok((key, delivered, tree)) = joined {
-                    // This worker's own copy of the run's worktrees follows what the attempt
-                    // did with the task's (made it not, or pooled it).
-                    if let Some(run) = parts.get_mut(&key.run) {
-                        run.workspaces.attempt_ended(key.task, tree.set_up, &tree.end);
-                    }
-                    let Some(attempt) = held.remove(&key) else { continue };
-                    let (run, task, n) = (key.run.clone(), attempt.task, key.attempt);
-                    match delivered {
-                        Delivered::Taken { outcome } => news(WorkerNews::Ended { run, task, attempt: n, outcome }),
-                        // Said when the heartbeat found it out, else now.
-                        Delivered::Refused if attempt.lost => {}
-                        Delivered::Refused => news(WorkerNews::Lost { run, task, attempt: n }),
-                        // In the outbox: sent again at the next heartbeat.
-                        Delivered::Kept => {}
-                        Delivered::GivenBack => news(WorkerNews::GivenBack { run, task, attempt: n }),
-                        // Said once, for the run; its attempts are not claimed here again.
-                        Delivered::NotHere { why } => {
-                            if refused.insert(run.clone()) {
-                                news(WorkerNews::Refused { run, why });
-                            }
-                        }
-                    }
-                    // A slot is free: worth a claim if work was left when the slots were full.
-                    look |= backlog;
+            if stopping.is_some() && self.held.is_empty() {
+                // The runs this worker coordinates are left as they are, held by this
+                // process's lease: once it has exited, another worker takes them over (at
+                // once on this host, when the lease lapses elsewhere), as after a crash.
+                for (_, (_, task)) in self.coordinating.drain() {
+                    task.abort();
                 }
+                return;
             }
-            _ = heartbeat.tick() => {
-                if let Some(watchdog) = &mut watchdog {
-                    watchdog.ping();
-                }
-                let _ = store.heartbeat_worker(&record);
-                for (key, result) in outbox.pending(|key| held.contains_key(key)) {
-                    if end(&*store, &id, &key, &result).is_some() {
-                        outbox.remove(&key);
+            tokio::select! {
+                Some(joined) = self.units.join_next(), if !self.units.is_empty() => {
+                    if let Ok((key, delivered, tree)) = joined {
+                        self.ended(key, delivered, tree);
+                        // A slot is free: worth a claim if work was left when the slots were
+                        // full.
+                        look |= self.backlog;
                     }
                 }
-                let keys: Vec<AttemptKey> = held.iter().filter(|(_, a)| !a.lost).map(|(k, _)| k.clone()).collect();
-                if keys.is_empty() {
-                    continue;
-                }
-                let asked = Instant::now();
-                match store.renew_attempts(&id, &keys, lease_ms) {
-                    Ok(answers) => for (key, renewal) in answers {
-                        let Some(attempt) = held.get_mut(&key) else { continue };
-                        match renewal {
-                            Renewal::Held { stop } => {
-                                attempt.held_until = asked + options.lease;
-                                let level = match stop {
-                                    0 => StopLevel::Run,
-                                    1 => StopLevel::Graceful,
-                                    _ => StopLevel::Immediate,
-                                };
-                                if level != StopLevel::Run {
-                                    attempt.stop.send_replace(level);
-                                }
-                            }
-                            Renewal::Lost => {
-                                attempt.lost = true;
-                                attempt.stop.send_replace(StopLevel::Immediate);
-                                news(WorkerNews::Lost { run: key.run.clone(), task: attempt.task.clone(), attempt: key.attempt });
-                            }
-                        }
-                    },
-                    Err(error) => {
-                        news(WorkerNews::Problem(format!("cannot renew the leases of this worker's attempts: {}", with_causes(&error))));
-                        stop_running_out(&mut held, Instant::now() + options.lease / 3, news);
+                _ = heartbeat.tick() => self.heartbeat(),
+                Ok(()) = wake.changed() => look = true,
+                Ok(()) = submitted.changed() => look_for_runs = true,
+                _ = sweep.tick() => {
+                    let killed = baton_attempt::leftovers::kill_dead_workers_leftovers(|pid, start_time| {
+                        baton_runner::driver::is_alive(&baton_store::Driver {
+                            pid,
+                            start_time,
+                            host: baton_attempt::procs::hostname(),
+                        })
+                    });
+                    if killed > 0 {
+                        (self.news)(WorkerNews::Swept { processes: killed });
                     }
                 }
-            }
-            Ok(()) = wake.changed() => look = true,
-            Ok(()) = submitted.changed() => look_for_runs = true,
-            _ = sweep.tick() => {
-                let killed = baton_attempt::leftovers::kill_dead_workers_leftovers(|pid, start_time| {
-                    baton_runner::driver::is_alive(&baton_store::Driver {
-                        pid,
-                        start_time,
-                        host: baton_attempt::procs::hostname(),
-                    })
-                });
-                if killed > 0 {
-                    news(WorkerNews::Swept { processes: killed });
+                _ = poll.tick() => {
+                    look = true;
+                    look_for_runs = true;
                 }
-            }
-            _ = poll.tick() => {
-                look = true;
-                look_for_runs = true;
-            }
-            Some((run, how)) = coordinated.recv() => {
-                coordinating.remove(&run);
-                match how {
-                    Coordination::Ended(state) => news(WorkerNews::Coordinated { run, state }),
-                    Coordination::Refused(why) => {
-                        if refused.insert(run.clone()) {
-                            news(WorkerNews::Refused { run, why });
-                        }
+                Some((run, how)) = coordinated.recv() => {
+                    self.coordinating.remove(&run);
+                    match how {
+                        Coordination::Ended(state) => (self.news)(WorkerNews::Coordinated { run, state }),
+                        Coordination::Refused(why) => self.refuse(run, why),
                     }
+                    look = true;
                 }
-                look = true;
-            }
-            request = stops.recv(), if stopping != Some(StopLevel::Immediate) => {
-                // The first request: no more work is taken; what runs finishes and is
-                // reported. Another (or a kill request): what runs is stopped and given back,
-                // to run again elsewhere (not counted against its task's retries).
-                let level = match (request, stopping) {
-                    (Some(StopRequest::Kill), _) | (_, Some(_)) => StopLevel::Immediate,
-                    _ => StopLevel::Graceful,
-                };
-                stopping = Some(level);
-                match level {
-                    StopLevel::Immediate => {
-                        for attempt in held.values() {
-                            attempt.given_back.store(true, std::sync::atomic::Ordering::Relaxed);
-                            attempt.stop.send_replace(StopLevel::Immediate);
-                        }
-                        news(WorkerNews::Stopping { now: true, held: held.len() });
-                    }
-                    _ => news(WorkerNews::Stopping { now: false, held: held.len() }),
+                request = stops.recv(), if stopping != Some(StopLevel::Immediate) => {
+                    // The first request: no more work is taken; what runs finishes and is
+                    // reported. Another (or a kill request): what runs is stopped and given
+                    // back, to run again elsewhere (not counted against its task's retries).
+                    let level = match (request, stopping) {
+                        (Some(StopRequest::Kill), _) | (_, Some(_)) => StopLevel::Immediate,
+                        _ => StopLevel::Graceful,
+                    };
+                    stopping = Some(level);
+                    self.stop(level);
                 }
             }
         }
     }
-    let _ = store.remove_worker(&id);
-    Ok(())
+
+    /// Claims what its free slots can take, and starts it.
+    fn claim(&mut self) {
+        let free = self.options.slots.saturating_sub(self.held.len() as u32);
+        if free == 0 {
+            self.backlog = true;
+            return;
+        }
+        let asked = Instant::now();
+        let except: Vec<RunId> = self.refused.iter().cloned().collect();
+        let claimed = self.store.claim_attempts(
+            &self.id,
+            &self.options.engines,
+            &self.options.labels,
+            free,
+            self.options.lease.as_millis() as i64,
+            &except,
+        );
+        match claimed {
+            Ok(claimed) => {
+                // More may be waiting than there were free slots.
+                self.backlog = claimed.len() as u32 == free;
+                for claim in claimed {
+                    self.start(claim, asked + self.options.lease);
+                }
+            }
+            Err(error) => (self.news)(WorkerNews::Problem(format!(
+                "cannot claim work: {}",
+                with_causes(&error)
+            ))),
+        }
+    }
+
+    /// An attempt's unit ended: `delivered` says what became of its end.
+    fn ended(&mut self, key: AttemptKey, delivered: Delivered, tree: TreeAfter) {
+        // This worker's own copy of the run's worktrees follows what the attempt did with the
+        // task's (made it not, or pooled it).
+        if let Some(run) = self.parts.get_mut(&key.run) {
+            run.workspaces
+                .attempt_ended(key.task, tree.set_up, &tree.end);
+        }
+        let Some(attempt) = self.held.remove(&key) else {
+            return;
+        };
+        let (run, task, attempt_n) = (key.run.clone(), attempt.task, key.attempt);
+        let news = &mut self.news;
+        match delivered {
+            Delivered::Taken { outcome } => news(WorkerNews::Ended {
+                run,
+                task,
+                attempt: attempt_n,
+                outcome,
+            }),
+            // Said when the heartbeat found it out, else now.
+            Delivered::Refused if attempt.lost => {}
+            Delivered::Refused => news(WorkerNews::Lost {
+                run,
+                task,
+                attempt: attempt_n,
+            }),
+            // In the outbox: sent again at the next heartbeat.
+            Delivered::Kept => {}
+            Delivered::GivenBack => news(WorkerNews::GivenBack {
+                run,
+                task,
+                attempt: attempt_n,
+            }),
+            // Said once, for the run; its attempts are not claimed here again.
+            Delivered::NotHere { why } => self.refuse(run, why),
+        }
+    }
+
+    /// `run` is not this worker's to work on or coordinate: said once, and not looked at
+    /// again.
+    fn refuse(&mut self, run: RunId, why: String) {
+        if self.refused.insert(run.clone()) {
+            (self.news)(WorkerNews::Refused { run, why });
+        }
+    }
+
+    /// Every third of its lease: the worker says it lives, sends the ends its outbox holds,
+    /// and renews the attempts it holds (stopping those it no longer holds, or those whose
+    /// leases run out while the store is out of reach).
+    fn heartbeat(&mut self) {
+        if let Some(watchdog) = &mut self.watchdog {
+            watchdog.ping();
+        }
+        let (store, id) = (&*self.store, self.id.as_str());
+        let _ = store.heartbeat_worker(&self.record);
+        for (key, result) in self.outbox.pending(|key| self.held.contains_key(key)) {
+            if end(store, id, &key, &result).is_some() {
+                self.outbox.remove(&key);
+            }
+        }
+        let keys: Vec<AttemptKey> = self
+            .held
+            .iter()
+            .filter(|(_, a)| !a.lost)
+            .map(|(k, _)| k.clone())
+            .collect();
+        if keys.is_empty() {
+            return;
+        }
+        let asked = Instant::now();
+        let lease = self.options.lease;
+        match store.renew_attempts(id, &keys, lease.as_millis() as i64) {
+            Ok(answers) => {
+                for (key, renewal) in answers {
+                    let Some(attempt) = self.held.get_mut(&key) else {
+                        continue;
+                    };
+                    match renewal {
+                        Renewal::Held { stop } => {
+                            attempt.held_until = asked + lease;
+                            let level = match stop {
+                                0 => StopLevel::Run,
+                                1 => StopLevel::Graceful,
+                                _ => StopLevel::Immediate,
+                            };
+                            if level != StopLevel::Run {
+                                attempt.stop.send_replace(level);
+                            }
+                        }
+                        Renewal::Lost => {
+                            attempt.lost = true;
+                            attempt.stop.send_replace(StopLevel::Immediate);
+                            (self.news)(WorkerNews::Lost {
+                                run: key.run.clone(),
+                                task: attempt.task.clone(),
+                                attempt: key.attempt,
+                            });
+                        }
+                    }
+                }
+            }
+            Err(error) => {
+                (self.news)(WorkerNews::Problem(format!(
+                    "cannot renew the leases of this worker's attempts: {}",
+                    with_causes(&error)
+                )));
+                stop_running_out(&mut self.held, Instant::now() + lease / 3, self.news);
+            }
+        }
+    }
+
+    /// Asked to stop: once what it holds has ended (`Graceful`), or at once, giving what it
+    /// holds back (`Immediate`).
+    fn stop(&mut self, level: StopLevel) {
+        let held = self.held.len();
+        if level == StopLevel::Immediate {
+            for attempt in self.held.values() {
+                attempt
+                    .given_back
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                attempt.stop.send_replace(StopLevel::Immediate);
+            }
+        }
+        (self.news)(WorkerNews::Stopping {
+            now: level == StopLevel::Immediate,
+            held,
+        });
+    }
 }
 
 /// While the store is out of reach: the attempts whose leases run out before `next` (the next
@@ -454,353 +547,6 @@ fn stop_running_out(
             attempt: key.attempt,
         });
     }
-}
-
-/// Writes an attempt's end: `Some(true)` taken, `Some(false)` no longer this worker's,
-/// `None` the store could not be reached (try again).
-fn end(store: &dyn QueueStore, worker: &str, key: &AttemptKey, result: &str) -> Option<bool> {
-    store.end_attempt(worker, key, result).ok()
-}
-
-/// What became of an attempt's end.
-enum Delivered {
-    /// The store took it.
-    Taken { outcome: String },
-    /// The attempt is no longer this worker's: its end is dropped.
-    Refused,
-    /// The store could not be reached: the end waits in the outbox.
-    Kept,
-    /// The worker stopped at once: the attempt runs again elsewhere.
-    GivenBack,
-    /// The run is not one this worker can work on (`why`): the attempt was given back, to run
-    /// on a worker that can, and the run's attempts are not claimed here again.
-    NotHere { why: String },
-}
-
-/// Delivers an attempt's end from the thread that ran it (the worker's own loop never waits
-/// on the store for it): a worktree task's result is pushed to the run's remote first (its
-/// dependents, wherever they run, start from it; one that cannot be pushed is no result), the
-/// end goes to the outbox, then to the store.
-fn deliver(
-    store: &dyn QueueStore,
-    worker: &str,
-    outbox: &Outbox,
-    publisher: Option<&Publisher>,
-    key: &AttemptKey,
-    mut done: AttemptDone,
-    given_back: bool,
-) -> Delivered {
-    if given_back {
-        let _ = store.give_back(worker, key);
-        return Delivered::GivenBack;
-    }
-    if let (Some(publisher), Some(head)) = (publisher, done.tree.head())
-        && let Err(error) = publisher.publish(head)
-    {
-        // The machinery's failure (a remote out of reach), retried like one.
-        done.outcome = baton_model::Outcome::SpawnFailed { error };
-        done.tree = TreeEnd::Kept;
-    }
-    let outcome = done.outcome.to_string();
-    let result = serde_json::to_string(&done).expect("an attempt's end serialises");
-    outbox.put(key, &result);
-    match end(store, worker, key, &result) {
-        Some(true) => {
-            outbox.remove(key);
-            Delivered::Taken { outcome }
-        }
-        Some(false) => {
-            outbox.remove(key);
-            Delivered::Refused
-        }
-        None => Delivered::Kept,
-    }
-}
-
-/// Assembles and starts a claimed attempt; one that cannot start ends at once, as locally.
-#[allow(clippy::too_many_arguments)]
-fn start(
-    store: &Arc<dyn QueueStore>,
-    worker: &str,
-    config: &RunConfig,
-    outbox: &Outbox,
-    claim: ClaimedAttempt,
-    held_until: Instant,
-    parts: &mut HashMap<RunId, RunParts>,
-    held: &mut HashMap<AttemptKey, HeldAttempt>,
-    units: &mut JoinSet<(AttemptKey, Delivered, TreeAfter)>,
-    news: &mut dyn FnMut(WorkerNews),
-) {
-    let key = AttemptKey {
-        run: claim.run.clone(),
-        task: claim.task,
-        attempt: claim.attempt,
-    };
-    let (stop, stop_rx) = watch::channel(StopLevel::Run);
-    let (progress, mut progress_rx) = mpsc::unbounded_channel::<Event>();
-    let prepared = prepare(&**store, config, &claim, parts).map(|(work, run)| {
-        let shared = Shared {
-            run: claim.run.clone(),
-            dirs: run.dirs.clone(),
-            out_dir: run.launcher.out_dir(),
-            redactor: run.launcher.redactor().clone(),
-            meter: Meter::elsewhere(
-                run.graph.run_settings().budget.clone(),
-                claim.task,
-                work.run_spent,
-                work.task_spent,
-            ),
-            stop: stop_rx,
-            progress,
-        };
-        let id = run.graph.task(claim.task).id.clone();
-        let logs = LogShipper::new(
-            &claim.run,
-            run.dirs.logs.clone(),
-            format!("{}.{}.", id.file_name(), claim.attempt),
-        );
-        let publisher = run.workspaces.publisher(&run.graph, claim.task);
-        let assembled = assemble(
-            Assembly {
-                graph: &run.graph,
-                launcher: &mut run.launcher,
-                workspaces: &mut run.workspaces,
-                shared: &shared,
-                dropped: work.dropped.clone(),
-                engine: work.engine,
-                candidate: None,
-                ended: &|t| run.ended.get(&t).copied(),
-            },
-            claim.task,
-            claim.attempt,
-            work.agent,
-            work.resume.as_ref(),
-        );
-        (id, logs, publisher, assembled)
-    });
-    let task = match &prepared {
-        Ok((id, ..)) => id.to_string(),
-        Err(_) => format!("#{}", claim.task),
-    };
-    news(WorkerNews::Claimed {
-        run: claim.run.clone(),
-        task: task.clone(),
-        attempt: claim.attempt,
-    });
-    let given_back = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    held.insert(
-        key.clone(),
-        HeldAttempt {
-            task,
-            stop,
-            lost: false,
-            given_back: Arc::clone(&given_back),
-            held_until,
-        },
-    );
-    let (store, worker, outbox) = (Arc::clone(store), worker.to_owned(), outbox.clone());
-    units.spawn(async move {
-        let mut shipper = None;
-        let mut publisher = None;
-        let mut give_back = false;
-        let mut not_here = None;
-        let done = match prepared {
-            Ok((id, mut logs, publishing, Ok(unit))) => {
-                publisher = publishing;
-                let running = unit.start().rest;
-                let mut finishing = std::pin::pin!(running.finish_caught(id));
-                let mut ship = tokio::time::interval(SHIP_LOGS);
-                let done = loop {
-                    tokio::select! {
-                        Some(event) = progress_rx.recv() => tell(&*store, &worker, &key, &event),
-                        _ = ship.tick() => logs.ship(&*store),
-                        done = &mut finishing => break done,
-                    }
-                };
-                shipper = Some(logs);
-                done
-            }
-            Ok((.., Err(outcome))) => AttemptDone::never_started(key.task, key.attempt, outcome),
-            // The store did not answer: given back below, to run again once it does.
-            Err(Unprepared {
-                out_of_reach: true, ..
-            }) => {
-                give_back = true;
-                AttemptDone::never_started(key.task, key.attempt, baton_model::Outcome::Cancelled)
-            }
-            // Not a run this worker can work on: given back, for a worker that can.
-            Err(Unprepared {
-                not_here: true,
-                why,
-                ..
-            }) => {
-                give_back = true;
-                not_here = Some(why);
-                AttemptDone::never_started(key.task, key.attempt, baton_model::Outcome::Cancelled)
-            }
-            // The run's parts could not be had here (its graph, its branches): the
-            // machinery's failure, retried like one.
-            Err(Unprepared { why, .. }) => AttemptDone::never_started(
-                key.task,
-                key.attempt,
-                baton_model::Outcome::SpawnFailed { error: why },
-            ),
-        };
-        // What it said and wrote before it ended goes before its end.
-        while let Ok(event) = progress_rx.try_recv() {
-            tell(&*store, &worker, &key, &event);
-        }
-        if let Some(mut logs) = shipper {
-            logs.ship(&*store);
-        }
-        let tree = TreeAfter {
-            set_up: done.set_up,
-            end: done.tree.clone(),
-        };
-        let given_back = give_back || given_back.load(std::sync::atomic::Ordering::Relaxed);
-        let delivered = match deliver(
-            &*store,
-            &worker,
-            &outbox,
-            publisher.as_ref(),
-            &key,
-            done,
-            given_back,
-        ) {
-            Delivered::GivenBack if let Some(why) = not_here => Delivered::NotHere { why },
-            delivered => delivered,
-        };
-        (key, delivered, tree)
-    });
-}
-
-/// What an attempt did with its task's worktree, for the worker's own copy of the run's.
-struct TreeAfter {
-    set_up: bool,
-    end: TreeEnd,
-}
-
-/// Hands an event of a running attempt to its coordinator.
-fn tell(store: &dyn QueueStore, worker: &str, key: &AttemptKey, event: &Event) {
-    if let Ok(json) = serde_json::to_string(event) {
-        let _ = store.add_news(worker, key, &json);
-    }
-}
-
-/// Why a claimed attempt could not be prepared here.
-struct Unprepared {
-    why: String,
-    /// The store was out of reach: the attempt is given back, to run again (here or
-    /// elsewhere) once it answers, not failed.
-    out_of_reach: bool,
-    /// The run is not this worker's to work on (another repository's): given back, to run on
-    /// a worker that can, not failed.
-    not_here: bool,
-}
-
-impl From<String> for Unprepared {
-    fn from(why: String) -> Self {
-        Self {
-            why,
-            out_of_reach: false,
-            not_here: false,
-        }
-    }
-}
-
-/// The run's parts for `claim`, made or brought up to date, and its work.
-fn prepare<'p>(
-    store: &dyn QueueStore,
-    config: &RunConfig,
-    claim: &ClaimedAttempt,
-    parts: &'p mut HashMap<RunId, RunParts>,
-) -> Result<(Work, &'p mut RunParts), Unprepared> {
-    let work: Work = serde_json::from_str(&claim.work).map_err(|e| {
-        format!("the coordinator's order for this attempt cannot be read ({e}): is every worker the same version of baton?")
-    })?;
-    let stale = parts
-        .get(&claim.run)
-        .is_none_or(|p| (p.graph.len() as u32) < work.graph_len);
-    if stale {
-        let graph = Arc::new(
-            baton_view::recorded_graph(store, &claim.run).map_err(|e| Unprepared {
-                out_of_reach: matches!(&e, baton_view::RecordedGraphError::Store(e) if e.is_unreachable()),
-                not_here: false,
-                why: format!("cannot read run {}'s graph: {e}", claim.run),
-            })?,
-        );
-        match parts.get_mut(&claim.run) {
-            Some(run) => {
-                // What it says was lost is read back below, as for any need not held.
-                let ended = &run.ended;
-                run.launcher
-                    .grow(Arc::clone(&graph), &|t| ended.get(&t).copied());
-                run.workspaces.grow(graph.len());
-                run.graph = graph;
-            }
-            None => {
-                // A run from another repository, with no remote to share its branches: its
-                // work would be where the submitter never sees it.
-                baton_runner::check_origin(&graph, &config.root).map_err(|why| Unprepared {
-                    why,
-                    out_of_reach: false,
-                    not_here: true,
-                })?;
-                let dirs = RunDirs::new(&config.state_dir, &claim.run);
-                dirs.create(&store.location())
-                    .map_err(|e| format!("cannot create {}: {e}", dirs.run.display()))?;
-                let mut workspaces =
-                    Workspaces::new(&graph, &config.root, &config.state_dir, &claim.run)?;
-                if let Some(base) = &work.base {
-                    workspaces.adopt_base(base);
-                }
-                let launcher =
-                    Launcher::new(Arc::clone(&graph), claim.run.clone(), dirs.clone(), config);
-                parts.insert(
-                    claim.run.clone(),
-                    RunParts {
-                        graph,
-                        launcher,
-                        workspaces,
-                        dirs,
-                        ended: HashMap::new(),
-                    },
-                );
-            }
-        }
-    }
-    let run = parts.get_mut(&claim.run).expect("made above");
-    let remote = run.graph.run_settings().remote.clone();
-    // What its predecessors handed on, and where their branches are, from the store: they
-    // may have run anywhere.
-    let needs = run.graph.task(claim.task).needs.clone();
-    if needs.iter().any(|&n| run.launcher.held(n).is_none()) {
-        let records = store.tasks(&claim.run).map_err(|e| Unprepared {
-            out_of_reach: e.is_unreachable(),
-            not_here: false,
-            why: format!("cannot read run {}'s tasks: {e}", claim.run),
-        })?;
-        for need in needs {
-            if run.launcher.held(need).is_some() {
-                continue;
-            }
-            let Some(record) = records.iter().find(|r| r.task == run.graph.task(need).id) else {
-                continue;
-            };
-            run.launcher.restored(need);
-            run.ended.insert(need, record.status);
-            run.launcher
-                .hold_output(need, baton_runner::recorded_output(record));
-            if record.status == TaskState::Succeeded && remote.is_none() {
-                run.workspaces.restored_success(&run.graph, need);
-            }
-        }
-    }
-    // Elsewhere, the needs' branches are on the run's remote.
-    if let Some(remote) = &remote {
-        run.workspaces.fetch_needs(&run.graph, claim.task, remote)?;
-    }
-    Ok((work, run))
 }
 
 /// `error` and what caused it, down to the first cause: "the PostgreSQL database failed"

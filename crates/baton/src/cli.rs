@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// allow, retried, durable.
 #[derive(Debug, Parser)]
 #[command(name = "baton", version, about, max_term_width = 100)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Where runs are recorded: `sqlite:PATH` or `postgres://USER@HOST:PORT/DB`. Default:
     /// `.baton/baton.db` in the repository root, or in the current directory outside a
     /// repository.
@@ -20,7 +20,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run a graph file.
     Run(RunArgs),
     /// Plan GOAL with an agent, show the plan with what it will cost, and run it once you say
@@ -97,20 +97,20 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
-pub struct CompletionsArgs {
+pub(crate) struct CompletionsArgs {
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]
-pub struct ManArgs {
+pub(crate) struct ManArgs {
     /// Write `baton.1` and a `baton-COMMAND.1` per command here instead of printing `baton.1`.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
-pub struct WorkerWatchdogArgs {
+pub(crate) struct WorkerWatchdogArgs {
     /// The worker's `PID:START`: its attempts carry it as `BATON_WORKER`.
     #[arg(long)]
     pub worker: String,
@@ -120,7 +120,7 @@ pub struct WorkerWatchdogArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct AgentHttpArgs {
+pub(crate) struct AgentHttpArgs {
     #[arg(long, value_enum)]
     pub api: HttpApi,
     /// `https://api.openai.com/v1` (OpenAI-compatible) or `https://api.anthropic.com`.
@@ -140,13 +140,13 @@ pub struct AgentHttpArgs {
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum HttpApi {
+pub(crate) enum HttpApi {
     Openai,
     Anthropic,
 }
 
 impl HttpApi {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Openai => "openai",
             Self::Anthropic => "anthropic",
@@ -155,14 +155,14 @@ impl HttpApi {
 }
 
 #[derive(Debug, Args)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct PruneArgs {
+pub(crate) struct PruneArgs {
     /// Keep the newest N runs.
     #[arg(long, value_name = "N")]
     pub keep: Option<u32>,
@@ -179,7 +179,7 @@ pub struct PruneArgs {
 
 /// Flags shared by everything that drives a run.
 #[derive(Debug, Args)]
-pub struct DriveArgs {
+pub(crate) struct DriveArgs {
     /// Time between TERM and KILL when an attempt is stopped.
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     pub kill_grace: String,
@@ -201,7 +201,7 @@ pub struct DriveArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ResumeArgs {
+pub(crate) struct ResumeArgs {
     /// A run id (or a unique prefix), or `latest`.
     pub run: String,
     /// Count the attempts cut short by the crash against each task's `retries`.
@@ -221,7 +221,7 @@ pub struct ResumeArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DiffArgs {
+pub(crate) struct DiffArgs {
     /// A run id (or a unique prefix), or `latest`.
     pub run: String,
     /// A task; without one, the run's merged result.
@@ -239,7 +239,7 @@ pub struct DiffArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ApplyArgs {
+pub(crate) struct ApplyArgs {
     /// A run id (or a unique prefix), or `latest`.
     pub run: String,
     /// One commit on the current branch, its message naming the run and its tasks, instead
@@ -249,7 +249,7 @@ pub struct ApplyArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ApproveArgs {
+pub(crate) struct ApproveArgs {
     /// A run id (or a unique prefix), or `latest`.
     pub run: String,
     /// A task waiting for approval (`approval = true`): it starts. Without one, a run waiting
@@ -260,7 +260,7 @@ pub struct ApproveArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RejectArgs {
+pub(crate) struct RejectArgs {
     /// A run id (or a unique prefix), or `latest`.
     pub run: String,
     /// A task waiting for approval: it fails, with the reason.
@@ -271,7 +271,7 @@ pub struct RejectArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RetryArgs {
+pub(crate) struct RetryArgs {
     /// A run id (or a unique prefix), or `latest`.
     pub run: String,
     /// Tasks to run again. Default: every task that did not succeed.
@@ -289,7 +289,7 @@ pub struct RetryArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CancelArgs {
+pub(crate) struct CancelArgs {
     /// A run id (or a unique prefix), or `latest`.
     pub run: String,
     /// How long to wait for the run to stop before giving up waiting.
@@ -298,7 +298,7 @@ pub struct CancelArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RunsArgs {
+pub(crate) struct RunsArgs {
     /// Most runs to list.
     #[arg(short = 'n', long, default_value_t = 20, value_name = "N")]
     pub limit: u32,
@@ -308,7 +308,7 @@ pub struct RunsArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct StatusArgs {
+pub(crate) struct StatusArgs {
     /// A run id, or a unique prefix of one. Default: the latest run.
     pub run: Option<String>,
     /// Print the run result as JSON (the document `baton run --json` prints).
@@ -320,7 +320,7 @@ pub struct StatusArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct LogsArgs {
+pub(crate) struct LogsArgs {
     /// A run id (or a unique prefix), or `latest`.
     pub run: String,
     /// The task's id; a run of one task needs none.
@@ -340,7 +340,7 @@ pub struct LogsArgs {
 
 /// A phase of an attempt, each with a log of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogPhase {
+pub(crate) enum LogPhase {
     /// The worktree's `setup` commands.
     Setup,
     /// The task itself.
@@ -355,7 +355,7 @@ pub enum LogPhase {
 
 impl LogPhase {
     /// Whether it names `phase`, as the run's logs are named.
-    pub fn is(self, phase: baton_layout::LogPhase) -> bool {
+    pub(crate) fn is(self, phase: baton_layout::LogPhase) -> bool {
         use baton_layout::LogPhase as Logged;
         matches!(
             (self, phase),
@@ -369,7 +369,7 @@ impl LogPhase {
 }
 
 #[derive(Debug, Args)]
-pub struct EventsArgs {
+pub(crate) struct EventsArgs {
     /// A run id (or a unique prefix), or `latest`.
     pub run: String,
     /// Keep printing new events until the run ends.
@@ -381,7 +381,7 @@ pub struct EventsArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// A run id, or a unique prefix of one. Default: the latest run.
     pub run: Option<String>,
     /// Where to write the page (`-`: standard output). Default: `.baton/reports/RUN.html`.
@@ -390,7 +390,7 @@ pub struct ReportArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Where to listen: an address and a port (port 0: any free one).
     #[arg(long, default_value = "127.0.0.1:7878", value_name = "ADDR")]
     pub addr: String,
@@ -400,7 +400,7 @@ pub struct ServeArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct WatchArgs {
+pub(crate) struct WatchArgs {
     /// A run id, or a unique prefix of one. Default: the latest run.
     pub run: Option<String>,
     /// Its events as they are recorded, one JSON object per line (as `baton events --follow
@@ -413,7 +413,7 @@ pub struct WatchArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The graph file (TOML or JSON).
     pub file: PathBuf,
     /// Most tasks running at once (overrides `[run] concurrency`).
@@ -437,7 +437,7 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct WorkerArgs {
+pub(crate) struct WorkerArgs {
     /// Attempts it runs at once (default: the number of CPUs).
     #[arg(long, value_name = "N")]
     pub slots: Option<u32>,
@@ -461,14 +461,14 @@ pub struct WorkerArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct WorkersArgs {
+pub(crate) struct WorkersArgs {
     /// Print the workers as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct DoArgs {
+pub(crate) struct DoArgs {
     /// What to get done, in words: the planner's goal.
     pub goal: String,
     /// The agent engine that plans, and runs the planned agent tasks.
@@ -509,7 +509,7 @@ pub struct DoArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct PlanArgs {
+pub(crate) struct PlanArgs {
     pub file: PathBuf,
     /// Print the plan as JSON.
     #[arg(long)]
@@ -517,14 +517,14 @@ pub struct PlanArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct GraphArgs {
+pub(crate) struct GraphArgs {
     pub file: PathBuf,
     #[arg(long, value_enum, default_value = "dot")]
     pub format: GraphFormat,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum GraphFormat {
+pub(crate) enum GraphFormat {
     Dot,
     Mermaid,
 }

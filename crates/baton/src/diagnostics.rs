@@ -52,7 +52,7 @@ impl miette::Diagnostic for Problem {
 }
 
 /// Renders every problem of `err`, then a count. Colour only on a terminal without NO_COLOR.
-pub fn render_load_error(err: &LoadError) -> String {
+pub(crate) fn render_load_error(err: &LoadError) -> String {
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let theme = if color {
         GraphicalTheme::unicode()

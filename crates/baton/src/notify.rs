@@ -36,7 +36,7 @@ struct Body {
 }
 
 /// A reporter that also notifies, around the one that prints.
-pub struct Notifying {
+pub(crate) struct Notifying {
     inner: Box<dyn Reporter>,
     config: NotifyConfig,
     run: Option<(RunId, String)>,
@@ -45,7 +45,7 @@ pub struct Notifying {
 
 impl Notifying {
     /// `inner` with notifications as `config` asks; `inner` alone when it asks none.
-    pub fn around(inner: Box<dyn Reporter>, config: NotifyConfig) -> Box<dyn Reporter> {
+    pub(crate) fn around(inner: Box<dyn Reporter>, config: NotifyConfig) -> Box<dyn Reporter> {
         if config.is_empty() {
             return inner;
         }

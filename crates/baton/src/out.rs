@@ -24,13 +24,13 @@ use crate::exit::Failure;
 
 /// Standard output, for one thing a command prints (`what` names it in an error: "the list of
 /// runs").
-pub struct Stdout {
+pub(crate) struct Stdout {
     what: Cow<'static, str>,
     out: io::Stdout,
 }
 
 impl Stdout {
-    pub fn new(what: impl Into<Cow<'static, str>>) -> Self {
+    pub(crate) fn new(what: impl Into<Cow<'static, str>>) -> Self {
         Self {
             what: what.into(),
             out: io::stdout(),
@@ -38,26 +38,26 @@ impl Stdout {
     }
 
     /// Text for people, made terminal-safe.
-    pub fn text(&mut self, text: &str) -> Result<(), Failure> {
+    pub(crate) fn text(&mut self, text: &str) -> Result<(), Failure> {
         self.bytes(terminal_safe(text).as_bytes())
     }
 
     /// One line of text for people.
-    pub fn line(&mut self, line: &str) -> Result<(), Failure> {
+    pub(crate) fn line(&mut self, line: &str) -> Result<(), Failure> {
         let mut text = terminal_safe(line).into_owned();
         text.push('\n');
         self.bytes(text.as_bytes())
     }
 
     /// `value` as pretty JSON and a newline.
-    pub fn json(&mut self, value: &impl Serialize) -> Result<(), Failure> {
+    pub(crate) fn json(&mut self, value: &impl Serialize) -> Result<(), Failure> {
         let text = serde_json::to_string_pretty(value)
             .map_err(|e| Failure::Internal(anyhow::Error::new(e).context(self.cannot())))?;
         self.json_text(&text)
     }
 
     /// `value` as JSON on one line (a JSON-lines stream).
-    pub fn json_line(&mut self, value: &impl Serialize) -> Result<(), Failure> {
+    pub(crate) fn json_line(&mut self, value: &impl Serialize) -> Result<(), Failure> {
         let text = serde_json::to_string(value)
             .map_err(|e| Failure::Internal(anyhow::Error::new(e).context(self.cannot())))?;
         self.json_text(&text)
@@ -70,12 +70,12 @@ impl Stdout {
     }
 
     /// Text baton styled itself (clap's help, in colour on a terminal): as it is.
-    pub fn styled(&mut self, text: &str) -> Result<(), Failure> {
+    pub(crate) fn styled(&mut self, text: &str) -> Result<(), Failure> {
         self.bytes(text.as_bytes())
     }
 
     /// What a task printed: as it is into a pipe or a file, made safe on a terminal.
-    pub fn task_output(&mut self, bytes: &[u8]) -> Result<(), Failure> {
+    pub(crate) fn task_output(&mut self, bytes: &[u8]) -> Result<(), Failure> {
         if self.out.is_terminal() {
             let text = String::from_utf8_lossy(bytes);
             self.bytes(terminal_safe(&text).as_bytes())
@@ -106,23 +106,23 @@ impl Stdout {
 }
 
 /// Prints text for people on standard output (see [`Stdout::text`]).
-pub fn text(what: &'static str, text: &str) -> Result<(), Failure> {
+pub(crate) fn text(what: &'static str, text: &str) -> Result<(), Failure> {
     Stdout::new(what).text(text)
 }
 
 /// Prints one line for people on standard output.
-pub fn line(what: &'static str, line: &str) -> Result<(), Failure> {
+pub(crate) fn line(what: &'static str, line: &str) -> Result<(), Failure> {
     Stdout::new(what).line(line)
 }
 
 /// Prints `value` as pretty JSON on standard output.
-pub fn json(what: &'static str, value: &impl Serialize) -> Result<(), Failure> {
+pub(crate) fn json(what: &'static str, value: &impl Serialize) -> Result<(), Failure> {
     Stdout::new(what).json(value)
 }
 
 /// What clap has to say, where it says it: help and the version on standard output (so that a
 /// full disk is an error there too), a usage error on standard error; its exit code.
-pub fn clap(err: &clap::Error) -> Result<i32, Failure> {
+pub(crate) fn clap(err: &clap::Error) -> Result<i32, Failure> {
     let to_stdout = !err.use_stderr();
     let terminal = if to_stdout {
         io::stdout().is_terminal()
@@ -144,20 +144,20 @@ pub fn clap(err: &clap::Error) -> Result<i32, Failure> {
 }
 
 /// A line for people on standard error, made terminal-safe; best effort.
-pub fn err(line: &str) {
+pub(crate) fn err(line: &str) {
     let mut text = terminal_safe(line).into_owned();
     text.push('\n');
     err_styled(&text);
 }
 
 /// A question for the person at the terminal, on standard error, the answer typed after it.
-pub fn ask(question: &str) {
+pub(crate) fn ask(question: &str) {
     err_styled(&terminal_safe(question));
 }
 
 /// Text on standard error that baton styled itself from terminal-safe parts (a diagnostic's
 /// colours); best effort.
-pub fn err_styled(text: &str) {
+pub(crate) fn err_styled(text: &str) {
     let mut err = io::stderr().lock();
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
 }

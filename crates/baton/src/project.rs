@@ -9,14 +9,14 @@ use anyhow::Context;
 /// Where runs are recorded: an SQLite file (the default, `.baton/baton.db`), or a PostgreSQL
 /// database shared by a team (`--store postgres://…`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreAt {
+pub(crate) enum StoreAt {
     Sqlite(PathBuf),
     Postgres(String),
 }
 
 impl StoreAt {
     /// Whether anything was recorded there yet: a database server is always there.
-    pub fn exists(&self) -> bool {
+    pub(crate) fn exists(&self) -> bool {
         match self {
             Self::Sqlite(path) => path.exists(),
             Self::Postgres(_) => true,
@@ -36,7 +36,7 @@ impl std::fmt::Display for StoreAt {
 
 /// The directories a command works with.
 #[derive(Debug, Clone)]
-pub struct Project {
+pub(crate) struct Project {
     /// The repository root, or the current directory outside a repository.
     pub root: PathBuf,
     /// `.baton/` under the root.
@@ -46,7 +46,7 @@ pub struct Project {
 }
 
 impl Project {
-    pub fn discover() -> anyhow::Result<Self> {
+    pub(crate) fn discover() -> anyhow::Result<Self> {
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
         Ok(Self::discover_from(&cwd))
     }
@@ -54,7 +54,7 @@ impl Project {
     /// The project a graph file belongs to: the repository that holds it (or its directory,
     /// outside a repository), wherever baton was started. Its tasks run there and its run is
     /// recorded there, as `just` runs recipes in the justfile's directory.
-    pub fn of_graph(file: &Path) -> anyhow::Result<Self> {
+    pub(crate) fn of_graph(file: &Path) -> anyhow::Result<Self> {
         let dir = match file.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
             _ => PathBuf::from("."),
@@ -90,7 +90,7 @@ impl Project {
     }
 
     /// The store path from `--store`/`BATON_STORE`, or the default.
-    pub fn store_at(&self, url: Option<&str>) -> Result<StoreAt, String> {
+    pub(crate) fn store_at(&self, url: Option<&str>) -> Result<StoreAt, String> {
         match url {
             None => Ok(StoreAt::Sqlite(self.state_dir.join("baton.db"))),
             Some(url) => {
@@ -115,7 +115,7 @@ impl Project {
 
     /// Creates `.baton/` (private to the user) and keeps it out of git's view via
     /// `.git/info/exclude`, so that it never shows up as untracked files.
-    pub fn prepare_state_dir(&self) -> anyhow::Result<()> {
+    pub(crate) fn prepare_state_dir(&self) -> anyhow::Result<()> {
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
             .recursive(true)

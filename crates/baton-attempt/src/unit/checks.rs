@@ -52,7 +52,7 @@ pub async fn run_checks(
 }
 
 /// What a task is told in a fix round: the check that failed and what it printed.
-pub fn fix_message(check: &CheckResult, round: u32, of: u32) -> String {
+pub(super) fn fix_message(check: &CheckResult, round: u32, of: u32) -> String {
     format!(
         "baton ran the task's checks on your work (fix round {round} of {of}) and this one \
          failed:\n\n$ {}\n{}\n\n{}\n\nFix the problem so that the check passes. Do not \

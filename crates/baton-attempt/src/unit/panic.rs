@@ -7,12 +7,12 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 /// `future`, with a panic while it is polled turned into `Err(message)`.
-pub struct CatchPanic<F> {
+pub(super) struct CatchPanic<F> {
     future: Pin<Box<F>>,
 }
 
 impl<F: Future> CatchPanic<F> {
-    pub fn new(future: F) -> Self {
+    pub(super) fn new(future: F) -> Self {
         Self {
             future: Box::pin(future),
         }

@@ -7,7 +7,7 @@ use nix::sys::signal::kill;
 use nix::unistd::Pid;
 
 /// Whether the process is gone (a zombie waiting for its new parent to reap it counts).
-pub fn gone(pid: i32) -> bool {
+pub(crate) fn gone(pid: i32) -> bool {
     if kill(Pid::from_raw(pid), None) == Err(Errno::ESRCH) {
         return true;
     }
@@ -23,7 +23,7 @@ pub fn gone(pid: i32) -> bool {
 }
 
 /// Whether the process is gone, allowing a moment for the signal to land.
-pub fn gone_soon(pid: i32) -> bool {
+pub(crate) fn gone_soon(pid: i32) -> bool {
     let deadline = Instant::now() + Duration::from_secs(2);
     while Instant::now() < deadline {
         if gone(pid) {

@@ -1,5 +1,5 @@
 //! Running the real agent CLIs from tests/agents against a MockModel.
-#![allow(dead_code)] // each test file uses a different part
+#![allow(dead_code, reason = "each test file uses a different part")]
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// `tests/agents/node_modules/.bin/NAME` of the workspace, if installed.
-pub fn agent_bin(name: &str) -> Option<PathBuf> {
+pub(crate) fn agent_bin(name: &str) -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/agents/node_modules/.bin")
         .join(name);
@@ -24,7 +24,7 @@ pub fn agent_bin(name: &str) -> Option<PathBuf> {
 
 /// A command with an empty environment except PATH (node must be found for the Gemini CLI)
 /// and HOME.
-pub fn clean_command(bin: &Path, home: &Path, cwd: &Path) -> Command {
+pub(crate) fn clean_command(bin: &Path, home: &Path, cwd: &Path) -> Command {
     let mut c = Command::new(bin);
     c.env_clear()
         .env(
@@ -36,7 +36,7 @@ pub fn clean_command(bin: &Path, home: &Path, cwd: &Path) -> Command {
     c
 }
 
-pub struct Run {
+pub(crate) struct Run {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
@@ -45,13 +45,13 @@ pub struct Run {
 
 impl Run {
     /// The stdout lines that parse as JSON.
-    pub fn json_lines(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn json_lines(&self) -> Vec<serde_json::Value> {
         self.stdout
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
     }
-    pub fn last_of_type(&self, ty: &str) -> Option<serde_json::Value> {
+    pub(crate) fn last_of_type(&self, ty: &str) -> Option<serde_json::Value> {
         self.json_lines()
             .into_iter()
             .rev()
@@ -60,7 +60,7 @@ impl Run {
 }
 
 /// Run to completion with `stdin` as input, killing it after `limit`.
-pub fn run(mut cmd: Command, stdin: &[u8], limit: Duration) -> Run {
+pub(crate) fn run(mut cmd: Command, stdin: &[u8], limit: Duration) -> Run {
     let start = Instant::now();
     let mut child = cmd
         .stdin(Stdio::piped())
@@ -114,7 +114,7 @@ pub fn run(mut cmd: Command, stdin: &[u8], limit: Duration) -> Run {
 
 /// With BATON_MOCK_UPDATE_FIXTURES=1, save `stdout` as tests/fixtures/NAME, with the temp dir
 /// (also in Claude Code's dash-encoded form) and the server's port replaced by stable placeholders.
-pub fn save_fixture(name: &str, stdout: &str, tmp: &Path, url: &str) {
+pub(crate) fn save_fixture(name: &str, stdout: &str, tmp: &Path, url: &str) {
     if std::env::var_os("BATON_MOCK_UPDATE_FIXTURES").is_none() {
         return;
     }
@@ -131,7 +131,7 @@ pub fn save_fixture(name: &str, stdout: &str, tmp: &Path, url: &str) {
     std::fs::write(&path, text).expect("write fixture");
 }
 
-pub fn tempdir() -> tempfile::TempDir {
+pub(crate) fn tempdir() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("baton-mock-")
         .tempdir()

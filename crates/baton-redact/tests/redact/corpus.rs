@@ -23,7 +23,7 @@ fn random(alphabet: &[u8], len: usize, seed: u64) -> String {
 }
 
 /// A text holding secrets, the secret parts, and the marker the secret alone becomes.
-pub struct Case {
+pub(crate) struct Case {
     pub name: &'static str,
     pub text: String,
     pub secrets: Vec<String>,
@@ -51,7 +51,7 @@ fn pem(kind: &str, lines: usize, seed: u64) -> (String, Vec<String>) {
     (text, body)
 }
 
-pub fn cases() -> Vec<Case> {
+pub(crate) fn cases() -> Vec<Case> {
     let aws_id = format!("AKIA{}", random(UPPER_DIGITS, 16, 7));
     let aws_secret = format!("{}Xy9", random(BASE64, 37, 8));
     let jwt = format!(

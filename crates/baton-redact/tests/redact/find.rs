@@ -25,7 +25,7 @@ fn rebuild(text: &[u8], findings: &[Finding]) -> Vec<u8> {
     out
 }
 
-pub fn agrees(text: &[u8]) -> Result<(), TestCaseError> {
+pub(crate) fn agrees(text: &[u8]) -> Result<(), TestCaseError> {
     let redactor = redactor();
     let found = redactor.find(text);
     let whole = redactor.redact(text).into_owned();

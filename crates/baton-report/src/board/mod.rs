@@ -16,7 +16,7 @@ pub const QUIET_AFTER: Duration = Duration::from_secs(60);
 
 /// How long an agent may say nothing before it is shown as quiet: `BATON_QUIET_AFTER`, else
 /// [`QUIET_AFTER`].
-pub fn quiet_after_from_env() -> Duration {
+pub(crate) fn quiet_after_from_env() -> Duration {
     std::env::var("BATON_QUIET_AFTER")
         .ok()
         .and_then(|text| baton_model::parse_duration(&text).ok())

@@ -17,7 +17,7 @@ pub(crate) struct Chain {
 }
 
 impl Chain {
-    pub fn of(task: &PlanTask) -> Self {
+    pub(super) fn of(task: &PlanTask) -> Self {
         Self {
             at: 0,
             fallbacks: task.fallbacks,
@@ -26,7 +26,7 @@ impl Chain {
     }
 
     /// Moves on to the next engine when `outcome` calls for one and there is one left.
-    pub fn hand_over(&mut self, outcome: &Outcome) -> bool {
+    pub(super) fn hand_over(&mut self, outcome: &Outcome) -> bool {
         if self.at >= self.fallbacks || !hands_over(outcome, self.any) {
             return false;
         }

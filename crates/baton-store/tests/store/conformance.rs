@@ -10,7 +10,7 @@ use baton_store::{Driver, LEASE_TERM, Lease, Liveness, SqliteStore, Store, Store
 use crate::support::*;
 
 /// One database of a backend, fresh for each test.
-pub trait Database: Sync {
+pub(crate) trait Database: Sync {
     /// A new handle on it for reading and writing, as another process would open one.
     fn open(&self) -> Box<dyn Store>;
     /// A handle that only reads.
@@ -46,7 +46,7 @@ fn held(store: &dyn Store) -> Lease {
         .lease
 }
 
-pub fn a_new_run_has_its_tasks_pending_in_graph_order(db: &dyn Database) {
+pub(crate) fn a_new_run_has_its_tasks_pending_in_graph_order(db: &dyn Database) {
     let store = db.open();
     store.create_run(&new_run("r1", &["b", "a"])).unwrap();
     let run = run_id("r1");
@@ -89,7 +89,7 @@ impl baton_store::GraphJson for Pieces {
     }
 }
 
-pub fn a_large_graph_comes_back_whole(db: &dyn Database) {
+pub(crate) fn a_large_graph_comes_back_whole(db: &dyn Database) {
     let store = db.open();
     let name = "καλά".repeat(350_000);
     let json = format!(r#"{{"name":"{name}","tasks":[]}}"#);
@@ -107,7 +107,7 @@ pub fn a_large_graph_comes_back_whole(db: &dyn Database) {
     );
 }
 
-pub fn a_planners_tasks_join_the_run_after_the_others(db: &dyn Database) {
+pub(crate) fn a_planners_tasks_join_the_run_after_the_others(db: &dyn Database) {
     let store = db.open();
     let lease = held(store.as_ref());
     let run = run_id("r1");
@@ -176,7 +176,7 @@ pub fn a_planners_tasks_join_the_run_after_the_others(db: &dyn Database) {
 
 /// A best-of task's candidates end in any order; the task's output and exit code are its
 /// winner's once it is picked, not the last candidate's to end.
-pub fn a_best_of_tasks_output_is_its_winners(db: &dyn Database) {
+pub(crate) fn a_best_of_tasks_output_is_its_winners(db: &dyn Database) {
     let store = db.open();
     let lease = held(store.as_ref());
     let run = run_id("r1");
@@ -240,7 +240,7 @@ pub fn a_best_of_tasks_output_is_its_winners(db: &dyn Database) {
     assert_eq!(store.check_consistency(&run).unwrap(), Vec::<String>::new());
 }
 
-pub fn a_turn_is_recorded_whole_and_numbered(db: &dyn Database) {
+pub(crate) fn a_turn_is_recorded_whole_and_numbered(db: &dyn Database) {
     let store = db.open();
     let lease = held(store.as_ref());
     let run = run_id("r1");
@@ -307,7 +307,7 @@ pub fn a_turn_is_recorded_whole_and_numbered(db: &dyn Database) {
     assert!(store.check_consistency(&run).unwrap().is_empty());
 }
 
-pub fn what_agents_spent_is_summed_per_run(db: &dyn Database) {
+pub(crate) fn what_agents_spent_is_summed_per_run(db: &dyn Database) {
     let store = db.open();
     let lease = held(store.as_ref());
     let run = run_id("r1");
@@ -347,7 +347,7 @@ pub fn what_agents_spent_is_summed_per_run(db: &dyn Database) {
     assert!((usd.unwrap() - 0.75).abs() < 1e-9, "{usd:?}");
 }
 
-pub fn a_task_is_decided_once(db: &dyn Database) {
+pub(crate) fn a_task_is_decided_once(db: &dyn Database) {
     let store = db.open();
     held(store.as_ref());
     let run = run_id("r1");
@@ -369,7 +369,7 @@ pub fn a_task_is_decided_once(db: &dyn Database) {
     assert_eq!((decisions[0].task.as_str(), decisions[0].at_ms), ("a", 5));
 }
 
-pub fn a_live_driver_keeps_its_run_and_a_dead_one_is_replaced(db: &dyn Database) {
+pub(crate) fn a_live_driver_keeps_its_run_and_a_dead_one_is_replaced(db: &dyn Database) {
     let store = db.open();
     store.create_run(&new_run("r1", &["a"])).unwrap();
     let run = run_id("r1");
@@ -422,7 +422,7 @@ pub fn a_live_driver_keeps_its_run_and_a_dead_one_is_replaced(db: &dyn Database)
     assert!(matches!(err, StoreError::UnknownRun(_)), "{err:?}");
 }
 
-pub fn a_driver_out_of_sight_holds_its_run_until_its_lease_lapses(db: &dyn Database) {
+pub(crate) fn a_driver_out_of_sight_holds_its_run_until_its_lease_lapses(db: &dyn Database) {
     let store = db.open();
     store.create_run(&new_run("r1", &["a"])).unwrap();
     let run = run_id("r1");
@@ -448,7 +448,7 @@ pub fn a_driver_out_of_sight_holds_its_run_until_its_lease_lapses(db: &dyn Datab
     assert!(matches!(lost, StoreError::LeaseLost { .. }), "{lost:?}");
 }
 
-pub fn a_driver_whose_run_was_taken_over_records_nothing(db: &dyn Database) {
+pub(crate) fn a_driver_whose_run_was_taken_over_records_nothing(db: &dyn Database) {
     let store = db.open();
     let old = held(store.as_ref());
     let run = run_id("r1");
@@ -496,7 +496,7 @@ pub fn a_driver_whose_run_was_taken_over_records_nothing(db: &dyn Database) {
     assert_eq!(store.last_seq(&run).unwrap(), 2);
 }
 
-pub fn an_attempts_number_fences_what_is_written_about_it(db: &dyn Database) {
+pub(crate) fn an_attempts_number_fences_what_is_written_about_it(db: &dyn Database) {
     let store = db.open();
     let lease = held(store.as_ref());
     let run = run_id("r1");
@@ -563,7 +563,7 @@ pub fn an_attempts_number_fences_what_is_written_about_it(db: &dyn Database) {
     assert!(store.check_consistency(&run).unwrap().is_empty());
 }
 
-pub fn handles_claiming_at_once_get_exactly_one_driver(db: &dyn Database) {
+pub(crate) fn handles_claiming_at_once_get_exactly_one_driver(db: &dyn Database) {
     db.open().create_run(&new_run("r1", &["a"])).unwrap();
     let winners: usize = std::thread::scope(|scope| {
         let handles: Vec<_> = (1..=8)
@@ -586,7 +586,7 @@ pub fn handles_claiming_at_once_get_exactly_one_driver(db: &dyn Database) {
     assert_eq!(winners, 1);
 }
 
-pub fn only_a_run_no_live_driver_holds_is_deleted(db: &dyn Database) {
+pub(crate) fn only_a_run_no_live_driver_holds_is_deleted(db: &dyn Database) {
     let store = db.open();
     let lease = held(store.as_ref());
     let run = run_id("r1");
@@ -622,7 +622,7 @@ pub fn only_a_run_no_live_driver_holds_is_deleted(db: &dyn Database) {
     assert!(store.delete_run(&run, T0, &seen(1)).unwrap());
 }
 
-pub fn readers_see_whole_turns_while_a_driver_records(db: &dyn Database) {
+pub(crate) fn readers_see_whole_turns_while_a_driver_records(db: &dyn Database) {
     let store = db.open();
     store.create_run(&new_numbered_run("r1", 201)).unwrap();
     let run = run_id("r1");

@@ -93,7 +93,7 @@ fn coordinated_lease(store: &dyn QueueStore, id: &str) -> Lease {
         .lease
 }
 
-pub fn each_attempt_is_claimed_once_by_a_worker_that_offers_its_engine_and_labels(
+pub(crate) fn each_attempt_is_claimed_once_by_a_worker_that_offers_its_engine_and_labels(
     queue: &dyn Queue,
 ) {
     let store = queue.open();
@@ -130,7 +130,7 @@ pub fn each_attempt_is_claimed_once_by_a_worker_that_offers_its_engine_and_label
     assert_eq!(gpu.iter().map(|c| c.task).collect::<Vec<_>>(), [1, 2]);
 }
 
-pub fn only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed(queue: &dyn Queue) {
+pub(crate) fn only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed(queue: &dyn Queue) {
     let store = queue.open();
     let store = store.as_ref();
     let token = coordinated(store, "r2");
@@ -214,7 +214,7 @@ pub fn only_the_holder_ends_an_attempt_and_not_after_its_lease_lapsed(queue: &dy
     assert_eq!(again, (Vec::new(), ends));
 }
 
-pub fn a_coordinator_that_lost_the_run_cannot_queue_and_a_new_one_drops_what_it_queued(
+pub(crate) fn a_coordinator_that_lost_the_run_cannot_queue_and_a_new_one_drops_what_it_queued(
     queue: &dyn Queue,
 ) {
     let store = queue.open();
@@ -266,7 +266,7 @@ pub fn a_coordinator_that_lost_the_run_cannot_queue_and_a_new_one_drops_what_it_
 /// An answer lost on the way loses nothing: what a take returned comes again until the
 /// coordinator says it has the news (at its next take) and records the ends (an end leaves
 /// the queue in the transaction that records its `attempt-finished`).
-pub fn ends_stay_until_recorded_and_news_until_the_coordinator_has_them(queue: &dyn Queue) {
+pub(crate) fn ends_stay_until_recorded_and_news_until_the_coordinator_has_them(queue: &dyn Queue) {
     let store = queue.open();
     let store = store.as_ref();
     let lease = coordinated_lease(store, "r4");
@@ -351,7 +351,7 @@ pub fn ends_stay_until_recorded_and_news_until_the_coordinator_has_them(queue: &
 /// A coordinator that was taken over and wakes (split brain) can neither take what arrived
 /// for its successor nor stop its successor's attempts: it is told it lost the run, and the
 /// queue is left as it was.
-pub fn a_coordinator_taken_over_takes_nothing_and_stops_nothing(queue: &dyn Queue) {
+pub(crate) fn a_coordinator_taken_over_takes_nothing_and_stops_nothing(queue: &dyn Queue) {
     let store = queue.open();
     let store = store.as_ref();
     let old = coordinated(store, "r5");
@@ -406,7 +406,7 @@ pub fn a_coordinator_taken_over_takes_nothing_and_stops_nothing(queue: &dyn Queu
 /// A coordinator taking a run over adopts the attempts it keeps, wherever they are (queued,
 /// running on a worker, ended), and drops the rest; a worker's hold on an adopted attempt is
 /// untouched. Only the lease holder adopts.
-pub fn a_new_coordinator_adopts_what_it_keeps_and_drops_the_rest(queue: &dyn Queue) {
+pub(crate) fn a_new_coordinator_adopts_what_it_keeps_and_drops_the_rest(queue: &dyn Queue) {
     let store = queue.open();
     let store = store.as_ref();
     let old = coordinated(store, "r6");
@@ -489,7 +489,7 @@ pub fn a_new_coordinator_adopts_what_it_keeps_and_drops_the_rest(queue: &dyn Que
 
 /// A listener wakes for what it listens for, and only for that: queued work wakes a worker
 /// (and not a coordinator waiting on ends); an end wakes the coordinator.
-pub fn a_listener_wakes_for_what_it_waits_for(queue: &dyn Queue) {
+pub(crate) fn a_listener_wakes_for_what_it_waits_for(queue: &dyn Queue) {
     let store = queue.open();
     let store = store.as_ref();
     let token = coordinated(store, "r1");
@@ -527,7 +527,7 @@ pub fn a_listener_wakes_for_what_it_waits_for(queue: &dyn Queue) {
 }
 
 /// A database of a backend with a queue, fresh for each case.
-pub trait Queue {
+pub(crate) trait Queue {
     /// A new handle on it, as another process would open one.
     fn open(&self) -> Box<dyn QueueStore>;
 }

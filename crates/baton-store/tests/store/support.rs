@@ -4,15 +4,15 @@ use baton_model::{Event, EventKind, Outcome, RunId, TaskId, TaskState};
 use baton_store::RunReader;
 use baton_store::{AttemptOutput, NewRun, SqliteStore};
 
-pub fn task(id: &str) -> TaskId {
+pub(crate) fn task(id: &str) -> TaskId {
     TaskId::new(id).unwrap()
 }
 
-pub fn run_id(id: &str) -> RunId {
+pub(crate) fn run_id(id: &str) -> RunId {
     RunId::new(id).unwrap()
 }
 
-pub fn event(at_ms: i64, kind: EventKind) -> Event {
+pub(crate) fn event(at_ms: i64, kind: EventKind) -> Event {
     Event {
         seq: 0,
         at_ms,
@@ -20,7 +20,7 @@ pub fn event(at_ms: i64, kind: EventKind) -> Event {
     }
 }
 
-pub fn started(at_ms: i64, id: &str, attempt: u32) -> Event {
+pub(crate) fn started(at_ms: i64, id: &str, attempt: u32) -> Event {
     event(
         at_ms,
         EventKind::AttemptStarted {
@@ -31,7 +31,7 @@ pub fn started(at_ms: i64, id: &str, attempt: u32) -> Event {
     )
 }
 
-pub fn finished(at_ms: i64, id: &str, attempt: u32, outcome: Outcome) -> Event {
+pub(crate) fn finished(at_ms: i64, id: &str, attempt: u32, outcome: Outcome) -> Event {
     event(
         at_ms,
         EventKind::AttemptFinished {
@@ -45,7 +45,7 @@ pub fn finished(at_ms: i64, id: &str, attempt: u32, outcome: Outcome) -> Event {
     )
 }
 
-pub fn task_finished(at_ms: i64, id: &str, state: TaskState, reason: Option<&str>) -> Event {
+pub(crate) fn task_finished(at_ms: i64, id: &str, state: TaskState, reason: Option<&str>) -> Event {
     event(
         at_ms,
         EventKind::TaskFinished {
@@ -56,7 +56,7 @@ pub fn task_finished(at_ms: i64, id: &str, state: TaskState, reason: Option<&str
     )
 }
 
-pub fn output(id: &str, attempt: u32, text: &str) -> AttemptOutput {
+pub(crate) fn output(id: &str, attempt: u32, text: &str) -> AttemptOutput {
     AttemptOutput {
         task: task(id),
         attempt,
@@ -68,7 +68,7 @@ pub fn output(id: &str, attempt: u32, text: &str) -> AttemptOutput {
     }
 }
 
-pub fn new_run(id: &str, tasks: &[&str]) -> NewRun<'static> {
+pub(crate) fn new_run(id: &str, tasks: &[&str]) -> NewRun<'static> {
     NewRun {
         id: run_id(id),
         name: format!("graph-{id}"),
@@ -85,38 +85,38 @@ pub fn new_run(id: &str, tasks: &[&str]) -> NewRun<'static> {
 }
 
 /// Task ids `t0`, `t1`, … for a run of `n` tasks.
-pub fn numbered(n: usize) -> Vec<String> {
+pub(crate) fn numbered(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("t{i}")).collect()
 }
 
-pub fn new_numbered_run(id: &str, n: usize) -> NewRun<'static> {
+pub(crate) fn new_numbered_run(id: &str, n: usize) -> NewRun<'static> {
     let names = numbered(n);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     new_run(id, &names)
 }
 
-pub struct Db {
+pub(crate) struct Db {
     pub dir: tempfile::TempDir,
 }
 
 impl Db {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             dir: tempfile::tempdir().unwrap(),
         }
     }
 
-    pub fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         self.dir.path().join(".baton").join("baton.db")
     }
 
-    pub fn open(&self) -> SqliteStore {
+    pub(crate) fn open(&self) -> SqliteStore {
         SqliteStore::open(&self.path()).unwrap()
     }
 }
 
 /// Fails the test with the list of disagreements, if any.
-pub fn assert_consistent(store: &SqliteStore, run: &RunId) {
+pub(crate) fn assert_consistent(store: &SqliteStore, run: &RunId) {
     let problems = store.check_consistency(run).unwrap();
     assert!(problems.is_empty(), "{problems:#?}");
 }

@@ -1,6 +1,6 @@
 //! Test repositories: real git, in temporary directories.
 
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test file uses a different part")]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,14 +9,14 @@ use baton_workspace::{MergeOutcome, Repo, TaskStart};
 
 /// A repository with one commit (`README.md`) on `main`, in `dir/repo`; worktrees go to
 /// `dir/wt/`.
-pub struct Fixture {
+pub(crate) struct Fixture {
     pub dir: tempfile::TempDir,
     pub repo: Repo,
     pub base: String,
 }
 
 impl Fixture {
-    pub fn new() -> Fixture {
+    pub(crate) fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("repo");
         std::fs::create_dir(&root).unwrap();
@@ -30,17 +30,22 @@ impl Fixture {
         Fixture { dir, repo, base }
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.repo.root
     }
 
-    pub fn wt(&self, name: &str) -> PathBuf {
+    pub(crate) fn wt(&self, name: &str) -> PathBuf {
         self.dir.path().join("wt").join(name)
     }
 
     /// Runs a task: a worktree on branch `task/NAME` from `start`, `files` written (`None`
     /// deletes), committed, the worktree removed. Returns the task's commit.
-    pub fn task(&self, name: &str, start: &TaskStart, files: &[(&str, Option<&str>)]) -> String {
+    pub(crate) fn task(
+        &self,
+        name: &str,
+        start: &TaskStart,
+        files: &[(&str, Option<&str>)],
+    ) -> String {
         let path = self.wt(name);
         let branch = format!("task/{name}");
         let outcome = self.repo.add_worktree(&path, &branch, start).unwrap();
@@ -61,12 +66,12 @@ impl Fixture {
     }
 
     /// A task from the base commit.
-    pub fn task_from_base(&self, name: &str, files: &[(&str, Option<&str>)]) -> String {
+    pub(crate) fn task_from_base(&self, name: &str, files: &[(&str, Option<&str>)]) -> String {
         self.task(name, &TaskStart::Commit(self.base.clone()), files)
     }
 
     /// What the user would see of the main worktree: HEAD, where its branch points, status.
-    pub fn main_state(&self) -> (String, String, String) {
+    pub(crate) fn main_state(&self) -> (String, String, String) {
         (
             git(self.root(), &["symbolic-ref", "HEAD"]),
             git(self.root(), &["rev-parse", "refs/heads/main"]),
@@ -77,7 +82,7 @@ impl Fixture {
         )
     }
 
-    pub fn worktree_count(&self) -> usize {
+    pub(crate) fn worktree_count(&self) -> usize {
         git(self.root(), &["worktree", "list", "--porcelain"])
             .lines()
             .filter(|l| l.starts_with("worktree "))
@@ -89,7 +94,7 @@ impl Fixture {
 /// setting things up and looking at the result. Never runs hooks, so that a hook's marker can
 /// only come from baton, nor the fsmonitor or gpg the hardening tests configure. Stdout,
 /// trimmed.
-pub fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let output = user_git(dir)
         .args([
             "-c",
@@ -114,7 +119,7 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 
 /// `git` as the user has it, hooks included, with no `GIT_*` variable from the test's
 /// environment (the hardening tests set some).
-pub fn user_git(dir: &Path) -> Command {
+pub(crate) fn user_git(dir: &Path) -> Command {
     let mut command = Command::new("git");
     for (name, _) in std::env::vars() {
         if name.starts_with("GIT_") {
@@ -132,21 +137,21 @@ pub fn user_git(dir: &Path) -> Command {
     command
 }
 
-pub fn write(dir: &Path, file: &str, content: &str) {
+pub(crate) fn write(dir: &Path, file: &str, content: &str) {
     write_bytes(dir, file, content.as_bytes());
 }
 
-pub fn write_bytes(dir: &Path, file: &str, content: &[u8]) {
+pub(crate) fn write_bytes(dir: &Path, file: &str, content: &[u8]) {
     let path = dir.join(file);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, content).unwrap();
 }
 
-pub fn read(dir: &Path, file: &str) -> String {
+pub(crate) fn read(dir: &Path, file: &str) -> String {
     std::fs::read_to_string(dir.join(file)).unwrap()
 }
 
-pub fn merged(outcome: MergeOutcome) -> String {
+pub(crate) fn merged(outcome: MergeOutcome) -> String {
     match outcome {
         MergeOutcome::Merged(commit) => commit,
         MergeOutcome::Conflict(conflict) => panic!("unexpected conflict: {conflict:?}"),
@@ -154,7 +159,7 @@ pub fn merged(outcome: MergeOutcome) -> String {
 }
 
 /// The parents of `commit`.
-pub fn parents(dir: &Path, commit: &str) -> Vec<String> {
+pub(crate) fn parents(dir: &Path, commit: &str) -> Vec<String> {
     git(dir, &["rev-list", "--parents", "-n", "1", commit])
         .split_whitespace()
         .skip(1)

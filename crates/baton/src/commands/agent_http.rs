@@ -25,7 +25,7 @@ use crate::exit::Failure;
 /// enforces from outside.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub fn agent_http(args: AgentHttpArgs) -> Result<i32, Failure> {
+pub(super) fn agent_http(args: AgentHttpArgs) -> Result<i32, Failure> {
     let mut prompt = String::new();
     if let Err(e) = std::io::stdin().read_to_string(&mut prompt) {
         emit(

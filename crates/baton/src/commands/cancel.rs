@@ -19,7 +19,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// drives from one a `baton run` drives.
 const WORKER_SEEN_WITHIN_MS: i64 = 60_000;
 
-pub fn cancel(args: CancelArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn cancel(args: CancelArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let wait = parse_duration(&args.wait).map_err(|e| Failure::BadInput(format!("--wait: {e}")))?;
     let (project, reader) = records::open_with_project(store_url)?;
     let run = records::resolve(&*reader, Some(&args.run))?;

@@ -43,7 +43,7 @@ fn repo_of(project: &crate::project::Project, run: &baton_model::RunId) -> Resul
         .map_err(|e| Failure::BadInput(format!("not in a git repository: {e}")))
 }
 
-pub fn diff(args: DiffArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn diff(args: DiffArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let (project, store) = records::open_with_project(store_url)?;
     let run = records::resolve(&*store, Some(&args.run))?;
     let repo = repo_of(&project, &run.id)?;
@@ -131,7 +131,7 @@ fn show(repo: &Repo, from: &str, to: &str, stat: bool) -> Result<i32, Failure> {
     Ok(exit::SUCCESS)
 }
 
-pub fn apply(args: ApplyArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn apply(args: ApplyArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let (project, store) = records::open_with_project(store_url)?;
     let run = records::resolve(&*store, Some(&args.run))?;
     let repo = repo_of(&project, &run.id)?;

@@ -122,7 +122,7 @@ fn key_vars(kind: EngineKind) -> &'static [&'static str] {
     }
 }
 
-pub fn doctor(args: DoctorArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn doctor(args: DoctorArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let project = Project::discover()?;
     let store = project.store_at(store_url).map_err(Failure::BadInput)?;
     let config = AgentConfig::load(&project.root).map_err(|e| Failure::BadInput(e.to_string()))?;

@@ -10,7 +10,7 @@ use crate::out;
 const POLL: Duration = Duration::from_millis(100);
 const PAGE: u32 = 1000;
 
-pub fn events(args: EventsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(crate) fn events(args: EventsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let store = records::open(store_url)?;
     let run = records::resolve(&*store, Some(&args.run))?;
     let mut out = out::Stdout::new("the run's events");
@@ -56,14 +56,14 @@ fn print(out: &mut out::Stdout, events: &[Event], json: bool) -> Result<bool, Fa
 
 /// An event as `baton events --json` prints it (and the dashboard streams it).
 #[derive(serde::Serialize)]
-pub struct JsonEvent<'a> {
+pub(crate) struct JsonEvent<'a> {
     schema: u32,
     #[serde(flatten)]
     event: &'a Event,
 }
 
 impl<'a> JsonEvent<'a> {
-    pub fn of(event: &'a Event) -> Self {
+    pub(crate) fn of(event: &'a Event) -> Self {
         Self {
             schema: baton_model::EVENT_SCHEMA_VERSION,
             event,

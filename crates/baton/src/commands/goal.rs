@@ -29,7 +29,7 @@ const SIMILAR_AT_LEAST: usize = 3;
 /// Earlier runs whose agent attempts the estimate is made from.
 const HISTORY_RUNS: u32 = 20;
 
-pub fn goal(args: DoArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn goal(args: DoArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let asks = !args.yes && !args.plan_only;
     // Before anything is spent: a question nobody can answer is never asked.
     if asks && !std::io::stdin().is_terminal() {

@@ -3,7 +3,7 @@ use crate::cli::{GraphArgs, GraphFormat};
 use crate::exit::{self, Failure};
 use crate::out;
 
-pub fn graph(args: GraphArgs) -> Result<i32, Failure> {
+pub(super) fn graph(args: GraphArgs) -> Result<i32, Failure> {
     let graph = load_graph(&args.file)?;
     let text = match args.format {
         GraphFormat::Dot => baton_graph::to_dot(&graph),

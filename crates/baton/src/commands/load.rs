@@ -10,7 +10,7 @@ use crate::out;
 /// engines the configuration defines are accepted beside the built-in ones. What every command
 /// that reads a graph file (`run`, `plan`, `graph`) refuses alike: the file's own problems, and
 /// scopes that lead outside the repository through a symbolic link.
-pub fn load_graph(path: &Path) -> Result<Graph, Failure> {
+pub(super) fn load_graph(path: &Path) -> Result<Graph, Failure> {
     let project = crate::project::Project::of_graph(path)?;
     let config = baton_runner::AgentConfig::load(&project.root)
         .map_err(|e| Failure::BadInput(e.to_string()))?;
@@ -42,7 +42,7 @@ fn check_scopes(graph: &Graph, root: &Path) -> Result<(), Failure> {
 }
 
 /// Bad input naming the graph file, every problem and what to do, when there are problems.
-pub fn refuse_if_any(graph: &Graph, problems: &[String], hint: &str) -> Result<(), Failure> {
+pub(super) fn refuse_if_any(graph: &Graph, problems: &[String], hint: &str) -> Result<(), Failure> {
     if problems.is_empty() {
         return Ok(());
     }

@@ -13,7 +13,7 @@ use crate::out;
 /// How often `--follow` looks for more output.
 const POLL: Duration = Duration::from_millis(100);
 
-pub fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn logs(args: LogsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let (project, store) = records::open_with_project(store_url)?;
     let run = records::resolve(&*store, Some(&args.run))?;
     let dirs = baton_runner::RunDirs::new(&project.state_dir, &run.id);

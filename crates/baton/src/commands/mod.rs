@@ -10,9 +10,9 @@ mod graph;
 mod load;
 mod logs;
 mod plan;
-pub mod prune;
+pub(crate) mod prune;
 pub(crate) mod records;
-pub mod report;
+pub(crate) mod report;
 mod run;
 mod runs;
 
@@ -24,7 +24,7 @@ mod worker;
 use crate::cli::{Cli, Command};
 use crate::exit::Failure;
 
-pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
+pub(crate) fn dispatch(cli: Cli) -> Result<i32, Failure> {
     match cli.command {
         Command::Run(args) => run::run(args, cli.store.as_deref()),
         Command::Do(args) => goal::goal(args, cli.store.as_deref()),

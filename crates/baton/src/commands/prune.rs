@@ -15,14 +15,14 @@ use crate::out;
 use crate::project::Project;
 
 /// Runs kept by default, newest first.
-pub const DEFAULT_KEEP: usize = 100;
+pub(crate) const DEFAULT_KEEP: usize = 100;
 /// Logs kept by default, in bytes: past this, the oldest runs go first. The newest run is
 /// always kept, whatever its size.
-pub const DEFAULT_MAX_LOG_BYTES: u64 = 2 << 30;
+pub(crate) const DEFAULT_MAX_LOG_BYTES: u64 = 2 << 30;
 
 /// Which runs to remove.
 #[derive(Debug, Clone, Default)]
-pub struct Policy {
+pub(crate) struct Policy {
     pub keep: Option<usize>,
     pub older_than: Option<Duration>,
     pub max_log_bytes: Option<u64>,
@@ -35,7 +35,7 @@ pub struct Policy {
 impl Policy {
     /// What `baton run` applies after every run: the newest `BATON_KEEP_RUNS` runs (100) and
     /// at most `BATON_KEEP_LOG_BYTES` of their logs (2 GiB).
-    pub fn default_retention() -> Self {
+    pub(crate) fn default_retention() -> Self {
         let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
         Self {
             keep: Some(env("BATON_KEEP_RUNS").map_or(DEFAULT_KEEP, |n| n.max(1) as usize)),
@@ -47,7 +47,7 @@ impl Policy {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Pruned {
+pub(crate) struct Pruned {
     pub id: String,
     pub name: String,
     pub log_bytes: u64,
@@ -66,7 +66,7 @@ struct PruneReport<'a> {
     pooled_worktrees: usize,
 }
 
-pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(crate) fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     if args.keep.is_none() && args.older_than.is_none() {
         return Err(Failure::BadInput(
             "say which runs to remove: `--keep N` (keep the newest N) and/or `--older-than 30d`"
@@ -154,7 +154,7 @@ pub fn prune(args: PruneArgs, store_url: Option<&str>) -> Result<i32, Failure> {
 
 /// What a prune did.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub removed: Vec<Pruned>,
     /// Runs that matched but are driven by a live process (or could still be resumed, under
     /// `keep_resumable`).
@@ -174,7 +174,7 @@ const STRAY_AGE: Duration = Duration::from_secs(10 * 60);
 /// logs are gone. A run whose driver died is taken care of before it goes: the process groups
 /// and cgroups its attempts left are ended, and its scratch (which may hold a task's
 /// `$BATON_OUTPUT`) is removed with it.
-pub fn apply(
+pub(crate) fn apply(
     store: &dyn Store,
     state_dir: &Path,
     policy: &Policy,

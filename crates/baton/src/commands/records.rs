@@ -11,13 +11,13 @@ use crate::exit::Failure;
 use crate::project::{Project, StoreAt};
 
 /// The store of this project, read-only.
-pub fn open(store_url: Option<&str>) -> Result<Box<dyn Store>, Failure> {
+pub(crate) fn open(store_url: Option<&str>) -> Result<Box<dyn Store>, Failure> {
     open_with_project(store_url).map(|(_, store)| store)
 }
 
 /// The store for reading and writing, created and migrated if needed: the one place that names
 /// a store's backend.
-pub fn open_for_writing(at: &StoreAt) -> Result<Box<dyn Store>, Failure> {
+pub(crate) fn open_for_writing(at: &StoreAt) -> Result<Box<dyn Store>, Failure> {
     let path = match at {
         StoreAt::Postgres(url) => return Ok(Box::new(open_postgres(url)?)),
         StoreAt::Sqlite(path) => path.as_path(),
@@ -39,7 +39,7 @@ pub fn open_for_writing(at: &StoreAt) -> Result<Box<dyn Store>, Failure> {
 
 /// A PostgreSQL store: unreachable, it is baton that cannot work (exit 3), and the error names
 /// the server (never its password).
-pub fn open_postgres(url: &str) -> Result<baton_store::PgStore, Failure> {
+pub(crate) fn open_postgres(url: &str) -> Result<baton_store::PgStore, Failure> {
     let store = baton_store::PgStore::open(url).map_err(|e| match e {
         StoreError::Connect { server, source } => Failure::Internal(anyhow::anyhow!(
             "cannot reach the run store at {server} ({source}): is the server running, and may \
@@ -60,7 +60,7 @@ pub fn open_postgres(url: &str) -> Result<baton_store::PgStore, Failure> {
 
 /// The store with a work queue `what` needs (workers share runs through one): the project's
 /// store if it has one (PostgreSQL), else the error that says how to name one.
-pub fn postgres_for(
+pub(crate) fn postgres_for(
     project: &Project,
     store_url: Option<&str>,
     what: &str,
@@ -96,7 +96,7 @@ fn read_only(path: &Path) -> Option<String> {
 
 /// The store, read-only, or `None` when its file does not exist yet (nothing was recorded
 /// here): for `baton runs`, to which that is an empty list rather than an error.
-pub fn open_if_recorded(store_url: Option<&str>) -> Result<Option<Box<dyn Store>>, Failure> {
+pub(crate) fn open_if_recorded(store_url: Option<&str>) -> Result<Option<Box<dyn Store>>, Failure> {
     let project = Project::discover()?;
     let at = project.store_at(store_url).map_err(Failure::BadInput)?;
     if !at.exists() {
@@ -106,7 +106,9 @@ pub fn open_if_recorded(store_url: Option<&str>) -> Result<Option<Box<dyn Store>
 }
 
 /// The project and its store, read-only.
-pub fn open_with_project(store_url: Option<&str>) -> Result<(Project, Box<dyn Store>), Failure> {
+pub(crate) fn open_with_project(
+    store_url: Option<&str>,
+) -> Result<(Project, Box<dyn Store>), Failure> {
     let project = Project::discover()?;
     let at = project.store_at(store_url).map_err(Failure::BadInput)?;
     open_at(project, &at)
@@ -145,7 +147,7 @@ fn open_at(project: Project, at: &StoreAt) -> Result<(Project, Box<dyn Store>), 
 }
 
 /// The run a user named: an exact id, a unique prefix of one, or `latest` (also when `None`).
-pub fn resolve(store: &dyn Store, name: Option<&str>) -> Result<RunRecord, Failure> {
+pub(crate) fn resolve(store: &dyn Store, name: Option<&str>) -> Result<RunRecord, Failure> {
     let latest = || -> Result<RunRecord, Failure> {
         store
             .latest_run()?
@@ -186,11 +188,11 @@ pub fn resolve(store: &dyn Store, name: Option<&str>) -> Result<RunRecord, Failu
 /// was interrupted. Detected from the driver's pid and start time, not guessed.
 /// Whether more is to come of `run`: it runs, or it waits for a worker to take it (a
 /// follower of a submitted run waits for it, rather than end before it began).
-pub fn goes_on(run: &RunRecord) -> bool {
+pub(crate) fn goes_on(run: &RunRecord) -> bool {
     matches!(effective_state(run), RunState::Running | RunState::Queued)
 }
 
-pub fn effective_state(run: &RunRecord) -> RunState {
+pub(crate) fn effective_state(run: &RunRecord) -> RunState {
     let gone = run.driver.as_ref().is_none_or(|d| !driver::is_alive(d));
     baton_model::observed(run.status, gone)
 }

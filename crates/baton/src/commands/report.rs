@@ -11,7 +11,7 @@ use crate::cli::ReportArgs;
 use crate::exit::{self, Failure};
 use crate::out;
 
-pub fn report(args: ReportArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(crate) fn report(args: ReportArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let (project, store) = records::open_with_project(store_url)?;
     let run = records::resolve(&*store, args.run.as_deref())?;
     let page = Gathered::of(

@@ -22,7 +22,7 @@ pub(super) enum Job {
     Takeover(RunId, Takeover),
 }
 
-pub fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let timeout = args
         .timeout
         .as_deref()
@@ -90,7 +90,7 @@ fn raised_budget(usd: Option<f64>) -> Result<Option<BudgetChange>, Failure> {
     }
 }
 
-pub fn resume(args: ResumeArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn resume(args: ResumeArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let store = records::open(store_url)?;
     let run = records::resolve(&*store, Some(&args.run))?;
     let budget = raised_budget(args.raise_budget)?;
@@ -104,7 +104,7 @@ pub fn resume(args: ResumeArgs, store_url: Option<&str>) -> Result<i32, Failure>
     drive(Job::Takeover(run.id, how), &args.drive, store_url)
 }
 
-pub fn approve(args: ApproveArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn approve(args: ApproveArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     if let Some(task) = &args.task {
         return decide(&args.run, task, true, None, store_url);
     }
@@ -125,7 +125,7 @@ pub fn approve(args: ApproveArgs, store_url: Option<&str>) -> Result<i32, Failur
     drive(Job::Takeover(run.id, how), &args.drive, store_url)
 }
 
-pub fn retry(args: RetryArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn retry(args: RetryArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let store = records::open(store_url)?;
     let run = records::resolve(&*store, Some(&args.run))?;
     let tasks = args
@@ -604,7 +604,7 @@ fn describe(failure: &Failure) -> String {
     }
 }
 
-pub fn reject(args: RejectArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn reject(args: RejectArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     decide(
         &args.run,
         &args.task,

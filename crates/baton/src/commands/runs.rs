@@ -36,7 +36,7 @@ struct RunList {
     runs: Vec<RunLine>,
 }
 
-pub fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn runs(args: RunsArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     // No store file yet is no runs yet: an empty list, as for a store whose runs were pruned.
     let summaries = match records::open_if_recorded(store_url)? {
         Some(store) => store.runs(args.limit)?,

@@ -8,7 +8,7 @@ use crate::cli::{Cli, CompletionsArgs, ManArgs};
 use crate::exit::{self, Failure};
 use crate::out;
 
-pub fn completions(args: &CompletionsArgs) -> Result<i32, Failure> {
+pub(super) fn completions(args: &CompletionsArgs) -> Result<i32, Failure> {
     let mut command = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, "baton", &mut script);
@@ -16,7 +16,7 @@ pub fn completions(args: &CompletionsArgs) -> Result<i32, Failure> {
     Ok(exit::SUCCESS)
 }
 
-pub fn man(args: &ManArgs) -> Result<i32, Failure> {
+pub(super) fn man(args: &ManArgs) -> Result<i32, Failure> {
     let command = Cli::command();
     let Some(dir) = &args.dir else {
         let page = render(command)?;

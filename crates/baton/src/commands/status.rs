@@ -6,7 +6,7 @@ use crate::cli::StatusArgs;
 use crate::exit::{self, Failure};
 use crate::out;
 
-pub fn status(args: StatusArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn status(args: StatusArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let (project, store) = records::open_with_project(store_url)?;
     let run = records::resolve(&*store, args.run.as_deref())?;
     // As observed: a run recorded as running whose driver is gone is interrupted, and what

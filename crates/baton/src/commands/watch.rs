@@ -16,7 +16,7 @@ use crate::exit::Failure;
 const POLL: Duration = Duration::from_millis(200);
 const PAGE: u32 = 1000;
 
-pub fn watch(args: WatchArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn watch(args: WatchArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let (project, store) = records::open_with_project(store_url)?;
     let run = records::resolve(&*store, args.run.as_deref())?;
     if args.json {

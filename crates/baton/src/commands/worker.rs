@@ -17,7 +17,7 @@ use crate::project::Project;
 /// Shortest lease a worker may hold: its heartbeat comes every third of it.
 const MIN_LEASE_MS: u128 = 1_000;
 
-pub fn worker(args: WorkerArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn worker(args: WorkerArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let lease =
         parse_duration(&args.lease).map_err(|e| Failure::BadInput(format!("--lease: {e}")))?;
     if lease.as_millis() < MIN_LEASE_MS {
@@ -76,7 +76,7 @@ pub fn worker(args: WorkerArgs, store_url: Option<&str>) -> Result<i32, Failure>
 
 /// `baton worker-watchdog`: watches the worker that started it (see
 /// `baton_worker::watchdog`), saying on stderr (the worker's) what it did.
-pub fn watchdog(args: &crate::cli::WorkerWatchdogArgs) -> Result<i32, Failure> {
+pub(super) fn watchdog(args: &crate::cli::WorkerWatchdogArgs) -> Result<i32, Failure> {
     let silence = std::time::Duration::from_millis(args.silence_ms);
     baton_worker::watchdog::watch(&args.worker, silence, &mut |watched| match watched {
         baton_worker::watchdog::Watched::Silent { silence, killed } => out::err(&format!(
@@ -159,7 +159,7 @@ struct Running {
     attempt: u32,
 }
 
-pub fn workers(args: WorkersArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn workers(args: WorkersArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let project = Project::discover()?;
     let store = records::postgres_for(&project, store_url, "`baton workers`")?;
     let found = store

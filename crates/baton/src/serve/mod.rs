@@ -63,7 +63,7 @@ struct App {
 
 type Shared = Arc<App>;
 
-pub fn serve(args: ServeArgs, store_url: Option<&str>) -> Result<i32, Failure> {
+pub(crate) fn serve(args: ServeArgs, store_url: Option<&str>) -> Result<i32, Failure> {
     let addr = address(&args.addr)?;
     if !addr.ip().is_loopback() && !args.allow_remote {
         return Err(Failure::BadInput(format!(

@@ -11,7 +11,7 @@ use crate::test::{Output, Test};
 
 /// `tests/agents/node_modules/.bin/NAME`. The test command installs it; a missing one fails
 /// the test with what to do rather than skipping it.
-pub fn agent_bin(name: &str) -> PathBuf {
+pub(crate) fn agent_bin(name: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/agents/node_modules/.bin")
         .join(name);

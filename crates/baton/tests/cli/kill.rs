@@ -230,7 +230,7 @@ fn attempt_cgroup(pid: i32) -> std::path::PathBuf {
 
 /// The directory of cgroup v2 `path` (as `/proc/PID/cgroup` prints it) under the `cgroup2`
 /// mount of the hierarchy's root.
-pub fn cgroup_dir(path: &str) -> std::path::PathBuf {
+pub(crate) fn cgroup_dir(path: &str) -> std::path::PathBuf {
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     let mount = mountinfo
         .lines()

@@ -12,7 +12,7 @@ use nix::unistd::Pid;
 
 /// Whether `pid` is a live process. A zombie (killed, not yet reaped by whoever inherited it)
 /// counts as gone: it runs nothing and holds nothing but its table entry.
-pub fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     match kill(Pid::from_raw(pid), None) {
         Err(Errno::ESRCH) => false,
         _ => !matches!(state(pid), Some('Z' | 'X') | None),
@@ -28,7 +28,7 @@ fn state(pid: i32) -> Option<char> {
 }
 
 /// Waits up to `limit` for `pid` to be gone.
-pub fn gone_within(pid: i32, limit: Duration) -> bool {
+pub(crate) fn gone_within(pid: i32, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     loop {
         if !alive(pid) {
@@ -42,7 +42,7 @@ pub fn gone_within(pid: i32, limit: Duration) -> bool {
 }
 
 /// Live processes whose environment has `key=value`.
-pub fn with_env(key: &str, value: &OsStr) -> Vec<i32> {
+pub(crate) fn with_env(key: &str, value: &OsStr) -> Vec<i32> {
     let mut wanted = key.as_bytes().to_vec();
     wanted.push(b'=');
     wanted.extend_from_slice(value.as_bytes());
@@ -61,14 +61,14 @@ pub fn with_env(key: &str, value: &OsStr) -> Vec<i32> {
 }
 
 /// SIGKILLs every live process marked with `key=dir`.
-pub fn kill_marked(key: &str, dir: &Path) {
+pub(crate) fn kill_marked(key: &str, dir: &Path) {
     for pid in with_env(key, dir.as_os_str()) {
         let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     }
 }
 
 /// Peak resident memory of `pid` so far (`VmHWM`), in KiB.
-pub fn peak_rss_kib(pid: u32) -> Option<u64> {
+pub(crate) fn peak_rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()

@@ -17,18 +17,18 @@ use tempfile::TempDir;
 use crate::procs;
 
 /// The binary under test.
-pub const BATON: &str = env!("CARGO_BIN_EXE_baton");
+pub(crate) const BATON: &str = env!("CARGO_BIN_EXE_baton");
 
 /// Longest any single baton invocation may take before the test gives up on it; generous, so
 /// that a loaded machine slows tests down rather than failing them.
-pub const RUN_LIMIT: Duration = Duration::from_secs(60);
+pub(crate) const RUN_LIMIT: Duration = Duration::from_secs(60);
 
 /// The environment variable that marks every process a test started (baton passes its own
 /// environment on to tasks), so that cleanup finds stray descendants and nothing else.
 const MARKER: &str = "BATON_CLI_TEST_DIR";
 
 /// A misbehaving program from `tests/fixtures/`.
-pub fn fixture(name: &str) -> String {
+pub(crate) fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures")
         .join(name);
@@ -41,7 +41,7 @@ pub fn fixture(name: &str) -> String {
 /// Whether this machine enforces Landlock, for a test of the sandbox: says on stderr that the
 /// test ran, or that it is skipped and why (an old kernel, `BATON_NO_LANDLOCK`). Written past
 /// the harness's capture, so that `cargo test` (and CI's log) shows a skip.
-pub fn landlock_sandbox_test(test: &str) -> bool {
+pub(crate) fn landlock_sandbox_test(test: &str) -> bool {
     use std::io::Write;
     let support = baton_exec::landlock_support();
     let line = match support {
@@ -52,13 +52,13 @@ pub fn landlock_sandbox_test(test: &str) -> bool {
     support.is_ok()
 }
 
-pub fn task_id(id: &str) -> TaskId {
+pub(crate) fn task_id(id: &str) -> TaskId {
     TaskId::new(id).expect("valid task id")
 }
 
 /// One baton invocation being set up. The repository is `<tmp>/repo`; baton's stdout and stderr
 /// go to files beside it, never into the repository.
-pub struct Test {
+pub(crate) struct Test {
     tmp: TempDir,
     root: PathBuf,
     /// Where baton runs, relative to the repository root.
@@ -82,7 +82,7 @@ enum StdoutTo {
 }
 
 impl Test {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let tmp = tempfile::Builder::new()
             .prefix("baton-cli-")
             .tempdir()
@@ -113,29 +113,29 @@ impl Test {
     /// baton runs with a terminal as its standard input (and output: a pty, from util-linux's
     /// `script`), on which `input` is typed; what it prints goes to the stdout file, stderr
     /// included, as on a terminal.
-    pub fn typing(mut self, input: &str) -> Self {
+    pub(crate) fn typing(mut self, input: &str) -> Self {
         self.typed = Some(input.to_owned());
         self
     }
 
     /// baton's standard output is a pipe nobody reads any more.
-    pub fn stdout_closed_pipe(mut self) -> Self {
+    pub(crate) fn stdout_closed_pipe(mut self) -> Self {
         self.stdout = StdoutTo::ClosedPipe;
         self
     }
 
     /// baton's standard output is `/dev/full`.
-    pub fn stdout_full(mut self) -> Self {
+    pub(crate) fn stdout_full(mut self) -> Self {
         self.stdout = StdoutTo::Full;
         self
     }
 
     /// Writes a graph file (or any file) into the repository.
-    pub fn graph(self, name: &str, text: &str) -> Self {
+    pub(crate) fn graph(self, name: &str, text: &str) -> Self {
         self.file(name, text)
     }
 
-    pub fn file(self, name: &str, contents: impl AsRef<[u8]>) -> Self {
+    pub(crate) fn file(self, name: &str, contents: impl AsRef<[u8]>) -> Self {
         let path = self.root.join(name);
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).expect("create parent dir");
@@ -145,23 +145,23 @@ impl Test {
     }
 
     /// Runs baton from this directory of the repository (created if need be).
-    pub fn current_dir(mut self, dir: &str) -> Self {
+    pub(crate) fn current_dir(mut self, dir: &str) -> Self {
         fs::create_dir_all(self.root.join(dir)).expect("create current dir");
         self.cwd = dir.into();
         self
     }
 
-    pub fn args(mut self, args: &[&str]) -> Self {
+    pub(crate) fn args(mut self, args: &[&str]) -> Self {
         self.args.extend(args.iter().map(OsString::from));
         self
     }
 
-    pub fn env(mut self, key: &str, value: &str) -> Self {
+    pub(crate) fn env(mut self, key: &str, value: &str) -> Self {
         self.env.push((key.into(), value.into()));
         self
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.root
     }
 
@@ -184,7 +184,7 @@ impl Test {
     /// baton with `args`, in the test's directory and environment, its stderr to the file
     /// `log` in that directory: for tests that start several processes (workers) beside each other. They
     /// carry the test's marker: what is left of them is stopped with the test.
-    pub fn command(&self, args: &[&str], log: &str) -> Command {
+    pub(crate) fn command(&self, args: &[&str], log: &str) -> Command {
         let runtime = self.tmp.path().join("runtime");
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -203,7 +203,7 @@ impl Test {
 
     /// Starts baton on a terminal of `cols` × `rows`: a tmux session of the test's own, whose
     /// screen the test reads as a person would see it.
-    pub fn on_terminal(self, cols: u16, rows: u16) -> Screen {
+    pub(crate) fn on_terminal(self, cols: u16, rows: u16) -> Screen {
         let runtime = self.tmp.path().join("runtime");
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -229,12 +229,12 @@ impl Test {
     }
 
     /// Runs baton to the end (bounded by [`RUN_LIMIT`]).
-    pub fn run(self) -> Output {
+    pub(crate) fn run(self) -> Output {
         self.spawn().wait(RUN_LIMIT)
     }
 
     /// Starts baton in the background.
-    pub fn spawn(self) -> Running {
+    pub(crate) fn spawn(self) -> Running {
         let file = File::create(self.tmp.path().join("stdout")).expect("stdout file");
         let stdout: Stdio = match self.stdout {
             StdoutTo::File => file.into(),
@@ -303,35 +303,35 @@ impl Drop for Test {
 }
 
 /// baton running in the background.
-pub struct Running {
+pub(crate) struct Running {
     test: Option<Test>,
     child: Option<Child>,
     started: Instant,
 }
 
 impl Running {
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.as_ref().expect("baton was reaped").id()
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.test.as_ref().expect("baton was reaped").path()
     }
 
-    pub fn signal(&self, signal: Signal) {
+    pub(crate) fn signal(&self, signal: Signal) {
         nix::sys::signal::kill(Pid::from_raw(self.pid() as i32), signal)
             .unwrap_or_else(|e| panic!("cannot send {signal} to baton: {e}"));
     }
 
     /// Whether baton has exited (without reaping a still running one).
-    pub fn exited(&mut self) -> bool {
+    pub(crate) fn exited(&mut self) -> bool {
         let child = self.child.as_mut().expect("baton was reaped");
         matches!(child.try_wait(), Ok(Some(_)))
     }
 
     /// Polls `check` every 20 ms until it gives a value; panics if baton exits first or `limit`
     /// passes, saying what was awaited.
-    pub fn await_that<T>(
+    pub(crate) fn await_that<T>(
         &mut self,
         what: &str,
         limit: Duration,
@@ -358,7 +358,7 @@ impl Running {
     }
 
     /// Waits for baton to exit, at most `limit`; past that, kills it and fails the test.
-    pub fn wait(mut self, limit: Duration) -> Output {
+    pub(crate) fn wait(mut self, limit: Duration) -> Output {
         let deadline = self.started + limit;
         loop {
             if self.exited() {
@@ -377,14 +377,14 @@ impl Running {
     }
 
     /// Kills baton with SIGKILL and reaps it.
-    pub fn kill(mut self) -> Output {
+    pub(crate) fn kill(mut self) -> Output {
         self.signal(Signal::SIGKILL);
         self.collect()
     }
 
     /// Kills baton with SIGKILL, then resumes its run to the end (`--json`, which must
     /// succeed): the run's id and what the resume printed.
-    pub fn kill_and_resume(self) -> (String, Output) {
+    pub(crate) fn kill_and_resume(self) -> (String, Output) {
         let killed = self.kill();
         let run = killed.store().run().id.to_string();
         let resumed = killed
@@ -426,7 +426,7 @@ impl Drop for Running {
 }
 
 /// What one baton invocation did.
-pub struct Output {
+pub(crate) struct Output {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
@@ -443,7 +443,7 @@ impl Output {
     }
 
     #[track_caller]
-    pub fn status(self, code: i32) -> Self {
+    pub(crate) fn status(self, code: i32) -> Self {
         assert_eq!(
             self.code,
             Some(code),
@@ -454,7 +454,7 @@ impl Output {
     }
 
     #[track_caller]
-    pub fn stdout_contains(self, text: &str) -> Self {
+    pub(crate) fn stdout_contains(self, text: &str) -> Self {
         assert!(
             self.stdout.contains(text),
             "stdout lacks {text:?}\n{}",
@@ -464,7 +464,7 @@ impl Output {
     }
 
     #[track_caller]
-    pub fn stderr_contains(self, text: &str) -> Self {
+    pub(crate) fn stderr_contains(self, text: &str) -> Self {
         assert!(
             self.stderr.contains(text),
             "stderr lacks {text:?}\n{}",
@@ -475,14 +475,14 @@ impl Output {
 
     /// stdout parsed as JSON (for `--json`).
     #[track_caller]
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("stdout is not JSON: {e}\n{}", self.context()))
     }
 
     /// The `tasks` entry of `--json` output with this id.
     #[track_caller]
-    pub fn json_task(&self, id: &str) -> serde_json::Value {
+    pub(crate) fn json_task(&self, id: &str) -> serde_json::Value {
         let json = self.json();
         json["tasks"]
             .as_array()
@@ -493,14 +493,14 @@ impl Output {
             .clone()
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.test.path()
     }
 
     /// `baton resume RUN --json` of the run this one left (its driver killed, say), which
     /// must succeed: the run's id, and what the resume printed.
     #[track_caller]
-    pub fn resumed(self) -> (String, Output) {
+    pub(crate) fn resumed(self) -> (String, Output) {
         let run = self.store().run().id.to_string();
         let resumed = self
             .then()
@@ -511,40 +511,40 @@ impl Output {
     }
 
     /// The same repository, for another invocation.
-    pub fn then(self) -> Test {
+    pub(crate) fn then(self) -> Test {
         let mut test = self.test;
         test.args.clear();
         test.stdout = StdoutTo::File;
         test
     }
 
-    pub fn read(&self, name: &str) -> Vec<u8> {
+    pub(crate) fn read(&self, name: &str) -> Vec<u8> {
         fs::read(self.path().join(name)).unwrap_or_else(|e| panic!("read {name}: {e}"))
     }
 
     /// Where baton keeps a run's scratch files (handoffs, structured outputs) while it runs.
-    pub fn scratch(&self, run: &str) -> PathBuf {
+    pub(crate) fn scratch(&self, run: &str) -> PathBuf {
         self.test.tmp.path().join("runtime/baton").join(run)
     }
 
-    pub fn state_dir_exists(&self) -> bool {
+    pub(crate) fn state_dir_exists(&self) -> bool {
         self.path().join(".baton").exists()
     }
 
     #[track_caller]
-    pub fn store(&self) -> Store {
+    pub(crate) fn store(&self) -> Store {
         Store::try_open(self.path())
             .unwrap_or_else(|| panic!("cannot open the store\n{}", self.context()))
     }
 }
 
 /// The run store, opened read-only as another process would.
-pub struct Store {
+pub(crate) struct Store {
     inner: SqliteStore,
 }
 
 impl Store {
-    pub fn try_open(root: &Path) -> Option<Self> {
+    pub(crate) fn try_open(root: &Path) -> Option<Self> {
         let path = root.join(".baton/baton.db");
         if !path.exists() {
             return None;
@@ -556,26 +556,26 @@ impl Store {
 
     /// The store once a run is recorded in it: a test polling for a run's progress may find
     /// the database before the run is in it.
-    pub fn once_a_run_is_in(root: &Path) -> Option<Self> {
+    pub(crate) fn once_a_run_is_in(root: &Path) -> Option<Self> {
         Self::try_open(root).filter(|store| store.try_run().is_some())
     }
 
     /// The one run recorded (every test makes exactly one, unless it says otherwise).
     #[track_caller]
-    pub fn run(&self) -> RunRecord {
+    pub(crate) fn run(&self) -> RunRecord {
         let runs = self.inner.runs(10).expect("list runs");
         assert_eq!(runs.len(), 1, "expected exactly one run, found {runs:#?}");
         runs.into_iter().next().expect("one run").run
     }
 
     /// Every run, newest first.
-    pub fn runs(&self) -> Vec<RunRecord> {
+    pub(crate) fn runs(&self) -> Vec<RunRecord> {
         let runs = self.inner.runs(100).expect("list runs");
         runs.into_iter().map(|r| r.run).collect()
     }
 
     /// The run if it has been created yet.
-    pub fn try_run(&self) -> Option<RunRecord> {
+    pub(crate) fn try_run(&self) -> Option<RunRecord> {
         self.inner
             .runs(1)
             .ok()
@@ -583,37 +583,37 @@ impl Store {
             .map(|r| r.run)
     }
 
-    pub fn tasks(&self) -> Vec<TaskRecord> {
+    pub(crate) fn tasks(&self) -> Vec<TaskRecord> {
         self.inner.tasks(&self.run().id).expect("list tasks")
     }
 
     #[track_caller]
-    pub fn task(&self, id: &str) -> TaskRecord {
+    pub(crate) fn task(&self, id: &str) -> TaskRecord {
         self.tasks()
             .into_iter()
             .find(|t| t.task.as_str() == id)
             .unwrap_or_else(|| panic!("no task {id} in the store"))
     }
 
-    pub fn attempts(&self, id: &str) -> Vec<AttemptRecord> {
+    pub(crate) fn attempts(&self, id: &str) -> Vec<AttemptRecord> {
         self.inner
             .attempts(&self.run().id, &task_id(id))
             .expect("list attempts")
     }
 
-    pub fn all_attempts(&self) -> Vec<AttemptRecord> {
+    pub(crate) fn all_attempts(&self) -> Vec<AttemptRecord> {
         self.inner
             .run_attempts(&self.run().id)
             .expect("list attempts")
     }
 
-    pub fn events(&self) -> Vec<Event> {
+    pub(crate) fn events(&self) -> Vec<Event> {
         self.inner
             .events(&self.run().id, 0, u32::MAX)
             .expect("list events")
     }
 
-    pub fn events_of(&self, pick: impl Fn(&EventKind) -> bool) -> Vec<EventKind> {
+    pub(crate) fn events_of(&self, pick: impl Fn(&EventKind) -> bool) -> Vec<EventKind> {
         self.events()
             .into_iter()
             .map(|e| e.kind)
@@ -622,7 +622,7 @@ impl Store {
     }
 
     #[track_caller]
-    pub fn assert_consistent(&self) {
+    pub(crate) fn assert_consistent(&self) {
         let problems = self
             .inner
             .check_consistency(&self.run().id)
@@ -635,7 +635,7 @@ impl Store {
 }
 
 /// The `(start, end)` of each finished attempt, in milliseconds.
-pub fn intervals(attempts: &[AttemptRecord]) -> Vec<(i64, i64)> {
+pub(crate) fn intervals(attempts: &[AttemptRecord]) -> Vec<(i64, i64)> {
     attempts
         .iter()
         .map(|a| {
@@ -649,7 +649,7 @@ pub fn intervals(attempts: &[AttemptRecord]) -> Vec<(i64, i64)> {
 
 /// Most intervals that hold at one instant; an interval ending when another starts does not
 /// overlap it.
-pub fn peak_overlap(intervals: &[(i64, i64)]) -> usize {
+pub(crate) fn peak_overlap(intervals: &[(i64, i64)]) -> usize {
     let mut edges: Vec<(i64, i32)> = intervals
         .iter()
         .flat_map(|&(s, e)| [(s, 1), (e, -1)])
@@ -663,12 +663,12 @@ pub fn peak_overlap(intervals: &[(i64, i64)]) -> usize {
     peak as usize
 }
 
-pub fn overlaps(a: (i64, i64), b: (i64, i64)) -> bool {
+pub(crate) fn overlaps(a: (i64, i64), b: (i64, i64)) -> bool {
     a.0 < b.1 && b.0 < a.1
 }
 
 /// What a baton run "from another terminal" printed.
-pub struct Side {
+pub(crate) struct Side {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
@@ -685,7 +685,7 @@ impl From<std::process::Output> for Side {
 }
 
 /// Runs baton in `dir` to its end, as a user would from another terminal while a run goes on.
-pub fn baton_in(dir: &Path, args: &[&str]) -> Side {
+pub(crate) fn baton_in(dir: &Path, args: &[&str]) -> Side {
     Command::new(BATON)
         .args(args)
         .current_dir(dir)
@@ -698,7 +698,7 @@ pub fn baton_in(dir: &Path, args: &[&str]) -> Side {
 }
 
 /// Every command that reads the graph file `g.toml`, and so refuses a bad one alike.
-pub const READING_G_TOML: &[&[&str]] = &[
+pub(crate) const READING_G_TOML: &[&[&str]] = &[
     &["run", "g.toml"],
     &["plan", "g.toml"],
     &["plan", "g.toml", "--json"],
@@ -708,7 +708,7 @@ pub const READING_G_TOML: &[&[&str]] = &[
 
 /// baton running a graph of one long task (`long`, which needs 30 s) and, if `with_next`, a
 /// task `next` that needs it; returned once `long` has started.
-pub fn running_long_task(with_next: bool) -> Running {
+pub(crate) fn running_long_task(with_next: bool) -> Running {
     let mut graph = String::from("[[task]]\nid = \"long\"\nrun = \"touch started; sleep 30\"\n");
     if with_next {
         graph.push_str("\n[[task]]\nid = \"next\"\nneeds = [\"long\"]\nrun = \"true\"\n");
@@ -724,7 +724,7 @@ pub fn running_long_task(with_next: bool) -> Running {
 }
 
 /// A terminal (tmux) with baton running in it.
-pub struct Screen {
+pub(crate) struct Screen {
     test: Test,
     socket: PathBuf,
     /// Windows opened after the first.
@@ -748,7 +748,7 @@ impl Screen {
     }
 
     /// Opens another window running `baton ARGS` there; returns its name.
-    pub fn open(&mut self, args: &[&str]) -> String {
+    pub(crate) fn open(&mut self, args: &[&str]) -> String {
         self.windows += 1;
         let name = format!("w{}", self.windows);
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
@@ -764,7 +764,7 @@ impl Screen {
     }
 
     /// What window `window` shows now, line by line, as plain text.
-    pub fn text(&self, window: &str) -> String {
+    pub(crate) fn text(&self, window: &str) -> String {
         let out = self
             .tmux()
             .args(["capture-pane", "-p", "-t", &format!("baton:{window}")])
@@ -775,7 +775,12 @@ impl Screen {
 
     /// Waits until window `window` shows what `done` accepts; what it shows then.
     #[track_caller]
-    pub fn wait_until(&self, window: &str, what: &str, done: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_until(
+        &self,
+        window: &str,
+        what: &str,
+        done: impl Fn(&str) -> bool,
+    ) -> String {
         let start = Instant::now();
         loop {
             let text = self.text(window);
@@ -791,12 +796,12 @@ impl Screen {
 
     /// Waits until window `window` shows `text`; what it shows then.
     #[track_caller]
-    pub fn wait_for(&self, window: &str, text: &str) -> String {
+    pub(crate) fn wait_for(&self, window: &str, text: &str) -> String {
         self.wait_until(window, &format!("{text:?}"), |screen| screen.contains(text))
     }
 
     /// Runs `baton ARGS` to its end beside the terminal, in the same repository.
-    pub fn baton(&self, args: &[&str]) -> std::process::Output {
+    pub(crate) fn baton(&self, args: &[&str]) -> std::process::Output {
         let mut command = Command::new(BATON);
         command.args(args).stdin(Stdio::null());
         self.test
