@@ -8,7 +8,6 @@
 use baton_attempt::launch::HeldOutput;
 use baton_attempt::unit::{Assembly, AttemptDone, TreeEnd, assemble};
 use baton_model::{Candidate, EventKind, Outcome};
-use baton_scheduler::StopCause;
 
 use super::ending::Record;
 use super::{Dispatcher, Turn};
@@ -137,27 +136,13 @@ impl Dispatcher<'_> {
         true
     }
 
-    /// Records a candidate's end, and once the last of its attempt's candidates ended, picks
-    /// the winner and ends the scheduler's attempt. `Some` gives back an end that is no
-    /// candidate's.
-    pub(super) fn candidate_ended(
-        &mut self,
-        done: AttemptDone,
-        turn: &mut Turn,
-    ) -> Option<AttemptDone> {
-        if !self.gathering.contains_key(&done.task) {
-            return Some(done);
-        }
+    /// Records a candidate's end (its task's attempt is gathering), and once the last of its
+    /// attempt's candidates ended, picks the winner and ends the scheduler's attempt.
+    pub(super) fn candidate_ended(&mut self, done: AttemptDone, turn: &mut Turn) {
         let (task, attempt) = (done.task, done.attempt);
         let spec = self.graph.task(task);
         let n = spec.candidate_count();
         let k = (attempt - 1) % n + 1;
-        self.log_bytes += done.log_bytes;
-        if done.agent.is_none() {
-            self.shared
-                .meter
-                .finish((task, attempt), &baton_model::AgentUsage::default());
-        }
         if done.set_up && k == 1 {
             self.workspaces.set_up(task);
         }
@@ -217,7 +202,9 @@ impl Dispatcher<'_> {
             done.output_bytes,
             &done.stderr_tail,
         );
-        let gathering = self.gathering.get_mut(&task).expect("checked above");
+        let Some(gathering) = self.gathering.get_mut(&task) else {
+            return;
+        };
         gathering.ended.push(Ended {
             candidate,
             outcome: done.outcome,
@@ -228,14 +215,15 @@ impl Dispatcher<'_> {
             review_warnings: done.review_warnings,
         });
         if (gathering.ended.len() as u32) < gathering.expected {
-            return None;
+            return;
         }
-        let Gathering {
+        if let Some(Gathering {
             launch, mut ended, ..
-        } = self.gathering.remove(&task).expect("checked above");
-        ended.sort_by_key(|e| e.candidate.candidate);
-        self.judge(task, launch, ended, turn);
-        None
+        }) = self.gathering.remove(&task)
+        {
+            ended.sort_by_key(|e| e.candidate.candidate);
+            self.judge(task, launch, ended, turn);
+        }
     }
 
     /// Candidate `attempt` of `task` as it was recorded when it ended, before a crash cut its
@@ -372,11 +360,5 @@ impl Dispatcher<'_> {
             (chosen.outcome, chosen.output, chosen.stderr_tail),
             turn,
         );
-        if self.shared.meter.exhausted() {
-            turn.inputs
-                .push_back(baton_scheduler::Input::Stop(StopCause::BudgetSpent));
-        } else {
-            self.soft_pause();
-        }
     }
 }

@@ -32,18 +32,43 @@ impl Record {
 }
 
 impl Dispatcher<'_> {
-    /// Records an attempt that ended and tells the scheduler how.
+    /// Records an attempt that ended and tells the scheduler how: the one way an attempt's
+    /// end comes in, whatever started it (a unit here, a worker's, a best-of candidate, one
+    /// that never started).
     pub(super) fn apply(&mut self, done: AttemptDone, turn: &mut Turn) {
-        let Some(done) = self.candidate_ended(done, turn) else {
-            return;
-        };
+        let (task, attempt) = (done.task, done.attempt);
+        let is_agent = self.launcher.is_agent(task);
+        self.log_bytes += done.log_bytes;
+        if is_agent && done.agent.is_none() {
+            // Never started (or its unit failed): counted as an attempt that spent nothing,
+            // and whatever it had spent live is its spend.
+            self.shared
+                .meter
+                .finish((task, attempt), &baton_model::AgentUsage::default());
+        }
+        if self.gathering.contains_key(&task) {
+            self.candidate_ended(done, turn);
+        } else {
+            self.attempt_ended(done, turn);
+        }
+        // What the agent spent may have reached the run's limits.
+        if is_agent && self.shared.meter.exhausted() {
+            turn.inputs.push_back(Input::Stop(StopCause::BudgetSpent));
+        } else if is_agent {
+            self.soft_pause();
+        }
+    }
+
+    /// An attempt that is the scheduler's whole attempt (not one of a best-of task's
+    /// candidates) ended.
+    fn attempt_ended(&mut self, done: AttemptDone, turn: &mut Turn) {
         let AttemptDone {
             task,
             attempt,
             outcome,
             duration,
             containment,
-            log_bytes,
+            log_bytes: _,
             output,
             output_bytes,
             stderr_tail,
@@ -57,7 +82,6 @@ impl Dispatcher<'_> {
             session,
             review_warnings,
         } = done;
-        let is_agent = self.launcher.is_agent(task);
         // A planner that answered well grows the graph; one whose answer no longer fits it
         // fails as one whose answer never did.
         let (outcome, output) = match self.graph.task(task).plan {
@@ -77,15 +101,7 @@ impl Dispatcher<'_> {
             }
             _ => (outcome, output),
         };
-        self.log_bytes += log_bytes;
-        if is_agent {
-            if agent.is_none() {
-                // Never started (or its unit failed): counted as an attempt that spent
-                // nothing, and whatever it had spent live is its spend.
-                self.shared
-                    .meter
-                    .finish((task, attempt), &baton_model::AgentUsage::default());
-            }
+        if self.launcher.is_agent(task) {
             match session {
                 Some(session) => self.sessions.insert(task, session),
                 None => self.sessions.remove(&task),
@@ -114,11 +130,6 @@ impl Dispatcher<'_> {
             (outcome, output, output_bytes, stderr_tail),
             turn,
         );
-        if is_agent && self.shared.meter.exhausted() {
-            turn.inputs.push_back(Input::Stop(StopCause::BudgetSpent));
-        } else if is_agent {
-            self.soft_pause();
-        }
     }
 
     /// Records that attempt `attempt` of `task` ended as `outcome`: its `attempt-finished`,
