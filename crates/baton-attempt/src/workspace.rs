@@ -21,6 +21,7 @@ mod origin;
 mod pool;
 mod remote;
 mod result;
+mod tree_state;
 
 pub use making::MakeTree;
 pub use origin::{check_origin, origin_of};
@@ -28,6 +29,7 @@ pub use pool::empty_worktree_pool;
 use pool::{pool_if_room, pool_into, pool_name, pool_size, room};
 pub use remote::Publisher;
 pub use result::Consolidated;
+use tree_state::TreeState;
 
 /// One task's worktree.
 #[derive(Debug, Clone)]
@@ -47,21 +49,17 @@ pub struct Workspaces {
     base: String,
     run: RunId,
     dir: PathBuf,
-    trees: Vec<Option<TaskTree>>,
-    /// Per task, the commit its branch ended at when it succeeded.
+    /// Per task, its worktree.
+    trees: Vec<TreeState>,
+    /// Per task, the commit its branch ended at when it succeeded: its result, which outlives
+    /// its worktree (set aside in the pool once it succeeded).
     results: Vec<Option<String>>,
-    /// Per task, whether its worktree is new and its `setup` has not run to success yet.
-    fresh: Vec<bool>,
     /// Per task, the paths its branch changed: who else touched a file in conflict.
     changed: Vec<Vec<String>>,
     /// The run's directories: where each worktree's start is kept for a takeover.
     run_dirs: RunDirs,
     /// Best-of tasks' candidates after the first, by (task, candidate): their worktrees.
-    candidate_trees: std::collections::HashMap<(u32, u32), TaskTree>,
-    /// Worktrees prepared but not made yet, by task: their attempts make them.
-    pending: std::collections::HashMap<u32, MakeTree>,
-    /// Candidates' worktrees prepared but not made yet, by (task, candidate).
-    pending_candidates: std::collections::HashMap<(u32, u32), MakeTree>,
+    candidate_trees: std::collections::HashMap<(u32, u32), TreeState>,
 }
 
 /// What an attempt commits to: a task's worktree and what its changes are held to. A value,
@@ -312,12 +310,9 @@ impl Workspaces {
             dir: PathBuf::new(),
             trees: Vec::new(),
             results: Vec::new(),
-            fresh: Vec::new(),
             changed: Vec::new(),
             run_dirs: RunDirs::new(state_dir, run),
             candidate_trees: Default::default(),
-            pending: Default::default(),
-            pending_candidates: Default::default(),
         };
         if !graph
             .tasks()
@@ -360,23 +355,19 @@ impl Workspaces {
             base,
             run: run.clone(),
             dir: state_dir.join("worktrees").join(run.as_str()),
-            trees: vec![None; graph.len()],
+            trees: (0..graph.len()).map(|_| TreeState::Absent).collect(),
             results: vec![None; graph.len()],
-            fresh: vec![false; graph.len()],
             changed: vec![Vec::new(); graph.len()],
             run_dirs: RunDirs::new(state_dir, run),
             candidate_trees: Default::default(),
-            pending: Default::default(),
-            pending_candidates: Default::default(),
         })
     }
 
     /// The run has `tasks` tasks now (a planner added some).
     pub fn grow(&mut self, tasks: usize) {
         if self.repo.is_some() {
-            self.trees.resize(tasks, None);
+            self.trees.resize_with(tasks, TreeState::default);
             self.results.resize(tasks, None);
-            self.fresh.resize(tasks, false);
             self.changed.resize(tasks, Vec::new());
         }
     }
@@ -421,11 +412,12 @@ impl Workspaces {
         if !self.uses_tree(graph, task) {
             return Ok(None);
         }
-        if let Some(tree) = &self.trees[task as usize] {
+        let state = &self.trees[task as usize];
+        if let Some(tree) = state.tree() {
             // One still to be made, or set aside already (its task succeeded), holds nothing
             // of an earlier attempt.
             if let Some(earlier) = restart
-                && !self.pending.contains_key(&task)
+                && state.making().is_none()
                 && tree.path.join(".git").is_file()
             {
                 let repo = self.repo.as_ref().expect("uses_tree checked");
@@ -512,7 +504,10 @@ impl Workspaces {
             if let Some(earlier) = restart {
                 restart_tree(repo, &tree, earlier)?;
             }
-            self.trees[task as usize] = Some(tree);
+            self.trees[task as usize] = TreeState::Made {
+                tree,
+                needs_setup: false,
+            };
             return Ok(Some(path));
         }
         // It ran before in this run (a planner asked again), and its worktree went back to the
@@ -532,11 +527,14 @@ impl Workspaces {
                     error: format!("cannot make the task's worktree again on {branch}: {e}"),
                 })?;
             let start = self.run_dirs.worktree_start(id).unwrap_or(commit);
-            self.trees[task as usize] = Some(TaskTree {
-                path: path.clone(),
-                branch,
-                start,
-            });
+            self.trees[task as usize] = TreeState::Made {
+                tree: TaskTree {
+                    path: path.clone(),
+                    branch,
+                    start,
+                },
+                needs_setup: false,
+            };
             return Ok(Some(path));
         }
         let mut starts: Vec<(String, String)> = Vec::new();
@@ -558,27 +556,26 @@ impl Workspaces {
             TaskStart::Commit(commit) => commit.clone(),
             TaskStart::Merge(commits) => commits[0].clone(),
         };
-        self.pending.insert(
-            task,
-            MakeTree {
-                repo: repo.clone(),
-                path: path.clone(),
-                branch: branch.clone(),
-                start,
-                starts,
-                pool_dir: self.pool_dir(),
-                include: graph.task(task).worktree_include.to_vec(),
-                run_dirs: self.run_dirs.clone(),
-                task: id.clone(),
-                keeps_start: true,
-            },
-        );
-        self.trees[task as usize] = Some(TaskTree {
+        let making = MakeTree {
+            repo: repo.clone(),
             path: path.clone(),
-            branch,
-            start: first,
-        });
-        self.fresh[task as usize] = true;
+            branch: branch.clone(),
+            start,
+            starts,
+            pool_dir: self.pool_dir(),
+            include: graph.task(task).worktree_include.to_vec(),
+            run_dirs: self.run_dirs.clone(),
+            task: id.clone(),
+            keeps_start: true,
+        };
+        self.trees[task as usize] = TreeState::ToMake {
+            tree: TaskTree {
+                path: path.clone(),
+                branch,
+                start: first,
+            },
+            making: Box::new(making),
+        };
         Ok(Some(path))
     }
 
@@ -600,17 +597,17 @@ impl Workspaces {
 
     /// The worktree [`Workspaces::prepare`] left for `task`'s attempt to make, if it did.
     pub fn take_making(&mut self, task: u32) -> Option<MakeTree> {
-        self.pending.remove(&task)
+        self.trees.get_mut(task as usize)?.take_making()
     }
 
     /// Makes `task`'s worktree left by [`Workspaces::prepare`] here and now.
     pub fn make_now(&mut self, task: u32) -> Result<(), Outcome> {
-        let Some(making) = self.pending.remove(&task) else {
+        let Some(making) = self.take_making(task) else {
             return Ok(());
         };
         match making.make() {
             Ok(start) => {
-                if let Some(Some(tree)) = self.trees.get_mut(task as usize) {
+                if let Some(tree) = self.trees[task as usize].tree_mut() {
                     tree.start = start;
                 }
                 Ok(())
@@ -641,11 +638,8 @@ impl Workspaces {
     /// `task`'s attempt could not make its worktree: the next one starts again from what is
     /// there (a conflicted merge left for a person, or nothing).
     pub fn unmade(&mut self, task: u32) {
-        if let Some(tree) = self.trees.get_mut(task as usize) {
-            *tree = None;
-        }
-        if let Some(fresh) = self.fresh.get_mut(task as usize) {
-            *fresh = false;
+        if let Some(state) = self.trees.get_mut(task as usize) {
+            state.clear();
         }
     }
 
@@ -658,23 +652,26 @@ impl Workspaces {
 
     /// Whether `task`'s worktree still needs its `setup` run.
     pub fn needs_setup(&self, task: u32) -> bool {
-        self.fresh.get(task as usize).copied().unwrap_or(false)
+        self.trees
+            .get(task as usize)
+            .is_some_and(TreeState::needs_setup)
     }
 
     /// `task`'s `setup` ran to success in its worktree.
     pub fn set_up(&mut self, task: u32) {
-        if let Some(fresh) = self.fresh.get_mut(task as usize) {
-            *fresh = false;
+        if let Some(state) = self.trees.get_mut(task as usize) {
+            state.set_up();
         }
     }
 
     /// What an attempt of `task` commits to: its worktree, once [`Workspaces::prepare`]
     /// made it. `None` for a task without a worktree.
     pub fn tree_work(&self, graph: &Graph, task: u32) -> Option<TreeWork> {
-        let mut tree = self.trees.get(task as usize)?.clone()?;
+        let state = self.trees.get(task as usize)?;
+        let mut tree = state.tree()?.clone();
         // Made by an earlier attempt (`MakeTree`): where it started is known now, kept when
         // it was made (a merge of its dependencies is not the first one's commit).
-        if !self.pending.contains_key(&task)
+        if state.making().is_none()
             && let Some(start) = self.run_dirs.worktree_start(&graph.task(task).id)
         {
             tree.start = start;
@@ -718,10 +715,10 @@ impl Workspaces {
         }
         if pooled {
             // Its attempt set it aside already (`TreeWork::hand_on`).
-            self.trees[task as usize] = None;
+            self.unmade(task);
             return;
         }
-        let Some(Some(tree)) = self.trees.get(task as usize) else {
+        let Some(tree) = self.trees.get(task as usize).and_then(TreeState::tree) else {
             return;
         };
         if let Some(repo) = &self.repo
@@ -733,7 +730,7 @@ impl Workspaces {
                 &self.base,
             )
         {
-            self.trees[task as usize] = None;
+            self.unmade(task);
         }
     }
 
@@ -774,7 +771,7 @@ impl Workspaces {
         let mut paths: Vec<PathBuf> = self
             .trees
             .iter()
-            .flatten()
+            .filter_map(TreeState::tree)
             .map(|t| t.path.clone())
             .collect();
         if let Ok(entries) = std::fs::read_dir(&self.dir) {

@@ -9,7 +9,7 @@ use baton_graph::Graph;
 use baton_model::Outcome;
 use baton_workspace::TaskStart;
 
-use super::{MakeTree, TaskTree, TreeWork, Workspaces};
+use super::{MakeTree, TaskTree, TreeState, TreeWork, Workspaces};
 
 impl Workspaces {
     /// The name of candidate `k`'s worktree and (after `baton/RUN/`) branch.
@@ -40,16 +40,20 @@ impl Workspaces {
         if own.is_none() {
             return Ok(None);
         }
-        let merges = self.pending.get(&task).map(|making| &making.start);
+        let merges = self.trees[task as usize]
+            .making()
+            .map(|making| &making.start);
         if matches!(merges, Some(TaskStart::Merge(_))) {
             self.make_now(task)?;
         }
         if k == 1 {
             return Ok(own);
         }
-        if let Some(tree) = self.candidate_trees.get(&(task, k)) {
+        if let Some(state) = self.candidate_trees.get(&(task, k))
+            && let Some(tree) = state.tree()
+        {
             if let Some(earlier) = restart
-                && !self.pending_candidates.contains_key(&(task, k))
+                && state.making().is_none()
                 && tree.path.join(".git").is_file()
             {
                 let repo = self.repo.as_ref().expect("the task has a worktree");
@@ -60,24 +64,29 @@ impl Workspaces {
         // Made, or to be made from this very commit by candidate 1's attempt. Still pending
         // here, it is one candidate 1 never took (it could not launch): nobody will make it,
         // and it goes, the task's own worktree with it.
-        let start = match self.pending.remove(&task) {
-            Some(MakeTree {
-                start: TaskStart::Commit(commit),
-                ..
-            }) => {
+        let own = &self.trees[task as usize];
+        let start = match own.making().map(|making| &making.start) {
+            Some(TaskStart::Commit(commit)) => {
+                let commit = commit.clone();
                 self.unmade(task);
                 commit
             }
-            _ => self.trees[task as usize]
-                .as_ref()
-                .expect("prepared above")
-                .start
-                .clone(),
+            // `prepare` gave the task's own a path: it is there, made or to be made.
+            _ => match own.tree() {
+                Some(tree) => tree.start.clone(),
+                // Never so; were it, the candidate must not run in the repository itself.
+                None => {
+                    return Err(Outcome::SpawnFailed {
+                        error: format!("candidate {k}'s task has no worktree to start from"),
+                    });
+                }
+            },
         };
         let repo = self.repo.as_ref().expect("the task has a worktree");
         let name = Self::candidate_name(graph, task, k);
         let path = self.dir.join(&name);
         let branch = self.branch(&name);
+        let mut making = None;
         let mine = repo.worktree_branch(&path).ok().flatten().as_deref() == Some(branch.as_str());
         // One whose checkout never ran (see `Workspaces::prepare`) is made again.
         if path.join(".git").exists() && mine && repo.is_checked_out(&path) {
@@ -130,31 +139,38 @@ impl Workspaces {
                 _ => Some(TaskStart::Commit(start.clone())),
             };
             if let Some(start) = to_make {
-                self.pending_candidates.insert(
-                    (task, k),
-                    MakeTree {
-                        repo: repo.clone(),
-                        path: path.clone(),
-                        branch: branch.clone(),
-                        start,
-                        starts: Vec::new(),
-                        pool_dir: self.pool_dir(),
-                        include: graph.task(task).worktree_include.to_vec(),
-                        run_dirs: self.run_dirs.clone(),
-                        task: graph.task(task).id.clone(),
-                        keeps_start: false,
-                    },
-                );
+                making = Some(MakeTree {
+                    repo: repo.clone(),
+                    path: path.clone(),
+                    branch: branch.clone(),
+                    start,
+                    starts: Vec::new(),
+                    pool_dir: self.pool_dir(),
+                    include: graph.task(task).worktree_include.to_vec(),
+                    run_dirs: self.run_dirs.clone(),
+                    task: graph.task(task).id.clone(),
+                    keeps_start: false,
+                });
             }
         }
-        self.candidate_trees.insert(
-            (task, k),
-            TaskTree {
-                path: path.clone(),
-                branch,
-                start,
+        let tree = TaskTree {
+            path: path.clone(),
+            branch,
+            start,
+        };
+        // A candidate after the first runs the task's setup at every attempt: it is never
+        // counted as set up.
+        let state = match making {
+            Some(making) => TreeState::ToMake {
+                tree,
+                making: Box::new(making),
             },
-        );
+            None => TreeState::Made {
+                tree,
+                needs_setup: true,
+            },
+        };
+        self.candidate_trees.insert((task, k), state);
         Ok(Some(path))
     }
 
@@ -164,7 +180,7 @@ impl Workspaces {
         if k == 1 {
             return self.take_making(task);
         }
-        self.pending_candidates.remove(&(task, k))
+        self.candidate_trees.get_mut(&(task, k))?.take_making()
     }
 
     /// Candidate `k`'s attempt could not make its worktree (or never came to): the next
@@ -174,7 +190,6 @@ impl Workspaces {
             self.unmade(task);
             return;
         }
-        self.pending_candidates.remove(&(task, k));
         self.candidate_trees.remove(&(task, k));
     }
 
@@ -183,7 +198,7 @@ impl Workspaces {
         if k == 1 {
             return self.tree_work(graph, task);
         }
-        let tree = self.candidate_trees.get(&(task, k))?.clone();
+        let tree = self.candidate_trees.get(&(task, k))?.tree()?.clone();
         self.work_in(graph, task, tree)
     }
 
@@ -218,7 +233,11 @@ impl Workspaces {
             .collect();
         done.sort_unstable();
         for k in done {
-            if let Some(tree) = self.candidate_trees.remove(&(task, k)) {
+            if let Some(tree) = self
+                .candidate_trees
+                .remove(&(task, k))
+                .and_then(|mut state| state.clear())
+            {
                 let _ = repo.remove_worktree(&tree.path);
             }
         }
