@@ -444,7 +444,7 @@ mod tests {
             Path::new("/unused"),
         );
         assert_eq!(inv.program, PathBuf::from("/opt/gemini"));
-        // What gemini 0.61 was run with end to end (crates/baton/tests/cli/agents.rs).
+        // What gemini 0.61 was run with end to end (crates/baton/tests/cli/agents/mod.rs).
         assert_eq!(
             args(&inv),
             [
