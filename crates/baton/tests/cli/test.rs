@@ -27,6 +27,22 @@ pub(crate) const RUN_LIMIT: Duration = Duration::from_secs(60);
 /// environment on to tasks), so that cleanup finds stray descendants and nothing else.
 const MARKER: &str = "BATON_CLI_TEST_DIR";
 
+/// Polls `ready` every 50 ms until it holds; past `limit` the test fails, saying it waited
+/// for `what`. The one way these tests wait for another process to get somewhere.
+#[track_caller]
+pub(crate) fn poll_until(limit: Duration, what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !ready() {
+        assert!(Instant::now() < deadline, "waited {limit:?} for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Whether the file at `path` exists and holds `text`.
+pub(crate) fn file_holds(path: &Path, text: &str) -> bool {
+    fs::read_to_string(path).is_ok_and(|content| content.contains(text))
+}
+
 /// A misbehaving program from `tests/fixtures/`.
 pub(crate) fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

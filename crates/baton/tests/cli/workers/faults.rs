@@ -74,12 +74,9 @@ fn a_worker_cut_off_past_its_lease_stops_its_attempt_before_it_runs_again() {
     let run = submit(&test, &url);
     let mut workers = Workers(Vec::new());
     workers.start(&test, &url, "a", &["--slots", "1", "--lease", "3s"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_to_string(test.path().join("runs.log")).is_ok_and(|l| l.contains("start"))
-    {
-        assert!(Instant::now() < deadline, "the task never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    poll_until(Duration::from_secs(30), "the task to start", || {
+        file_holds(&test.path().join("runs.log"), "start")
+    });
     let (server, db) = url.rsplit_once('/').unwrap();
     let admin = format!("{server}/postgres");
     baton_testpg::execute(
@@ -166,13 +163,9 @@ fn coordinator_on(test: &Test, url: &str, a_args: &[&str], elsewhere: bool) -> (
     } else {
         workers.start(test, url, "a", &args)
     };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_to_string(test.path().join("a.log"))
-        .is_ok_and(|log| log.contains("coordinating run"))
-    {
-        assert!(Instant::now() < deadline, "worker a never coordinated");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    poll_until(Duration::from_secs(30), "worker a to coordinate", || {
+        file_holds(&test.path().join("a.log"), "coordinating run")
+    });
     for name in ["b", "c"] {
         workers.start(test, url, name, &["--slots", "2", "--lease", "3s"]);
     }
@@ -357,12 +350,9 @@ fn a_paused_workers_attempts_stop_before_they_run_again_elsewhere() {
     // A coordinator that runs nothing, then the worker that takes the task.
     workers.start(&test, &url, "a", &["--engines", "claude", "--lease", "3s"]);
     let paused = workers.start(&test, &url, "b", &["--slots", "1", "--lease", "3s"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_to_string(test.path().join("runs.log")).is_ok_and(|l| l.contains("tick-1"))
-    {
-        assert!(Instant::now() < deadline, "the task never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    poll_until(Duration::from_secs(30), "the task to start", || {
+        file_holds(&test.path().join("runs.log"), "tick-1")
+    });
     workers.start(&test, &url, "c", &["--slots", "1", "--lease", "3s"]);
     pause(paused, Duration::from_secs(8));
 

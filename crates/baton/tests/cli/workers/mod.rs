@@ -10,7 +10,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::test::{Test, baton_in};
+use crate::test::{Test, baton_in, file_holds, poll_until};
 
 /// Worker processes of a test, stopped (SIGKILL) when it ends however it ends.
 struct Workers(Vec<Child>);
@@ -275,11 +275,9 @@ fn a_killed_worker_and_a_paused_one_lose_nothing_and_the_paused_ones_late_end_is
     let mut workers = Workers(Vec::new());
     // The first coordinates; the other two only run attempts, on short leases.
     workers.start(&test, &url, "a", &["--slots", "2"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while status(test.path(), &url, &run)["run"]["state"] == "queued" {
-        assert!(Instant::now() < deadline, "no worker took the run");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    poll_until(Duration::from_secs(30), "a worker to take the run", || {
+        status(test.path(), &url, &run)["run"]["state"] != "queued"
+    });
     let short = ["--slots", "2", "--lease", "2s", "--no-coordinate"];
     let killed = workers.start(&test, &url, "b", &short);
     let paused = workers.start(&test, &url, "c", &short);
@@ -290,11 +288,11 @@ fn a_killed_worker_and_a_paused_one_lose_nothing_and_the_paused_ones_late_end_is
             .matches("started")
             .count()
     };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while holds("b.log") < 2 || holds("c.log") < 2 {
-        assert!(Instant::now() < deadline, "b and c never took their share");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    poll_until(
+        Duration::from_secs(30),
+        "b and c to take their share",
+        || holds("b.log") >= 2 && holds("c.log") >= 2,
+    );
     // Their tasks' processes are running (a claim is logged before its process starts).
     let held_by = |log: &str| -> Vec<String> {
         std::fs::read_to_string(test.path().join(log))
@@ -305,13 +303,15 @@ fn a_killed_worker_and_a_paused_one_lose_nothing_and_the_paused_ones_late_end_is
             .collect()
     };
     let running: Vec<String> = [held_by("b.log"), held_by("c.log")].concat();
-    while !running
-        .iter()
-        .all(|t| test.path().join(format!("pids.{t}")).exists())
-    {
-        assert!(Instant::now() < deadline, "b's and c's tasks never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    poll_until(
+        Duration::from_secs(30),
+        "b's and c's tasks to start",
+        || {
+            running
+                .iter()
+                .all(|t| test.path().join(format!("pids.{t}")).exists())
+        },
+    );
     kill(Pid::from_raw(killed as i32), Signal::SIGKILL).unwrap();
     kill(Pid::from_raw(paused as i32), Signal::SIGSTOP).unwrap();
     // `baton workers` says which one is gone: the killed one is lost, the paused one is

@@ -178,14 +178,11 @@ run = "test -e once && echo second || { touch once; sleep 60; }"
             .unwrap_or_default()
             .contains("attempt 1 started")
     };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !(started("x.log") && started("y.log")) {
-        assert!(
-            Instant::now() < deadline,
-            "x and y never started their tasks"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    poll_until(
+        Duration::from_secs(30),
+        "x and y to start their tasks",
+        || started("x.log") && started("y.log"),
+    );
     // Asked once, x lets `a` finish and report it, then leaves.
     kill(Pid::from_raw(x as i32), Signal::SIGTERM).unwrap();
     // Asked twice, y stops `b` and gives it back.
@@ -370,11 +367,11 @@ run = "echo after {{ needs.slow.output }}"
     assert_eq!(tasks[0]["state"], "cancelled", "{ended}");
     // The followers ended with the run, having shown it as it went.
     let followed = |child: &mut Child| {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "a follower outlived the run");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        poll_until(
+            Duration::from_secs(30),
+            "the followers to end with the run",
+            || child.try_wait().unwrap().is_some(),
+        );
         let mut text = String::new();
         std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut text).unwrap();
         text
