@@ -456,86 +456,12 @@ impl Workspaces {
             }
         }
         if path.join(".git").exists() {
-            // A merge of its dependencies left for a person: resolved and committed by them,
-            // concluded here once every file is resolved, or still the task's outcome.
-            match repo.merge_in_progress(&path) {
-                Ok(Some(merge)) if !merge.unmerged.is_empty() => {
-                    let incoming = graph
-                        .task(task)
-                        .needs
-                        .iter()
-                        .find(|&&n| self.results[n as usize].as_deref() == Some(&merge.incoming))
-                        .map_or(merge.incoming.clone(), |&n| graph.task(n).id.to_string());
-                    return Err(Outcome::MergeConflict {
-                        incoming,
-                        files: merge.unmerged,
-                    });
-                }
-                Ok(Some(_)) => {
-                    repo.conclude_merge(&path)
-                        .map_err(|e| Outcome::SpawnFailed {
-                            error: format!(
-                                "cannot commit the merge resolved in {}: {e}",
-                                path.display()
-                            ),
-                        })?;
-                }
-                Ok(None) | Err(_) => {}
-            }
-            let _ = repo.commit_all(
-                &path,
-                &format!(
-                    "baton: checkpoint of {id} in run {}: changes left by an interrupted attempt",
-                    self.run
-                ),
-            );
-            // Its evidence is what all its attempts changed: measured from where it started
-            // (kept when its worktree was made), not from the checkpoint.
-            let start = self
-                .run_dirs
-                .worktree_start(id)
-                .or_else(|| repo.branch_commit(&branch).ok().flatten())
-                .unwrap_or_else(|| self.base.clone());
-            let tree = TaskTree {
-                path: path.clone(),
-                branch,
-                start,
-            };
-            if let Some(earlier) = restart {
-                restart_tree(repo, &tree, earlier)?;
-            }
-            self.trees[task as usize] = TreeState::Made {
-                tree,
-                needs_setup: false,
-            };
-            return Ok(Some(path));
+            return self.go_on_in(graph, task, path, branch, restart);
         }
         // It ran before in this run (a planner asked again), and its worktree went back to the
         // pool: it goes on from its branch, in a worktree made again.
         if let Ok(Some(commit)) = repo.branch_commit(&branch) {
-            // An attempt that continues nothing starts from the task's start, the earlier
-            // attempts' work kept on their refs (a run resumed after its budget ran out).
-            if let (Some(earlier), Some(start)) = (restart, self.run_dirs.worktree_start(id)) {
-                repo.restart_branch(&branch, &start, earlier).map_err(|e| {
-                    Outcome::SpawnFailed {
-                        error: format!("cannot set {branch} back to where the task started: {e}"),
-                    }
-                })?;
-            }
-            repo.add_branch_worktree(&path, &branch)
-                .map_err(|e| Outcome::SpawnFailed {
-                    error: format!("cannot make the task's worktree again on {branch}: {e}"),
-                })?;
-            let start = self.run_dirs.worktree_start(id).unwrap_or(commit);
-            self.trees[task as usize] = TreeState::Made {
-                tree: TaskTree {
-                    path: path.clone(),
-                    branch,
-                    start,
-                },
-                needs_setup: false,
-            };
-            return Ok(Some(path));
+            return self.again_on_branch(graph, task, (path, branch, commit), restart);
         }
         let mut starts: Vec<(String, String)> = Vec::new();
         for &need in &graph.task(task).needs {
@@ -575,6 +501,111 @@ impl Workspaces {
                 start: first,
             },
             making: Box::new(making),
+        };
+        Ok(Some(path))
+    }
+
+    /// `task`'s worktree at `path` is there, made by an earlier driver (a takeover): a merge
+    /// of its dependencies left for a person is concluded once resolved (or is still the
+    /// task's outcome), what an interrupted attempt left is saved on the branch, and the task
+    /// goes on from there.
+    fn go_on_in(
+        &mut self,
+        graph: &Graph,
+        task: u32,
+        path: PathBuf,
+        branch: String,
+        restart: Option<u32>,
+    ) -> Result<Option<PathBuf>, Outcome> {
+        let repo = self.repo.as_ref().expect("uses_tree checked");
+        let id = &graph.task(task).id;
+        // A merge of its dependencies left for a person: resolved and committed by them,
+        // concluded here once every file is resolved, or still the task's outcome.
+        match repo.merge_in_progress(&path) {
+            Ok(Some(merge)) if !merge.unmerged.is_empty() => {
+                let incoming = graph
+                    .task(task)
+                    .needs
+                    .iter()
+                    .find(|&&n| self.results[n as usize].as_deref() == Some(&merge.incoming))
+                    .map_or(merge.incoming.clone(), |&n| graph.task(n).id.to_string());
+                return Err(Outcome::MergeConflict {
+                    incoming,
+                    files: merge.unmerged,
+                });
+            }
+            Ok(Some(_)) => {
+                repo.conclude_merge(&path)
+                    .map_err(|e| Outcome::SpawnFailed {
+                        error: format!(
+                            "cannot commit the merge resolved in {}: {e}",
+                            path.display()
+                        ),
+                    })?;
+            }
+            Ok(None) | Err(_) => {}
+        }
+        let _ = repo.commit_all(
+            &path,
+            &format!(
+                "baton: checkpoint of {id} in run {}: changes left by an interrupted attempt",
+                self.run
+            ),
+        );
+        // Its evidence is what all its attempts changed: measured from where it started
+        // (kept when its worktree was made), not from the checkpoint.
+        let start = self
+            .run_dirs
+            .worktree_start(id)
+            .or_else(|| repo.branch_commit(&branch).ok().flatten())
+            .unwrap_or_else(|| self.base.clone());
+        let tree = TaskTree {
+            path: path.clone(),
+            branch,
+            start,
+        };
+        if let Some(earlier) = restart {
+            restart_tree(repo, &tree, earlier)?;
+        }
+        self.trees[task as usize] = TreeState::Made {
+            tree,
+            needs_setup: false,
+        };
+        Ok(Some(path))
+    }
+
+    /// `task` ran before in this run and its worktree went to the pool: it goes on from its
+    /// branch (at `commit`), in a worktree made again at `path` — set back to where the task
+    /// started first when the attempt continues nothing.
+    fn again_on_branch(
+        &mut self,
+        graph: &Graph,
+        task: u32,
+        (path, branch, commit): (PathBuf, String, String),
+        restart: Option<u32>,
+    ) -> Result<Option<PathBuf>, Outcome> {
+        let repo = self.repo.as_ref().expect("uses_tree checked");
+        let id = &graph.task(task).id;
+        // An attempt that continues nothing starts from the task's start, the earlier
+        // attempts' work kept on their refs (a run resumed after its budget ran out).
+        if let (Some(earlier), Some(start)) = (restart, self.run_dirs.worktree_start(id)) {
+            repo.restart_branch(&branch, &start, earlier)
+                .map_err(|e| Outcome::SpawnFailed {
+                    error: format!("cannot set {branch} back to where the task started: {e}"),
+                })?;
+        }
+        repo.add_branch_worktree(&path, &branch)
+            .map_err(|e| Outcome::SpawnFailed {
+                error: format!("cannot make the task's worktree again on {branch}: {e}"),
+            })?;
+        let start = self.run_dirs.worktree_start(id).unwrap_or(commit);
+        self.trees[task as usize] = TreeState::Made {
+            tree: TaskTree {
+                path: path.clone(),
+                branch,
+                start,
+            },
+            needs_setup: false,
         };
         Ok(Some(path))
     }

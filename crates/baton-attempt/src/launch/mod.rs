@@ -310,41 +310,7 @@ impl Launcher {
         // A file of that name is a leftover (an earlier driver's attempt of the same number,
         // which a takeover runs again): it must not pass for this attempt's output.
         OutDir::lock(&self.out_dir).clear(&self.dirs, &spec_task.id, attempt);
-        let mut env: Vec<(OsString, OsString)> =
-            Vec::with_capacity(choice.passed.len() + spec_task.env.len() + 5);
-        env.extend(choice.passed.iter().cloned());
-        for (key, value) in &spec_task.env {
-            // `${VAR}` comes from baton's own environment now: the graph and its stored copy
-            // never hold the value.
-            let value =
-                crate::env_ref::expand(value, |name| std::env::var(name).ok()).map_err(|err| {
-                    LaunchError::EnvReference {
-                        key: key.clone(),
-                        message: err.to_string(),
-                    }
-                })?;
-            if value.contains('\0') {
-                return Err(Arc::new(LaunchError::Nul {
-                    what: format!("env `{key}`"),
-                }));
-            }
-            env.push((key.into(), value.into()));
-        }
-        // baton's own last, so that nothing passed or set before them stands: the sweep of
-        // leftover processes goes by these ids.
-        env.push(("BATON_TASK_ID".into(), spec_task.id.as_str().into()));
-        env.push(("BATON_RUN_ID".into(), self.run_id.as_str().into()));
-        env.push(("BATON_ATTEMPT".into(), attempt.to_string().into()));
-        if let Some(worker) = &self.worker {
-            env.push(("BATON_WORKER".into(), worker.into()));
-        }
-        env.push((
-            "BATON_OUTPUT".into(),
-            self.dirs.structured_output(&spec_task.id, attempt).into(),
-        ));
-        if let Some(handoff) = &prepared.handoff {
-            env.push(("BATON_HANDOFF_FILE".into(), handoff.path().into()));
-        }
+        let env = self.environment_of(task, attempt, &choice.passed, prepared)?;
         let output_limit = self
             .graph
             .dependents(task)
@@ -477,6 +443,131 @@ impl Launcher {
         matches!(self.graph.task(task).action, Action::Agent { .. })
     }
 
+    /// The environment of attempt `attempt` of `task`: what it gets of baton's own
+    /// (`passed`), its `env` (references expanded from baton's environment now), and baton's
+    /// own variables last, so that nothing set before them stands.
+    fn environment_of(
+        &self,
+        task: u32,
+        attempt: u32,
+        passed: &[(OsString, OsString)],
+        prepared: &Prepared,
+    ) -> Result<Vec<(OsString, OsString)>, Arc<LaunchError>> {
+        let spec_task = self.graph.task(task);
+        let mut env: Vec<(OsString, OsString)> =
+            Vec::with_capacity(passed.len() + spec_task.env.len() + 5);
+        env.extend(passed.iter().cloned());
+        for (key, value) in &spec_task.env {
+            // `${VAR}` comes from baton's own environment now: the graph and its stored copy
+            // never hold the value.
+            let value =
+                crate::env_ref::expand(value, |name| std::env::var(name).ok()).map_err(|err| {
+                    LaunchError::EnvReference {
+                        key: key.clone(),
+                        message: err.to_string(),
+                    }
+                })?;
+            if value.contains('\0') {
+                return Err(Arc::new(LaunchError::Nul {
+                    what: format!("env `{key}`"),
+                }));
+            }
+            env.push((key.into(), value.into()));
+        }
+        // baton's own last, so that nothing passed or set before them stands: the sweep of
+        // leftover processes goes by these ids.
+        env.push(("BATON_TASK_ID".into(), spec_task.id.as_str().into()));
+        env.push(("BATON_RUN_ID".into(), self.run_id.as_str().into()));
+        env.push(("BATON_ATTEMPT".into(), attempt.to_string().into()));
+        if let Some(worker) = &self.worker {
+            env.push(("BATON_WORKER".into(), worker.into()));
+        }
+        env.push((
+            "BATON_OUTPUT".into(),
+            self.dirs.structured_output(&spec_task.id, attempt).into(),
+        ));
+        if let Some(handoff) = &prepared.handoff {
+            env.push(("BATON_HANDOFF_FILE".into(), handoff.path().into()));
+        }
+        Ok(env)
+    }
+
+    /// How a shell task runs: its `run` with its templates filled in (quoted for the shell).
+    fn shell_choice(
+        &self,
+        task: u32,
+        run: &str,
+        context: &TemplateContext,
+        needs_ids: &[&str],
+    ) -> Choice {
+        self.plain_choice(
+            task,
+            Template::new(run, needs_ids)
+                .and_then(|t| t.render(context, Quote::Shell))
+                .map_err(|e| LaunchError::Template {
+                    field: "run",
+                    message: e.to_string(),
+                })
+                .and_then(|run| {
+                    if run.contains('\0') {
+                        Err(LaunchError::Nul {
+                            what: "`run` (with its templates filled in)".to_owned(),
+                        })
+                    } else {
+                        Ok(Program::Shell(run))
+                    }
+                }),
+        )
+    }
+
+    /// How an agent task runs: its own engine, then the ones that stand in for it; or its
+    /// candidates, which run at once, each with a prompt file of its own.
+    fn agent_choices(
+        &self,
+        task: u32,
+        (engine, prompt, settings): (&str, &str, &baton_graph::AgentSettings),
+        context: &TemplateContext,
+        needs_ids: &[&str],
+    ) -> Vec<Choice> {
+        let spec_task = self.graph.task(task);
+        let prompt = Template::new(prompt, needs_ids)
+            .and_then(|t| t.render(context, Quote::None))
+            .map_err(|e| {
+                Arc::new(LaunchError::Template {
+                    field: "prompt",
+                    message: e.to_string(),
+                })
+            });
+        // Its own engine, then the ones that stand in for it; or its candidates, which
+        // run at once, each with a prompt file of its own.
+        let own = baton_graph::EngineChoice {
+            engine: engine.to_string(),
+            model: settings.model.clone(),
+        };
+        let own_kind = self.agents.engine(engine).map(|e| e.kind);
+        let candidates = !spec_task.candidates.is_empty();
+        let chain: Vec<&baton_graph::EngineChoice> = if candidates {
+            spec_task.candidates.iter().collect()
+        } else {
+            std::iter::once(&own).chain(&settings.fallback).collect()
+        };
+        chain
+            .into_iter()
+            .enumerate()
+            .map(|(k, choice)| match &prompt {
+                Ok(prompt) => {
+                    let slot = match candidates {
+                        true => format!("candidate-{}", k + 1),
+                        false => "prompt".to_owned(),
+                    };
+                    let own = k == 0 && !candidates;
+                    self.agent_choice(task, choice, (own, own_kind), prompt, &slot)
+                }
+                Err(error) => Choice::failed(Arc::clone(error)),
+            })
+            .collect()
+    }
+
     fn prepare_first(&mut self, task: u32, ended: Ended<'_>) -> Prepared {
         let spec_task = self.graph.task(task);
         let mut needs_ids: Vec<&str> = spec_task
@@ -532,68 +623,12 @@ impl Launcher {
             }
         }
         let choices = match &spec_task.action {
-            Action::Shell { run } => vec![
-                self.plain_choice(
-                    task,
-                    Template::new(run, &needs_ids)
-                        .and_then(|t| t.render(&context, Quote::Shell))
-                        .map_err(|e| LaunchError::Template {
-                            field: "run",
-                            message: e.to_string(),
-                        })
-                        .and_then(|run| {
-                            if run.contains('\0') {
-                                Err(LaunchError::Nul {
-                                    what: "`run` (with its templates filled in)".to_owned(),
-                                })
-                            } else {
-                                Ok(Program::Shell(run))
-                            }
-                        }),
-                ),
-            ],
+            Action::Shell { run } => vec![self.shell_choice(task, run, &context, &needs_ids)],
             Action::Agent {
                 engine,
                 prompt,
                 settings,
-            } => {
-                let prompt = Template::new(prompt, &needs_ids)
-                    .and_then(|t| t.render(&context, Quote::None))
-                    .map_err(|e| {
-                        Arc::new(LaunchError::Template {
-                            field: "prompt",
-                            message: e.to_string(),
-                        })
-                    });
-                // Its own engine, then the ones that stand in for it; or its candidates, which
-                // run at once, each with a prompt file of its own.
-                let own = baton_graph::EngineChoice {
-                    engine: engine.to_string(),
-                    model: settings.model.clone(),
-                };
-                let own_kind = self.agents.engine(engine).map(|e| e.kind);
-                let candidates = !spec_task.candidates.is_empty();
-                let chain: Vec<&baton_graph::EngineChoice> = if candidates {
-                    spec_task.candidates.iter().collect()
-                } else {
-                    std::iter::once(&own).chain(&settings.fallback).collect()
-                };
-                chain
-                    .into_iter()
-                    .enumerate()
-                    .map(|(k, choice)| match &prompt {
-                        Ok(prompt) => {
-                            let slot = match candidates {
-                                true => format!("candidate-{}", k + 1),
-                                false => "prompt".to_owned(),
-                            };
-                            let own = k == 0 && !candidates;
-                            self.agent_choice(task, choice, (own, own_kind), prompt, &slot)
-                        }
-                        Err(error) => Choice::failed(Arc::clone(error)),
-                    })
-                    .collect()
-            }
+            } => self.agent_choices(task, (engine, prompt, settings), &context, &needs_ids),
             Action::Noop => vec![self.plain_choice(task, Ok(Program::Shell(String::new())))],
         };
         Prepared { handoff, choices }
