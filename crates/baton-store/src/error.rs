@@ -24,13 +24,13 @@ pub enum StoreError {
     Open {
         path: PathBuf,
         #[source]
-        source: rusqlite::Error,
+        source: DriverError,
     },
     #[error("the run database at {path} is corrupt or is not a database")]
     Corrupt {
         path: PathBuf,
         #[source]
-        source: rusqlite::Error,
+        source: DriverError,
     },
     #[error(
         "the run database at {path} has schema version {found}, newer than version {known} that \
@@ -56,14 +56,14 @@ pub enum StoreError {
         path: PathBuf,
         version: u32,
         #[source]
-        source: rusqlite::Error,
+        source: DriverError,
     },
     #[error("BATON_SYNC is `{0}`; use `normal` or `full`")]
     BadSyncSetting(String),
     #[error("another process kept the run database locked for longer than the busy timeout")]
     Busy {
         #[source]
-        source: rusqlite::Error,
+        source: DriverError,
     },
     #[error("run {run} is held by process {pid} on {host}")]
     RunHeld {
@@ -130,15 +130,15 @@ pub enum StoreError {
         source: serde_json::Error,
     },
     #[error("a value stored in the run database is not valid")]
-    BadValue(#[source] rusqlite::Error),
+    BadValue(#[source] DriverError),
     #[error("the run database failed")]
-    Sqlite(#[source] rusqlite::Error),
+    Sqlite(#[source] DriverError),
     /// The PostgreSQL server named could not be reached, or refused the connection.
     #[error("cannot connect to the PostgreSQL server {server}")]
     Connect {
         server: String,
         #[source]
-        source: postgres::Error,
+        source: DriverError,
     },
     #[error("cannot migrate the PostgreSQL database {server} to schema version {version} ({name})")]
     PgMigrate {
@@ -146,10 +146,10 @@ pub enum StoreError {
         version: u32,
         name: &'static str,
         #[source]
-        source: postgres::Error,
+        source: DriverError,
     },
     #[error("the PostgreSQL database failed")]
-    Postgres(#[source] postgres::Error),
+    Postgres(#[source] DriverError),
     #[error("a value stored in the PostgreSQL database is not valid: {0}")]
     PgValue(String),
     /// The thread a run's commits are made on could not start, or ended before the run.
@@ -162,10 +162,12 @@ impl From<rusqlite::Error> for StoreError {
     /// filled in by [`StoreError::at`] where the store knows it.
     fn from(source: rusqlite::Error) -> Self {
         match source.sqlite_error_code() {
-            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Self::Busy { source },
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Self::Busy {
+                source: source.into(),
+            },
             Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => Self::Corrupt {
                 path: PathBuf::new(),
-                source,
+                source: source.into(),
             },
             _ if matches!(
                 source,
@@ -174,16 +176,63 @@ impl From<rusqlite::Error> for StoreError {
                     | rusqlite::Error::InvalidColumnType(..)
             ) =>
             {
-                Self::BadValue(source)
+                Self::BadValue(source.into())
             }
-            _ => Self::Sqlite(source),
+            _ => Self::Sqlite(source.into()),
         }
     }
 }
 
 impl From<postgres::Error> for StoreError {
     fn from(source: postgres::Error) -> Self {
-        Self::Postgres(source)
+        Self::Postgres(source.into())
+    }
+}
+
+/// What a database driver (SQLite's or PostgreSQL's) said, as the source of a [`StoreError`]:
+/// its message and its causes, not its type, so that nothing outside the store names a
+/// backend. What callers act on is sorted out when it is made.
+#[derive(Debug)]
+pub struct DriverError {
+    error: Box<dyn std::error::Error + Send + Sync + 'static>,
+    /// The server could not be reached (PostgreSQL's only): see
+    /// [`StoreError::is_unreachable`].
+    unreachable: bool,
+}
+
+impl std::fmt::Display for DriverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for DriverError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
+impl From<rusqlite::Error> for DriverError {
+    fn from(error: rusqlite::Error) -> Self {
+        Self {
+            error: Box::new(error),
+            unreachable: false,
+        }
+    }
+}
+
+impl From<postgres::Error> for DriverError {
+    fn from(error: postgres::Error) -> Self {
+        // 57P01-57P03: the server is shutting down or starting up.
+        let unreachable = error.is_closed()
+            || error
+                .code()
+                .is_some_and(|code| code.code().starts_with("57P"))
+            || std::error::Error::source(&error).is_some_and(|s| s.is::<io::Error>());
+        Self {
+            error: Box::new(error),
+            unreachable,
+        }
     }
 }
 
@@ -195,14 +244,7 @@ impl StoreError {
     pub fn is_unreachable(&self) -> bool {
         match self {
             Self::Connect { .. } => true,
-            Self::Postgres(err) => {
-                // 57P01-57P03: the server is shutting down or starting up.
-                err.is_closed()
-                    || err
-                        .code()
-                        .is_some_and(|code| code.code().starts_with("57P"))
-                    || std::error::Error::source(err).is_some_and(|s| s.is::<io::Error>())
-            }
+            Self::Postgres(err) => err.unreachable,
             _ => false,
         }
     }

@@ -38,7 +38,7 @@ mod write;
 pub use approvals::Decision;
 pub use driver::{Claim, LEASE_TERM, Lease, Liveness};
 pub use durability::Durability;
-pub use error::StoreError;
+pub use error::{DriverError, StoreError};
 pub use fold::{fold, initial_view};
 pub use migrate::SCHEMA_VERSION;
 pub use pg::{LOG_PIECE, PgStore, describe_server};

@@ -57,7 +57,7 @@ pub(crate) fn migrate(
             .map_err(|source| StoreError::Migrate {
                 path: path.to_owned(),
                 version,
-                source,
+                source: source.into(),
             })?;
     }
     tx.pragma_update(None, "user_version", known)?;

@@ -233,11 +233,10 @@ pub(crate) fn events_after(
 /// Events from rows of `seq, at_ms, data_json`.
 /// A part of a run's graph that is not bytes, or parts that are not UTF-8 together.
 fn not_json(err: impl std::error::Error + Send + Sync + 'static) -> StoreError {
-    StoreError::BadValue(rusqlite::Error::FromSqlConversionFailure(
-        0,
-        rusqlite::types::Type::Blob,
-        Box::new(err),
-    ))
+    StoreError::BadValue(
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Blob, Box::new(err))
+            .into(),
+    )
 }
 
 /// The condition of the index of the rare kinds of event, term for term as in

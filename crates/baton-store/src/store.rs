@@ -323,11 +323,11 @@ fn open_error(path: &Path, source: rusqlite::Error) -> StoreError {
     match source.sqlite_error_code() {
         Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => StoreError::Corrupt {
             path: path.to_owned(),
-            source,
+            source: source.into(),
         },
         _ => StoreError::Open {
             path: path.to_owned(),
-            source,
+            source: source.into(),
         },
     }
 }

@@ -26,7 +26,7 @@ fn write_graph(tx: &rusqlite::Transaction<'_>, run: &NewRun) -> Result<(), Store
         .write_json(&mut parts)
         .and_then(|()| parts.insert_part());
     match (written, parts.failed) {
-        (_, Some(err)) => Err(StoreError::Sqlite(err)),
+        (_, Some(err)) => Err(StoreError::Sqlite(err.into())),
         (Err(err), None) => Err(StoreError::GraphJson(err)),
         (Ok(()), None) => Ok(()),
     }

@@ -53,9 +53,9 @@ pub(super) struct Conn {
 /// A connection to `url`, within [`CONNECT_TIMEOUT`] unless the URL sets its own; the error
 /// names the server.
 pub(super) fn connect(url: &str) -> Result<postgres::Client, StoreError> {
-    let failed = |source| StoreError::Connect {
+    let failed = |source: postgres::Error| StoreError::Connect {
         server: describe_server(url),
-        source,
+        source: source.into(),
     };
     let mut config: postgres::Config = url.parse().map_err(failed)?;
     if config.get_connect_timeout().is_none() {

@@ -115,7 +115,7 @@ impl PgStore {
                     server: server.clone(),
                     version: *version,
                     name,
-                    source,
+                    source: source.into(),
                 })?;
                 tx.execute(
                     "INSERT INTO baton_schema (version, name) VALUES ($1, $2)",
