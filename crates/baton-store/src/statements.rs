@@ -21,6 +21,8 @@ macro_rules! task_output_of_attempt_3 {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Sql {
     InsertEvent,
+    /// [`crate::write::EVENTS_PER_INSERT`] events at once.
+    InsertEvents,
     RunStarted,
     RunStopping,
     RunFinished,
@@ -56,6 +58,7 @@ impl Sql {
                 "INSERT INTO events (run_id, seq, at_ms, kind, task_id, data_json) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
             }
+            Self::InsertEvents => &INSERT_EVENTS,
             Self::RunStarted => {
                 "UPDATE runs SET status = ?2, ended_at_ms = NULL, stop_reason = NULL, \
                  stop_cause = NULL WHERE id = ?1"
@@ -221,3 +224,10 @@ impl<'conn> Statements<'conn> {
         Ok(slot.as_mut().expect("filled above"))
     }
 }
+
+/// `Sql::InsertEvents`: one row of placeholders per event.
+static INSERT_EVENTS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let row = "(?, ?, ?, ?, ?, ?)";
+    let rows = vec![row; crate::write::EVENTS_PER_INSERT].join(", ");
+    format!("INSERT INTO events (run_id, seq, at_ms, kind, task_id, data_json) VALUES {rows}")
+});

@@ -174,6 +174,51 @@ pub(crate) fn a_planners_tasks_join_the_run_after_the_others(db: &dyn Database) 
     assert_eq!(store.tasks(&run).unwrap().len(), 4);
 }
 
+/// A turn of many events (more than one statement's worth: SQLite writes them several to a
+/// statement) is numbered in order, each event whole, and a second turn numbers on.
+pub(crate) fn a_long_turn_is_numbered_in_order(db: &dyn Database) {
+    let store = db.open();
+    let ids: Vec<String> = (0..35).map(|i| format!("t{i}")).collect();
+    let names: Vec<&str> = ids.iter().map(String::as_str).collect();
+    store.create_run(&new_run("r1", &names)).unwrap();
+    let run = run_id("r1");
+    let lease = store
+        .claim(&run, &driver(1, "box"), T0, LEASE_TERM, &seen(1))
+        .unwrap()
+        .lease;
+    // 2 × 35 = 70 events: two full statements' worth and six more, with and without a task.
+    let mut turn = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        turn.push(started(1_000 + i as i64, id, 1));
+        turn.push(finished(
+            2_000 + i as i64,
+            id,
+            1,
+            Outcome::Exited { code: i as i32 },
+        ));
+    }
+    let seqs = store.record(&run, lease, &turn, &[]).unwrap();
+    assert_eq!(seqs, (1..=70).collect::<Vec<u64>>());
+    let back = store.events(&run, 0, 100).unwrap();
+    assert_eq!(back.len(), 70);
+    for (event, (sent, seq)) in back.iter().zip(turn.iter().zip(1..)) {
+        assert_eq!(event.seq, seq);
+        assert_eq!(event.at_ms, sent.at_ms);
+        assert_eq!(event.kind, sent.kind, "event {seq}");
+    }
+    let more = store
+        .record(
+            &run,
+            lease,
+            &[task_finished(3_000, "t0", TaskState::Succeeded, None)],
+            &[],
+        )
+        .unwrap();
+    assert_eq!(more, [71]);
+    let t34 = store.attempts(&run, &task("t34")).unwrap();
+    assert_eq!(t34[0].outcome, Some(Outcome::Exited { code: 34 }));
+}
+
 /// A best-of task's candidates end in any order; the task's output and exit code are its
 /// winner's once it is picked, not the last candidate's to end.
 pub(crate) fn a_best_of_tasks_output_is_its_winners(db: &dyn Database) {
@@ -680,6 +725,7 @@ macro_rules! conformance {
                 a_new_run_has_its_tasks_pending_in_graph_order,
                 a_large_graph_comes_back_whole,
                 a_turn_is_recorded_whole_and_numbered,
+                a_long_turn_is_numbered_in_order,
                 a_best_of_tasks_output_is_its_winners,
                 what_agents_spent_is_summed_per_run,
                 a_task_is_decided_once,
