@@ -38,7 +38,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BATON = os.path.join(ROOT, "target", "release", "baton")
+BATON = os.environ.get("BATON") or os.path.join(ROOT, "target", "release", "baton")
 
 BY_HAND = r'''
 set -e
