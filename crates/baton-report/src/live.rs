@@ -11,6 +11,8 @@ use crate::{Board, Paint, Reporter, RunInfo, RunResult};
 
 /// How often the picture is drawn again: elapsed times and spinners move between events.
 const REDRAW: Duration = Duration::from_millis(100);
+/// How often the running shell tasks' logs are read for their latest line.
+const READ_LOGS_EVERY: u32 = 5;
 /// Above this many tasks, successes are not listed one by one, only counted.
 const LIST_SUCCESSES_UP_TO: u32 = 200;
 
@@ -55,7 +57,7 @@ impl LiveReporter {
         self.bar.println(crate::terminal_safe(&line));
     }
 
-    fn start_drawing(&mut self) {
+    fn start_drawing(&mut self, logs: Option<std::path::PathBuf>) {
         let (bar, board, stop, paint) = (
             self.bar.clone(),
             Arc::clone(&self.board),
@@ -66,7 +68,14 @@ impl LiveReporter {
             .name("baton-live".to_owned())
             .spawn(move || {
                 let term = console::Term::stderr();
+                let mut turn = 0u32;
                 while !stop.load(Ordering::Relaxed) {
+                    if let Some(logs) = &logs
+                        && turn.is_multiple_of(READ_LOGS_EVERY)
+                    {
+                        read_latest_lines(&board, logs);
+                    }
+                    turn = turn.wrapping_add(1);
                     let (rows, cols) = term.size();
                     let frame = board.lock().ok().and_then(|board| {
                         board.as_ref().map(|board| {
@@ -87,6 +96,53 @@ impl LiveReporter {
         // Without a thread the picture is drawn as events come.
         self.drawer = drawer.ok();
     }
+}
+
+/// Gives the board the latest line each running shell task printed, read from the end of its
+/// log in `logs` (off the board's lock: reading files holds up no event).
+fn read_latest_lines(board: &Mutex<Option<Board>>, logs: &std::path::Path) {
+    let running = match board.lock() {
+        Ok(board) => board
+            .as_ref()
+            .map(Board::running_shell_tasks)
+            .unwrap_or_default(),
+        Err(_) => return,
+    };
+    let lines: Vec<_> = running
+        .into_iter()
+        .filter_map(|(task, attempt)| {
+            let path = logs.join(baton_layout::AttemptLog::Task.file_name(&task, attempt));
+            Some((task, latest_line(&path)?))
+        })
+        .collect();
+    if let Ok(mut board) = board.lock()
+        && let Some(board) = board.as_mut()
+    {
+        for (task, line) in lines {
+            board.printed(task, line);
+        }
+    }
+}
+
+/// The last line with something on it at the end of the file at `path` (its last 4 KiB),
+/// made safe for a terminal and cut to 200 characters.
+fn latest_line(path: &std::path::Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    const TAIL: u64 = 4096;
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
+    let mut bytes = Vec::with_capacity(TAIL as usize);
+    file.take(TAIL).read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    // A progress bar redraws its line with `\r`: what shows is after the last one.
+    let line = text
+        .lines()
+        .rev()
+        .filter_map(|l| l.rsplit('\r').map(str::trim).find(|l| !l.is_empty()))
+        .next()?;
+    let safe = crate::terminal_safe(line);
+    Some(safe.chars().take(200).collect())
 }
 
 impl Default for LiveReporter {
@@ -112,7 +168,7 @@ impl Reporter for LiveReporter {
             *board = Some(Board::new(info).quiet_after(crate::board::quiet_after_from_env()));
         }
         if !self.bar.is_hidden() {
-            self.start_drawing();
+            self.start_drawing(info.logs.clone());
         }
     }
 
@@ -197,5 +253,31 @@ impl Drop for LiveReporter {
         if let Some(drawer) = self.drawer.take() {
             let _ = drawer.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::latest_line;
+
+    #[test]
+    fn the_latest_line_is_the_last_with_something_on_it_as_a_terminal_would_show_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("t.1.log");
+        assert_eq!(latest_line(&log), None, "no log yet");
+        std::fs::write(&log, "compiling\n\ttest a ... ok\n\n  \n").unwrap();
+        assert_eq!(latest_line(&log).as_deref(), Some("test a ... ok"));
+        // A progress bar: what shows is what came after the last carriage return.
+        std::fs::write(&log, "fetch\n 10%\r 55%\r 90%\r").unwrap();
+        assert_eq!(latest_line(&log).as_deref(), Some("90%"));
+        // Escape sequences a task prints do not reach the terminal as such.
+        std::fs::write(&log, "\u{1b}]0;title\u{7}\u{1b}[2Jdone\n").unwrap();
+        let line = latest_line(&log).unwrap();
+        assert!(!line.contains('\u{1b}'), "{line:?}");
+        assert!(line.ends_with("done"), "{line:?}");
+        // Only the end of a long log is read, and a long line is cut.
+        let long = format!("{}\n{}\n", "x".repeat(1 << 20), "y".repeat(500));
+        std::fs::write(&log, long).unwrap();
+        assert_eq!(latest_line(&log).unwrap(), "y".repeat(200));
     }
 }

@@ -264,6 +264,7 @@ mod tests {
             budget_tokens: None,
             agents: Default::default(),
             best_of: HashMap::new(),
+            logs: None,
         });
         let task = TaskId::new("quiet").unwrap();
         let before = reporter.out.len();

@@ -25,6 +25,10 @@ pub struct RunInfo {
     /// The best-of tasks, each with how many candidates it runs at once: their attempts are
     /// candidates, shown as such.
     pub best_of: std::collections::HashMap<baton_model::TaskId, u32>,
+    /// Where the run's attempt logs are on this machine, when they are: the live view shows
+    /// a running shell task's latest line from its log (an agent's latest tool call comes in
+    /// its events).
+    pub logs: Option<std::path::PathBuf>,
 }
 
 /// Receives a run's events after they are recorded. Implementations must not block for long:

@@ -405,6 +405,7 @@ async fn drive_run(
             .map(|t| t.id.clone())
             .collect(),
         best_of: baton_view::best_of(graph),
+        logs: Some(dirs.logs.clone()),
     });
     // Commits are made on a thread of their own, off the path from one task's end to the next
     // one's start.

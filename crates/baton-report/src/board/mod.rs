@@ -47,6 +47,9 @@ pub struct Board {
     planned_by: HashMap<TaskId, TaskId>,
     /// What each planner added, in order (a re-plan's tasks after the first plan's).
     plans: HashMap<TaskId, Vec<TaskId>>,
+    /// The latest line each running shell task printed, as its log last showed it (see
+    /// [`Board::printed`]).
+    printed: HashMap<TaskId, String>,
 }
 
 /// How lines are painted: ANSI colours on a terminal that wants them, else none.
@@ -104,7 +107,24 @@ impl Board {
             best_of: info.best_of.clone(),
             planned_by: HashMap::new(),
             plans: HashMap::new(),
+            printed: HashMap::new(),
         }
+    }
+
+    /// The running tasks that are not agents', each with its latest attempt: whose logs the
+    /// live view reads for [`Board::printed`].
+    pub fn running_shell_tasks(&self) -> Vec<(TaskId, u32)> {
+        self.view
+            .tasks()
+            .filter(|(id, task)| task.status == TaskState::Running && !self.agents.contains(*id))
+            .filter_map(|(id, _)| Some((id.clone(), self.view.attempts(id).last()?.attempt)))
+            .collect()
+    }
+
+    /// `task` printed `line` last (already made safe for a terminal): shown on its row while
+    /// it runs.
+    pub fn printed(&mut self, task: TaskId, line: String) {
+        self.printed.insert(task, line);
     }
 
     /// Shows an agent as quiet once it said nothing for `quiet_after`.
@@ -129,6 +149,11 @@ impl Board {
             }
             EventKind::TaskDecided { task, .. } | EventKind::TaskFinished { task, .. } => {
                 self.waiting_since.remove(task);
+                self.printed.remove(task);
+            }
+            // What an earlier attempt printed is not this one's.
+            EventKind::AttemptStarted { task, .. } => {
+                self.printed.remove(task);
             }
             EventKind::RunStopping { reason, cause } => {
                 self.stopping = Some(Stop {
@@ -510,6 +535,11 @@ impl Board {
             // An agent that has not said a word since it started.
             text.push_str(&format!("  · quiet for {}", since(started, now_ms)));
             code = "33";
+        }
+        if activity.is_none()
+            && let Some(line) = self.printed.get(id)
+        {
+            text.push_str(&format!("  › {line}"));
         }
         if let Some(activity) = activity {
             if let Some(doing) = &activity.doing {

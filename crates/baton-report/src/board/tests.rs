@@ -29,6 +29,7 @@ fn board() -> Board {
         budget_tokens: None,
         agents: ["api", "docs", "silent"].map(id).into_iter().collect(),
         best_of: HashMap::new(),
+        logs: None,
     };
     let mut board = Board::new(&info);
     for event in [
@@ -374,4 +375,38 @@ fn a_decision_takes_the_task_out_of_needs_you() {
     let frame = board.frame(30_000, 200, 40, Paint::Plain);
     assert!(!frame.iter().any(|l| l == "needs you"), "{frame:#?}");
     assert!(frame.iter().any(|l| l.contains("deploy")), "{frame:#?}");
+}
+
+#[test]
+fn a_running_shell_task_shows_the_latest_line_it_printed_until_its_next_attempt() {
+    let mut board = board();
+    board.apply(&at(
+        9_000,
+        EventKind::AttemptStarted {
+            task: id("deploy"),
+            attempt: 1,
+            pid: None,
+        },
+    ));
+    // Only the shell task's log is read: an agent's doings come in its events.
+    assert_eq!(board.running_shell_tasks(), [(id("deploy"), 1)]);
+    board.printed(id("deploy"), "uploading 3/7".to_owned());
+    let frame = board.frame(10_000, 200, 40, Paint::Plain);
+    let deploy = frame.iter().find(|l| l.contains(" deploy ")).unwrap();
+    assert!(
+        deploy.ends_with("deploy     1s  › uploading 3/7"),
+        "{frame:#?}"
+    );
+    // A new attempt has printed nothing yet.
+    board.apply(&at(
+        11_000,
+        EventKind::AttemptStarted {
+            task: id("deploy"),
+            attempt: 2,
+            pid: None,
+        },
+    ));
+    let frame = board.frame(12_000, 200, 40, Paint::Plain);
+    let deploy = frame.iter().find(|l| l.contains(" deploy ")).unwrap();
+    assert!(!deploy.contains('›'), "{frame:#?}");
 }

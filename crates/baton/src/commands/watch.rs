@@ -87,6 +87,8 @@ pub(super) fn watch(args: WatchArgs, store_url: Option<&str>) -> Result<i32, Fai
             .as_ref()
             .map(baton_view::best_of)
             .unwrap_or_default(),
+        // A run driven on this machine has its logs here (one driven elsewhere shows none).
+        logs: Some(baton_layout::RunDirs::new(&project.state_dir, &run.id).logs),
     });
     loop {
         let page = store.events(&run.id, after, PAGE)?;

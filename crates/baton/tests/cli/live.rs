@@ -159,6 +159,44 @@ fn the_live_view_puts_what_waits_for_a_person_first_and_flags_a_quiet_agent() {
     );
 }
 
+/// A shell task says what it is doing by what it prints: its row shows its latest line, here
+/// and in `baton watch` from another terminal (#32 item 7).
+#[test]
+fn a_running_shell_task_shows_the_latest_line_it_printed() {
+    let test = Test::new();
+    let release = test.path().join("release");
+    let graph = format!(
+        r#"
+[[task]]
+id = "migrate"
+run = "echo 'connecting'; echo 'migrating table 3 of 7'; while [ ! -e '{}' ]; do sleep 0.1; done; echo 'all 7 migrated'"
+"#,
+        release.display()
+    );
+    let mut screen = test
+        .graph("graph.toml", &graph)
+        .args(&["run", "graph.toml"])
+        .on_terminal(100, 20);
+    let shown = screen.wait_until("w0", "the task's latest line", |s| {
+        s.contains("› migrating table 3 of 7")
+    });
+    let row = line(&shown, " migrate ");
+    assert!(row.contains("› migrating table 3 of 7"), "{shown}");
+    assert!(!row.contains("connecting"), "{shown}");
+    let run = Regex::new(r"baton: run (\S+) of")
+        .unwrap()
+        .captures(&shown)
+        .unwrap_or_else(|| panic!("no run id in\n{shown}"))[1]
+        .to_owned();
+    let watch = screen.open(&["watch", &run]);
+    screen.wait_until(&watch, "the same line in the watcher", |s| {
+        s.contains("› migrating table 3 of 7")
+    });
+    std::fs::write(&release, "").unwrap();
+    let done = screen.wait_for("w0", "[exit 0]");
+    assert!(done.contains("✓ migrate: succeeded"), "{done}");
+}
+
 #[test]
 fn without_a_terminal_the_run_is_told_in_plain_lines() {
     let out = Test::new()
