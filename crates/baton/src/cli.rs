@@ -81,7 +81,8 @@ pub(crate) enum Command {
     /// read, and what is missing.
     Doctor(DoctorArgs),
     /// Print a completion script for SHELL, to source or put where the shell looks:
-    /// `baton completions bash > ~/.local/share/bash-completion/completions/baton`.
+    /// `baton completions bash > ~/.local/share/bash-completion/completions/baton`. It asks
+    /// baton at each Tab: run ids and task ids come from the project's store.
     Completions(CompletionsArgs),
     /// Print baton's man page (roff), or write one page per command into a directory:
     /// `baton man | man -l -`, `baton man --dir ~/.local/share/man/man1`.
@@ -203,6 +204,7 @@ pub(crate) struct DriveArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ResumeArgs {
     /// A run id (or a unique prefix), or `latest`.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::runs))]
     pub run: String,
     /// Count the attempts cut short by the crash against each task's `retries`.
     #[arg(long)]
@@ -223,8 +225,10 @@ pub(crate) struct ResumeArgs {
 #[derive(Debug, Args)]
 pub(crate) struct DiffArgs {
     /// A run id (or a unique prefix), or `latest`.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::runs))]
     pub run: String,
     /// A task; without one, the run's merged result.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::tasks))]
     pub task: Option<String>,
     /// A best-of task's candidate K (from 1): its work, won or not.
     #[arg(long, value_name = "K", requires = "task", value_parser = clap::value_parser!(u32).range(1..))]
@@ -241,6 +245,7 @@ pub(crate) struct DiffArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ApplyArgs {
     /// A run id (or a unique prefix), or `latest`.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::runs))]
     pub run: String,
     /// One commit on the current branch, its message naming the run and its tasks, instead
     /// of the run's own commits merged in.
@@ -251,9 +256,11 @@ pub(crate) struct ApplyArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ApproveArgs {
     /// A run id (or a unique prefix), or `latest`.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::runs))]
     pub run: String,
     /// A task waiting for approval (`approval = true`): it starts. Without one, a run waiting
     /// at its soft budget goes on, up to its hard budget, driven here.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::tasks))]
     pub task: Option<String>,
     #[command(flatten)]
     pub drive: DriveArgs,
@@ -262,8 +269,10 @@ pub(crate) struct ApproveArgs {
 #[derive(Debug, Args)]
 pub(crate) struct RejectArgs {
     /// A run id (or a unique prefix), or `latest`.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::runs))]
     pub run: String,
     /// A task waiting for approval: it fails, with the reason.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::tasks))]
     pub task: String,
     /// Why, for the record.
     #[arg(long)]
@@ -273,8 +282,10 @@ pub(crate) struct RejectArgs {
 #[derive(Debug, Args)]
 pub(crate) struct RetryArgs {
     /// A run id (or a unique prefix), or `latest`.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::runs))]
     pub run: String,
     /// Tasks to run again. Default: every task that did not succeed.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::tasks))]
     pub tasks: Vec<String>,
     /// A new hard budget in dollars for the run, first (a run its budget stopped).
     #[arg(long, value_name = "USD")]
@@ -291,6 +302,7 @@ pub(crate) struct RetryArgs {
 #[derive(Debug, Args)]
 pub(crate) struct CancelArgs {
     /// A run id (or a unique prefix), or `latest`.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::runs))]
     pub run: String,
     /// How long to wait for the run to stop before giving up waiting.
     #[arg(long, value_name = "DURATION", default_value = "60s")]
@@ -310,6 +322,7 @@ pub(crate) struct RunsArgs {
 #[derive(Debug, Args)]
 pub(crate) struct StatusArgs {
     /// A run id, or a unique prefix of one. Default: the latest run.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::runs))]
     pub run: Option<String>,
     /// Print the run result as JSON (the document `baton run --json` prints).
     #[arg(long)]
@@ -322,8 +335,10 @@ pub(crate) struct StatusArgs {
 #[derive(Debug, Args)]
 pub(crate) struct LogsArgs {
     /// A run id (or a unique prefix), or `latest`.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::runs))]
     pub run: String,
     /// The task's id; a run of one task needs none.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::tasks))]
     pub task: Option<String>,
     /// Which attempt (1 for the first). Default: the latest.
     #[arg(long, value_name = "N")]
@@ -371,6 +386,7 @@ impl LogPhase {
 #[derive(Debug, Args)]
 pub(crate) struct EventsArgs {
     /// A run id (or a unique prefix), or `latest`.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::runs))]
     pub run: String,
     /// Keep printing new events until the run ends.
     #[arg(short, long)]
@@ -383,6 +399,7 @@ pub(crate) struct EventsArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ReportArgs {
     /// A run id, or a unique prefix of one. Default: the latest run.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::runs))]
     pub run: Option<String>,
     /// Where to write the page (`-`: standard output). Default: `.baton/reports/RUN.html`.
     #[arg(short, long, value_name = "FILE")]
@@ -402,6 +419,7 @@ pub(crate) struct ServeArgs {
 #[derive(Debug, Args)]
 pub(crate) struct WatchArgs {
     /// A run id, or a unique prefix of one. Default: the latest run.
+    #[arg(add = clap_complete::engine::ArgValueCompleter::new(crate::complete::runs))]
     pub run: Option<String>,
     /// Its events as they are recorded, one JSON object per line (as `baton events --follow
     /// --json`), instead of the view.

@@ -7,6 +7,7 @@
 
 mod cli;
 mod commands;
+mod complete;
 mod diagnostics;
 mod exit;
 mod notify;
@@ -22,6 +23,9 @@ use crate::exit::Failure;
 
 fn main() -> ExitCode {
     keep_large_blocks_mapped();
+    // A shell asking what to complete (`COMPLETE=bash baton -- …`): answered, and exits.
+    clap_complete::CompleteEnv::with_factory(<cli::Cli as clap::CommandFactory>::command)
+        .complete();
     let result = match cli::Cli::try_parse() {
         Ok(args) => commands::dispatch(args),
         // `--help`, `--version` and usage errors, printed the same way out.

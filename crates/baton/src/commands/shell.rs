@@ -8,10 +8,19 @@ use crate::cli::{Cli, CompletionsArgs, ManArgs};
 use crate::exit::{self, Failure};
 use crate::out;
 
+/// The script that registers baton's completions with a shell: it asks baton itself what to
+/// complete at each Tab (`COMPLETE=SHELL baton -- WORDS`), so run and task ids come from the
+/// project's store as it is then.
 pub(super) fn completions(args: &CompletionsArgs) -> Result<i32, Failure> {
-    let mut command = Cli::command();
+    let name = args.shell.to_string();
+    let shells = clap_complete::env::Shells::builtins();
+    let shell = shells
+        .completer(&name)
+        .ok_or_else(|| Failure::BadInput(format!("baton cannot complete for {name}")))?;
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut command, "baton", &mut script);
+    shell
+        .write_registration("COMPLETE", "baton", "baton", "baton", &mut script)
+        .context("cannot write the completion script")?;
     out::Stdout::new("the completion script").task_output(&script)?;
     Ok(exit::SUCCESS)
 }

@@ -4,35 +4,97 @@ use std::process::Command;
 
 use crate::test::Test;
 
+/// Sourced in a real bash in `dir`, with this baton first on `PATH` (the script asks it what
+/// to complete): what `COMP_WORDS` completes to at its last word.
+fn complete(script: &std::path::Path, dir: &std::path::Path, words: &str) -> Vec<String> {
+    let bin = std::path::Path::new(crate::test::BATON).parent().unwrap();
+    let program = format!(
+        "source {}; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+         _clap_complete_baton baton \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display()
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let done = Command::new("bash")
+        .args(["-c", &program])
+        .current_dir(dir)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    String::from_utf8_lossy(&done.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 #[test]
-fn the_bash_completion_script_completes_commands_and_their_flags() {
-    let out = Test::new().args(&["completions", "bash"]).run().status(0);
-    let script = out.path().join("baton.bash");
+fn the_bash_completion_script_completes_commands_flags_runs_and_tasks() {
+    let test = Test::new()
+        .graph(
+            "two.toml",
+            "[[task]]\nid = \"alpha\"\nrun = \"true\"\n\n[[task]]\nid = \"beta\"\nrun = \"true\"\n",
+        )
+        .graph("one.toml", "[[task]]\nid = \"gamma\"\nrun = \"true\"\n");
+    let first = test.args(&["run", "two.toml", "--json"]).run().status(0);
+    let two = first.json()["run"]["id"].as_str().unwrap().to_owned();
+    let second = first
+        .then()
+        .args(&["run", "one.toml", "--json"])
+        .run()
+        .status(0);
+    let one = second.json()["run"]["id"].as_str().unwrap().to_owned();
+    let out = second.then().args(&["completions", "bash"]).run().status(0);
+    let dir = out.path().to_owned();
+    let script = dir.join("baton.bash");
     std::fs::write(&script, &out.stdout).unwrap();
-    // Sourced in a real bash, asked what `baton ru<TAB>` and `baton run --con<TAB>` complete.
-    let complete = |words: &str, cword: u32| {
-        let program = format!(
-            "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; _baton baton \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; echo \"${{COMPREPLY[@]}}\"",
-            script.display()
-        );
-        let done = Command::new("bash")
-            .args(["-c", &program])
-            .output()
-            .unwrap();
-        assert!(
-            done.status.success(),
-            "{}",
-            String::from_utf8_lossy(&done.stderr)
-        );
-        String::from_utf8_lossy(&done.stdout).trim().to_owned()
+    let words = |line: &str| complete(&script, &dir, line);
+
+    // Commands and flags, from the command line's definition.
+    let commands = words("baton ru");
+    assert!(commands.iter().any(|w| w == "run"), "{commands:?}");
+    assert!(commands.iter().any(|w| w == "runs"), "{commands:?}");
+    assert_eq!(words("baton run --con"), ["--concurrency"]);
+    // Run ids from the store, newest first, and `latest`.
+    let runs: Vec<String> = words("baton logs ''")
+        .into_iter()
+        .filter(|w| !w.starts_with('-'))
+        .collect();
+    assert_eq!(runs, ["latest".to_owned(), one.clone(), two.clone()]);
+    assert_eq!(
+        words(&format!("baton status {}", &two[..two.len() - 2])),
+        [two.clone()]
+    );
+    // Task ids of the run on the line, else of the latest.
+    let tasks = |line: &str| -> Vec<String> {
+        words(line)
+            .into_iter()
+            .filter(|w| !w.starts_with('-'))
+            .collect()
     };
-    let commands = complete("baton ru", 1);
-    assert!(commands.split(' ').any(|w| w == "run"), "{commands}");
-    assert!(commands.split(' ').any(|w| w == "runs"), "{commands}");
-    assert_eq!(complete("baton run --con", 2), "--concurrency");
-    for shell in ["zsh", "fish", "powershell"] {
+    assert_eq!(tasks(&format!("baton logs {two} ''")), ["alpha", "beta"]);
+    assert_eq!(tasks(&format!("baton retry {two} alpha b")), ["beta"]);
+    assert_eq!(tasks("baton logs latest ''"), ["gamma"]);
+    // Outside a project, or before any run, nothing to offer and no error.
+    let empty = Test::new();
+    let nothing: Vec<String> = complete(&script, empty.path(), "baton logs ''")
+        .into_iter()
+        .filter(|w| !w.starts_with('-'))
+        .collect();
+    assert!(nothing.is_empty(), "{nothing:?}");
+
+    for shell in ["zsh", "fish", "powershell", "elvish"] {
         let out = Test::new().args(&["completions", shell]).run().status(0);
-        assert!(out.stdout.contains("approve"), "{shell}: {}", out.stdout);
+        assert!(out.stdout.contains("COMPLETE"), "{shell}: {}", out.stdout);
     }
     Test::new()
         .args(&["completions", "tcsh"])
