@@ -70,3 +70,27 @@ pub async fn check_engines(
 pub fn check_confinement(graph: &baton_graph::Graph) -> Result<Option<String>, Vec<String>> {
     confine::check(graph)
 }
+
+/// A note to print once when tasks that would each get a cgroup (agent tasks, and those with
+/// `contain = "cgroup"`) will be held by their process group instead: no writable cgroup v2
+/// here. `None` where they get one, or no task wants one.
+pub fn containment_note(graph: &baton_graph::Graph) -> Option<String> {
+    if baton_exec::cgroups_available() {
+        return None;
+    }
+    let wants = |task: &baton_graph::Task| match task.contain {
+        Some(contain) => contain == baton_graph::Contain::Cgroup,
+        None => matches!(task.action, baton_graph::Action::Agent { .. }),
+    };
+    if !graph.tasks().iter().any(wants) {
+        return None;
+    }
+    let why = match std::env::var_os(baton_exec::NO_CGROUP_ENV) {
+        Some(_) => format!("{} is set", baton_exec::NO_CGROUP_ENV),
+        None => "cgroup v2 is not mounted, or baton's own cgroup is not writable".to_owned(),
+    };
+    Some(format!(
+        "no cgroup for tasks here ({why}): each is held by its process group instead, and a \
+         daemon a task starts with `setsid` can outlive it; `baton doctor` says more"
+    ))
+}

@@ -169,6 +169,14 @@ pub enum EventKind {
         attempt: u32,
         delay_ms: u64,
     },
+    /// The worker running attempt `attempt` of `task` stopped renewing its lease on it (it
+    /// died, lost its connection, or was paused): the attempt is over for the run (its
+    /// `attempt-finished`, interrupted, follows) and runs again on whichever worker claims it.
+    AttemptLost {
+        task: TaskId,
+        attempt: u32,
+        worker: String,
+    },
     /// What a running agent attempt is doing, read from its stream as it goes: its latest tool
     /// call or edit (`doing`), and what it has spent so far. Sent when what it does changes (at
     /// most about once a second per attempt) and now and then as its tokens grow; the attempt's
@@ -260,6 +268,7 @@ impl EventKind {
             Self::AttemptStarted { task, .. }
             | Self::AttemptFinished { task, .. }
             | Self::RetryScheduled { task, .. }
+            | Self::AttemptLost { task, .. }
             | Self::AgentActivity { task, .. }
             | Self::TaskFinished { task, .. }
             | Self::TaskReset { task }
@@ -303,6 +312,7 @@ impl EventKind {
             Self::AttemptStarted { .. } => EventName::AttemptStarted,
             Self::AttemptFinished { .. } => EventName::AttemptFinished,
             Self::RetryScheduled { .. } => EventName::RetryScheduled,
+            Self::AttemptLost { .. } => EventName::AttemptLost,
             Self::AgentActivity { .. } => EventName::AgentActivity,
             Self::TaskFinished { .. } => EventName::TaskFinished,
             Self::GraphExpanded { .. } => EventName::GraphExpanded,
@@ -339,11 +349,12 @@ pub enum EventName {
     Reviewed,
     Picked,
     Replanning,
+    AttemptLost,
 }
 
 impl EventName {
     /// Every kind.
-    pub const ALL: [Self; 21] = [
+    pub const ALL: [Self; 22] = [
         Self::RunStarted,
         Self::RunStopping,
         Self::RunFinished,
@@ -365,6 +376,7 @@ impl EventName {
         Self::Reviewed,
         Self::Picked,
         Self::Replanning,
+        Self::AttemptLost,
     ];
 
     /// The kebab-case tag, as serialized and stored in the `kind` column.
@@ -391,6 +403,7 @@ impl EventName {
             Self::Reviewed => "reviewed",
             Self::Picked => "picked",
             Self::Replanning => "replanning",
+            Self::AttemptLost => "attempt-lost",
         }
     }
 }

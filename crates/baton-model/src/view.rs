@@ -317,6 +317,7 @@ impl RunView {
                 | EventKind::Reviewed { .. }
                 | EventKind::Picked { .. }
                 | EventKind::Replanning { .. }
+                | EventKind::AttemptLost { .. }
                 | EventKind::BudgetChanged { .. }
                 | EventKind::GraphReloaded { .. }
                 | EventKind::WorkspaceCommitted { .. }

@@ -86,7 +86,8 @@ impl StateCounts {
             | EventKind::Reviewed { .. }
             | EventKind::Picked { .. }
             | EventKind::AgentActivity { .. }
-            | EventKind::Replanning { .. } => {}
+            | EventKind::Replanning { .. }
+            | EventKind::AttemptLost { .. } => {}
         }
     }
 

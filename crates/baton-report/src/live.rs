@@ -188,6 +188,11 @@ impl Reporter for LiveReporter {
                     attempt,
                     delay_ms,
                 } => describe_retry(task, *attempt, *delay_ms),
+                EventKind::AttemptLost {
+                    task,
+                    attempt,
+                    worker,
+                } => crate::plain::describe_lost(task, *attempt, worker),
                 EventKind::TaskFinished {
                     task,
                     state,

@@ -57,6 +57,11 @@ impl<W: Write> Reporter for PlainReporter<W> {
                     attempt,
                     delay_ms,
                 } => describe_retry(task, *attempt, *delay_ms),
+                EventKind::AttemptLost {
+                    task,
+                    attempt,
+                    worker,
+                } => describe_lost(task, *attempt, worker),
                 EventKind::TaskFinished {
                     task,
                     state,
@@ -113,6 +118,11 @@ pub(crate) fn describe_review(task: &TaskId, review: &baton_model::Review) -> St
         }
     }
     line
+}
+
+/// `  ↻ t3: worker w2 lost: attempt 1 runs again elsewhere`.
+pub(crate) fn describe_lost(task: &TaskId, attempt: u32, worker: &str) -> String {
+    format!("  ↻ {task}: worker {worker} lost: attempt {attempt} runs again elsewhere")
 }
 
 pub(crate) fn describe_retry(task: &TaskId, attempt: u32, delay_ms: u64) -> String {

@@ -39,5 +39,5 @@ pub use baton_attempt::workspace::{
 };
 pub use baton_attempt::{
     AgentConfig, ConfigError, NotifyConfig, NotifyOn, RunConfig, RunDirs, check_confinement,
-    check_engines, env_ref, paths, probe_engine,
+    check_engines, containment_note, env_ref, paths, probe_engine,
 };

@@ -336,6 +336,7 @@ fn ended_remotely(task: u32, attempt: u32, result: &str) -> AttemptDone {
 /// counted against its retries), with why in its stderr.
 fn lapsed(task: u32, attempt: u32, worker: &str) -> AttemptDone {
     let mut done = AttemptDone::never_started(task, attempt, Outcome::Interrupted);
+    done.lost_by = Some(worker.to_owned());
     done.stderr_tail = format!(
         "[baton] worker {worker} stopped renewing its lease on this attempt (it died, lost its \
          connection or was paused): the attempt is over, and runs again elsewhere\n"

@@ -406,6 +406,7 @@ fn apply_event(
         | EventKind::Reviewed { task, .. }
         | EventKind::Picked { task, .. }
         | EventKind::Replanning { task, .. }
+        | EventKind::AttemptLost { task, .. }
         | EventKind::AgentActivity { task, .. }
         | EventKind::WorkspaceCommitted { task, .. }
         | EventKind::Checked {

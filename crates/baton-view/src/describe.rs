@@ -219,6 +219,11 @@ pub fn describe(event: &Event) -> String {
             "{task}#{attempt} in {}",
             baton_model::format_duration(Duration::from_millis(*delay_ms))
         ),
+        EventKind::AttemptLost {
+            task,
+            attempt,
+            worker,
+        } => format!("{task}#{attempt}: worker {worker} lost; runs again elsewhere"),
         EventKind::TaskFinished {
             task,
             state,

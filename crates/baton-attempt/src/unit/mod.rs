@@ -110,6 +110,10 @@ pub struct AttemptDone {
     pub session: Option<Continue>,
     /// Its reviewer accepted its work with reservations: the run succeeds with warnings.
     pub review_warnings: bool,
+    /// The worker that ran it stopped renewing its lease on it (its coordinator's to say:
+    /// never on the wire from a worker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_by: Option<String>,
 }
 
 impl AttemptDone {
@@ -134,6 +138,7 @@ impl AttemptDone {
             tree: TreeEnd::Kept,
             session: None,
             review_warnings: false,
+            lost_by: None,
         }
     }
 }
@@ -790,6 +795,7 @@ impl Unit {
             set_up: progress.set_up,
             session: progress.session.take(),
             review_warnings: progress.review_warnings,
+            lost_by: None,
         }
     }
 

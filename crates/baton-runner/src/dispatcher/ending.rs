@@ -35,8 +35,16 @@ impl Dispatcher<'_> {
     /// Records an attempt that ended and tells the scheduler how: the one way an attempt's
     /// end comes in, whatever started it (a unit here, a worker's, a best-of candidate, one
     /// that never started).
-    pub(super) fn apply(&mut self, done: AttemptDone, turn: &mut Turn) {
+    pub(super) fn apply(&mut self, mut done: AttemptDone, turn: &mut Turn) {
         let (task, attempt) = (done.task, done.attempt);
+        if let Some(worker) = done.lost_by.take() {
+            // Said before its end, which it explains.
+            self.ledger.push(EventKind::AttemptLost {
+                task: self.graph.task(task).id.clone(),
+                attempt,
+                worker,
+            });
+        }
         let is_agent = self.launcher.is_agent(task);
         self.log_bytes += done.log_bytes;
         if is_agent && done.agent.is_none() {
@@ -81,6 +89,7 @@ impl Dispatcher<'_> {
             tree,
             session,
             review_warnings,
+            lost_by: _,
         } = done;
         // A planner that answered well grows the graph; one whose answer no longer fits it
         // fails as one whose answer never did.

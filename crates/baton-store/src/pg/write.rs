@@ -534,6 +534,7 @@ fn apply(tx: &mut Turn<'_>, run: &RunId, event: &Event) -> Result<(), StoreError
         | EventKind::Reviewed { task, .. }
         | EventKind::Picked { task, .. }
         | EventKind::Replanning { task, .. }
+        | EventKind::AttemptLost { task, .. }
         | EventKind::AgentActivity { task, .. }
         | EventKind::WorkspaceCommitted { task, .. }
         | EventKind::Checked {

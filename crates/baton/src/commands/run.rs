@@ -499,6 +499,9 @@ fn check_engines(
 /// where tasks would merely be confined, the run goes on and says so here, once, on stderr
 /// (never on stdout, which `--json` keeps for the result).
 fn check_confinement(graph: &Graph) -> Result<(), Failure> {
+    if let Some(note) = baton_runner::containment_note(graph) {
+        out::err(&format!("baton: note: {note}"));
+    }
     match baton_runner::check_confinement(graph) {
         Ok(None) => Ok(()),
         Ok(Some(note)) => {

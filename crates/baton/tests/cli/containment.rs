@@ -224,3 +224,59 @@ fn empty_cgroups_a_dead_driver_left_are_swept_by_the_next_run() {
 fn without_cgroups_orphans_come_back_to_baton_and_end_with_their_attempt() {
     exits_leave_nothing(Test::new().env("BATON_NO_CGROUP", "1"), "process_group");
 }
+
+/// Where tasks that would each get a cgroup cannot (here: `BATON_NO_CGROUP`, as on a machine
+/// without a writable cgroup v2), the run says so once, on stderr, and goes on with process
+/// groups; a graph with no such task, or a machine with cgroups, says nothing (#32 item 5).
+#[test]
+fn a_run_without_cgroups_says_once_that_its_tasks_are_held_by_process_groups() {
+    const NOTE: &str = "baton: note: no cgroup for tasks here (BATON_NO_CGROUP is set): each is \
+                        held by its process group instead";
+    let graph = r#"
+[[task]]
+id = "one"
+contain = "cgroup"
+run = "true"
+
+[[task]]
+id = "two"
+contain = "cgroup"
+run = "true"
+"#;
+    let out = Test::new()
+        .graph("graph.toml", graph)
+        .env("BATON_NO_CGROUP", "1")
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(out.stderr.matches(NOTE).count(), 1, "{}", out.stderr);
+    assert!(!out.stdout.contains("cgroup for tasks"), "{}", out.stdout);
+    assert_eq!(out.json_task("one")["containment"], "process_group");
+    // Tasks that do not ask for one (shell tasks without `contain`, where no child can be born
+    // in a cgroup anyway) are not told about.
+    let plain = Test::new()
+        .graph("graph.toml", "[[task]]\nid = \"one\"\nrun = \"true\"\n")
+        .env("BATON_NO_CGROUP", "1")
+        .args(&["run", "graph.toml"])
+        .run()
+        .status(0);
+    assert!(
+        !plain.stderr.contains("cgroup for tasks"),
+        "{}",
+        plain.stderr
+    );
+    if !baton_exec::cgroups_available() {
+        return;
+    }
+    let contained = Test::new()
+        .graph("graph.toml", graph)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert!(
+        !contained.stderr.contains("cgroup for tasks"),
+        "{}",
+        contained.stderr
+    );
+    assert_eq!(contained.json_task("one")["containment"], "cgroup");
+}

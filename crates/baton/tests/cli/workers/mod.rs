@@ -379,7 +379,35 @@ fn a_killed_worker_and_a_paused_one_lose_nothing_and_the_paused_ones_late_end_is
     }
     // The recorded ends: each task succeeded once; the attempts of the dead and the paused
     // worker were interrupted (and not charged: none of these tasks has retries).
-    let by_task = outcomes(&events(test.path(), &url, &run));
+    let log = events(test.path(), &url, &run);
+    let by_task = outcomes(&log);
+    // Each interrupted attempt is said to be lost with the worker that lost it, before its
+    // end; the killed worker's among them (#32 item 5).
+    let lost: Vec<&Value> = log.iter().filter(|e| e["kind"] == "attempt-lost").collect();
+    assert!(
+        lost.iter().any(|e| e["worker"] == lost_id.as_str()),
+        "{lost_id} lost nothing: {lost:?}"
+    );
+    for event in &lost {
+        let (task, attempt) = (&event["task"], &event["attempt"]);
+        let end = log
+            .iter()
+            .find(|e| {
+                e["kind"] == "attempt-finished" && e["task"] == *task && e["attempt"] == *attempt
+            })
+            .unwrap_or_else(|| panic!("no end of {event}"));
+        assert!(
+            end["seq"].as_u64() > event["seq"].as_u64(),
+            "{event} after {end}"
+        );
+        assert_eq!(end["outcome"]["kind"], "interrupted", "{end}");
+    }
+    // `baton events` says it in words.
+    let told = baton_in(test.path(), &["--store", &url, "events", &run]).stdout;
+    assert!(
+        told.contains(&format!("worker {lost_id} lost; runs again elsewhere")),
+        "{told}"
+    );
     assert_eq!(by_task.len(), 12);
     let mut interrupted = 0;
     for (task, ends) in &by_task {
