@@ -151,8 +151,21 @@ pub struct WorkerRecord {
     pub labels: Vec<String>,
     pub started_at_ms: i64,
     pub heartbeat_at_ms: i64,
+    /// How long its claims hold without a renewal (`None`: a worker of an older build).
+    pub lease_ms: Option<i64>,
+    /// How long ago it was last heard from, on the server's clock (read only: ignored when
+    /// the record is written).
+    pub heard_ms_ago: i64,
     /// The attempts it holds now.
     pub running: Vec<AttemptKey>,
+}
+
+impl WorkerRecord {
+    /// Whether it has not been heard from for longer than its lease: its claims lapsed, and
+    /// its attempts run again elsewhere (it died, was cut off, or is paused).
+    pub fn silent_past_its_lease(&self) -> bool {
+        self.lease_ms.is_some_and(|lease| self.heard_ms_ago > lease)
+    }
 }
 
 /// The work queue (see the module's documentation).

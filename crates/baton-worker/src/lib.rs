@@ -194,6 +194,8 @@ pub async fn work(
         labels: options.labels.clone(),
         started_at_ms: baton_attempt::stamp::now_ms(),
         heartbeat_at_ms: 0,
+        lease_ms: Some(options.lease.as_millis() as i64),
+        heard_ms_ago: 0,
         running: Vec::new(),
     };
     store.heartbeat_worker(&record)?;

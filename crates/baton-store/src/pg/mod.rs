@@ -31,6 +31,7 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
     (3, "shipped logs", include_str!("v3.sql")),
     (4, "cancel requests", include_str!("v4.sql")),
     (5, "stop cause", include_str!("v5.sql")),
+    (6, "worker lease", include_str!("v6.sql")),
 ];
 
 /// A PostgreSQL store: one connection, on its own thread.

@@ -405,7 +405,7 @@ impl WorkQueue for PgStore {
         self.conn.call(move |client| {
             client.execute(
                 "INSERT INTO workers (id, host, pid, slots, engines, labels, started_at_ms, \
-                 heartbeat_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, baton_now_ms()) \
+                 heartbeat_at_ms, lease_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, baton_now_ms(), $8) \
                  ON CONFLICT (id) DO UPDATE SET heartbeat_at_ms = baton_now_ms()",
                 &[
                     &w.id,
@@ -415,6 +415,7 @@ impl WorkQueue for PgStore {
                     &w.engines,
                     &w.labels,
                     &w.started_at_ms,
+                    &w.lease_ms,
                 ],
             )?;
             Ok(())
@@ -438,7 +439,8 @@ impl WorkQueue for PgStore {
             )?;
             let mut workers = Vec::new();
             for row in tx.query(
-                "SELECT id, host, pid, slots, engines, labels, started_at_ms, heartbeat_at_ms \
+                "SELECT id, host, pid, slots, engines, labels, started_at_ms, heartbeat_at_ms, \
+                 lease_ms, baton_now_ms() - heartbeat_at_ms \
                  FROM workers ORDER BY started_at_ms DESC, id",
                 &[],
             )? {
@@ -451,6 +453,8 @@ impl WorkQueue for PgStore {
                     labels: row.get(5),
                     started_at_ms: row.get(6),
                     heartbeat_at_ms: row.get(7),
+                    lease_ms: row.get(8),
+                    heard_ms_ago: row.get(9),
                     running: Vec::new(),
                 });
             }

@@ -146,9 +146,12 @@ struct Listed {
     labels: Vec<String>,
     started_at_ms: i64,
     heartbeat_at_ms: i64,
-    /// `alive`, or `lost`: a worker of this host whose process is gone (killed, crashed) — its
-    /// row stays until it is stale, and its attempts run again once their leases lapse.
+    /// `alive`, or `lost`: a worker not heard from for longer than its lease (dead, cut off
+    /// or paused, on any host), or one of this host whose process is gone (killed, crashed) —
+    /// its row stays until it is stale, and its attempts run again once their leases lapse.
     state: &'static str,
+    /// Since it was last heard from, on the store's clock.
+    heard_ms_ago: i64,
     running: Vec<Running>,
 }
 
@@ -169,11 +172,14 @@ pub(super) fn workers(args: WorkersArgs, store_url: Option<&str>) -> Result<i32,
     let listed: Vec<Listed> = found
         .into_iter()
         .map(|w| Listed {
-            state: if w.host == here && baton_attempt::procs::start_time(w.pid).is_none() {
+            state: if w.silent_past_its_lease()
+                || (w.host == here && baton_attempt::procs::start_time(w.pid).is_none())
+            {
                 "lost"
             } else {
                 "alive"
             },
+            heard_ms_ago: w.heard_ms_ago,
             running: w
                 .running
                 .iter()
@@ -206,7 +212,6 @@ pub(super) fn workers(args: WorkersArgs, store_url: Option<&str>) -> Result<i32,
         ))?;
         return Ok(exit::SUCCESS);
     }
-    let now = baton_model::now_ms();
     let mut text = format!(
         "{:<28} {:<5} {:>5}  {:<16} {:<12} {:>9}  RUNNING\n",
         "WORKER", "STATE", "SLOTS", "ENGINES", "LABELS", "HEARD"
@@ -236,7 +241,7 @@ pub(super) fn workers(args: WorkersArgs, store_url: Option<&str>) -> Result<i32,
             } else {
                 w.labels.join(",")
             },
-            ((now - w.heartbeat_at_ms).max(0) / 1000),
+            (w.heard_ms_ago.max(0) / 1000),
         ));
     }
     out.text(&text)?;

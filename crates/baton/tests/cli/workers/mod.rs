@@ -360,6 +360,19 @@ fn a_killed_worker_and_a_paused_one_lose_nothing_and_the_paused_ones_late_end_is
         .map(|l| l.split_whitespace().nth(3).unwrap().to_owned())
         .collect();
     std::thread::sleep(Duration::from_secs(4));
+    // Not heard from past its 2 s lease, the paused one is lost too, though its process is
+    // here: its claims lapsed (what a worker on another host looks like when it dies).
+    let out = baton_in(test.path(), &["--store", &url, "workers", "--json"]);
+    let listed: Value = serde_json::from_str(&out.stdout).unwrap();
+    let paused_row = listed
+        .as_array()
+        .and_then(|l| l.iter().find(|w| w["pid"] == paused))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(paused_row["state"], "lost", "{listed}");
+    assert!(
+        paused_row["heard_ms_ago"].as_i64() > Some(2_000),
+        "{listed}"
+    );
     kill(Pid::from_raw(paused as i32), Signal::SIGCONT).unwrap();
 
     let ended = await_end(
