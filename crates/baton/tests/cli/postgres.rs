@@ -127,7 +127,7 @@ fn a_schema_newer_than_this_baton_is_refused_naming_its_version() {
     let out = Test::new().args(&["--store", &url, "runs"]).run().status(3);
     assert!(
         out.stderr
-            .contains("has schema version 99, newer than version 5 that this baton knows"),
+            .contains("has schema version 99, newer than version 6 that this baton knows"),
         "{}",
         out.stderr
     );
