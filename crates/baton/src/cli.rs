@@ -84,6 +84,9 @@ pub(crate) enum Command {
     /// `baton completions bash > ~/.local/share/bash-completion/completions/baton`. It asks
     /// baton at each Tab: run ids and task ids come from the project's store.
     Completions(CompletionsArgs),
+    /// Serve baton to an agent over MCP (stdio): plan, start and follow runs of this project
+    /// from inside Claude Code, Codex or Gemini CLI (see the README's "baton inside the agents").
+    Mcp,
     /// Print baton's man page (roff), or write one page per command into a directory:
     /// `baton man | man -l -`, `baton man --dir ~/.local/share/man/man1`.
     Man(ManArgs),

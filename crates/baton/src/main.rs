@@ -10,6 +10,7 @@ mod commands;
 mod complete;
 mod diagnostics;
 mod exit;
+mod mcp;
 mod notify;
 mod out;
 mod project;

@@ -49,6 +49,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Diff(args) => diff::diff(args, cli.store.as_deref()),
         Command::Apply(args) => diff::apply(args, cli.store.as_deref()),
         Command::Completions(args) => shell::completions(&args),
+        Command::Mcp => crate::mcp::serve(),
         Command::Man(args) => shell::man(&args),
         Command::AgentHttp(args) => agent_http::agent_http(args),
         Command::WorkerWatchdog(args) => worker::watchdog(&args),

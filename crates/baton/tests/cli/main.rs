@@ -28,6 +28,7 @@ mod interrupt;
 mod kill;
 mod legacy;
 mod live;
+mod mcp;
 mod notify;
 mod on_failure;
 mod output;

@@ -1,0 +1,278 @@
+//! `baton mcp`: baton as an MCP server over stdio, spoken to as an agent's client would
+//! (JSON-RPC lines on its stdin and stdout), in a real repository, with real runs.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::test::BATON;
+use crate::workspaces::repo_with;
+
+/// A client of one `baton mcp` process.
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next: u64,
+}
+
+impl Client {
+    fn start(dir: &std::path::Path) -> Self {
+        let mut child = Command::new(BATON)
+            .arg("mcp")
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut client = Self {
+            child,
+            stdin,
+            stdout,
+            next: 1,
+        };
+        let init = client.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": { "name": "test", "version": "1" },
+            }),
+        );
+        assert_eq!(init["serverInfo"]["name"], "baton", "{init}");
+        assert!(init["capabilities"]["tools"].is_object(), "{init}");
+        assert!(
+            init["instructions"]
+                .as_str()
+                .unwrap()
+                .contains("plan_graph")
+        );
+        client.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        client
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The result of request `method`.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "baton mcp closed"
+            );
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                assert!(message["error"].is_null(), "{message}");
+                return message["result"].clone();
+            }
+        }
+    }
+
+    /// Tool `name`'s structured result, or its error text.
+    fn call(&mut self, name: &str, arguments: Value) -> Result<Value, String> {
+        let result = self.request(
+            "tools/call",
+            json!({ "name": name, "arguments": arguments }),
+        );
+        if result["isError"] == true {
+            return Err(result["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned());
+        }
+        Ok(result["structuredContent"].clone())
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const GRAPH: &str = r#"
+[[task]]
+id = "write"
+run = "echo written > out.txt; echo wrote out.txt"
+
+[[task]]
+id = "read"
+needs = ["write"]
+run = "cat out.txt; echo '{{ needs.write.output }}'"
+"#;
+
+#[test]
+fn an_agent_plans_starts_and_follows_a_run_through_baton_mcp() {
+    let test = repo_with("");
+    let mut client = Client::start(test.path());
+
+    let tools = client.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "validate_graph",
+        "plan_graph",
+        "start_run",
+        "run_status",
+        "run_events",
+        "task_log",
+        "list_runs",
+        "cancel_run",
+        "approve",
+        "reject",
+    ] {
+        assert!(names.contains(&name), "{name} missing: {names:?}");
+    }
+    for tool in tools["tools"].as_array().unwrap() {
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+        assert!(
+            tool["description"].as_str().is_some_and(|d| d.len() > 20),
+            "{tool}"
+        );
+    }
+
+    // Every problem at once, in `baton plan`'s words.
+    let bad = "[[task]]\nid = \"a\"\nrun = \"true\"\nneeds = [\"b\"]\n\n[[task]]\nid = \"b\"\nrun = \"true\"\nneeds = [\"a\"]\nrunn = 1\n";
+    let checked = client
+        .call("validate_graph", json!({ "graph": bad }))
+        .unwrap();
+    assert_eq!(checked["valid"], false, "{checked}");
+    let problems = checked["problems"].as_str().unwrap();
+    assert!(problems.contains("cycle"), "{problems}");
+    assert!(problems.contains("runn"), "{problems}");
+    let good = client
+        .call("validate_graph", json!({ "graph": GRAPH }))
+        .unwrap();
+    assert_eq!(good, json!({ "valid": true, "tasks": 2, "notes": [] }));
+    let plan = client
+        .call("plan_graph", json!({ "graph": GRAPH }))
+        .unwrap();
+    assert_eq!(plan["levels"], json!([["write"], ["read"]]), "{plan}");
+    let refused = client
+        .call("plan_graph", json!({ "graph": bad }))
+        .unwrap_err();
+    assert!(refused.contains("cycle"), "{refused}");
+    // A graph baton refuses does not start, and says why.
+    let refused = client
+        .call("start_run", json!({ "graph": bad }))
+        .unwrap_err();
+    assert!(refused.contains("cycle"), "{refused}");
+    let outside = client
+        .call("start_run", json!({ "file": "../elsewhere.toml" }))
+        .unwrap_err();
+    assert!(outside.contains("elsewhere.toml"), "{outside}");
+
+    // Started, it goes on after the call, and is followed to its end.
+    let started = client
+        .call(
+            "start_run",
+            json!({ "graph": GRAPH, "name": "write and read" }),
+        )
+        .unwrap();
+    let run = started["run"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let status = client.call("run_status", json!({ "run": run })).unwrap();
+        if status["run"]["state"] == "succeeded" {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "{status}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status["totals"]["succeeded"], 2, "{status}");
+    assert_eq!(status["tasks"].as_array().unwrap().len(), 2, "{status}");
+
+    // Events a page at a time, from where the last page ended.
+    let first = client
+        .call("run_events", json!({ "run": run, "limit": 3 }))
+        .unwrap();
+    assert_eq!(first["events"].as_array().unwrap().len(), 3, "{first}");
+    assert_eq!(first["more"], true);
+    let after = first["last_seq"].as_u64().unwrap();
+    let rest = client
+        .call(
+            "run_events",
+            json!({ "run": run, "after_seq": after, "limit": 200 }),
+        )
+        .unwrap();
+    assert_eq!(rest["more"], false);
+    let seqs: Vec<u64> = rest["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs.first(), Some(&(after + 1)), "{rest}");
+    assert!(
+        rest["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "run-finished"),
+        "{rest}"
+    );
+
+    let log = client
+        .call(
+            "task_log",
+            json!({ "run": run, "task": "read", "tail_bytes": 12 }),
+        )
+        .unwrap();
+    assert_eq!(log["truncated"], true, "{log}");
+    assert_eq!(log["tail"].as_str().unwrap().len(), 12, "{log}");
+    let whole = client
+        .call("task_log", json!({ "run": run, "task": "read" }))
+        .unwrap();
+    assert!(
+        whole["tail"].as_str().unwrap().contains("written"),
+        "{whole}"
+    );
+
+    let runs = client.call("list_runs", json!({})).unwrap();
+    assert_eq!(runs["runs"][0]["id"], run.as_str(), "{runs}");
+    assert_eq!(runs["runs"][0]["name"], "write-and-read", "{runs}");
+    let unknown = client
+        .call("run_status", json!({ "run": "20990101-000000-0000" }))
+        .unwrap_err();
+    assert!(unknown.contains("20990101-000000-0000"), "{unknown}");
+}
+
+/// A run started over MCP is driven by a process of its own: it goes on, and ends, after the
+/// server (and the agent session that started it) is gone.
+#[test]
+fn a_run_started_over_mcp_outlives_the_server() {
+    let test = repo_with("");
+    let mut client = Client::start(test.path());
+    let graph = "[[task]]\nid = \"slow\"\nrun = \"sleep 1; echo done\"\n";
+    let started = client.call("start_run", json!({ "graph": graph })).unwrap();
+    let run = started["run"].as_str().unwrap().to_owned();
+    drop(client);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = crate::test::baton_in(test.path(), &["status", &run, "--json"]);
+        let state: Value = serde_json::from_str(&status.stdout).unwrap_or(Value::Null);
+        if state["run"]["state"] == "succeeded" {
+            assert_eq!(state["tasks"][0]["output"], "done", "{state}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", status.stdout);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
