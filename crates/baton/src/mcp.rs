@@ -149,6 +149,36 @@ struct LogQuery {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+struct DiffQuery {
+    /// A run id (or a unique prefix of one), or `latest`.
+    run: String,
+    /// A task: its change. Without one, the run's merged result.
+    #[serde(default)]
+    task: Option<String>,
+    /// How much of the patch (default 8192 bytes, at most 16384); the stat is always whole.
+    #[serde(default)]
+    patch_bytes: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct RetryQuery {
+    /// A run id (or a unique prefix of one), or `latest`.
+    run: String,
+    /// Tasks to run again. Default: every task that did not succeed.
+    #[serde(default)]
+    tasks: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct ApplyQuery {
+    /// A run id (or a unique prefix of one), or `latest`.
+    run: String,
+    /// One commit on the current branch instead of the run's own commits merged in.
+    #[serde(default)]
+    squash: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 struct RunsQuery {
     /// Most runs, newest first (default 10, at most 50).
     #[serde(default)]
@@ -302,6 +332,74 @@ impl Baton {
         ))
     }
 
+    /// What a run changed (its merged result) or one task changed: the files with lines added
+    /// and removed, and the start of the patch.
+    #[tool(name = "run_diff")]
+    async fn run_diff(
+        &self,
+        Parameters(query): Parameters<DiffQuery>,
+    ) -> Result<Json<Value>, String> {
+        let limit = query.patch_bytes.map_or(8192, |n| n as usize).min(MAX_TAIL);
+        let mut args = vec!["diff".to_owned(), query.run.clone()];
+        args.extend(query.task.clone());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let stat = self.baton(&[&args[..], &["--stat"]].concat()).await?;
+        let patch = self.baton(&args).await?;
+        let end = (0..=limit.min(patch.len()))
+            .rev()
+            .find(|&i| patch.is_char_boundary(i))
+            .unwrap_or(0);
+        Ok(Json(json!({
+            "stat": stat.trim_end(),
+            "patch": &patch[..end],
+            "patch_bytes": patch.len(),
+            "truncated": end < patch.len(),
+            "next": "baton apply RUN brings the result into the working tree (the apply tool, when the user asks)",
+        })))
+    }
+
+    /// Runs a run's failed tasks again (or the ones named), as new attempts of the same run,
+    /// driven by a process of its own; returns at once.
+    #[tool(name = "retry")]
+    async fn retry(
+        &self,
+        Parameters(query): Parameters<RetryQuery>,
+    ) -> Result<Json<Value>, String> {
+        let mut args = vec!["retry".to_owned(), query.run.clone()];
+        args.extend(query.tasks.iter().cloned());
+        let run = self.detach(&args).await?;
+        Ok(Json(
+            json!({ "run": run, "next": "call run_status until the run ends" }),
+        ))
+    }
+
+    /// Goes on with a run whose driver died (or that waits), driven by a process of its own;
+    /// returns at once.
+    #[tool(name = "resume")]
+    async fn resume(&self, Parameters(at): Parameters<RunRef>) -> Result<Json<Value>, String> {
+        let run = at.run.unwrap_or_else(|| "latest".to_owned());
+        let run = self.detach(&["resume".to_owned(), run]).await?;
+        Ok(Json(
+            json!({ "run": run, "next": "call run_status until the run ends" }),
+        ))
+    }
+
+    /// Brings a finished run's result into the working tree (its commits merged into the
+    /// current branch, or one commit with `squash`), with the refusals of `baton apply` (a
+    /// working tree with changes is never touched). Only when the user asks.
+    #[tool(name = "apply")]
+    async fn apply(
+        &self,
+        Parameters(query): Parameters<ApplyQuery>,
+    ) -> Result<Json<Value>, String> {
+        let mut args = vec!["apply", query.run.as_str()];
+        if query.squash {
+            args.push("--squash");
+        }
+        let said = self.baton(&args).await?;
+        Ok(Json(json!({ "said": said.trim() })))
+    }
+
     /// Cancels a run: what runs is stopped, nothing more starts.
     #[tool(name = "cancel_run")]
     async fn cancel_run(&self, Parameters(at): Parameters<RunRef>) -> Result<Json<Value>, String> {
@@ -360,10 +458,14 @@ impl Baton {
             .await
             .map_err(|e| format!("cannot run baton {}: {e}", args.join(" ")))?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() && stdout.trim().is_empty() {
+            // What it did, said on its standard error (`baton apply`, `baton cancel`).
+            return Ok(stderr.into_owned());
+        }
         if out.status.success() || serde_json::from_str::<Value>(&stdout).is_ok() {
             return Ok(stdout);
         }
-        let stderr = String::from_utf8_lossy(&out.stderr);
         Err(match stderr.trim() {
             "" => stdout.trim().to_owned(),
             words => words.to_owned(),

@@ -137,6 +137,10 @@ fn an_agent_plans_starts_and_follows_a_run_through_baton_mcp() {
         "cancel_run",
         "approve",
         "reject",
+        "run_diff",
+        "retry",
+        "resume",
+        "apply",
     ] {
         assert!(names.contains(&name), "{name} missing: {names:?}");
     }
@@ -275,4 +279,112 @@ fn a_run_started_over_mcp_outlives_the_server() {
         assert!(Instant::now() < deadline, "{}", status.stdout);
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The Claude Code plugin in the repository (`plugin/`, listed by `.claude-plugin/`) is what
+/// the pinned Claude Code accepts: its validator passes both strictly, and loaded, the plugin
+/// has the three commands and registers `baton mcp`.
+#[test]
+fn the_claude_code_plugin_validates_and_loads_with_its_commands_and_server() {
+    let claude = crate::agents::agent_bin("claude");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(&claude)
+            .args(args)
+            .current_dir(&repo)
+            .env("HOME", home.path())
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "claude {args:?}: {text}");
+        text
+    };
+    assert!(run(&["plugin", "validate", "plugin", "--strict"]).contains("Validation passed"));
+    assert!(run(&["plugin", "validate", ".", "--strict"]).contains("Validation passed"));
+    let details = run(&["--plugin-dir", "plugin", "plugin", "details", "baton"]);
+    assert!(details.contains("do, runs, status"), "{details}");
+    assert!(details.contains("MCP servers (1)  baton"), "{details}");
+    let mcp: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo.join("plugin/.mcp.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        mcp["mcpServers"]["baton"],
+        json!({ "command": "baton", "args": ["mcp"] })
+    );
+}
+
+/// What a run changed, shown and applied; a failed task run again, over MCP.
+#[test]
+fn an_agent_sees_the_change_applies_it_and_retries_a_failure() {
+    let test = repo_with("");
+    let mut client = Client::start(test.path());
+    let graph = r#"
+[[task]]
+id = "hello"
+workspace = "worktree"
+run = "echo hello > hello.txt"
+
+[[task]]
+id = "flaky"
+run = "test -e ok || { touch ok; exit 1; }"
+"#;
+    let run = client.call("start_run", json!({ "graph": graph })).unwrap()["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let ended = |client: &mut Client| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let status = client.call("run_status", json!({ "run": run })).unwrap();
+            let state = status["run"]["state"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            if state != "running" {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "{status}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let status = ended(&mut client);
+    assert_eq!(status["run"]["state"], "failed", "{status}");
+    let failed: Vec<&Value> = status["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["state"] == "failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{status}");
+    assert_eq!(failed[0]["id"], "flaky");
+
+    let diff = client
+        .call("run_diff", json!({ "run": run, "task": "hello" }))
+        .unwrap();
+    assert!(
+        diff["stat"].as_str().unwrap().contains("hello.txt"),
+        "{diff}"
+    );
+    assert!(diff["patch"].as_str().unwrap().contains("+hello"), "{diff}");
+
+    let again = client.call("retry", json!({ "run": run })).unwrap();
+    assert_eq!(again["run"], run.as_str(), "{again}");
+    let status = ended(&mut client);
+    assert_eq!(status["run"]["state"], "succeeded", "{status}");
+
+    let applied = client.call("apply", json!({ "run": run })).unwrap();
+    assert!(
+        applied["said"].as_str().unwrap().contains(&run),
+        "{applied}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(test.path().join("hello.txt")).unwrap(),
+        "hello\n"
+    );
 }
