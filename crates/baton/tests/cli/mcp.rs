@@ -388,3 +388,115 @@ run = "test -e ok || { touch ok; exit 1; }"
         "hello\n"
     );
 }
+
+/// The whole way a user takes: in Claude Code (the pinned CLI, headless, against the scripted
+/// model), `/baton:do GOAL` from the plugin; the model plans the graph with baton, starts the
+/// run, polls it until it ends and says so. The run really ran: its result branch has the file.
+#[test]
+fn claude_code_runs_a_goal_with_baton_do_through_the_plugins_server() {
+    use baton_mock_model::{MockModel, Rule, Script};
+    const TOOL: &str = "mcp__plugin_baton_baton__";
+    let graph =
+        "[[task]]\nid = \"hello\"\nworkspace = \"worktree\"\nrun = \"echo hello > hello.txt\"\n";
+    // Each step answers what the conversation holds by then (the request's last message is
+    // not the tool's result in this CLI: it appends its environment after it), once.
+    let script = Script::new()
+        .rule(
+            Rule::tool_use(format!("{TOOL}plan_graph"), json!({ "graph": graph }))
+                .when_contains("The user wants this done with baton: write hello.txt")
+                .times(1),
+        )
+        .rule(
+            Rule::tool_use(
+                format!("{TOOL}start_run"),
+                json!({ "graph": graph, "name": "hello" }),
+            )
+            .when_contains("critical_path")
+            .times(1),
+        )
+        .rule(Rule::text("Done: the run wrote hello.txt.").when_contains("\"state\":\"succeeded\""))
+        .rule(
+            Rule::tool_use(format!("{TOOL}run_status"), json!({}))
+                .when_contains("until the run ends"),
+        );
+    let model = MockModel::start(script).unwrap();
+    let test = repo_with("");
+    let home = tempfile::tempdir().unwrap();
+    let bin = std::path::Path::new(BATON).parent().unwrap();
+    let plugin = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugin");
+    let allowed = ["plan_graph", "start_run", "run_status"]
+        .map(|t| format!("{TOOL}{t}"))
+        .join(",");
+    let out = Command::new(crate::agents::agent_bin("claude"))
+        .args(["--plugin-dir", plugin.to_str().unwrap()])
+        .args(["-p", "/baton:do write hello.txt saying hello"])
+        .args(["--output-format", "json", "--allowedTools", &allowed])
+        .current_dir(test.path())
+        .env("HOME", home.path())
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("ANTHROPIC_BASE_URL", model.url())
+        .env(
+            "ANTHROPIC_API_KEY",
+            "sk-ant-api03-test-key-for-the-mock-model-only",
+        )
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        // MCP tools offered whole, not behind the ToolSearch tool (the scripted model calls
+        // them directly, as a model that knows them would).
+        .env("ENABLE_TOOL_SEARCH", "false")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    // On failure: the end of the conversation the model saw last.
+    let last = model.requests().last().map(|r| {
+        let messages = r.body["messages"].as_array().cloned().unwrap_or_default();
+        let n = messages.len();
+        messages[n.saturating_sub(3)..].to_vec()
+    });
+    assert!(
+        out.status.success() && !said.contains("\"is_error\":true"),
+        "{said}\n{}\nthe last messages: {last:#?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_str(said.trim()).unwrap_or_else(|_| panic!("{said}"));
+    assert_eq!(
+        result["result"], "Done: the run wrote hello.txt.",
+        "{result}"
+    );
+
+    // The run baton drove: named as the model asked, succeeded, its work on the result branch.
+    let runs = crate::test::baton_in(test.path(), &["runs", "--json"]);
+    let runs: Value = serde_json::from_str(&runs.stdout).unwrap();
+    let run = &runs["runs"][0];
+    assert_eq!(run["name"], "hello", "{runs}");
+    assert_eq!(run["state"], "succeeded", "{runs}");
+    let id = run["id"].as_str().unwrap();
+    assert_eq!(
+        crate::workspaces::git(
+            test.path(),
+            &["show", &format!("baton/{id}/result:hello.txt")]
+        ),
+        "hello"
+    );
+    // The model was asked with the command's own text (the first rule answered the first
+    // request), then planned, started and polled: baton's answers reached it.
+    let asked = model.requests();
+    assert_eq!(
+        asked[0].rule,
+        Some(0),
+        "the command's text was not in the first request"
+    );
+    let rules: Vec<Option<usize>> = asked.iter().map(|r| r.rule).collect();
+    assert!(
+        rules.contains(&Some(1)) && rules.contains(&Some(3)),
+        "{rules:?}"
+    );
+    assert_eq!(rules.last(), Some(&Some(2)), "{rules:?}");
+}
