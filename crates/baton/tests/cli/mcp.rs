@@ -500,3 +500,61 @@ fn claude_code_runs_a_goal_with_baton_do_through_the_plugins_server() {
     );
     assert_eq!(rules.last(), Some(&Some(2)), "{rules:?}");
 }
+
+/// `baton mcp` against the official MCP TypeScript SDK's client (pinned in tests/agents):
+/// the protocol as other hosts speak it, and the tools end to end (`mcp-client.mjs` says what
+/// it does).
+#[test]
+fn the_official_typescript_client_lists_validates_starts_approves_follows_and_cancels() {
+    let test = repo_with("");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/agents/mcp-client.mjs")
+        .canonicalize()
+        .unwrap();
+    let out = Command::new("node")
+        .arg(&script)
+        .arg(BATON)
+        .current_dir(test.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(said.trim()).unwrap_or_else(|_| panic!("{said}"));
+    assert_eq!(seen["server"]["name"], "baton", "{seen}");
+    let tools = seen["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 14, "{seen}");
+    // Every problem of the bad graph at once.
+    assert_eq!(seen["bad"]["valid"], false, "{seen}");
+    let problems = seen["bad"]["problems"].as_str().unwrap();
+    assert!(problems.contains("ghost"), "{problems}");
+    assert!(problems.contains("`run`"), "{problems}");
+    // The run waited for the approval, went on with it, and ended.
+    assert_eq!(seen["ended"]["run"]["state"], "succeeded", "{seen}");
+    let kinds: Vec<&str> = seen["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    let waiting = kinds.iter().position(|k| *k == "task-waiting").unwrap();
+    let decided = kinds.iter().position(|k| *k == "task-decided").unwrap();
+    assert!(waiting < decided, "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"run-finished"), "{kinds:?}");
+    assert!(
+        seen["log"]["tail"].as_str().unwrap().contains("deployed"),
+        "{seen}"
+    );
+    assert_eq!(seen["cancelled"], "cancelled", "{seen}");
+    assert!(
+        seen["missing"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("20990101-000000-0000"),
+        "{seen}"
+    );
+}
