@@ -28,6 +28,23 @@ pub struct AgentConfig {
     pub prices: PriceTable,
     /// `[notify]`: whom to tell when a run ends or a task waits for a person.
     pub notify: NotifyConfig,
+    /// `[mcp]`: what a graph an agent hands in over `baton mcp` may ask for.
+    pub mcp: McpLimits,
+}
+
+/// `[mcp]` in `baton.toml`: what a graph an agent hands in over `baton mcp` may ask for. A
+/// graph over a limit is refused, saying which; the concurrency asked is lowered to it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpLimits {
+    /// Most dollars a run's hard budget may be: a graph must set one (`[run] budget`), at
+    /// most this.
+    pub max_budget_usd: Option<f64>,
+    /// Most tasks a graph may hold, and may grow to (a planner's graph sets `[run]
+    /// max_tasks` at most this).
+    pub max_tasks: Option<u32>,
+    /// Most tasks running at once.
+    pub max_concurrency: Option<u32>,
 }
 
 /// `[notify]` in `baton.toml`: a command run, and a URL POSTed to, with a small JSON body,
@@ -70,6 +87,7 @@ impl Default for AgentConfig {
                 .collect(),
             prices: PriceTable::builtin(),
             notify: NotifyConfig::default(),
+            mcp: McpLimits::default(),
         }
     }
 }
@@ -90,6 +108,7 @@ struct File {
     #[serde(default)]
     prices: BTreeMap<String, Price>,
     notify: Option<NotifyConfig>,
+    mcp: Option<McpLimits>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -169,6 +188,12 @@ impl AgentConfig {
             mine.command = notify.command.or(mine.command.take());
             mine.webhook = notify.webhook.or(mine.webhook.take());
             mine.on = notify.on.or(mine.on.take());
+        }
+        if let Some(mcp) = file.mcp {
+            let mine = &mut self.mcp;
+            mine.max_budget_usd = mcp.max_budget_usd.or(mine.max_budget_usd);
+            mine.max_tasks = mcp.max_tasks.or(mine.max_tasks);
+            mine.max_concurrency = mcp.max_concurrency.or(mine.max_concurrency);
         }
         for (name, section) in file.engines {
             let kind = match &section.kind {

@@ -38,7 +38,7 @@ pub mod work;
 pub mod workspace;
 
 pub use baton_layout::RunDirs;
-pub use config::{AgentConfig, ConfigError, NotifyConfig, NotifyOn};
+pub use config::{AgentConfig, ConfigError, McpLimits, NotifyConfig, NotifyOn};
 pub use run_config::RunConfig;
 
 /// `COMMAND --version` of an engine: its version (`None` if it printed none baton can read),

@@ -248,13 +248,15 @@ impl Baton {
         };
         // Checked first, so that a graph baton refuses is refused here, with its problems.
         self.baton(&["plan", path_arg(&file)]).await?;
+        let concurrency = self.within_limits(&file, start.concurrency)?;
         let mut args = vec!["run".to_owned(), file.display().to_string()];
-        if let Some(n) = start.concurrency {
+        if let Some(n) = concurrency {
             args.extend(["--concurrency".to_owned(), n.to_string()]);
         }
         let run = self.detach(&args).await?;
         Ok(Json(json!({
             "run": run,
+            "concurrency": concurrency,
             "next": "call run_status (or run_events with after_seq) until the run ends",
         })))
     }
@@ -512,6 +514,50 @@ impl Baton {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Refuses a graph over what the repository's `baton.toml` lets an agent's graph ask for
+    /// (`[mcp]`: its budget, its tasks); the concurrency to run it with: the one asked (or the
+    /// graph's), lowered to `[mcp] max_concurrency`. `None`: the graph's own, unchanged.
+    fn within_limits(&self, file: &Path, asked: Option<u32>) -> Result<Option<u32>, String> {
+        let limits = baton_runner::AgentConfig::load(&self.root)
+            .map_err(|e| e.to_string())?
+            .mcp;
+        let graph = baton_graph::load(file).map_err(|e| e.to_string())?;
+        let run = graph.run_settings();
+        let mut problems = Vec::new();
+        if let Some(max) = limits.max_budget_usd {
+            match run.budget.usd {
+                None => problems.push(format!(
+                    "the graph sets no budget; set `[run] budget = {{ usd = N }}` with N at most                      {max} (`[mcp] max_budget_usd` in baton.toml)"
+                )),
+                Some(usd) if usd > max => problems.push(format!(
+                    "the graph's budget is ${usd}; at most ${max} is allowed here (`[mcp]                      max_budget_usd` in baton.toml)"
+                )),
+                Some(_) => {}
+            }
+        }
+        if let Some(max) = limits.max_tasks {
+            if graph.len() > max as usize {
+                problems.push(format!(
+                    "the graph has {} tasks; at most {max} are allowed here (`[mcp] max_tasks` in                      baton.toml)",
+                    graph.len()
+                ));
+            }
+            if graph.tasks().iter().any(|t| t.plan.is_some()) && run.max_tasks > max {
+                problems.push(format!(
+                    "its planners may grow it to {} tasks; set `[run] max_tasks` at most {max}                      (`[mcp] max_tasks` in baton.toml)",
+                    run.max_tasks
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(problems.join("\n"));
+        }
+        Ok(match limits.max_concurrency {
+            Some(max) => Some(asked.unwrap_or(run.concurrency).min(max)),
+            None => asked,
+        })
     }
 
     /// Writes a graph handed in as text under `.baton/mcp/`, for baton to read.

@@ -558,3 +558,49 @@ fn the_official_typescript_client_lists_validates_starts_approves_follows_and_ca
         "{seen}"
     );
 }
+
+/// What the repository's `baton.toml` lets an agent's graph ask for (`[mcp]`) holds over
+/// MCP: a graph without a budget, or over it, or with too many tasks, is refused with each
+/// reason; the concurrency asked is lowered to the limit.
+#[test]
+fn an_agent_s_graph_cannot_ask_for_more_than_the_repository_allows() {
+    let test = repo_with("").file(
+        "baton.toml",
+        "[mcp]\nmax_budget_usd = 2.5\nmax_tasks = 2\nmax_concurrency = 1\n",
+    );
+    let mut client = Client::start(test.path());
+    let three = "[[task]]\nid = \"a\"\nrun = \"true\"\n\n[[task]]\nid = \"b\"\nrun = \"true\"\n\n[[task]]\nid = \"c\"\nrun = \"true\"\n";
+    let refused = client
+        .call("start_run", json!({ "graph": three }))
+        .unwrap_err();
+    assert!(refused.contains("sets no budget"), "{refused}");
+    assert!(refused.contains("has 3 tasks; at most 2"), "{refused}");
+    let rich = format!("[run]\nbudget = {{ usd = 9 }}\n\n{three}");
+    let refused = client
+        .call("start_run", json!({ "graph": rich }))
+        .unwrap_err();
+    assert!(refused.contains("budget is $9; at most $2.5"), "{refused}");
+    let runs = client.call("list_runs", json!({})).unwrap();
+    assert_eq!(
+        runs["runs"],
+        json!([]),
+        "a refused graph started a run: {runs}"
+    );
+
+    let fits = "[run]\nbudget = { usd = 1 }\nconcurrency = 4\n\n[[task]]\nid = \"a\"\nrun = \"true\"\n\n[[task]]\nid = \"b\"\nrun = \"true\"\n";
+    let started = client
+        .call("start_run", json!({ "graph": fits, "concurrency": 8 }))
+        .unwrap();
+    assert_eq!(started["concurrency"], 1, "{started}");
+    let run = started["run"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = client.call("run_status", json!({ "run": run })).unwrap();
+        if status["run"]["state"] == "succeeded" {
+            assert_eq!(status["run"]["concurrency"], 1, "{status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{status}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
