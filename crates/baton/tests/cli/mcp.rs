@@ -604,3 +604,54 @@ fn an_agent_s_graph_cannot_ask_for_more_than_the_repository_allows() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// The README's registrations of `baton mcp` for Codex (`config.toml`) and Gemini CLI
+/// (`settings.json`), as written there, are what the pinned CLIs read: each lists the server.
+#[test]
+fn the_readme_s_codex_and_gemini_registrations_are_read_by_their_clis() {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    )
+    .unwrap();
+    let section = &readme[readme.find("## baton inside the agents").unwrap()..];
+    let block = |fence: &str| -> String {
+        let start = section.find(&format!("```{fence}\n")).unwrap() + fence.len() + 4;
+        section[start..][..section[start..].find("```").unwrap()].to_owned()
+    };
+    let (toml, json_text) = (block("toml"), block("json"));
+    let dir = tempfile::tempdir().unwrap();
+    let (home, codex_home, project) = (
+        dir.path().join("home"),
+        dir.path().join("codex-home"),
+        dir.path().join("project"),
+    );
+    for d in [&home, &codex_home, &project.join(".gemini")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(codex_home.join("config.toml"), &toml).unwrap();
+    std::fs::write(project.join(".gemini/settings.json"), &json_text).unwrap();
+    let list = |cli: &str| {
+        let out = Command::new(crate::agents::agent_bin(cli))
+            .args(["mcp", "list"])
+            .current_dir(&project)
+            .env("HOME", &home)
+            .env("CODEX_HOME", &codex_home)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{cli}: {out:?}");
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let codex = list("codex");
+    let row = codex
+        .lines()
+        .find(|l| l.starts_with("baton "))
+        .unwrap_or_else(|| panic!("{codex}"));
+    assert!(row.contains(" mcp ") && row.contains("enabled"), "{codex}");
+    let gemini = list("gemini");
+    assert!(gemini.contains("baton: baton mcp (stdio)"), "{gemini}");
+}
