@@ -9,6 +9,7 @@ use baton_attempt::launch::HeldOutput;
 use baton_attempt::unit::{Assembly, AttemptDone, TreeEnd, assemble};
 use baton_model::{Candidate, EventKind, Outcome};
 
+use super::best_of::{Ended, Round, Verdict, decide};
 use super::ending::Record;
 use super::{Dispatcher, Turn};
 
@@ -16,26 +17,6 @@ use super::{Dispatcher, Turn};
 /// `launch` of a task with `n` candidates.
 pub(crate) fn recorded_attempt(launch: u32, n: u32, k: u32) -> u32 {
     (launch - 1) * n + k
-}
-
-/// A best-of attempt whose candidates are running: what has come of those that ended.
-pub(super) struct Gathering {
-    /// The scheduler's attempt.
-    launch: u32,
-    /// How many candidates it waits for.
-    expected: u32,
-    ended: Vec<Ended>,
-}
-
-/// One candidate's end.
-struct Ended {
-    candidate: Candidate,
-    outcome: Outcome,
-    output: HeldOutput,
-    stderr_tail: String,
-    head: Option<String>,
-    changed: Option<Vec<String>>,
-    review_warnings: bool,
 }
 
 impl Dispatcher<'_> {
@@ -78,35 +59,20 @@ impl Dispatcher<'_> {
         };
         if let Some(outcome) = refused {
             // None starts: one attempt, recorded as never started, says why.
-            self.gathering.insert(
-                task,
-                Gathering {
-                    launch,
-                    expected: 1,
-                    ended: Vec::new(),
-                },
-            );
+            self.gathering
+                .insert(task, Round::new(launch, 1, Vec::new()));
             self.never_started(task, recorded_attempt(launch, n, 1), outcome);
             return true;
         }
         let done: Vec<u32> = kept.iter().map(|e| e.candidate.candidate).collect();
-        self.gathering.insert(
-            task,
-            Gathering {
-                launch,
-                expected: n,
-                ended: kept,
-            },
-        );
+        let round = Round::new(launch, n, kept);
         if to_run == 0 {
             // Every candidate had ended (the crash came before the pick): picked now.
-            let Gathering {
-                launch, mut ended, ..
-            } = self.gathering.remove(&task).expect("inserted above");
-            ended.sort_by_key(|e| e.candidate.candidate);
+            let (launch, ended) = round.into_ends();
             self.judge(task, launch, ended, turn);
             return true;
         }
+        self.gathering.insert(task, round);
         let each = self.graph.task(task).expected_usd();
         for k in (1..=n).filter(|k| !done.contains(k)) {
             let attempt = recorded_attempt(launch, n, k);
@@ -202,10 +168,10 @@ impl Dispatcher<'_> {
             done.output_bytes,
             &done.stderr_tail,
         );
-        let Some(gathering) = self.gathering.get_mut(&task) else {
+        let Some(round) = self.gathering.get_mut(&task) else {
             return;
         };
-        gathering.ended.push(Ended {
+        let whole = round.add(Ended {
             candidate,
             outcome: done.outcome,
             output: done.output,
@@ -214,14 +180,11 @@ impl Dispatcher<'_> {
             changed: done.changed,
             review_warnings: done.review_warnings,
         });
-        if (gathering.ended.len() as u32) < gathering.expected {
+        if !whole {
             return;
         }
-        if let Some(Gathering {
-            launch, mut ended, ..
-        }) = self.gathering.remove(&task)
-        {
-            ended.sort_by_key(|e| e.candidate.candidate);
+        if let Some(round) = self.gathering.remove(&task) {
+            let (launch, ended) = round.into_ends();
             self.judge(task, launch, ended, turn);
         }
     }
@@ -309,44 +272,25 @@ impl Dispatcher<'_> {
     /// All of the scheduler's attempt `launch` of `task` ended: the winner's work becomes
     /// the task's, and its end the attempt's.
     fn judge(&mut self, task: u32, launch: u32, ended: Vec<Ended>, turn: &mut Turn) {
-        let mut candidates: Vec<Candidate> = ended.iter().map(|e| e.candidate.clone()).collect();
-        let (winner, why) = baton_model::pick(&candidates);
-        if winner == Some(1) {
-            // The first works on the task's own branch, which it keeps.
-            for c in candidates.iter_mut().filter(|c| c.candidate == 1) {
-                if let Some(own) = c.branch.as_deref().and_then(|b| b.strip_suffix("@1")) {
-                    c.branch = Some(own.to_owned());
-                }
-            }
-        }
+        let Some(Verdict {
+            candidates,
+            winner,
+            why,
+            chosen,
+        }) = decide(ended)
+        else {
+            return;
+        };
         self.ledger.push(EventKind::Picked {
             task: self.graph.task(task).id.clone(),
             candidates,
             winner,
             why,
         });
-        let mut head = None;
-        let chosen = match winner {
-            Some(w) => {
-                let graph = std::sync::Arc::clone(&self.graph);
-                head = self.workspaces.pick(&graph, task, w);
-                ended
-                    .into_iter()
-                    .find(|e| e.candidate.candidate == w)
-                    .expect("the winner is a candidate")
-            }
-            // None passed: the attempt ends as the first that failed for the machinery
-            // (another attempt may fare better), else as the first candidate.
-            None => {
-                let at = ended
-                    .iter()
-                    .position(|e| {
-                        e.outcome.failure_class() == Some(baton_model::FailureClass::Infrastructure)
-                    })
-                    .unwrap_or(0);
-                ended.into_iter().nth(at).expect("one candidate at least")
-            }
-        };
+        let head = winner.and_then(|w| {
+            let graph = std::sync::Arc::clone(&self.graph);
+            self.workspaces.pick(&graph, task, w)
+        });
         if let Some(changed) = chosen.changed {
             self.workspaces.changed(task, changed);
         }

@@ -35,6 +35,7 @@ use crate::reasons::{finish_reason, stop_reason};
 use crate::recorder::Recorder;
 use crate::takeover::Restored;
 
+mod best_of;
 mod cancels;
 mod candidates;
 mod ending;
@@ -86,7 +87,7 @@ pub(crate) struct Dispatcher<'a> {
     warnings: bool,
     approvals: Approvals,
     /// Best-of tasks whose candidates are running.
-    gathering: HashMap<u32, candidates::Gathering>,
+    gathering: HashMap<u32, best_of::Round>,
     /// Best-of candidates (recorded attempts, by task) that ended before a takeover in a round
     /// it cut short: the task's next round counts them (see `Restored::carried`).
     carried_candidates: HashMap<u32, Vec<u32>>,
