@@ -80,107 +80,21 @@ impl Queue {
         let mut listener = store.listener(&[Wake::AttemptEnded])?;
         let (tx, ends) = mpsc::unbounded_channel();
         let quit = Arc::new(AtomicBool::new(false));
-        let (orders, queuer) = {
-            let (orders, inbox) = std::sync::mpsc::channel::<Vec<QueuedAttempt>>();
-            let (run, tx) = (run.clone(), tx.clone());
-            let queuer = std::thread::Builder::new()
-                .name("baton-enqueue".to_owned())
-                .spawn(move || {
-                    // Ends when the queue is dropped (its sender with it).
-                    while let Ok(mut batch) = inbox.recv() {
-                        while let Ok(more) = inbox.try_recv() {
-                            batch.extend(more);
-                        }
-                        let keys: Vec<(u32, u32)> =
-                            batch.iter().map(|a| (a.task, a.attempt)).collect();
-                        // Not queued: the run was taken over, or the store failed. They end
-                        // cancelled, as launches after a store failure do; the next commit
-                        // tells the dispatcher which.
-                        if enqueue(store.as_ref(), &run, token, batch, term).is_err() {
-                            for (task, attempt) in keys {
-                                let _ = tx.send(AttemptDone::never_started(
-                                    task,
-                                    attempt,
-                                    Outcome::Cancelled,
-                                ));
-                            }
-                        }
-                    }
-                })
-                .map_err(StoreError::Recorder)?;
-            (orders, queuer)
+        let (orders, queuer) = spawn_queuer(store, run.clone(), token, term, tx.clone())?;
+        let poller = Poller {
+            store: poll_store,
+            run,
+            token,
+            progress,
+            stop,
+            meter,
+            ends: tx,
+            quit: Arc::clone(&quit),
         };
-        let poller = {
-            let (run, quit) = (run.clone(), Arc::clone(&quit));
-            std::thread::Builder::new()
-                .name("baton-queue".to_owned())
-                .spawn(move || {
-                    let mut taker = Taker::default();
-                    let mut stopped = StopLevel::Run;
-                    while !quit.load(Ordering::Relaxed) {
-                        let level = *stop.borrow();
-                        if level != stopped {
-                            let code = match level {
-                                StopLevel::Run => 0,
-                                StopLevel::Graceful => 1,
-                                StopLevel::Immediate => 2,
-                            };
-                            // What no worker took never started: it ends here, cancelled.
-                            // Tried again at the next poll if the store did not answer.
-                            match poll_store.stop_attempts(&run, token, code) {
-                                Ok(unclaimed) => {
-                                    stopped = level;
-                                    for (task, attempt) in unclaimed {
-                                        let _ = tx.send(AttemptDone::never_started(
-                                            task,
-                                            attempt,
-                                            Outcome::Cancelled,
-                                        ));
-                                    }
-                                }
-                                // Another coordinator's now: its queue is not this one's to
-                                // stop (the recorder's heartbeat tells the dispatcher).
-                                Err(StoreError::LeaseLost { .. } | StoreError::UnknownRun(_)) => {
-                                    stopped = level;
-                                }
-                                Err(_) => {}
-                            }
-                        }
-                        if let Ok(arrived) = poll_store.take_arrivals(&run, token, &taker.have) {
-                            let (news, ends) = taker.sort(arrived);
-                            // A running attempt's news before its end.
-                            for event in news {
-                                if let Ok(event) = serde_json::from_str::<Event>(&event) {
-                                    let _ = progress.send(event);
-                                }
-                            }
-                            for end in ends {
-                                let done = match end {
-                                    AttemptEnd::Ended {
-                                        task,
-                                        attempt,
-                                        result,
-                                    } => ended_remotely(task, attempt, &result),
-                                    AttemptEnd::Lapsed {
-                                        task,
-                                        attempt,
-                                        worker,
-                                    } => lapsed(task, attempt, &worker),
-                                };
-                                if let Some(agent) = &done.agent {
-                                    meter.finish((done.task, done.attempt), agent);
-                                }
-                                if tx.send(done).is_err() {
-                                    return;
-                                }
-                            }
-                        }
-                        // Woken by a worker's end, or by the clock.
-                        let _ = listener.wait(POLL);
-                    }
-                })
-                .map_err(StoreError::Recorder)?
-        };
+        let poller = std::thread::Builder::new()
+            .name("baton-queue".to_owned())
+            .spawn(move || poller.run(listener.as_mut()))
+            .map_err(StoreError::Recorder)?;
         Ok(Self {
             pending: Vec::new(),
             outstanding: std::collections::HashSet::new(),
@@ -330,6 +244,140 @@ fn ended_remotely(task: u32, attempt: u32, result: &str) -> AttemptDone {
             ),
         },
     )
+}
+
+/// The thread that queues the dispatcher's launches for workers, a batch at a time (fenced by
+/// the run's lease `token`). A batch that cannot be queued (the run was taken over, or the
+/// store failed) ends cancelled, as launches after a store failure do: the next commit tells
+/// the dispatcher which. Ends when the queue is dropped (its sender with it).
+fn spawn_queuer(
+    store: Box<dyn baton_store::QueueStore>,
+    run: RunId,
+    token: u64,
+    term: std::time::Duration,
+    ends: mpsc::UnboundedSender<AttemptDone>,
+) -> Result<
+    (
+        std::sync::mpsc::Sender<Vec<QueuedAttempt>>,
+        std::thread::JoinHandle<()>,
+    ),
+    StoreError,
+> {
+    let (orders, inbox) = std::sync::mpsc::channel::<Vec<QueuedAttempt>>();
+    let queuer = std::thread::Builder::new()
+        .name("baton-enqueue".to_owned())
+        .spawn(move || {
+            while let Ok(mut batch) = inbox.recv() {
+                while let Ok(more) = inbox.try_recv() {
+                    batch.extend(more);
+                }
+                let keys: Vec<(u32, u32)> = batch.iter().map(|a| (a.task, a.attempt)).collect();
+                if enqueue(store.as_ref(), &run, token, batch, term).is_err() {
+                    for (task, attempt) in keys {
+                        let _ = ends.send(AttemptDone::never_started(
+                            task,
+                            attempt,
+                            Outcome::Cancelled,
+                        ));
+                    }
+                }
+            }
+        })
+        .map_err(StoreError::Recorder)?;
+    Ok((orders, queuer))
+}
+
+/// The thread that watches a run's queue: it passes a stop of the run on to the workers, and
+/// hands the dispatcher what workers said of running attempts (their news) and their ends.
+struct Poller {
+    store: Box<dyn baton_store::QueueStore>,
+    run: RunId,
+    token: u64,
+    progress: mpsc::UnboundedSender<Event>,
+    stop: watch::Receiver<StopLevel>,
+    meter: Meter,
+    ends: mpsc::UnboundedSender<AttemptDone>,
+    quit: Arc<AtomicBool>,
+}
+
+impl Poller {
+    fn run(self, listener: &mut dyn baton_store::Wakeups) {
+        let mut taker = Taker::default();
+        let mut stopped = StopLevel::Run;
+        while !self.quit.load(Ordering::Relaxed) {
+            self.pass_on_stop(&mut stopped);
+            if !self.take(&mut taker) {
+                return;
+            }
+            // Woken by a worker's end, or by the clock.
+            let _ = listener.wait(POLL);
+        }
+    }
+
+    /// A stop of the run reaches the workers; what no worker took never started: it ends here,
+    /// cancelled. Tried again at the next poll if the store did not answer.
+    fn pass_on_stop(&self, stopped: &mut StopLevel) {
+        let level = *self.stop.borrow();
+        if level == *stopped {
+            return;
+        }
+        let code = match level {
+            StopLevel::Run => 0,
+            StopLevel::Graceful => 1,
+            StopLevel::Immediate => 2,
+        };
+        match self.store.stop_attempts(&self.run, self.token, code) {
+            Ok(unclaimed) => {
+                *stopped = level;
+                for (task, attempt) in unclaimed {
+                    let _ = self.ends.send(AttemptDone::never_started(
+                        task,
+                        attempt,
+                        Outcome::Cancelled,
+                    ));
+                }
+            }
+            // Another coordinator's now: its queue is not this one's to stop (the recorder's
+            // heartbeat tells the dispatcher).
+            Err(StoreError::LeaseLost { .. } | StoreError::UnknownRun(_)) => *stopped = level,
+            Err(_) => {}
+        }
+    }
+
+    /// Takes what arrived: a running attempt's news before its end. Whether the dispatcher is
+    /// still there to take ends.
+    fn take(&self, taker: &mut Taker) -> bool {
+        let Ok(arrived) = self.store.take_arrivals(&self.run, self.token, &taker.have) else {
+            return true;
+        };
+        let (news, ends) = taker.sort(arrived);
+        for event in news {
+            if let Ok(event) = serde_json::from_str::<Event>(&event) {
+                let _ = self.progress.send(event);
+            }
+        }
+        for end in ends {
+            let done = match end {
+                AttemptEnd::Ended {
+                    task,
+                    attempt,
+                    result,
+                } => ended_remotely(task, attempt, &result),
+                AttemptEnd::Lapsed {
+                    task,
+                    attempt,
+                    worker,
+                } => lapsed(task, attempt, &worker),
+            };
+            if let Some(agent) = &done.agent {
+                self.meter.finish((done.task, done.attempt), agent);
+            }
+            if self.ends.send(done).is_err() {
+                return false;
+            }
+        }
+        true
+    }
 }
 
 /// An attempt whose worker stopped renewing its lease: interrupted (run again at once, not
