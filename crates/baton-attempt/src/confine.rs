@@ -44,7 +44,9 @@ fn want(task: &Task, in_worktree: bool, planned: PlannedCommands) -> Want {
 /// Why a task a planner added cannot run here, and what the graph can say to let it.
 fn planned_refusal(task: &Task, why: &str) -> String {
     format!(
-        "task `{}` was planned by a model, and its shell commands run only in a worktree under          the write sandbox, but {why}; to run planned commands unconfined, set          `planned_commands = \"allow\"` under [run]",
+        "task `{}` was planned by a model, and its shell commands run only in a worktree \
+         under the write sandbox, but {why}; to run planned commands unconfined, set \
+         `planned_commands = \"allow\"` under [run]",
         task.id
     )
 }

@@ -642,6 +642,9 @@ impl Graph {
         if let Some(concurrency) = overrides.concurrency {
             self.run.concurrency = concurrency.max(1);
         }
+        if let Some(usd) = overrides.budget_usd {
+            self.run.budget.usd = Some(usd);
+        }
         for task in &mut self.tasks {
             if let Some(retries) = overrides.retries {
                 task.retries = retries;
@@ -684,6 +687,8 @@ impl Graph {
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
     pub concurrency: Option<u32>,
+    /// The run's hard budget in dollars.
+    pub budget_usd: Option<f64>,
     pub retries: Option<u32>,
     pub timeout: Option<Duration>,
 }

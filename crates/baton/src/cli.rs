@@ -440,6 +440,9 @@ pub(crate) struct RunArgs {
     /// Most tasks running at once (overrides `[run] concurrency`).
     #[arg(short = 'j', long, value_name = "N")]
     pub concurrency: Option<u32>,
+    /// The run's hard budget in dollars (overrides `[run] budget`'s `usd`).
+    #[arg(long, value_name = "USD")]
+    pub budget: Option<f64>,
     /// Attempts after the first, for every task (overrides the file).
     #[arg(long, value_name = "N")]
     pub retries: Option<u32>,

@@ -112,6 +112,9 @@ struct StartRun {
     /// Most tasks at once (the graph's `[run] concurrency` otherwise).
     #[serde(default)]
     concurrency: Option<u32>,
+    /// The run's hard budget in dollars (the graph's `[run] budget` otherwise).
+    #[serde(default)]
+    budget_usd: Option<f64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -248,10 +251,13 @@ impl Baton {
         };
         // Checked first, so that a graph baton refuses is refused here, with its problems.
         self.baton(&["plan", path_arg(&file)]).await?;
-        let concurrency = self.within_limits(&file, start.concurrency)?;
+        let concurrency = self.within_limits(&file, start.concurrency, start.budget_usd)?;
         let mut args = vec!["run".to_owned(), file.display().to_string()];
         if let Some(n) = concurrency {
             args.extend(["--concurrency".to_owned(), n.to_string()]);
+        }
+        if let Some(usd) = start.budget_usd {
+            args.extend(["--budget".to_owned(), usd.to_string()]);
         }
         let run = self.detach(&args).await?;
         Ok(Json(json!({
@@ -519,7 +525,12 @@ impl Baton {
     /// Refuses a graph over what the repository's `baton.toml` lets an agent's graph ask for
     /// (`[mcp]`: its budget, its tasks); the concurrency to run it with: the one asked (or the
     /// graph's), lowered to `[mcp] max_concurrency`. `None`: the graph's own, unchanged.
-    fn within_limits(&self, file: &Path, asked: Option<u32>) -> Result<Option<u32>, String> {
+    fn within_limits(
+        &self,
+        file: &Path,
+        asked: Option<u32>,
+        budget_usd: Option<f64>,
+    ) -> Result<Option<u32>, String> {
         let limits = baton_runner::AgentConfig::load(&self.root)
             .map_err(|e| e.to_string())?
             .mcp;
@@ -527,12 +538,14 @@ impl Baton {
         let run = graph.run_settings();
         let mut problems = Vec::new();
         if let Some(max) = limits.max_budget_usd {
-            match run.budget.usd {
+            match budget_usd.or(run.budget.usd) {
                 None => problems.push(format!(
-                    "the graph sets no budget; set `[run] budget = {{ usd = N }}` with N at most                      {max} (`[mcp] max_budget_usd` in baton.toml)"
+                    "the graph sets no budget; set `[run] budget = {{ usd = N }}` (or `budget_usd`) with \
+                     N at most {max} (`[mcp] max_budget_usd` in baton.toml)"
                 )),
                 Some(usd) if usd > max => problems.push(format!(
-                    "the graph's budget is ${usd}; at most ${max} is allowed here (`[mcp]                      max_budget_usd` in baton.toml)"
+                    "the run's budget would be ${usd}; at most ${max} is allowed here (`[mcp] \
+                     max_budget_usd` in baton.toml)"
                 )),
                 Some(_) => {}
             }
@@ -540,13 +553,15 @@ impl Baton {
         if let Some(max) = limits.max_tasks {
             if graph.len() > max as usize {
                 problems.push(format!(
-                    "the graph has {} tasks; at most {max} are allowed here (`[mcp] max_tasks` in                      baton.toml)",
+                    "the graph has {} tasks; at most {max} are allowed here (`[mcp] max_tasks` in \
+                     baton.toml)",
                     graph.len()
                 ));
             }
             if graph.tasks().iter().any(|t| t.plan.is_some()) && run.max_tasks > max {
                 problems.push(format!(
-                    "its planners may grow it to {} tasks; set `[run] max_tasks` at most {max}                      (`[mcp] max_tasks` in baton.toml)",
+                    "its planners may grow it to {} tasks; set `[run] max_tasks` at most {max} \
+                     (`[mcp] max_tasks` in baton.toml)",
                     run.max_tasks
                 ));
             }

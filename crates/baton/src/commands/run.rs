@@ -32,11 +32,19 @@ pub(super) fn run(args: RunArgs, store_url: Option<&str>) -> Result<i32, Failure
     if args.concurrency == Some(0) {
         return Err(Failure::BadInput("--concurrency must be at least 1".into()));
     }
+    if let Some(usd) = args.budget
+        && !(usd.is_finite() && usd > 0.0)
+    {
+        return Err(Failure::BadInput(format!(
+            "--budget {usd}: a budget is a number of dollars above 0, like 2.50"
+        )));
+    }
     kill_grace(&args.drive)?;
 
     let mut graph = load_graph(&args.file)?;
     graph.apply_overrides(&Overrides {
         concurrency: args.concurrency,
+        budget_usd: args.budget,
         retries: args.retries,
         timeout,
     });

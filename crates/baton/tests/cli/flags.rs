@@ -180,3 +180,32 @@ fn a_store_that_cannot_be_created_is_exit_3() {
         .status(3)
         .stderr_contains("blocker");
 }
+
+/// `--budget USD` sets the run's hard budget over the file's (as `baton mcp`'s `budget_usd`
+/// does); a budget that is no amount of dollars is bad input.
+#[test]
+fn budget_overrides_the_file_s_and_must_be_dollars() {
+    let graph = "[run]\nbudget = { usd = 3 }\n\n[[task]]\nid = \"a\"\nprompt = \"x\"\nestimate = { usd = 0.5 }\n";
+    let out = Test::new()
+        .graph("graph.toml", graph)
+        .args(&[
+            "run",
+            "graph.toml",
+            "--budget",
+            "1.5",
+            "--dry-run",
+            "--json",
+        ])
+        .run()
+        .status(0);
+    assert_eq!(out.json()["budget"]["limit"], "$1.50", "{}", out.stdout);
+    for bad in ["0", "-2", "NaN"] {
+        let flag = format!("--budget={bad}");
+        Test::new()
+            .graph("graph.toml", graph)
+            .args(&["run", "graph.toml", &flag])
+            .run()
+            .status(2)
+            .stderr_contains("a budget is a number of dollars above 0");
+    }
+}

@@ -579,7 +579,19 @@ fn an_agent_s_graph_cannot_ask_for_more_than_the_repository_allows() {
     let refused = client
         .call("start_run", json!({ "graph": rich }))
         .unwrap_err();
-    assert!(refused.contains("budget is $9; at most $2.5"), "{refused}");
+    assert!(
+        refused.contains("budget would be $9; at most $2.5"),
+        "{refused}"
+    );
+    // Nor through the call's own budget.
+    let one = "[[task]]\nid = \"a\"\nrun = \"true\"\n";
+    let refused = client
+        .call("start_run", json!({ "graph": one, "budget_usd": 3 }))
+        .unwrap_err();
+    assert!(
+        refused.contains("budget would be $3; at most $2.5"),
+        "{refused}"
+    );
     let runs = client.call("list_runs", json!({})).unwrap();
     assert_eq!(
         runs["runs"],
@@ -587,9 +599,13 @@ fn an_agent_s_graph_cannot_ask_for_more_than_the_repository_allows() {
         "a refused graph started a run: {runs}"
     );
 
-    let fits = "[run]\nbudget = { usd = 1 }\nconcurrency = 4\n\n[[task]]\nid = \"a\"\nrun = \"true\"\n\n[[task]]\nid = \"b\"\nrun = \"true\"\n";
+    // A graph with no budget of its own runs with the call's, within the limit.
+    let fits = "[run]\nconcurrency = 4\n\n[[task]]\nid = \"a\"\nrun = \"true\"\n\n[[task]]\nid = \"b\"\nrun = \"true\"\n";
     let started = client
-        .call("start_run", json!({ "graph": fits, "concurrency": 8 }))
+        .call(
+            "start_run",
+            json!({ "graph": fits, "concurrency": 8, "budget_usd": 1.5 }),
+        )
         .unwrap();
     assert_eq!(started["concurrency"], 1, "{started}");
     let run = started["run"].as_str().unwrap().to_owned();
