@@ -70,7 +70,14 @@ fn the_bash_completion_script_completes_commands_flags_runs_and_tasks() {
         .filter(|w| !w.starts_with('-'))
         .collect();
     assert_eq!(runs, ["latest".to_owned(), one.clone(), two.clone()]);
-    let prefix = words(&format!("baton status {}", &two[..two.len() - 2]));
+    // A prefix of one run's id that the other's does not share (two runs started in one
+    // second share all but the last characters).
+    let differ = two
+        .chars()
+        .zip(one.chars())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let prefix = words(&format!("baton status {}", &two[..=differ]));
     assert_eq!(prefix, std::slice::from_ref(&two));
     // Task ids of the run on the line, else of the latest.
     let tasks = |line: &str| -> Vec<String> {
