@@ -16,6 +16,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::commands::events::JsonEvent;
+use crate::commands::records;
 use crate::exit::{self, Failure};
 use crate::project::Project;
 
@@ -277,26 +279,36 @@ impl Baton {
         Ok(Json(bounded_status(result)))
     }
 
-    /// What happened in a run, as events (one line of words and the event itself each),
-    /// after a sequence number: poll with the `last_seq` of the previous call.
+    /// What happened in a run, as events (as `baton events --json` prints them), after a
+    /// sequence number: poll with the `last_seq` of the previous call. Read a page at a time
+    /// from the store, not the whole log at each poll.
     #[tool(name = "run_events")]
     async fn run_events(
         &self,
         Parameters(query): Parameters<EventsQuery>,
     ) -> Result<Json<Value>, String> {
-        let limit = query.limit.map_or(50, |n| n as usize).min(MAX_EVENTS);
-        let all = self.baton(&["events", &query.run, "--json"]).await?;
-        let events: Vec<Value> = all
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter(|e| e["seq"].as_u64().is_some_and(|seq| seq > query.after_seq))
-            .collect();
-        let more = events.len() > limit;
-        let events: Vec<Value> = events.into_iter().take(limit).collect();
+        let limit = query.limit.unwrap_or(50).min(MAX_EVENTS as u32);
+        let after = query.after_seq;
+        let page = tokio::task::spawn_blocking(move || -> Result<Vec<Value>, String> {
+            let store = records::open(None).map_err(words)?;
+            let run = records::resolve(&*store, Some(&query.run)).map_err(words)?;
+            // One more than asked: whether there is more.
+            let events = store
+                .events(&run.id, after, limit + 1)
+                .map_err(|e| e.to_string())?;
+            events
+                .iter()
+                .map(|e| serde_json::to_value(JsonEvent::of(e)).map_err(|e| e.to_string()))
+                .collect()
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        let more = page.len() > limit as usize;
+        let events: Vec<Value> = page.into_iter().take(limit as usize).collect();
         let last_seq = events
             .last()
             .and_then(|e| e["seq"].as_u64())
-            .unwrap_or(query.after_seq);
+            .unwrap_or(after);
         Ok(Json(
             json!({ "events": events, "last_seq": last_seq, "more": more }),
         ))
@@ -626,6 +638,16 @@ impl Baton {
             ));
         }
         Ok(real)
+    }
+}
+
+/// A command's failure in its own words, for a tool's error.
+fn words(failure: Failure) -> String {
+    match failure {
+        Failure::BadInput(words) => words,
+        Failure::Internal(error) => format!("{error:#}"),
+        Failure::Reported(code) => format!("failed (exit code {code})"),
+        Failure::Closed => "its output was closed".to_owned(),
     }
 }
 
