@@ -20,6 +20,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("migrations/v9_stop_cause.sql"),
     include_str!("migrations/v10_rare_event_kinds.sql"),
     include_str!("migrations/v11_graph_parts.sql"),
+    include_str!("migrations/v12_counts_at_finish.sql"),
 ];
 
 /// The schema version this build writes.

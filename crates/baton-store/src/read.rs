@@ -317,14 +317,20 @@ fn task_counts(
     tx: &Transaction<'_>,
     run: &RunId,
 ) -> Result<BTreeMap<baton_model::TaskState, u32>, StoreError> {
-    let mut statement =
-        tx.prepare_cached("SELECT status, n FROM task_counts WHERE run_id = ?1 AND n > 0")?;
-    let counts = statement
-        .query_map([run.as_str()], |row| {
-            Ok((decode::task_state(row, 0)?, row.get(1)?))
-        })?
-        .collect::<Result<_, _>>()?;
-    Ok(counts)
+    let counted = |sql: &str| -> Result<BTreeMap<baton_model::TaskState, u32>, StoreError> {
+        Ok(tx
+            .prepare_cached(sql)?
+            .query_map([run.as_str()], |row| {
+                Ok((decode::task_state(row, 0)?, row.get(1)?))
+            })?
+            .collect::<Result<_, _>>()?)
+    };
+    // Kept when the run finished (`project::count_tasks`); a run going on is counted here.
+    let kept = counted("SELECT status, n FROM task_counts WHERE run_id = ?1 AND n > 0")?;
+    if !kept.is_empty() {
+        return Ok(kept);
+    }
+    counted("SELECT status, COUNT(*) FROM tasks WHERE run_id = ?1 GROUP BY status")
 }
 
 /// What a run's agent attempts used and cost, summed.

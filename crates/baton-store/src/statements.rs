@@ -43,7 +43,8 @@ pub(crate) enum Sql {
     AttemptRan,
     TaskAdded,
     RunGrown,
-    PendingAdded,
+    CountsForgotten,
+    TasksCounted,
     TaskRan,
     TaskRanQuietly,
     TaskPicked,
@@ -160,9 +161,11 @@ impl Sql {
                  SELECT ?1, ?2, task_count, ?3 FROM runs WHERE id = ?1"
             }
             Self::RunGrown => "UPDATE runs SET task_count = task_count + 1 WHERE id = ?1",
-            Self::PendingAdded => {
-                "INSERT INTO task_counts (run_id, status, n) VALUES (?1, ?2, 1) \
-                 ON CONFLICT (run_id, status) DO UPDATE SET n = n + 1"
+            // A run's tasks counted by state, kept from its `run-finished` until its next turn.
+            Self::CountsForgotten => "DELETE FROM task_counts WHERE run_id = ?1",
+            Self::TasksCounted => {
+                "INSERT INTO task_counts (run_id, status, n) \
+                 SELECT run_id, status, COUNT(*) FROM tasks WHERE run_id = ?1 GROUP BY status"
             }
             // A best-of task's output and exit code are its winner's (attempt ?3), whichever
             // candidate's attempt ended last, unless an attempt after the round (which ends at
@@ -178,8 +181,7 @@ impl Sql {
             }
             // `TaskStarted` and then `TaskEndedWithOutput`, composed: the first leaves
             // `attempts` at MAX(attempts, ?3) and `exit_code` NULL, which the second reads; it
-            // changes no column the second reads otherwise. One status change instead of two
-            // (so the `task_counts` trigger runs once).
+            // changes no column the second reads otherwise. One update of the row instead of two.
             Self::TaskRan => {
                 concat!(
                     "UPDATE tasks SET status = ?5, attempts = MAX(attempts, ?3), \

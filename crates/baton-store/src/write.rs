@@ -105,12 +105,6 @@ impl SqliteStore {
                 other => other?,
             };
             write_graph(tx, run)?;
-            tx.prepare_cached("INSERT INTO task_counts (run_id, status, n) VALUES (?1, ?2, ?3)")?
-                .execute(params![
-                    run.id.as_str(),
-                    TaskState::Pending.as_str(),
-                    run.tasks.len() as u64
-                ])?;
             let mut insert_task = tx.prepare_cached(
                 "INSERT INTO tasks (run_id, task_id, idx, status) VALUES (?1, ?2, ?3, ?4)",
             )?;

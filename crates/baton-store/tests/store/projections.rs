@@ -493,7 +493,7 @@ fn the_consistency_check_finds_a_table_that_disagrees_with_the_log() {
         "UPDATE tasks SET status = 'running' WHERE task_id = 'a';
          INSERT INTO attempts (run_id, task_idx, task_id, attempt, started_at_ms) VALUES ('r1', 1, 'b', 1, 5);
          DELETE FROM events WHERE seq = 2;
-         UPDATE task_counts SET n = 7 WHERE status = 'pending';",
+         INSERT INTO task_counts (run_id, status, n) VALUES ('r1', 'pending', 7);",
     )
     .unwrap();
     let problems = store.check_consistency(&run).unwrap();
@@ -506,6 +506,73 @@ fn the_consistency_check_finds_a_table_that_disagrees_with_the_log() {
     );
     assert!(text.contains("attempt 1 of a: the table has"), "{text}");
     assert!(text.contains("task counts: the table has"), "{text}");
+}
+
+#[test]
+fn a_runs_tasks_are_counted_while_it_goes_on_and_kept_counted_once_it_finishes() {
+    let db = Db::new();
+    let store = db.open();
+    store.create_run(&new_run("r1", &["a", "b"])).unwrap();
+    let run = run_id("r1");
+    let conn = rusqlite::Connection::open(db.path()).unwrap();
+    let kept = || -> i64 {
+        conn.query_row(
+            "SELECT COUNT(*) FROM task_counts WHERE run_id = 'r1'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap()
+    };
+    let counts = || {
+        let summary = store.runs(1).unwrap().remove(0);
+        (
+            summary.count(TaskState::Pending),
+            summary.count(TaskState::Running),
+            summary.count(TaskState::Succeeded),
+        )
+    };
+    assert_eq!(counts(), (2, 0, 0));
+
+    store.commit(&run, &[started(1, "a", 1)], &[]).unwrap();
+    assert_eq!(counts(), (1, 1, 0));
+    store
+        .commit(
+            &run,
+            &[
+                finished(2, "a", 1, Outcome::Exited { code: 0 }),
+                task_finished(2, "a", TaskState::Succeeded, None),
+            ],
+            &[],
+        )
+        .unwrap();
+    assert_eq!(counts(), (1, 0, 1));
+    assert_eq!(kept(), 0, "a run going on is counted when read");
+
+    let finish = event(
+        3,
+        EventKind::RunFinished {
+            state: RunState::Failed,
+        },
+    );
+    store.commit(&run, &[finish], &[]).unwrap();
+    assert_eq!(kept(), 2, "pending and succeeded, kept");
+    assert_eq!(counts(), (1, 0, 1));
+    assert_consistent(&store, &run);
+
+    // Resumed: the kept counts go with its next turn.
+    let resumed = event(
+        4,
+        EventKind::RunResumed {
+            retry: false,
+            worker: None,
+        },
+    );
+    store
+        .commit(&run, &[resumed, started(5, "b", 1)], &[])
+        .unwrap();
+    assert_eq!(kept(), 0);
+    assert_eq!(counts(), (0, 1, 1));
+    assert_consistent(&store, &run);
 }
 
 #[test]
