@@ -1,6 +1,6 @@
 #!/bin/bash
 # A trial, not a benchmark: PostgreSQL restarted twice under three workers, as the hostile
-# pass's finding 3 did (docs/WORKERS.md, "Leases, in numbers"). 60 one-second `true`-like tasks
+# pass's finding 3 did (docs/guide/src/workers.md, "Leases, in numbers"). 60 one-second `true`-like tasks
 # in ten waves of six; the server is restarted DELAY seconds after the submit, and again 3 s
 # later. Prints the run's state, how long after the second restart it ended, and how many times
 # the tasks ran (every task exactly once: "lines=60 unique=60").

@@ -18,7 +18,7 @@
 //! `schema` changes only when a field changes meaning or disappears; fields may be added.
 //! `tasks` are in graph-file order. `output` is the task's captured stdout (head and tail, with
 //! a marker where bytes were cut); `output_bytes` is its full length. `run --dry-run --json`
-//! prints the plan document instead (see docs/JSON.md): before a run there are no results, and
+//! prints the plan document instead (see docs/guide/src/json.md): before a run there are no results, and
 //! the plan says more about what would happen.
 
 use baton_model::{Outcome, RunState, TaskState};

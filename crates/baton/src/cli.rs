@@ -190,7 +190,7 @@ pub(crate) struct DriveArgs {
     /// Print only the final line.
     #[arg(short, long, conflicts_with = "json")]
     pub quiet: bool,
-    /// Print the run result as JSON (schema documented in docs/JSON.md).
+    /// Print the run result as JSON (schema documented in docs/guide/src/json.md).
     #[arg(long)]
     pub json: bool,
     /// Tell TARGET when the run ends or a task waits for a person: an `http(s)://` URL is

@@ -16,6 +16,13 @@ fn every_source_path_the_docs_name_exists() {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "md"))
         .collect();
+    docs.extend(
+        std::fs::read_dir(root.join("docs/guide/src"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md")),
+    );
     docs.push(root.join("README.md"));
     let mut checked = 0;
     let mut stale = Vec::new();

@@ -321,3 +321,114 @@ fn the_offline_example_runs_agents_and_baton_do_with_no_key() {
     );
     assert!(said.contains("the work is on branch"), "{said}");
 }
+
+/// The repository's `examples/`.
+fn examples_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+/// What an example's header says its run ends as: its `# expect: STATE` line.
+fn expected_state(text: &str) -> Option<&str> {
+    text.lines()
+        .take_while(|line| line.starts_with('#'))
+        .find_map(|line| line.strip_prefix("# expect: "))
+        .map(str::trim)
+}
+
+/// A value that looks like a token, for the example that shows redaction.
+const DEPLOY_TOKEN: &str = "ghp_exampleTokenForTheGuide0123456789abcd";
+
+/// Every graph in `examples/` (each chapter of the guide shows one) runs as a reader would run
+/// it, in a repository with a commit, and ends as its header's `# expect:` line says; those in
+/// `examples/offline/` beside the script that stands in for an agent. `examples/agents.toml`
+/// needs a model: the next test runs it against the scripted one.
+#[test]
+fn every_example_graph_ends_as_its_header_says() {
+    let examples = examples_dir();
+    let offline = examples.join("offline");
+    let mut ran = Vec::new();
+    for (dir, beside) in [
+        (&examples, &[][..]),
+        (&offline, &["agent.sh", "baton.toml"][..]),
+    ] {
+        let mut graphs: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml") && !p.ends_with("baton.toml"))
+            .collect();
+        graphs.sort();
+        for graph in graphs {
+            let name = graph.file_name().unwrap().to_str().unwrap().to_owned();
+            let text = std::fs::read_to_string(&graph).unwrap();
+            let expected = expected_state(&text)
+                .unwrap_or_else(|| panic!("{} has no `# expect: STATE` line", graph.display()))
+                .to_owned();
+            if name == "agents.toml" {
+                continue;
+            }
+            let mut test = Test::new()
+                .graph(&name, &text)
+                .env("DEPLOY_TOKEN", DEPLOY_TOKEN);
+            for file in beside {
+                test = test.file(file, std::fs::read(dir.join(file)).unwrap());
+                let mode = std::fs::metadata(dir.join(file)).unwrap().permissions();
+                std::fs::set_permissions(test.path().join(file), mode).unwrap();
+            }
+            let code = if expected.starts_with("succeeded") {
+                0
+            } else {
+                1
+            };
+            let out = crate::planning::committed(test)
+                .args(&["run", &name, "--json"])
+                .run()
+                .status(code);
+            assert_eq!(out.json()["run"]["state"], expected.as_str(), "{name}");
+            out.store().assert_consistent();
+            if name == "security.toml" {
+                let said = out.json_task("deploy")["output"].to_string();
+                assert!(said.contains("[REDACTED"), "{said}");
+                let seen = out.json_task("environment")["output"].to_string();
+                assert!(!seen.contains("DEPLOY_TOKEN"), "{seen}");
+                let everything = serde_json::to_string(&out.json()).unwrap();
+                assert!(!everything.contains(DEPLOY_TOKEN), "{everything}");
+            }
+            ran.push(name);
+        }
+    }
+    for must in [
+        "quickstart.toml",
+        "graph-file.toml",
+        "shell-tasks.toml",
+        "worktrees.toml",
+        "planning.toml",
+        "security.toml",
+        "failures.toml",
+        "plan.toml",
+        "budget.toml",
+    ] {
+        assert!(ran.iter().any(|n| n == must), "{must} did not run: {ran:?}");
+    }
+}
+
+/// `examples/agents.toml` with the pinned Claude Code, the scripted model playing the model
+/// with `examples/agents-mock.json`, as the guide's agents chapter says to try it.
+#[test]
+fn the_agents_example_runs_claude_code_against_the_scripted_model() {
+    let text = std::fs::read_to_string(examples_dir().join("agents.toml")).unwrap();
+    let mock = std::fs::read_to_string(examples_dir().join("agents-mock.json")).unwrap();
+    let model =
+        baton_mock_model::MockModel::start(baton_mock_model::Script::from_json(&mock).unwrap())
+            .unwrap();
+    let test = crate::agents::with_claude(Test::new(), &model).graph("agents.toml", &text);
+    let out = crate::planning::committed(test)
+        .args(&["run", "agents.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(out.json()["run"]["state"], expected_state(&text).unwrap());
+    assert_eq!(
+        out.json_task("record")["output"],
+        "review said: Biggest risk: DELETE has no authorization check."
+    );
+}

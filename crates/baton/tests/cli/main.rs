@@ -21,6 +21,7 @@ mod fallback;
 mod fan_out;
 mod flags;
 mod goal;
+mod guide;
 mod handoff;
 mod history;
 mod http_engine;

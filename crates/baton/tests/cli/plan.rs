@@ -44,7 +44,7 @@ fn dry_run_prints_the_plan_and_touches_nothing() {
     );
 }
 
-/// docs/JSON.md: `baton run --dry-run --json` prints the plan, the same document as
+/// docs/guide/src/json.md: `baton run --dry-run --json` prints the plan, the same document as
 /// `baton plan --json`. (The doc comment of `baton_report::RunResult` and STYLE.md describe a
 /// run result with `"dry_run": true` instead; the user-facing document is what this holds to.)
 #[test]
