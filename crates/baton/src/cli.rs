@@ -4,10 +4,24 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// The line at the end of a command's help that names the guide's page for it (the guide is
+/// `docs/guide/` in baton's repository; `mdbook build docs/guide` makes it a book).
+macro_rules! guide {
+    ($page:literal) => {
+        concat!("Guide: docs/guide/src/", $page, ".md")
+    };
+}
+
 /// Runs a graph of coding-agent and shell tasks: in parallel where dependencies and file scopes
 /// allow, retried, durable.
 #[derive(Debug, Parser)]
-#[command(name = "baton", version, about, max_term_width = 100)]
+#[command(
+    name = "baton",
+    version,
+    about,
+    max_term_width = 100,
+    after_help = concat!(guide!("introduction"), " (each command's help names its page); `baton man` for the man page")
+)]
 pub(crate) struct Cli {
     /// Where runs are recorded: `sqlite:PATH` or `postgres://USER@HOST:PORT/DB`. Default:
     /// `.baton/baton.db` in the repository root, or in the current directory outside a
@@ -22,73 +36,98 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Run a graph file.
+    #[command(after_help = guide!("graph-files"))]
     Run(RunArgs),
     /// Plan GOAL with an agent, show the plan with what it will cost, and run it once you say
     /// so (or edit it first).
+    #[command(after_help = guide!("planning"))]
     Do(DoArgs),
     /// Validate a graph file and show its plan: levels, critical path, scope conflicts.
+    #[command(after_help = guide!("graph-files"))]
     Plan(PlanArgs),
     /// Print a graph file's tasks and dependencies as Graphviz dot or Mermaid.
+    #[command(after_help = guide!("graph-files"))]
     Graph(GraphArgs),
     /// List recorded runs, newest first.
+    #[command(after_help = guide!("operating"))]
     Runs(RunsArgs),
     /// Show a run's tasks: state, attempts, time, why it failed or is blocked. Above 50 tasks,
     /// those that succeeded are counted, not listed (`--all` lists every task).
+    #[command(after_help = guide!("operating"))]
     Status(StatusArgs),
     /// Print what an attempt of a task printed (the latest attempt unless `--attempt`).
+    #[command(after_help = guide!("operating"))]
     Logs(LogsArgs),
     /// Print a run's event log.
+    #[command(after_help = guide!("operating"))]
     Events(EventsArgs),
     /// Write a run as one self-contained HTML page: the outcome and why, the task graph, a
     /// timeline of every attempt, concurrency, each task's details, the spend.
+    #[command(after_help = guide!("seeing"))]
     Report(ReportArgs),
     /// Serve a web dashboard of the runs recorded here: each run's graph and timeline as it
     /// goes, its tasks' logs and diffs, and approve, reject, cancel, retry and resume.
+    #[command(after_help = guide!("seeing"))]
     Serve(ServeArgs),
     /// Watch a run driven by another process (another terminal, a CI job): the live view
     /// `baton run` shows, until the run ends, then its status.
+    #[command(after_help = guide!("seeing"))]
     Watch(WatchArgs),
     /// Finish a run whose driver died (or that was cancelled): tasks that succeeded are not
     /// run again; attempts cut short are recorded as interrupted and run again.
+    #[command(after_help = guide!("operating"))]
     Resume(ResumeArgs),
     /// Run a finished run's failed, timed-out, cancelled, blocked and skipped tasks again (or
     /// the tasks named, with what they need and what they blocked), as new attempts of the same
     /// run.
+    #[command(after_help = guide!("operating"))]
     Retry(RetryArgs),
     /// Stop a running run from another terminal: the same as Ctrl-C in the terminal running it.
+    #[command(after_help = guide!("operating"))]
     Cancel(CancelArgs),
     /// Remove old runs: their records and their logs. A run that is running is never removed.
+    #[command(after_help = guide!("operating"))]
     Prune(PruneArgs),
     /// Show what a task changed on its branch, or (without a task) what the run's merged
     /// result changes, as a unified diff.
+    #[command(after_help = guide!("worktrees"))]
     Diff(DiffArgs),
     /// Merge a run's result into the current branch: a fast-forward when possible, else a
     /// merge commit. Refuses a working tree with uncommitted changes.
+    #[command(after_help = guide!("worktrees"))]
     Apply(ApplyArgs),
     /// Claim and run the attempts of runs in a PostgreSQL store (`baton run --detach`), with
     /// the same attempt unit as a local run; coordinate runs nobody coordinates. Stops on
     /// Ctrl-C or SIGTERM once what it holds has ended.
+    #[command(after_help = guide!("many-machines"))]
     Worker(WorkerArgs),
     /// List the live workers of a PostgreSQL store: slots, engines, labels, what each runs,
     /// its last heartbeat.
+    #[command(after_help = guide!("many-machines"))]
     Workers(WorkersArgs),
     /// Let a task waiting for approval start; or, without a task, let a run waiting at its
     /// soft budget go on (up to its hard budget), driving it here.
+    #[command(after_help = guide!("operating"))]
     Approve(ApproveArgs),
     /// Fail a task waiting for approval, with the reason.
+    #[command(after_help = guide!("operating"))]
     Reject(RejectArgs),
     /// Show which agent engines are installed (and their versions), which config files are
     /// read, and what is missing.
+    #[command(after_help = guide!("troubleshooting"))]
     Doctor(DoctorArgs),
     /// Print a completion script for SHELL, to source or put where the shell looks:
     /// `baton completions bash > ~/.local/share/bash-completion/completions/baton`. It asks
     /// baton at each Tab: run ids and task ids come from the project's store.
+    #[command(after_help = guide!("commands"))]
     Completions(CompletionsArgs),
     /// Serve baton to an agent over MCP (stdio): plan, start and follow runs of this project
-    /// from inside Claude Code, Codex or Gemini CLI (see the README's "baton inside the agents").
+    /// from inside Claude Code, Codex or Gemini CLI.
+    #[command(after_help = guide!("mcp"))]
     Mcp,
     /// Print baton's man page (roff), or write one page per command into a directory:
     /// `baton man | man -l -`, `baton man --dir ~/.local/share/man/man1`.
+    #[command(after_help = guide!("commands"))]
     Man(ManArgs),
     /// The `http` engine's agent: asks a model API with the prompt on stdin and prints JSON
     /// lines. baton runs it for `engine = "http"` tasks; not meant to be run by hand.

@@ -457,3 +457,47 @@ fn the_readme_is_short_and_its_old_sections_have_a_page() {
         );
     }
 }
+
+/// `baton --help` and every command's help end by naming the guide's page for it, a page that
+/// exists and speaks of the command.
+#[test]
+fn every_command_s_help_names_its_page_of_the_guide() {
+    let help = |args: &[&str]| {
+        let out = std::process::Command::new(crate::test::BATON)
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let page_named = |text: &str| -> String {
+        let named = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Guide: docs/guide/src/"))
+            .unwrap_or_else(|| panic!("no guide page in:\n{text}"));
+        named.split(".md").next().unwrap().to_owned() + ".md"
+    };
+    let top = help(&["--help"]);
+    assert!(guide().join(page_named(&top)).exists());
+    let commands: Vec<String> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        // A description's continuation lines are indented further.
+        .filter(|l| !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_owned)
+        .collect();
+    assert!(commands.len() > 20, "{commands:?}");
+    for command in commands {
+        let named = page_named(&help(&[&command, "--help"]));
+        let text = page(&named);
+        assert!(
+            text.contains(&format!("baton {command}")),
+            "`baton {command} --help` names {named}, which does not speak of it"
+        );
+    }
+}

@@ -621,15 +621,15 @@ fn an_agent_s_graph_cannot_ask_for_more_than_the_repository_allows() {
     }
 }
 
-/// The README's registrations of `baton mcp` for Codex (`config.toml`) and Gemini CLI
+/// The guide's registrations of `baton mcp` for Codex (`config.toml`) and Gemini CLI
 /// (`settings.json`), as written there, are what the pinned CLIs read: each lists the server.
 #[test]
-fn the_readme_s_codex_and_gemini_registrations_are_read_by_their_clis() {
-    let readme = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+fn the_guide_s_codex_and_gemini_registrations_are_read_by_their_clis() {
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide/src/mcp.md"),
     )
     .unwrap();
-    let section = &readme[readme.find("## baton inside the agents").unwrap()..];
+    let section = &page[..];
     let block = |fence: &str| -> String {
         let start = section.find(&format!("```{fence}\n")).unwrap() + fence.len() + 4;
         section[start..][..section[start..].find("```").unwrap()].to_owned()
