@@ -501,3 +501,28 @@ fn every_command_s_help_names_its_page_of_the_guide() {
         );
     }
 }
+
+/// The docs give dates and commits, not the project's working sessions ("session 5", "this
+/// session"): a reader has no way to know what those were. (An agent's session is another
+/// thing, and stays.)
+#[test]
+fn no_doc_dates_its_figures_by_working_session() {
+    let diary = regex::Regex::new(
+        r"(?i)\bsessions? \d+|\bsession-\d+|\bthis session\b|\bthe session's (first|start)",
+    )
+    .unwrap();
+    let mut docs = pages();
+    for name in ["README.md", "docs/ARCHITECTURE.md", "docs/PERFORMANCE.md"] {
+        docs.push(root().join(name));
+    }
+    let mut found = Vec::new();
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if let Some(m) = diary.find(line) {
+                found.push(format!("{}:{}: {}", doc.display(), n + 1, m.as_str()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
