@@ -370,7 +370,7 @@ fn the_readme_is_short_and_its_old_sections_have_a_page() {
             "shell-tasks.md",
             "BATON_HANDOFF_FILE",
         ),
-        ("Secrets", "security.md", "An escape\nhides nothing"),
+        ("Secrets", "security.md", "An escape hides nothing"),
         (
             "What a task sees",
             "security.md",
