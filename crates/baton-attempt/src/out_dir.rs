@@ -8,18 +8,25 @@
 //! on a network one, a task could write from another host. Where the watch cannot be had, or
 //! stops being
 //! trustworthy (its queue overflowed, the directory was moved or removed), every look opens
-//! the name, relative to the directory then open (a third less than by the whole path).
+//! the name, relative to the directory then open (a third less than by the whole path). The
+//! portable process layer ([`baton_exec::Platform`]: macOS, or `BATON_PLATFORM=portable`)
+//! always looks.
 
+#[cfg(target_os = "linux")]
 use std::collections::HashSet;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
+#[cfg(target_os = "linux")]
+use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 use std::os::fd::OwnedFd;
 
 use baton_layout::{RunDirs, structured_output_name};
 use baton_model::TaskId;
+#[cfg(target_os = "linux")]
 use nix::errno::Errno;
-use nix::fcntl::{OFlag, open, openat};
+use nix::fcntl::{OFlag, openat};
+#[cfg(target_os = "linux")]
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 use nix::sys::stat::Mode;
 
@@ -32,10 +39,31 @@ pub struct OutDir {
     watch: Option<Watch>,
 }
 
+#[cfg(target_os = "linux")]
 #[derive(Debug)]
 struct Watch {
     inotify: Inotify,
     appeared: HashSet<OsString>,
+}
+
+/// No directory is watched on the portable layer: no value of this type exists there.
+#[cfg(not(target_os = "linux"))]
+#[derive(Debug)]
+enum Watch {}
+
+#[cfg(not(target_os = "linux"))]
+impl Watch {
+    fn start(_dirs: &RunDirs) -> Option<Self> {
+        None
+    }
+
+    fn catch_up(&mut self) -> Result<(), ()> {
+        match *self {}
+    }
+
+    fn take(&mut self, _name: &OsStr) -> bool {
+        match *self {}
+    }
 }
 
 impl OutDir {
@@ -69,7 +97,7 @@ impl OutDir {
         let name = structured_output_name(task, attempt);
         if let Some(watch) = &mut self.watch {
             match watch.catch_up() {
-                Ok(()) if watch.appeared.remove(OsStr::new(&name)) => {
+                Ok(()) if watch.take(OsStr::new(&name)) => {
                     return File::open(dirs.out.join(&name));
                 }
                 Ok(()) => return Err(io::ErrorKind::NotFound.into()),
@@ -98,6 +126,7 @@ impl OutDir {
 
 /// Whether writes to `dir` all pass through this machine's kernel, where inotify hears of
 /// them: not on a network file system, where another host may write.
+#[cfg(target_os = "linux")]
 fn local_file_system(dir: &std::path::Path) -> bool {
     use nix::sys::statfs::{
         BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, TMPFS_MAGIC, XFS_SUPER_MAGIC, statfs,
@@ -113,9 +142,21 @@ fn local_file_system(dir: &std::path::Path) -> bool {
     })
 }
 
+/// `out/`, opened only to look names up in (`O_PATH`), on Linux's layer. The portable layer
+/// looks by the whole path every time: a directory replaced under it is then looked in as it
+/// is now, with no watch to say it was.
+#[cfg(target_os = "linux")]
 fn open_dir(dirs: &RunDirs) -> Option<OwnedFd> {
+    if !baton_exec::platform().is_linux() {
+        return None;
+    }
     let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
-    open(&dirs.out, flags, Mode::empty()).ok()
+    nix::fcntl::open(&dirs.out, flags, Mode::empty()).ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_dir(_dirs: &RunDirs) -> Option<OwnedFd> {
+    None
 }
 
 impl OutDir {
@@ -126,7 +167,7 @@ impl OutDir {
             // Leftovers were there when the watch began: they are among the names listed then
             // (no need to read the watch's queue, which only holds what came after).
             let name = structured_output_name(task, attempt);
-            if !watch.appeared.remove(OsStr::new(&name)) {
+            if !watch.take(OsStr::new(&name)) {
                 return;
             }
         }
@@ -134,8 +175,12 @@ impl OutDir {
     }
 }
 
+#[cfg(target_os = "linux")]
 impl Watch {
     fn start(dirs: &RunDirs) -> Option<Self> {
+        if !baton_exec::platform().is_linux() {
+            return None;
+        }
         let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
         if !local_file_system(&dirs.out) {
             return None;
@@ -156,6 +201,11 @@ impl Watch {
             .filter_map(|entry| entry.ok().map(|entry| entry.file_name()))
             .collect();
         Some(Self { inotify, appeared })
+    }
+
+    /// Whether `name` appeared (and is forgotten now).
+    fn take(&mut self, name: &OsStr) -> bool {
+        self.appeared.remove(name)
     }
 
     /// Takes in the names that appeared since the last look. `Err` if the watch can no longer
@@ -213,7 +263,8 @@ mod tests {
         let (_root, dirs) = dirs();
         std::fs::write(dirs.structured_output(&task("early"), 1), "{}").unwrap();
         let mut out = OutDir::open(&dirs);
-        assert!(out.watch.is_some(), "inotify is available here");
+        // Watched on Linux's layer (inotify is there); looked in on the portable one.
+        assert_eq!(out.watch.is_some(), baton_exec::platform().is_linux());
         let missing = out.open_output(&dirs, &task("a"), 1).unwrap_err();
         assert_eq!(missing.kind(), io::ErrorKind::NotFound);
         // Written in place, moved in, and there before the watch began.

@@ -17,7 +17,9 @@ use crate::process_group::ProcessGroup;
 use crate::report::AttemptReport;
 use crate::sandbox::WriteSandbox;
 use crate::sink::OutputSink;
-use crate::spawn::{Placement, Spawned, Stdin};
+use crate::spawn::Spawned;
+#[cfg(target_os = "linux")]
+use crate::spawn::{Placement, Stdin};
 use crate::spec::{AttemptSpec, Program, StopLevel};
 use crate::supervise::{Ended, Limits, Supervisor};
 use crate::watch::LineWatcher;
@@ -216,6 +218,7 @@ fn spawn_child(
     ruleset: Option<RawFd>,
     cgroup: Option<&CgroupScope>,
 ) -> io::Result<Spawned> {
+    #[cfg(target_os = "linux")]
     if !crate::spawn::spawns_with_std() {
         let stdin = match (&spec.stdin, dev_null()) {
             (Some(_), _) => Some(Stdin::Piped),

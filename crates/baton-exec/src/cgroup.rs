@@ -70,7 +70,8 @@ fn hierarchy() -> Option<&'static Hierarchy> {
 /// Whether attempts that ask for a cgroup get one: cgroup v2 is mounted, baton's own cgroup in
 /// it is writable, and [`NO_CGROUP_ENV`] is not set. Found out once per process.
 pub fn cgroups_available() -> bool {
-    hierarchy().is_some()
+    // cgroups are Linux's: the portable layer never uses them, even on Linux.
+    crate::platform::linux() && hierarchy().is_some()
 }
 
 /// Whether a cgroup costs an attempt next to nothing here: cgroups are available, and its
@@ -78,9 +79,12 @@ pub fn cgroups_available() -> bool {
 /// into it. Where it does, every task is contained by default; where it does not, only
 /// agent tasks and those that ask.
 pub fn cgroups_are_cheap() -> bool {
-    cgroups_available()
+    #[cfg(target_os = "linux")]
+    return cgroups_available()
         && !crate::spawn::spawns_with_std()
-        && crate::clone_exec::clones_into_cgroups()
+        && crate::clone_exec::clones_into_cgroups();
+    #[cfg(not(target_os = "linux"))]
+    false
 }
 
 /// Stops using cgroups in this process after a child failed to join one.
@@ -215,6 +219,10 @@ struct PoolState {
 struct Slot {
     dir: PathBuf,
     /// The directory itself: what `CLONE_INTO_CGROUP` takes.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        expect(dead_code, reason = "only Linux's own clone is born in a cgroup")
+    )]
     dir_fd: OwnedFd,
     /// `cgroup.procs`, for writing: a child that cannot be born in it writes `0` to join.
     procs: OwnedFd,
@@ -372,6 +380,7 @@ pub(crate) struct CgroupScope {
 
 impl CgroupScope {
     /// The cgroup's directory, open, for `CLONE_INTO_CGROUP`.
+    #[cfg(target_os = "linux")]
     pub(crate) fn dir_fd(&self) -> RawFd {
         self.slot().dir_fd.as_raw_fd()
     }

@@ -4,7 +4,7 @@
 //! own (see [`crate::spawn`]) and needs one way to wait on either kind.
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
@@ -13,7 +13,7 @@ use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::clone_exec::Launch;
+use crate::spawn::Launch;
 
 /// A child process of baton's, not yet reaped until [`Child::wait`] says how it ended.
 #[derive(Debug)]
@@ -57,14 +57,7 @@ impl Child {
         launch: Option<Launch>,
     ) -> io::Result<Self> {
         let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
-        let pidfd = pidfd.or_else(|| {
-            // SAFETY: pidfd_open takes two integers and touches no memory of baton's; the
-            // result is checked before it is used as a descriptor.
-            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-            let fd = i32::try_from(fd).ok().filter(|&fd| fd >= 0)?;
-            // SAFETY: pidfd_open returned a new descriptor that nothing else owns.
-            Some(unsafe { OwnedFd::from_raw_fd(fd) })
-        });
+        let pidfd = pidfd.or_else(|| pidfd_open(pid));
         let exited = if let Some(fd) = pidfd {
             // SAFETY: the descriptor is owned by the `AsyncFd` from here on and stays open
             // until it is dropped.
@@ -193,4 +186,25 @@ impl Drop for Child {
             let _ = exit_of(pid, &mut exited).await;
         });
     }
+}
+
+/// A pidfd for child `pid`, on the Linux layer where the kernel has them (5.3+); elsewhere the
+/// child is waited for through `SIGCHLD`.
+#[cfg(target_os = "linux")]
+fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
+    if !crate::platform::linux() {
+        return None;
+    }
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes two integers and touches no memory of baton's; the result is
+    // checked before it is used as a descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = i32::try_from(fd).ok().filter(|&fd| fd >= 0)?;
+    // SAFETY: pidfd_open returned a new descriptor that nothing else owns.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pidfd_open(_pid: libc::pid_t) -> Option<OwnedFd> {
+    None
 }

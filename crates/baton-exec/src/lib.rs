@@ -26,9 +26,11 @@ mod attempt;
 mod capture;
 mod cgroup;
 mod child;
+#[cfg(target_os = "linux")]
 mod clone_exec;
 mod direct;
 pub mod handoff;
+mod platform;
 mod process_group;
 mod report;
 mod sandbox;
@@ -45,7 +47,9 @@ pub use capture::Captured;
 pub use cgroup::{
     CgroupPool, NO_CGROUP_ENV, cgroups_are_cheap, cgroups_available, kill_leftover_cgroups,
 };
+#[cfg(target_os = "linux")]
 pub use clone_exec::refresh_handled_signals;
+pub use platform::{PLATFORM_ENV, Platform, platform};
 pub use report::AttemptReport;
 pub use sandbox::{NO_LANDLOCK_ENV, WriteSandbox, landlock_abi, landlock_support};
 pub use sink::LOG_TAIL;
@@ -54,3 +58,10 @@ pub use spec::{AttemptSpec, Program, StopLevel};
 pub use subreaper::{become_subreaper, is_subreaper, own_children};
 pub use supervise::EOF_GRACE;
 pub use watch::{LineWatcher, MAX_WATCHED_LINE, WatchSignal};
+
+/// Asks again which signals have a handler of baton's, for the children to reset: only baton's
+/// own clone needs it (std's `Command` resets what it must itself).
+#[cfg(not(target_os = "linux"))]
+pub fn refresh_handled_signals() -> u64 {
+    0
+}

@@ -13,9 +13,13 @@
 //! would run in the child between fork and exec, where only async-signal-safe calls belong;
 //! here the child makes two syscalls on a ruleset the parent built.
 
+#[cfg(target_os = "linux")]
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+#[cfg(target_os = "linux")]
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::{OwnedFd, RawFd};
+#[cfg(target_os = "linux")]
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -134,6 +138,9 @@ pub fn landlock_support() -> Result<u32, &'static str> {
         if std::env::var_os(NO_LANDLOCK_ENV).is_some() {
             return Err("BATON_NO_LANDLOCK is set");
         }
+        if cfg!(target_os = "linux") && !crate::platform::linux() {
+            return Err("BATON_PLATFORM=portable is set");
+        }
         kernel_abi().ok_or(
             "this kernel has no Landlock (Linux 5.13+ with `landlock` in its `lsm=` boot \
              parameter)",
@@ -184,6 +191,7 @@ pub(crate) fn restrict_self(_ruleset: RawFd) -> io::Result<()> {
 }
 
 /// `struct landlock_ruleset_attr` as of ABI 6; older kernels are given the prefix they know.
+#[cfg(target_os = "linux")]
 #[repr(C)]
 struct RulesetAttr {
     handled_access_fs: u64,
@@ -206,13 +214,16 @@ fn scopes(abi: u32) -> u64 {
 }
 
 /// `struct landlock_path_beneath_attr`, packed as in the kernel's header.
+#[cfg(target_os = "linux")]
 #[repr(C, packed)]
 struct PathBeneathAttr {
     allowed_access: u64,
     parent_fd: i32,
 }
 
+#[cfg(target_os = "linux")]
 const CREATE_RULESET_VERSION: u32 = 1 << 0;
+#[cfg(target_os = "linux")]
 const RULE_PATH_BENEATH: libc::c_int = 1;
 
 const WRITE_FILE: u64 = 1 << 1;

@@ -9,19 +9,30 @@
 //! [`crate::clone_exec`] describes). Here argv and envp are laid out in one buffer each, and the only syscalls are
 //! the pipes, the clone and closing the child's ends (docs/PERFORMANCE.md has the numbers).
 
-use std::ffi::{CStr, OsStr, c_char};
+use std::ffi::OsStr;
+#[cfg(target_os = "linux")]
+use std::ffi::{CStr, c_char};
 use std::io;
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::OwnedFd;
+#[cfg(target_os = "linux")]
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
+#[cfg(target_os = "linux")]
 use std::path::Path;
+#[cfg(target_os = "linux")]
 use std::ptr;
 use std::sync::OnceLock;
 
 use nix::fcntl::OFlag;
 
-use crate::clone_exec::{Command, Launch};
-use crate::spec::{AttemptSpec, Program};
+#[cfg(target_os = "linux")]
+use crate::clone_exec::Command;
+#[cfg(target_os = "linux")]
+pub(crate) use crate::clone_exec::Launch;
+use crate::spec::AttemptSpec;
+#[cfg(target_os = "linux")]
+use crate::spec::Program;
 
 /// The environment variable that chooses how attempts are started, read once per process:
 /// `std` starts every attempt with std's `Command` (a way out where baton's own clone
@@ -30,8 +41,33 @@ use crate::spec::{AttemptSpec, Program};
 /// stderr, once, and the default is used.
 pub const SPAWN_ENV: &str = "BATON_SPAWN";
 
-/// Whether this process starts every attempt with std's `Command` ([`SPAWN_ENV`] is `std`).
+/// What a child started elsewhere than by baton's own clone reports of its launch: nothing,
+/// so no value of this type exists.
+#[cfg(not(target_os = "linux"))]
+#[derive(Debug)]
+pub(crate) enum Launch {}
+
+#[cfg(not(target_os = "linux"))]
+impl Launch {
+    pub(crate) fn program(&self) -> &std::ffi::CStr {
+        match *self {}
+    }
+
+    pub(crate) fn cwd(&self) -> &std::ffi::CStr {
+        match *self {}
+    }
+
+    pub(crate) fn error(&self) -> Option<io::Error> {
+        match *self {}
+    }
+}
+
+/// Whether this process starts every attempt with std's `Command`: [`SPAWN_ENV`] is `std`, or
+/// the process layer is the portable one ([`crate::platform`]).
 pub fn spawns_with_std() -> bool {
+    if !crate::platform::linux() {
+        return true;
+    }
     static WITH_STD: OnceLock<bool> = OnceLock::new();
     *WITH_STD.get_or_init(|| {
         let value = std::env::var_os(SPAWN_ENV);
@@ -58,6 +94,7 @@ fn with_std(value: Option<&OsStr>) -> Option<bool> {
 }
 
 /// What the child gets as stdin.
+#[cfg(target_os = "linux")]
 pub(crate) enum Stdin<'a> {
     /// This descriptor (`/dev/null`), duplicated onto 0.
     From(&'a OwnedFd),
@@ -80,12 +117,14 @@ pub(crate) struct Spawned {
 }
 
 /// NUL-terminated strings laid end to end in one buffer, for a C `char *const []`.
+#[cfg(target_os = "linux")]
 #[derive(Debug, Default)]
 pub(crate) struct CStrings {
     bytes: Vec<u8>,
     starts: Vec<usize>,
 }
 
+#[cfg(target_os = "linux")]
 impl CStrings {
     fn with_capacity(strings: usize, bytes: usize) -> Self {
         Self {
@@ -132,6 +171,7 @@ impl CStrings {
 /// The program path, argv and envp of `spec`, if it can be spawned here: a shell script, or a
 /// program named by a path. A bare program name is looked up in the `PATH` the child gets,
 /// which std's `Command` does (by exec'ing in the child); `None` leaves it to std.
+#[cfg(target_os = "linux")]
 pub(crate) fn command_line(spec: &AttemptSpec) -> Option<io::Result<(CStrings, CStrings)>> {
     let argv = |args: &[&[u8]]| -> io::Result<CStrings> {
         let bytes = args.iter().map(|a| a.len() + 1).sum();
@@ -195,6 +235,7 @@ pub(crate) fn child_path(spec: &AttemptSpec) -> Option<std::ffi::OsString> {
 
 /// The child's environment: `spec.env` on baton's own (when `inherit_env`), later entries
 /// winning, as with std's `Command::envs`.
+#[cfg(target_os = "linux")]
 fn environment(spec: &AttemptSpec) -> io::Result<CStrings> {
     let mut vars: Vec<(&[u8], &[u8])> = Vec::new();
     let inherited;
@@ -227,6 +268,7 @@ fn environment(spec: &AttemptSpec) -> io::Result<CStrings> {
 
 /// Where a child starts, besides its working directory: born in a cgroup, restricted by a
 /// Landlock ruleset (both open descriptors, held by the caller until the spawn returns).
+#[cfg(target_os = "linux")]
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Placement {
     pub(crate) cgroup: Option<RawFd>,
@@ -237,6 +279,7 @@ pub(crate) struct Placement {
 /// stderr on new pipes. Returns without waiting for the child's exec: what fails in the child
 /// is reported by its [`Launch`]. Fails with [`io::ErrorKind::Unsupported`], having started
 /// nothing, if the child is to be born in a cgroup and this kernel cannot do that.
+#[cfg(target_os = "linux")]
 pub(crate) fn spawn(
     argv: CStrings,
     envp: CStrings,
@@ -292,6 +335,7 @@ pub(crate) fn spawn(
 /// A pipe whose ends are both close-on-exec: the child gets its end by `dup2`, which clears
 /// the flag on the copy. Fails if an end would land on 0, 1 or 2 (baton's own were closed),
 /// where `dup2` onto itself would leave the flag set.
+#[cfg(target_os = "linux")]
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     if read.as_raw_fd() <= 2 || write.as_raw_fd() <= 2 {
@@ -310,10 +354,12 @@ pub(crate) fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[cfg(target_os = "linux")]
     use std::ffi::OsString;
 
     use super::*;
 
+    #[cfg(target_os = "linux")]
     fn strings(c: &CStrings) -> Vec<String> {
         c.bytes
             .split(|&b| b == 0)
@@ -323,6 +369,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_os = "linux")]
     fn the_last_value_of_a_variable_wins_in_its_first_place() {
         let mut spec = AttemptSpec::new(Program::Shell("true".into()), "/", "/dev/null");
         spec.inherit_env = false;
@@ -338,6 +385,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_os = "linux")]
     fn a_nul_byte_is_refused_not_cut_short() {
         let spec = AttemptSpec::new(Program::Shell("echo a\0b".into()), "/", "/dev/null");
         let err = command_line(&spec).unwrap().unwrap_err();
@@ -354,6 +402,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_os = "linux")]
     fn a_bare_program_name_is_left_to_std() {
         let spec = AttemptSpec::new(
             Program::Exec {

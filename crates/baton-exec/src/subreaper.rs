@@ -16,8 +16,13 @@ pub fn become_subreaper() -> bool {
     if SUBREAPER.load(Ordering::Relaxed) {
         return true;
     }
+    // Linux's alone: elsewhere an orphan goes to init (or launchd), as it would anyway.
+    #[cfg(target_os = "linux")]
     // SAFETY: prctl with integer arguments; it changes only this process's own attribute.
-    let done = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == 0;
+    let done = crate::platform::linux()
+        && unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == 0;
+    #[cfg(not(target_os = "linux"))]
+    let done = false;
     SUBREAPER.store(done, Ordering::Relaxed);
     done
 }

@@ -328,6 +328,7 @@ fn writes_files(args: &[&str]) -> bool {
 /// an exit at once if baton died before it was set. The hook makes `std` fork rather than
 /// `posix_spawn`: only for the few commands [`writes_files`] picks, each of which takes far
 /// longer than the fork.
+#[cfg(target_os = "linux")]
 fn die_with_baton(command: &mut Command) {
     use std::os::unix::process::CommandExt;
     let baton = std::process::id();
@@ -347,6 +348,11 @@ fn die_with_baton(command: &mut Command) {
         });
     }
 }
+
+/// Elsewhere there is no parent-death signal: a git command outlives a killed baton by as long
+/// as it takes (it holds no lock of baton's).
+#[cfg(not(target_os = "linux"))]
+fn die_with_baton(_command: &mut Command) {}
 
 /// Whether `args` is a command that must not run beside another that changes the
 /// repository's worktrees ([`TURNS_FILE`]).
