@@ -211,18 +211,14 @@ impl Marked {
 /// working (and spending) to no end. `is_alive(pid, start_time)` says whether a worker of
 /// this host lives. Returns how many were killed.
 pub fn kill_dead_workers_leftovers(is_alive: impl Fn(u32, u64) -> bool) -> usize {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
     let me = std::process::id();
     let mut dead: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
     let mut killed = 0;
-    for pid in entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+    for pid in baton_exec::processes::all_pids()
+        .into_iter()
         .filter(|&pid| pid != me)
     {
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        let Some(environ) = baton_exec::processes::environment(pid) else {
             continue;
         };
         let Some(worker) = environ
@@ -262,18 +258,9 @@ pub fn kill_workers_attempts(worker: &str) -> usize {
 /// Every live process (not a zombie) whose environment holds `marker`, with its process group
 /// and the attempt its environment names.
 fn processes_marked(marker: &[u8]) -> Vec<Marked> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let me = std::process::id();
-    entries
-        .flatten()
-        .filter_map(|entry| {
-            entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-        })
+    baton_exec::processes::all_pids()
+        .into_iter()
         .filter(|&pid| pid != me)
         .filter_map(|pid| marked(pid, marker))
         .collect()
@@ -282,13 +269,13 @@ fn processes_marked(marker: &[u8]) -> Vec<Marked> {
 /// Process `pid` if it is live (not a zombie) and its environment holds `marker`, with its
 /// process group, its parent and the attempt its environment names.
 fn marked(pid: u32, marker: &[u8]) -> Option<Marked> {
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let environ = baton_exec::processes::environment(pid)?;
     let vars: Vec<&[u8]> = environ.split(|&b| b == 0).collect();
     if !vars.contains(&marker) {
         return None;
     }
-    let fields = crate::procs::stat_fields(pid)?;
-    if matches!(fields.first().map(String::as_str), Some("Z" | "X")) {
+    let process = baton_exec::processes::process(pid)?;
+    if process.zombie {
         return None;
     }
     let value = |name: &[u8]| {
@@ -304,8 +291,8 @@ fn marked(pid: u32, marker: &[u8]) -> Option<Marked> {
         .and_then(|(pid, start)| Some((pid.parse().ok()?, start.parse().ok()?)));
     Some(Marked {
         pid,
-        group: fields.get(2).and_then(|g| g.parse().ok()),
-        parent: fields.get(1).and_then(|p| p.parse().ok()),
+        group: Some(process.group),
+        parent: Some(process.parent),
         attempt,
         worker,
     })

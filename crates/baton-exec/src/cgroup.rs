@@ -61,7 +61,8 @@ static HIERARCHY: OnceLock<Option<Hierarchy>> = OnceLock::new();
 static BROKEN: AtomicBool = AtomicBool::new(false);
 
 fn hierarchy() -> Option<&'static Hierarchy> {
-    if BROKEN.load(Ordering::Relaxed) {
+    // cgroups are Linux's: the portable layer never uses them, even on Linux.
+    if BROKEN.load(Ordering::Relaxed) || !crate::platform::linux() {
         return None;
     }
     HIERARCHY.get_or_init(detect).as_ref()
@@ -70,8 +71,7 @@ fn hierarchy() -> Option<&'static Hierarchy> {
 /// Whether attempts that ask for a cgroup get one: cgroup v2 is mounted, baton's own cgroup in
 /// it is writable, and [`NO_CGROUP_ENV`] is not set. Found out once per process.
 pub fn cgroups_available() -> bool {
-    // cgroups are Linux's: the portable layer never uses them, even on Linux.
-    crate::platform::linux() && hierarchy().is_some()
+    hierarchy().is_some()
 }
 
 /// Whether a cgroup costs an attempt next to nothing here: cgroups are available, and its

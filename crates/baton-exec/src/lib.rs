@@ -32,6 +32,7 @@ mod direct;
 pub mod handoff;
 mod platform;
 mod process_group;
+pub mod processes;
 mod report;
 mod sandbox;
 mod sink;

@@ -31,6 +31,9 @@ struct Report {
 /// does instead.
 #[derive(Debug, Serialize)]
 struct Isolation {
+    /// The process layer: `linux` (its fast paths) or `portable` (macOS, or
+    /// `BATON_PLATFORM=portable`).
+    platform: &'static str,
     /// Landlock's ABI version, when there is one.
     landlock: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -45,6 +48,7 @@ impl Isolation {
     fn here() -> Self {
         let landlock = baton_exec::landlock_support();
         Self {
+            platform: baton_exec::platform().name(),
             landlock: landlock.ok(),
             landlock_problem: landlock.err(),
             cgroups: baton_exec::cgroups_available(),
@@ -56,6 +60,14 @@ impl Isolation {
     fn lines(&self) -> Vec<String> {
         let mark = |ok: bool| if ok { "✓" } else { "✗" };
         vec![
+            if self.platform == baton_exec::Platform::Linux.name() {
+                "  platform   linux: attempts start with baton's own clone and are waited for through pidfds".to_owned()
+            } else {
+                format!(
+                    "  platform   portable{}: attempts start with std's Command (posix_spawn) and are waited for through SIGCHLD; no cgroups, no Landlock",
+                    if cfg!(target_os = "linux") { " (BATON_PLATFORM=portable)" } else { "" }
+                )
+            },
             match (self.landlock, self.landlock_problem) {
                 (Some(abi), _) => format!(
                     "  landlock   ✓ ABI {abi}: agent tasks (and tasks with `confine`) write only in their worktree"

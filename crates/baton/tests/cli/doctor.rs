@@ -66,11 +66,13 @@ fn a_broken_config_file_is_bad_input_naming_its_line() {
 #[test]
 fn doctor_reports_the_sandbox_the_cgroups_and_the_subreaper() {
     let json = Test::new()
+        .env("BATON_PLATFORM", "linux")
         .args(&["doctor", "--json"])
         .run()
         .status(0)
         .json();
     let isolation = &json["isolation"];
+    assert_eq!(isolation["platform"], "linux", "{json}");
     assert!(isolation["subreaper"].is_boolean(), "{json}");
     assert!(isolation["cgroups"].is_boolean(), "{json}");
     // Without them (as on a kernel that has neither): said, with what happens instead.
@@ -81,7 +83,9 @@ fn doctor_reports_the_sandbox_the_cgroups_and_the_subreaper() {
         .run()
         .status(0);
     assert!(
-        out.stdout.contains("isolation\n  landlock   ✗ BATON_NO_LANDLOCK is set: tasks run without the write sandbox"),
+        out.stdout.contains(
+            "\n  landlock   ✗ BATON_NO_LANDLOCK is set: tasks run without the write sandbox"
+        ),
         "{}",
         out.stdout
     );
@@ -107,4 +111,38 @@ fn doctor_reports_the_sandbox_the_cgroups_and_the_subreaper() {
         json["isolation"]["landlock_problem"],
         "BATON_NO_LANDLOCK is set"
     );
+}
+
+/// On the portable process layer (`BATON_PLATFORM=portable`, what macOS runs), `baton doctor`
+/// says so, and that it has no cgroups, no Landlock and no subreaper.
+#[test]
+fn doctor_says_which_process_layer_is_in_use() {
+    let out = Test::new()
+        .env("BATON_PLATFORM", "portable")
+        .args(&["doctor"])
+        .run()
+        .status(0);
+    assert!(
+        out.stdout.contains("isolation\n  platform   portable (BATON_PLATFORM=portable): attempts start with std's Command"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("  landlock   ✗ BATON_PLATFORM=portable is set"),
+        "{}",
+        out.stdout
+    );
+    let json = out
+        .then()
+        .env("BATON_PLATFORM", "portable")
+        .args(&["doctor", "--json"])
+        .run()
+        .status(0)
+        .json();
+    let isolation = &json["isolation"];
+    assert_eq!(isolation["platform"], "portable", "{json}");
+    assert_eq!(isolation["cgroups"], false, "{json}");
+    assert_eq!(isolation["subreaper"], false, "{json}");
+    assert_eq!(isolation["landlock"], serde_json::Value::Null, "{json}");
 }
