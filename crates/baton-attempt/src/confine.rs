@@ -8,6 +8,13 @@ use baton_agent::EngineKind;
 use baton_exec::WriteSandbox;
 use baton_graph::{Action, Confine, Graph, PlannedCommands, Task, Workspace};
 
+/// The write sandbox's name here, as refusals say it.
+const SANDBOX: &str = if cfg!(target_os = "macos") {
+    "Seatbelt"
+} else {
+    "Landlock"
+};
+
 /// How a task's `confine` resolves before its workspace is known. Ordered: more is stricter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Want {
@@ -54,7 +61,7 @@ fn planned_refusal(task: &Task, why: &str) -> String {
 /// Before a run: problems that refuse it (a task requires a sandbox this kernel cannot give),
 /// or a note to print once (tasks that would be confined will not be).
 pub fn check(graph: &Graph) -> Result<Option<String>, Vec<String>> {
-    let Err(why) = baton_exec::landlock_support() else {
+    let Err(why) = baton_exec::write_sandbox() else {
         return Ok(None);
     };
     let planned = graph.run_settings().planned_commands;
@@ -67,9 +74,9 @@ pub fn check(graph: &Graph) -> Result<Option<String>, Vec<String>> {
         .iter()
         .filter(|(_, want)| *want == Want::Hard)
         .map(|(t, _)| match t.planned {
-            true => planned_refusal(t, &format!("Landlock is not available ({why})")),
+            true => planned_refusal(t, &format!("{SANDBOX} is not available ({why})")),
             false => format!(
-                "task `{}` has `confine = \"require\"` but Landlock is not available: {why}",
+                "task `{}` has `confine = \"require\"` but {SANDBOX} is not available: {why}",
                 t.id
             ),
         })
@@ -79,7 +86,7 @@ pub fn check(graph: &Graph) -> Result<Option<String>, Vec<String>> {
     }
     Ok(wants.iter().any(|(_, want)| *want == Want::Soft).then(|| {
         format!(
-            "Landlock is not available ({why}): tasks run without the write sandbox \
+            "{SANDBOX} is not available ({why}): tasks run without the write sandbox \
              (`confine = \"require\"` refuses to run instead)"
         )
     }))
@@ -119,16 +126,16 @@ pub fn sandbox_for(
              commit)",
         ));
     }
-    if let Err(why) = baton_exec::landlock_support() {
+    if let Err(why) = baton_exec::write_sandbox() {
         return match want {
             // The run said so once before it started.
             Want::Soft => Ok(None),
             _ if place.task.planned => Err(planned_refusal(
                 place.task,
-                &format!("Landlock is not available ({why})"),
+                &format!("{SANDBOX} is not available ({why})"),
             )),
             _ => Err(format!(
-                "`confine = \"require\"` but Landlock is not available ({why}): set \
+                "`confine = \"require\"` but {SANDBOX} is not available ({why}): set \
                  `confine = \"workspace\"` to run unconfined"
             )),
         };
@@ -162,7 +169,8 @@ pub fn sandbox_for(
         allowed.push(state);
     }
     env.push(("TMPDIR".into(), tmp.into()));
-    env.push(("BATON_SANDBOX".into(), "landlock".into()));
+    let kind = baton_exec::write_sandbox().map_or("landlock", baton_exec::SandboxKind::name);
+    env.push(("BATON_SANDBOX".into(), kind.into()));
     Ok(Some((WriteSandbox::new(allowed), own_out)))
 }
 

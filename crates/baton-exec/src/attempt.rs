@@ -60,7 +60,10 @@ impl Attempt {
         }
         // Built here, where failing is ordinary; only enforced in the child. Held until the
         // spawn is done, then closed: the child's copy closes at its exec.
-        let ruleset = match spec.sandbox.as_ref().map(WriteSandbox::ruleset).transpose() {
+        // Landlock's, on Linux; on macOS the sandbox is Seatbelt's, started with the program
+        // (`launcher`).
+        let landlock = spec.sandbox.as_ref().filter(|_| cfg!(target_os = "linux"));
+        let ruleset = match landlock.map(WriteSandbox::ruleset).transpose() {
             Ok(ruleset) => ruleset,
             Err(error) => {
                 return Attempt {
@@ -291,18 +294,18 @@ fn command(spec: &AttemptSpec) -> Command {
                 &spec.cwd,
             ) {
                 Some((program, args)) => {
-                    let mut command = Command::new(program);
+                    let mut command = launcher(spec, program);
                     command.args(args);
                     command
                 }
                 None => match spec.shell.split_first() {
                     Some((program, args)) => {
-                        let mut command = Command::new(program);
+                        let mut command = launcher(spec, program);
                         command.args(args).arg("-c").arg(script);
                         command
                     }
                     None => {
-                        let mut command = Command::new("/bin/sh");
+                        let mut command = launcher(spec, "/bin/sh");
                         command.arg("-c").arg(script);
                         command
                     }
@@ -310,7 +313,7 @@ fn command(spec: &AttemptSpec) -> Command {
             }
         }
         Program::Exec { program, args } => {
-            let mut command = Command::new(program);
+            let mut command = launcher(spec, program);
             command.args(args);
             command
         }
@@ -335,6 +338,22 @@ fn command(spec: &AttemptSpec) -> Command {
         // attempt in a sandbox or a cgroup pays for one).
         .process_group(0);
     command
+}
+
+/// A command that runs `program`: on macOS, for an attempt with a write sandbox, through
+/// `sandbox-exec` with its Seatbelt profile ([`crate::seatbelt`]).
+fn launcher(spec: &AttemptSpec, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    #[cfg(target_os = "macos")]
+    if let Some(sandbox) = &spec.sandbox {
+        let mut command = Command::new(crate::seatbelt::SANDBOX_EXEC);
+        command
+            .args(crate::seatbelt::arguments(sandbox))
+            .arg(program);
+        return command;
+    }
+    #[cfg(not(target_os = "macos"))]
+    let _ = spec;
+    Command::new(program)
 }
 
 /// Names what could not be found: the OS says ENOENT for a missing program and for a missing

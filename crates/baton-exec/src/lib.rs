@@ -35,6 +35,8 @@ mod process_group;
 pub mod processes;
 mod report;
 mod sandbox;
+#[cfg(any(target_os = "macos", test))]
+mod seatbelt;
 mod sink;
 mod spawn;
 mod spec;
@@ -52,7 +54,9 @@ pub use cgroup::{
 pub use clone_exec::refresh_handled_signals;
 pub use platform::{PLATFORM_ENV, Platform, platform};
 pub use report::AttemptReport;
-pub use sandbox::{NO_LANDLOCK_ENV, WriteSandbox, landlock_abi, landlock_support};
+pub use sandbox::{
+    NO_LANDLOCK_ENV, SandboxKind, WriteSandbox, landlock_abi, landlock_support, write_sandbox,
+};
 pub use sink::LOG_TAIL;
 pub use spawn::{SPAWN_ENV, spawns_with_std};
 pub use spec::{AttemptSpec, Program, StopLevel};

@@ -131,6 +131,43 @@ pub fn landlock_abi() -> Option<u32> {
     landlock_support().ok()
 }
 
+/// What confines an attempt's writes here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxKind {
+    /// Landlock, at this ABI version (Linux).
+    Landlock(u32),
+    /// Seatbelt, through `sandbox-exec` (macOS).
+    Seatbelt,
+}
+
+impl SandboxKind {
+    /// Its name, as a confined task sees it in `BATON_SANDBOX`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Landlock(_) => "landlock",
+            Self::Seatbelt => "seatbelt",
+        }
+    }
+}
+
+/// The write sandbox attempts get here, or why there is none, completing "… because …":
+/// Landlock on Linux's layer ([`landlock_support`]); Seatbelt on macOS, where
+/// `/usr/bin/sandbox-exec` is; nothing on Linux's portable layer. [`NO_LANDLOCK_ENV`] set:
+/// none, on either.
+pub fn write_sandbox() -> Result<SandboxKind, &'static str> {
+    if cfg!(target_os = "macos") {
+        if std::env::var_os(NO_LANDLOCK_ENV).is_some() {
+            return Err("BATON_NO_LANDLOCK is set");
+        }
+        #[cfg(target_os = "macos")]
+        if Path::new(crate::seatbelt::SANDBOX_EXEC).exists() {
+            return Ok(SandboxKind::Seatbelt);
+        }
+        return Err("/usr/bin/sandbox-exec is missing");
+    }
+    landlock_support().map(SandboxKind::Landlock)
+}
+
 /// [`landlock_abi`], or why attempts cannot be confined here, completing "… because …".
 pub fn landlock_support() -> Result<u32, &'static str> {
     static ABI: std::sync::OnceLock<Result<u32, &'static str>> = std::sync::OnceLock::new();

@@ -34,6 +34,8 @@ struct Isolation {
     /// The process layer: `linux` (its fast paths) or `portable` (macOS, or
     /// `BATON_PLATFORM=portable`).
     platform: &'static str,
+    /// The write sandbox: `landlock` (Linux) or `seatbelt` (macOS), when there is one.
+    sandbox: Option<&'static str>,
     /// Landlock's ABI version, when there is one.
     landlock: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -46,11 +48,13 @@ struct Isolation {
 
 impl Isolation {
     fn here() -> Self {
+        let sandbox = baton_exec::write_sandbox();
         let landlock = baton_exec::landlock_support();
         Self {
+            sandbox: sandbox.ok().map(baton_exec::SandboxKind::name),
             platform: baton_exec::platform().name(),
             landlock: landlock.ok(),
-            landlock_problem: landlock.err(),
+            landlock_problem: sandbox.err().or(landlock.err()),
             cgroups: baton_exec::cgroups_available(),
             cgroups_for_every_task: baton_exec::cgroups_are_cheap(),
             subreaper: baton_exec::become_subreaper(),
@@ -69,6 +73,7 @@ impl Isolation {
                 )
             },
             match (self.landlock, self.landlock_problem) {
+                _ if self.sandbox == Some("seatbelt") => "  seatbelt   ✓ sandbox-exec: agent tasks (and tasks with `confine`) write only in their worktree".to_owned(),
                 (Some(abi), _) => format!(
                     "  landlock   ✓ ABI {abi}: agent tasks (and tasks with `confine`) write only in their worktree"
                 ),
