@@ -185,6 +185,14 @@ impl RunView {
             anomalies: Vec::new(),
             picks: HashMap::new(),
         };
+        let tasks = tasks.into_iter();
+        // Room for all of them at once: 100,000 tasks grown into would rehash the index
+        // seventeen times.
+        let (n, _) = tasks.size_hint();
+        view.ids.reserve(n);
+        view.tasks.reserve(n);
+        view.attempts.reserve(n);
+        view.index.reserve(n);
         for task in tasks {
             view.add_task(task);
         }
