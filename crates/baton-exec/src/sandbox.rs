@@ -155,17 +155,26 @@ impl SandboxKind {
 /// `/usr/bin/sandbox-exec` is; nothing on Linux's portable layer. [`NO_LANDLOCK_ENV`] set:
 /// none, on either.
 pub fn write_sandbox() -> Result<SandboxKind, &'static str> {
-    if cfg!(target_os = "macos") {
-        if std::env::var_os(NO_LANDLOCK_ENV).is_some() {
-            return Err("BATON_NO_LANDLOCK is set");
-        }
-        #[cfg(target_os = "macos")]
-        if Path::new(crate::seatbelt::SANDBOX_EXEC).exists() {
-            return Ok(SandboxKind::Seatbelt);
-        }
-        return Err("/usr/bin/sandbox-exec is missing");
-    }
+    #[cfg(target_os = "macos")]
+    return seatbelt_support();
+    #[cfg(not(target_os = "macos"))]
     landlock_support().map(SandboxKind::Landlock)
+}
+
+/// Seatbelt where `sandbox-exec` is, asked once per process.
+#[cfg(target_os = "macos")]
+fn seatbelt_support() -> Result<SandboxKind, &'static str> {
+    static SUPPORT: std::sync::OnceLock<Result<SandboxKind, &'static str>> =
+        std::sync::OnceLock::new();
+    *SUPPORT.get_or_init(|| {
+        if std::env::var_os(NO_LANDLOCK_ENV).is_some() {
+            Err("BATON_NO_LANDLOCK is set")
+        } else if Path::new(crate::seatbelt::SANDBOX_EXEC).exists() {
+            Ok(SandboxKind::Seatbelt)
+        } else {
+            Err("/usr/bin/sandbox-exec is missing")
+        }
+    })
 }
 
 /// [`landlock_abi`], or why attempts cannot be confined here, completing "… because …".

@@ -85,7 +85,14 @@ impl Isolation {
             match (self.cgroups, self.cgroups_for_every_task) {
                 (true, true) => "  cgroup v2  ✓ writable, and a task is born in its own: every task's processes end with it".to_owned(),
                 (true, false) => "  cgroup v2  ✓ writable: agent tasks get a cgroup; others their process group (a child cannot be born in one here)".to_owned(),
-                (false, _) => "  cgroup v2  ✗ not writable here: tasks are held by their process group (a `setsid` daemon can outlive its task)".to_owned(),
+                (false, _) => format!(
+                    "  cgroup v2  ✗ {}: tasks are held by their process group (a `setsid` daemon can outlive its task)",
+                    if self.platform == baton_exec::Platform::Linux.name() {
+                        "not writable here"
+                    } else {
+                        "not used by the portable layer"
+                    }
+                ),
             },
             format!(
                 "  subreaper  {} {}",

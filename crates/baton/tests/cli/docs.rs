@@ -1,11 +1,9 @@
 //! The docs name the code as it is: every source path `docs/ARCHITECTURE.md` (and the other
 //! docs) names exists, so a file moved without its docs fails here, not in a newcomer's hands.
 
-use std::path::Path;
-
 #[test]
 fn every_source_path_the_docs_name_exists() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = crate::test::repo_path("");
     let crates = root.join("crates");
     // `baton-runner/src/drive.rs`, `baton/src/commands/run.rs`, a directory `…/unit/`.
     let path =

@@ -77,6 +77,7 @@ fn doctor_reports_the_sandbox_the_cgroups_and_the_subreaper() {
     assert!(isolation["cgroups"].is_boolean(), "{json}");
     // Without them (as on a kernel that has neither): said, with what happens instead.
     let out = Test::new()
+        .env("BATON_PLATFORM", "linux")
         .env("BATON_NO_LANDLOCK", "1")
         .env("BATON_NO_CGROUP", "1")
         .args(&["doctor"])

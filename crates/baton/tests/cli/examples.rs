@@ -324,7 +324,7 @@ fn the_offline_example_runs_agents_and_baton_do_with_no_key() {
 
 /// The repository's `examples/`.
 fn examples_dir() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+    crate::test::repo_path("examples")
 }
 
 /// What an example's header says its run ends as: its `# expect: STATE` line.

@@ -9,10 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::test::Test;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
+    crate::test::repo_path("").canonicalize().unwrap()
 }
 
 fn guide() -> PathBuf {
@@ -480,17 +477,7 @@ fn every_command_s_help_names_its_page_of_the_guide() {
     };
     let top = help(&["--help"]);
     assert!(guide().join(page_named(&top)).exists());
-    let commands: Vec<String> = top
-        .lines()
-        .skip_while(|l| !l.starts_with("Commands:"))
-        .skip(1)
-        .take_while(|l| l.starts_with("  "))
-        // A description's continuation lines are indented further.
-        .filter(|l| !l.starts_with("   "))
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|c| *c != "help")
-        .map(str::to_owned)
-        .collect();
+    let commands = crate::test::commands_in_help(&top);
     assert!(commands.len() > 20, "{commands:?}");
     for command in commands {
         let named = page_named(&help(&[&command, "--help"]));

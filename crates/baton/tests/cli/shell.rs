@@ -124,18 +124,7 @@ fn the_man_pages_cover_every_command() {
         .stdout_contains("man pages to");
     // One page for baton and one per command it lists.
     let help = written.then().args(&["--help"]).run().status(0);
-    let commands: Vec<String> = help
-        .stdout
-        .lines()
-        .skip_while(|l| !l.starts_with("Commands:"))
-        .skip(1)
-        .take_while(|l| l.starts_with("  "))
-        // A long description goes on under its command, indented further.
-        .filter(|l| !l.starts_with("   "))
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|name| *name != "help")
-        .map(str::to_owned)
-        .collect();
+    let commands = crate::test::commands_in_help(&help.stdout);
     assert!(commands.len() > 20, "{}", help.stdout);
     for name in &commands {
         assert!(

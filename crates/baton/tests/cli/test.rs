@@ -43,6 +43,27 @@ pub(crate) fn file_holds(path: &Path, text: &str) -> bool {
     fs::read_to_string(path).is_ok_and(|content| content.contains(text))
 }
 
+/// `path` in the repository (`""`: its root).
+pub(crate) fn repo_path(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}
+
+/// The commands `baton --help` lists (its `Commands:` section), without `help`.
+pub(crate) fn commands_in_help(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        // A long description goes on under its command, indented further.
+        .filter(|l| !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
 /// A misbehaving program from `tests/fixtures/`.
 pub(crate) fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
