@@ -6,11 +6,12 @@
 //! appeared for it, which costs one `read` of the watch (the event is queued while the task
 //! creates the file, before it exits). Only on local file systems (tmpfs, ext4, XFS, btrfs):
 //! on a network one, a task could write from another host. Where the watch cannot be had, or
-//! stops being
-//! trustworthy (its queue overflowed, the directory was moved or removed), every look opens
-//! the name, relative to the directory then open (a third less than by the whole path). The
-//! portable process layer ([`baton_exec::Platform`]: macOS, or `BATON_PLATFORM=portable`)
-//! always looks.
+//! stops being trustworthy (its queue overflowed, the directory was moved or removed), every
+//! look opens the name, relative to the directory then open (a third less than by the whole
+//! path). The portable process layer ([`baton_exec::Platform`]: macOS, or
+//! `BATON_PLATFORM=portable`) always looks: macOS's kqueue says that a directory changed, not
+//! which name appeared, so a look would still be needed, and FSEvents (the `notify` crate's
+//! backend there) coalesces and delays what it reports.
 
 #[cfg(target_os = "linux")]
 use std::collections::HashSet;
