@@ -6,7 +6,9 @@
 //! macOS asks `proc_listallpids` and `proc_pidinfo(PROC_PIDTBSDINFO)` (libproc) and
 //! `sysctl(KERN_PROCARGS2)`, whose buffer [`decode_procargs2`] reads. The macOS calls are
 //! checked by type and review only (no Mac runs the suite); the decoding is tested here on
-//! every platform against buffers laid out as the kernel lays them out.
+//! every platform against buffers laid out as the kernel lays them out, and walks them as
+//! psutil's `proc_environ` for macOS does (skip the path and its padding, then `argc`
+//! strings; the environment ends at an empty string), which psutil's own CI runs on Macs.
 
 /// What the kernel says of a live or zombie process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
