@@ -229,7 +229,16 @@ impl<'conn> Statements<'conn> {
 
 /// `Sql::InsertEvents`: one row of placeholders per event.
 static INSERT_EVENTS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let row = "(?, ?, ?, ?, ?, ?)";
-    let rows = vec![row; crate::write::EVENTS_PER_INSERT].join(", ");
-    format!("INSERT INTO events (run_id, seq, at_ms, kind, task_id, data_json) VALUES {rows}")
+    insert_rows(
+        "events (run_id, seq, at_ms, kind, task_id, data_json)",
+        crate::write::EVENTS_PER_INSERT,
+    )
 });
+
+/// `INSERT INTO {into} VALUES` with `rows` rows of placeholders, one per column `into` names:
+/// many rows to a statement cost less than a statement each.
+pub(crate) fn insert_rows(into: &str, rows: usize) -> String {
+    let columns = into.matches(',').count() + 1;
+    let row = format!("({})", vec!["?"; columns].join(", "));
+    format!("INSERT INTO {into} VALUES {}", vec![row; rows].join(", "))
+}

@@ -19,8 +19,7 @@ const TASKS_PER_INSERT: usize = 64;
 
 /// The statement inserting `n` pending tasks of a new run.
 fn insert_tasks(n: usize) -> String {
-    let rows = vec!["(?, ?, ?, ?)"; n].join(", ");
-    format!("INSERT INTO tasks (run_id, task_id, idx, status) VALUES {rows}")
+    crate::statements::insert_rows("tasks (run_id, task_id, idx, status)", n)
 }
 
 static INSERT_TASKS: std::sync::LazyLock<String> =

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use baton_agent::{Engine, EngineKind};
+use baton_exec::{Platform, SandboxKind};
 use baton_runner::AgentConfig;
 use serde::Serialize;
 
@@ -33,9 +34,11 @@ struct Report {
 struct Isolation {
     /// The process layer: `linux` (its fast paths) or `portable` (macOS, or
     /// `BATON_PLATFORM=portable`).
-    platform: &'static str,
+    #[serde(serialize_with = "platform_name")]
+    platform: Platform,
     /// The write sandbox: `landlock` (Linux) or `seatbelt` (macOS), when there is one.
-    sandbox: Option<&'static str>,
+    #[serde(serialize_with = "sandbox_name")]
+    sandbox: Option<SandboxKind>,
     /// Landlock's ABI version, when there is one.
     landlock: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -46,13 +49,24 @@ struct Isolation {
     subreaper: bool,
 }
 
+fn platform_name<S: serde::Serializer>(platform: &Platform, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(platform.name())
+}
+
+fn sandbox_name<S: serde::Serializer>(
+    sandbox: &Option<SandboxKind>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    sandbox.map(SandboxKind::name).serialize(s)
+}
+
 impl Isolation {
     fn here() -> Self {
         let sandbox = baton_exec::write_sandbox();
         let landlock = baton_exec::landlock_support();
         Self {
-            sandbox: sandbox.ok().map(baton_exec::SandboxKind::name),
-            platform: baton_exec::platform().name(),
+            sandbox: sandbox.ok(),
+            platform: baton_exec::platform(),
             landlock: landlock.ok(),
             landlock_problem: sandbox.err().or(landlock.err()),
             cgroups: baton_exec::cgroups_available(),
@@ -64,7 +78,7 @@ impl Isolation {
     fn lines(&self) -> Vec<String> {
         let mark = |ok: bool| if ok { "✓" } else { "✗" };
         vec![
-            if self.platform == baton_exec::Platform::Linux.name() {
+            if self.platform == Platform::Linux {
                 "  platform   linux: attempts start with baton's own clone and are waited for through pidfds".to_owned()
             } else {
                 format!(
@@ -73,7 +87,7 @@ impl Isolation {
                 )
             },
             match (self.landlock, self.landlock_problem) {
-                _ if self.sandbox == Some("seatbelt") => "  seatbelt   ✓ sandbox-exec: agent tasks (and tasks with `confine`) write only in their worktree".to_owned(),
+                _ if self.sandbox == Some(SandboxKind::Seatbelt) => "  seatbelt   ✓ sandbox-exec: agent tasks (and tasks with `confine`) write only in their worktree".to_owned(),
                 (Some(abi), _) => format!(
                     "  landlock   ✓ ABI {abi}: agent tasks (and tasks with `confine`) write only in their worktree"
                 ),
@@ -87,7 +101,7 @@ impl Isolation {
                 (true, false) => "  cgroup v2  ✓ writable: agent tasks get a cgroup; others their process group (a child cannot be born in one here)".to_owned(),
                 (false, _) => format!(
                     "  cgroup v2  ✗ {}: tasks are held by their process group (a `setsid` daemon can outlive its task)",
-                    if self.platform == baton_exec::Platform::Linux.name() {
+                    if self.platform == Platform::Linux {
                         "not writable here"
                     } else {
                         "not used by the portable layer"
