@@ -33,6 +33,7 @@ mod records;
 mod seam;
 mod statements;
 mod store;
+mod task_index;
 mod write;
 
 pub use approvals::Decision;

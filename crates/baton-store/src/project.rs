@@ -11,7 +11,8 @@
 //! of the task instead of five updates; if the attempt's `attempt-started` is in the turn too
 //! (a short task), the attempt row is inserted whole and the task row updated once. That is
 //! what recording a task mostly costs, and a run of many short tasks records thousands a
-//! second.
+//! second. Those statements find the task's row by its index, which
+//! [`crate::task_index::TaskIndex`] keeps, rather than by its id through a second index.
 
 use std::collections::HashMap;
 
@@ -223,6 +224,7 @@ fn end_attempt(
     let json = outcome_json(outcome)?;
     let code = outcome.exit_code();
     let (tokens, cost, agent_json) = usage_columns(agent.as_deref())?;
+    let row = statements.row_of(run, task)?;
     let changed = statements
         .get(Sql::AttemptFinishedWithOutput)?
         .execute(params![
@@ -242,7 +244,8 @@ fn end_attempt(
             tokens,
             cost,
             agent_json,
-            containment.map(Containment::as_str)
+            containment.map(Containment::as_str),
+            row
         ])?;
     open_attempt(statements, changed, run, task, *attempt)?;
     let Some(Event {
@@ -265,7 +268,8 @@ fn end_attempt(
         output.output,
         output.output_bytes,
         output.output_json,
-        output.stderr_tail
+        output.stderr_tail,
+        row
     ])?;
     known_task(changed, run, task)
 }
@@ -298,6 +302,7 @@ fn run_attempt(
     let json = outcome_json(outcome)?;
     let code = outcome.exit_code();
     let (tokens, cost, agent_json) = usage_columns(agent.as_deref())?;
+    let row = statements.row_of(run, task)?;
     // An attempt that left no output has its output columns NULL, as one whose output
     // never came.
     let inserted = statements.get(Sql::AttemptRan)?.execute(params![
@@ -319,7 +324,8 @@ fn run_attempt(
         tokens,
         cost,
         agent_json,
-        containment.map(Containment::as_str)
+        containment.map(Containment::as_str),
+        row
     ]);
     attempt_inserted(statements, inserted, run, task, *attempt)?;
     let changed = match output {
@@ -335,7 +341,8 @@ fn run_attempt(
             output.output_bytes,
             output.output_json,
             output.stderr_tail,
-            started.at_ms
+            started.at_ms,
+            row
         ])?,
         // The task's output stays what it was.
         None => statements.get(Sql::TaskRanQuietly)?.execute(params![
@@ -346,7 +353,8 @@ fn run_attempt(
             state.as_str(),
             reason,
             task_finished.at_ms,
-            started.at_ms
+            started.at_ms,
+            row
         ])?,
     };
     known_task(changed, run, task)
@@ -454,12 +462,14 @@ fn apply_event(
                 .execute(params![id, state.as_str(), at])?;
         }
         EventKind::AttemptStarted { task, attempt, pid } => {
+            let row = statements.row_of(run, task)?;
             let changed = statements.get(Sql::TaskStarted)?.execute(params![
                 id,
                 task.as_str(),
                 TaskState::Running.as_str(),
                 attempt,
-                at
+                at,
+                row
             ])?;
             known_task(changed, run, task)?;
             let inserted = statements.get(Sql::InsertAttempt)?.execute(params![
@@ -467,7 +477,8 @@ fn apply_event(
                 task.as_str(),
                 attempt,
                 at,
-                pid
+                pid,
+                row
             ]);
             attempt_inserted(statements, inserted, run, task, *attempt)?;
         }
@@ -482,6 +493,7 @@ fn apply_event(
             let json = outcome_json(outcome)?;
             let code = outcome.exit_code();
             let (tokens, cost, agent_json) = usage_columns(agent.as_deref())?;
+            let row = statements.row_of(run, task)?;
             let changed = statements.get(Sql::AttemptFinished)?.execute(params![
                 id,
                 task.as_str(),
@@ -494,7 +506,8 @@ fn apply_event(
                 tokens,
                 cost,
                 agent_json,
-                containment.map(Containment::as_str)
+                containment.map(Containment::as_str),
+                row
             ])?;
             open_attempt(statements, changed, run, task, *attempt)?;
             task_exit_code(statements, run, task, *attempt, code)?;
@@ -532,12 +545,14 @@ fn apply_event(
             state,
             reason,
         } => {
+            let row = statements.row_of(run, task)?;
             let changed = statements.get(Sql::TaskFinished)?.execute(params![
                 id,
                 task.as_str(),
                 state.as_str(),
                 reason,
-                at
+                at,
+                row
             ])?;
             known_task(changed, run, task)?;
         }
@@ -553,11 +568,13 @@ fn task_exit_code(
     attempt: u32,
     code: Option<i32>,
 ) -> Result<(), StoreError> {
+    let row = statements.row_of(run, task)?;
     statements.get(Sql::TaskExitCode)?.execute(params![
         run.as_str(),
         task.as_str(),
         attempt,
-        code
+        code,
+        row
     ])?;
     Ok(())
 }
@@ -567,6 +584,7 @@ fn apply_output(
     run: &RunId,
     output: &AttemptOutput,
 ) -> Result<(), StoreError> {
+    let row = statements.row_of(run, &output.task)?;
     let changed = statements.get(Sql::AttemptOutput)?.execute(params![
         run.as_str(),
         output.task.as_str(),
@@ -575,7 +593,8 @@ fn apply_output(
         output.output_bytes,
         output.output_json,
         output.stderr_tail,
-        output.log_path
+        output.log_path,
+        row
     ])?;
     known_attempt(changed, run, &output.task, output.attempt)?;
     task_output(statements, run, output)
@@ -587,6 +606,7 @@ fn task_output(
     run: &RunId,
     output: &AttemptOutput,
 ) -> Result<(), StoreError> {
+    let row = statements.row_of(run, &output.task)?;
     statements.get(Sql::TaskOutput)?.execute(params![
         run.as_str(),
         output.task.as_str(),
@@ -594,7 +614,8 @@ fn task_output(
         output.output,
         output.output_bytes,
         output.output_json,
-        output.stderr_tail
+        output.stderr_tail,
+        row
     ])?;
     Ok(())
 }

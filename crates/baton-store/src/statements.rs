@@ -2,22 +2,34 @@
 //! than once per event: a turn of a few tasks runs each of them several times, and every trip
 //! through the cache hashes the statement's text twice (out of the cache, and back in).
 
+use baton_model::{RunId, TaskId};
 use rusqlite::{CachedStatement, Connection};
 
+use crate::task_index::TaskIndex;
+
 /// The task's output columns set from the attempt `?3`'s output (`?8`–`?11`) unless a later
-/// attempt's output is there already; then the row: `run_id = ?1`, `task_id = ?2`.
+/// attempt's output is there already; then the row: `run_id = ?1`, `idx = $idx` (a
+/// placeholder), `task_id = ?2`.
 macro_rules! task_output_of_attempt_3 {
-    () => {
-        "output_attempt = IIF(COALESCE(output_attempt, 0) <= ?3, ?3, output_attempt), \
-         output = IIF(COALESCE(output_attempt, 0) <= ?3, ?8, output), \
-         output_bytes = IIF(COALESCE(output_attempt, 0) <= ?3, ?9, output_bytes), \
-         output_json = IIF(COALESCE(output_attempt, 0) <= ?3, ?10, output_json), \
-         stderr_tail = IIF(COALESCE(output_attempt, 0) <= ?3, ?11, stderr_tail) \
-         WHERE run_id = ?1 AND task_id = ?2"
+    ($idx:literal) => {
+        concat!(
+            "output_attempt = IIF(COALESCE(output_attempt, 0) <= ?3, ?3, output_attempt), \
+             output = IIF(COALESCE(output_attempt, 0) <= ?3, ?8, output), \
+             output_bytes = IIF(COALESCE(output_attempt, 0) <= ?3, ?9, output_bytes), \
+             output_json = IIF(COALESCE(output_attempt, 0) <= ?3, ?10, output_json), \
+             stderr_tail = IIF(COALESCE(output_attempt, 0) <= ?3, ?11, stderr_tail) \
+             WHERE run_id = ?1 AND idx = ",
+            $idx,
+            " AND +task_id = ?2"
+        )
     };
 }
 
 /// One statement of a commit. [`Sql::text`] holds the SQL.
+///
+/// Those run for every task (its start, its end, its output) find the task's row by its
+/// index, bound last (from [`crate::task_index::TaskIndex`]), and check its id; the others find
+/// it by id.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Sql {
     InsertEvent,
@@ -76,7 +88,7 @@ impl Sql {
                 "UPDATE tasks SET status = ?3, attempts = MAX(attempts, ?4), \
                  started_at_ms = COALESCE(started_at_ms, ?5), ended_at_ms = NULL, \
                  reason = NULL, exit_code = NULL, next_attempt = NULL, retry_at_ms = NULL \
-                 WHERE run_id = ?1 AND task_id = ?2"
+                 WHERE run_id = ?1 AND idx = ?6 AND +task_id = ?2"
             }
             // No row (the task is unknown) is inserted as none: the caller checks.
             // After `TaskStarted`: its `attempts` is this one's number unless a later attempt
@@ -84,13 +96,13 @@ impl Sql {
             Self::InsertAttempt => {
                 "INSERT INTO attempts (run_id, task_idx, task_id, attempt, started_at_ms, pid) \
                  SELECT ?1, idx, ?2, ?3, ?4, ?5 FROM tasks \
-                 WHERE run_id = ?1 AND task_id = ?2 AND attempts = ?3"
+                 WHERE run_id = ?1 AND idx = ?6 AND +task_id = ?2 AND attempts = ?3"
             }
             Self::AttemptFinished => {
                 "UPDATE attempts SET ended_at_ms = ?4, outcome_kind = ?5, outcome_json = ?6, \
                  exit_code = ?7, duration_ms = ?8, tokens = ?9, cost_usd = ?10, agent_json = ?11, \
                  containment = ?12 \
-                 WHERE run_id = ?1 AND task_idx = (SELECT idx FROM tasks WHERE run_id = ?1 AND task_id = ?2) \
+                 WHERE run_id = ?1 AND task_idx = ?13 AND +task_id = ?2 \
                  AND attempt = ?3 AND ended_at_ms IS NULL"
             }
             Self::AttemptFinishedWithOutput => {
@@ -98,12 +110,12 @@ impl Sql {
                  exit_code = ?7, duration_ms = ?8, output = ?9, output_bytes = ?10, \
                  output_json = ?11, stderr_tail = ?12, log_path = ?13, tokens = ?14, \
                  cost_usd = ?15, agent_json = ?16, containment = ?17 \
-                 WHERE run_id = ?1 AND task_idx = (SELECT idx FROM tasks WHERE run_id = ?1 AND task_id = ?2) \
+                 WHERE run_id = ?1 AND task_idx = ?18 AND +task_id = ?2 \
                  AND attempt = ?3 AND ended_at_ms IS NULL"
             }
             Self::TaskExitCode => {
                 "UPDATE tasks SET exit_code = ?4 \
-                 WHERE run_id = ?1 AND task_id = ?2 AND attempts = ?3"
+                 WHERE run_id = ?1 AND idx = ?5 AND +task_id = ?2 AND attempts = ?3"
             }
             // `TaskExitCode`, `TaskOutput` and `TaskFinished` at once. Every expression reads
             // the row as it was, and none of the three writes a column another reads or
@@ -114,7 +126,7 @@ impl Sql {
                     "UPDATE tasks SET exit_code = IIF(attempts = ?3, ?4, exit_code), \
                      status = ?5, reason = ?6, ended_at_ms = ?7, \
                      next_attempt = NULL, retry_at_ms = NULL, ",
-                    task_output_of_attempt_3!()
+                    task_output_of_attempt_3!("?12")
                 )
             }
             Self::RetryScheduled => {
@@ -124,18 +136,17 @@ impl Sql {
             Self::TaskFinished => {
                 "UPDATE tasks SET status = ?3, reason = ?4, ended_at_ms = ?5, \
                  next_attempt = NULL, retry_at_ms = NULL \
-                 WHERE run_id = ?1 AND task_id = ?2"
+                 WHERE run_id = ?1 AND idx = ?6 AND +task_id = ?2"
             }
             Self::AttemptOutput => {
                 "UPDATE attempts SET output = ?4, output_bytes = ?5, output_json = ?6, \
                  stderr_tail = ?7, log_path = ?8 \
-                 WHERE run_id = ?1 AND task_idx = (SELECT idx FROM tasks WHERE run_id = ?1 AND task_id = ?2) \
-                 AND attempt = ?3"
+                 WHERE run_id = ?1 AND task_idx = ?9 AND +task_id = ?2 AND attempt = ?3"
             }
             Self::TaskOutput => {
                 "UPDATE tasks SET output_attempt = ?3, output = ?4, output_bytes = ?5, \
                  output_json = ?6, stderr_tail = ?7 \
-                 WHERE run_id = ?1 AND task_id = ?2 \
+                 WHERE run_id = ?1 AND idx = ?8 AND +task_id = ?2 \
                  AND (output_attempt IS NULL OR output_attempt <= ?3)"
             }
             Self::TaskKnown => "SELECT 1 FROM tasks WHERE run_id = ?1 AND task_id = ?2",
@@ -153,7 +164,7 @@ impl Sql {
                  agent_json, containment) \
                  SELECT ?1, idx, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
                  ?16, ?17, ?18, ?19 FROM tasks \
-                 WHERE run_id = ?1 AND task_id = ?2 AND attempts < ?3"
+                 WHERE run_id = ?1 AND idx = ?20 AND +task_id = ?2 AND attempts < ?3"
             }
             // A planner's task, after the run's others (`task_count` of them, indices from 0).
             Self::TaskAdded => {
@@ -188,7 +199,7 @@ impl Sql {
                      started_at_ms = COALESCE(started_at_ms, ?12), \
                      exit_code = IIF(MAX(attempts, ?3) = ?3, ?4, NULL), \
                      reason = ?6, ended_at_ms = ?7, next_attempt = NULL, retry_at_ms = NULL, ",
-                    task_output_of_attempt_3!()
+                    task_output_of_attempt_3!("?13")
                 )
             }
             // `TaskStarted`, `TaskExitCode` and `TaskFinished`, composed as in `TaskRan`, for
@@ -198,24 +209,34 @@ impl Sql {
                  started_at_ms = COALESCE(started_at_ms, ?8), \
                  exit_code = IIF(MAX(attempts, ?3) = ?3, ?4, NULL), \
                  reason = ?6, ended_at_ms = ?7, next_attempt = NULL, retry_at_ms = NULL \
-                 WHERE run_id = ?1 AND task_id = ?2"
+                 WHERE run_id = ?1 AND idx = ?9 AND +task_id = ?2"
             }
         }
     }
 }
 
-/// The statements of one commit, each prepared (or taken from the cache) when first used.
+/// The statements of one commit, each prepared (or taken from the cache) when first used, and
+/// where the run's tasks' rows are.
 pub(crate) struct Statements<'conn> {
     conn: &'conn Connection,
     taken: [Option<CachedStatement<'conn>>; Sql::COUNT],
+    rows: &'conn mut TaskIndex,
 }
 
 impl<'conn> Statements<'conn> {
-    pub(crate) fn new(conn: &'conn Connection) -> Self {
+    pub(crate) fn new(conn: &'conn Connection, rows: &'conn mut TaskIndex) -> Self {
         Self {
             conn,
             taken: [const { None }; Sql::COUNT],
+            rows,
         }
+    }
+
+    /// The row index of `task` in `run`, `None` if the run has no such task: bound where a
+    /// statement says `idx = ?` (a NULL matches no row, which the caller reports as for any
+    /// unknown task).
+    pub(crate) fn row_of(&mut self, run: &RunId, task: &TaskId) -> rusqlite::Result<Option<i64>> {
+        self.rows.of(self.conn, run, task)
     }
 
     pub(crate) fn get(&mut self, sql: Sql) -> rusqlite::Result<&mut CachedStatement<'conn>> {
@@ -241,4 +262,54 @@ pub(crate) fn insert_rows(into: &str, rows: usize) -> String {
     let columns = into.matches(',').count() + 1;
     let row = format!("({})", vec!["?"; columns].join(", "));
     format!("INSERT INTO {into} VALUES {}", vec![row; rows].join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sql;
+    use crate::migrate::MIGRATIONS;
+
+    /// A statement given the task's row index seeks the row by it (the primary key), not by
+    /// the id it also checks: the planner would take the id's index if let.
+    #[test]
+    fn rows_found_by_index_are_sought_by_the_primary_key() {
+        use Sql::*;
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        for migration in MIGRATIONS {
+            conn.execute_batch(migration).unwrap();
+        }
+        // Those `project` binds a row index to.
+        let by_index = [
+            TaskStarted,
+            InsertAttempt,
+            AttemptFinished,
+            AttemptFinishedWithOutput,
+            TaskExitCode,
+            TaskEndedWithOutput,
+            TaskFinished,
+            AttemptOutput,
+            TaskOutput,
+            AttemptRan,
+            TaskRan,
+            TaskRanQuietly,
+        ];
+        for sql in by_index {
+            assert!(sql.text().contains("+task_id = ?2"), "{sql:?}");
+            let mut explain = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {}", sql.text()))
+                .unwrap();
+            let nulls = vec![None::<i64>; explain.parameter_count()];
+            let plan: Vec<String> = explain
+                .query_map(rusqlite::params_from_iter(nulls), |row| row.get(3))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let searches: Vec<&String> = plan.iter().filter(|p| p.contains("SEARCH")).collect();
+            assert!(!searches.is_empty(), "{sql:?}: {plan:?}");
+            assert!(
+                searches.iter().all(|p| p.contains("USING PRIMARY KEY")),
+                "{sql:?}: {plan:?}"
+            );
+        }
+    }
 }

@@ -9,6 +9,7 @@ use crate::StoreError;
 use crate::checkpoint::Checkpointer;
 use crate::migrate::{MIGRATIONS, SCHEMA_VERSION, migrate, user_version};
 use crate::private_fs;
+use crate::task_index::TaskIndex;
 
 /// How long a statement waits for another process's write lock before giving up as busy.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -34,6 +35,9 @@ pub struct SqliteStore {
     /// The file opened for writing (device, inode): a commit into a file that is no longer at
     /// the path would be lost the moment the store is closed.
     identity: Option<(u64, u64)>,
+    /// Where the tasks of the run last committed to are: taken by each commit, after the
+    /// connection.
+    pub(crate) task_rows: Mutex<TaskIndex>,
 }
 
 impl Drop for SqliteStore {
@@ -87,6 +91,7 @@ impl SqliteStore {
             path: path.to_owned(),
             durability: Some(durability),
             checkpointer: Mutex::new(None),
+            task_rows: Mutex::default(),
             identity: identity(path),
         })
     }
@@ -198,6 +203,7 @@ impl SqliteStore {
             path: path.to_owned(),
             durability: None,
             checkpointer: Mutex::new(None),
+            task_rows: Mutex::default(),
             identity: None,
         })
     }

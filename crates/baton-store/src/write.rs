@@ -17,6 +17,27 @@ pub(crate) const EVENTS_PER_INSERT: usize = 32;
 /// Rows of a new run's `tasks` inserted by one statement.
 const TASKS_PER_INSERT: usize = 64;
 
+/// Inserts a new run's tasks, every one pending, in graph order. TASKS_PER_INSERT rows to a
+/// statement, as events go: what a statement costs beyond its rows was half of inserting a
+/// 100,000-task run's tasks one by one.
+fn insert_pending_tasks(tx: &rusqlite::Transaction<'_>, run: &NewRun) -> Result<(), StoreError> {
+    let (run_id, pending) = (run.id.as_str(), TaskState::Pending.as_str());
+    for chunk in run.tasks.chunks(TASKS_PER_INSERT) {
+        let ids: Vec<&str> = chunk.iter().map(|(task, _)| task.as_str()).collect();
+        let mut rows: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(4 * chunk.len());
+        for (id, (_, idx)) in ids.iter().zip(chunk) {
+            rows.extend([&run_id as &dyn rusqlite::ToSql, id, idx, &pending]);
+        }
+        let mut insert = if chunk.len() == TASKS_PER_INSERT {
+            tx.prepare_cached(&INSERT_TASKS)?
+        } else {
+            tx.prepare_cached(&insert_tasks(chunk.len()))?
+        };
+        insert.execute(rows.as_slice())?;
+    }
+    Ok(())
+}
+
 /// The statement inserting `n` pending tasks of a new run.
 fn insert_tasks(n: usize) -> String {
     crate::statements::insert_rows("tasks (run_id, task_id, idx, status)", n)
@@ -25,63 +46,80 @@ fn insert_tasks(n: usize) -> String {
 static INSERT_TASKS: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| insert_tasks(TASKS_PER_INSERT));
 
-/// Writes the run's graph into `run_graph_parts` as it is serialised, a part at a time.
-fn write_graph(tx: &rusqlite::Transaction<'_>, run: &NewRun) -> Result<(), StoreError> {
-    let mut parts = GraphParts {
-        insert: tx.prepare_cached(
-            "INSERT INTO run_graph_parts (run_id, part, json) VALUES (?1, ?2, ?3)",
-        )?,
-        run: run.id.as_str(),
-        part: 0,
-        buffer: Vec::with_capacity(GRAPH_PART),
-        failed: None,
-    };
-    let written = run
-        .graph
-        .write_json(&mut parts)
-        .and_then(|()| parts.insert_part());
-    match (written, parts.failed) {
-        (_, Some(err)) => Err(StoreError::Sqlite(err.into())),
-        (Err(err), None) => Err(StoreError::GraphJson(err)),
-        (Ok(()), None) => Ok(()),
-    }
+/// Writes the run's graph into `run_graph_parts`, a part at a time, serialised on a thread of
+/// its own while `meanwhile` (inserting the tasks' rows) runs on this one: the two took a
+/// fifth of starting a 100,000-task run one after the other. At most three parts are held at
+/// once (one being written, one waiting, one being inserted).
+fn write_graph_beside(
+    tx: &rusqlite::Transaction<'_>,
+    run: &NewRun,
+    meanwhile: impl FnOnce() -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    std::thread::scope(|scope| {
+        let (sender, parts) = std::sync::mpsc::sync_channel(1);
+        let writer = std::thread::Builder::new()
+            .name("graph-json".into())
+            .spawn_scoped(scope, move || {
+                let mut out = GraphParts {
+                    sender,
+                    buffer: Vec::with_capacity(GRAPH_PART),
+                    sent: false,
+                };
+                run.graph.write_json(&mut out)?;
+                out.send_last()
+            })
+            .map_err(StoreError::GraphJson)?;
+        let inserted = meanwhile().and_then(|()| {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO run_graph_parts (run_id, part, json) VALUES (?1, ?2, ?3)",
+            )?;
+            for (part, json) in parts.iter().enumerate() {
+                insert.execute(params![run.id.as_str(), part as u32, json])?;
+            }
+            Ok(())
+        });
+        // Whatever happened here, the writer stops: its next part has nowhere to go.
+        drop(parts);
+        let written = writer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        inserted?;
+        written.map_err(StoreError::GraphJson)
+    })
 }
 
-/// The parts of a run's graph being written: the one being filled, inserted when full.
-struct GraphParts<'conn, 'run> {
-    insert: rusqlite::CachedStatement<'conn>,
-    run: &'run str,
-    part: u32,
+/// The graph as it is serialised, sent to be inserted a part ([`GRAPH_PART`] bytes) at a time.
+struct GraphParts {
+    sender: std::sync::mpsc::SyncSender<Vec<u8>>,
     buffer: Vec<u8>,
-    /// Why an insert failed; the writer only sees that it did.
-    failed: Option<rusqlite::Error>,
+    /// Whether a part went: an empty graph is still one (empty) part.
+    sent: bool,
 }
 
-impl GraphParts<'_, '_> {
-    fn insert_part(&mut self) -> std::io::Result<()> {
-        if self.buffer.is_empty() && self.part > 0 {
+impl GraphParts {
+    fn send(&mut self) -> std::io::Result<()> {
+        let full = std::mem::replace(&mut self.buffer, Vec::with_capacity(GRAPH_PART));
+        self.sent = true;
+        self.sender
+            .send(full)
+            .map_err(|_| std::io::Error::other("the run's record was not written"))
+    }
+
+    fn send_last(mut self) -> std::io::Result<()> {
+        if self.buffer.is_empty() && self.sent {
             return Ok(());
         }
-        if let Err(err) = self
-            .insert
-            .execute(params![self.run, self.part, self.buffer.as_slice()])
-        {
-            self.failed = Some(err);
-            return Err(std::io::Error::other("the run database failed"));
-        }
-        self.part += 1;
-        self.buffer.clear();
-        Ok(())
+        self.send()
     }
 }
 
-impl std::io::Write for GraphParts<'_, '_> {
+impl std::io::Write for GraphParts {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         let room = GRAPH_PART - self.buffer.len();
         let taken = bytes.len().min(room);
         self.buffer.extend_from_slice(&bytes[..taken]);
         if self.buffer.len() == GRAPH_PART {
-            self.insert_part()?;
+            self.send()?;
         }
         Ok(taken)
     }
@@ -115,24 +153,7 @@ impl SqliteStore {
                 }
                 other => other?,
             };
-            write_graph(tx, run)?;
-            // TASKS_PER_INSERT rows to a statement, as events go: what a statement costs
-            // beyond its rows was half of inserting a 100,000-task run's tasks one by one.
-            let (run_id, pending) = (run.id.as_str(), TaskState::Pending.as_str());
-            for chunk in run.tasks.chunks(TASKS_PER_INSERT) {
-                let ids: Vec<&str> = chunk.iter().map(|(task, _)| task.as_str()).collect();
-                let mut rows: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(4 * chunk.len());
-                for (id, (_, idx)) in ids.iter().zip(chunk) {
-                    rows.extend([&run_id as &dyn rusqlite::ToSql, id, idx, &pending]);
-                }
-                let mut insert = if chunk.len() == TASKS_PER_INSERT {
-                    tx.prepare_cached(&INSERT_TASKS)?
-                } else {
-                    tx.prepare_cached(&insert_tasks(chunk.len()))?
-                };
-                insert.execute(rows.as_slice())?;
-            }
-            Ok(())
+            write_graph_beside(tx, run, || insert_pending_tasks(tx, run))
         })
     }
 
@@ -181,7 +202,11 @@ impl SqliteStore {
             return Ok(Vec::new());
         }
         self.check_present()?;
-        self.write(|tx| {
+        let mut rows = self
+            .task_rows
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let committed = self.write(|tx| {
             if let Some(token) = fence {
                 crate::driver::check_token(tx, run, token)?;
             }
@@ -194,7 +219,7 @@ impl SqliteStore {
                 .optional()?;
             let mut seq = last.ok_or_else(|| StoreError::UnknownRun(run.clone()))?;
             let mut seqs = Vec::with_capacity(events.len());
-            let mut statements = Statements::new(tx);
+            let mut statements = Statements::new(tx, &mut rows);
             // Events go in EVENTS_PER_INSERT to a statement (what one statement costs beyond
             // its rows is a tenth of a 100,000-task run's recording), their JSON written into
             // one buffer.
@@ -251,6 +276,11 @@ impl SqliteStore {
             }
             apply_turn(&mut statements, run, events, outputs)?;
             Ok(seqs)
-        })
+        });
+        if committed.is_err() {
+            // It may have looked up rows it inserted and rolled back.
+            rows.forget();
+        }
+        committed
     }
 }

@@ -107,6 +107,30 @@ pub(crate) fn a_large_graph_comes_back_whole(db: &dyn Database) {
     );
 }
 
+/// A graph whose JSON fails after more than a part was written.
+#[derive(Debug)]
+struct Unwritable;
+
+impl baton_store::GraphJson for Unwritable {
+    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        out.write_all(&vec![b' '; 3 * 1024 * 1024 / 2])?;
+        Err(std::io::Error::other("no more"))
+    }
+}
+
+/// A run whose graph cannot be written is not created at all, and the store goes on.
+pub(crate) fn a_graph_that_cannot_be_written_leaves_no_run(db: &dyn Database) {
+    let store = db.open();
+    let mut new = new_run("r1", &["a", "b"]);
+    new.graph = &Unwritable;
+    let err = store.create_run(&new).unwrap_err();
+    assert!(err.to_string().contains("graph"), "{err}");
+    assert_eq!(store.run(&run_id("r1")).unwrap(), None);
+    assert_eq!(store.graph_json(&run_id("r1")).unwrap(), None);
+    store.create_run(&new_run("r1", &["a", "b"])).unwrap();
+    assert_eq!(store.tasks(&run_id("r1")).unwrap().len(), 2);
+}
+
 pub(crate) fn a_planners_tasks_join_the_run_after_the_others(db: &dyn Database) {
     let store = db.open();
     let lease = held(store.as_ref());
@@ -172,6 +196,42 @@ pub(crate) fn a_planners_tasks_join_the_run_after_the_others(db: &dyn Database) 
             .is_err()
     );
     assert_eq!(store.tasks(&run).unwrap().len(), 4);
+    // A task added and started in a turn that fails is not the run's; the next task added
+    // takes its place in the table, and each is told apart by its id.
+    let adds = |id: &str| EventKind::GraphExpanded {
+        task: task("a"),
+        attempt: 1,
+        added: vec![task(id)],
+        tasks: serde_json::json!([{ "id": id }]),
+        replaces: Vec::new(),
+    };
+    let failed = [
+        event(1_500, adds("a/z")),
+        started(1_500, "a/z", 1),
+        started(1_500, "zz", 1),
+    ];
+    assert!(store.record(&run, lease, &failed, &[]).is_err());
+    store
+        .record(
+            &run,
+            lease,
+            &[event(1_600, adds("a/w")), started(1_600, "a/w", 1)],
+            &[],
+        )
+        .unwrap();
+    assert!(
+        store
+            .record(&run, lease, &[started(1_700, "a/z", 1)], &[])
+            .is_err()
+    );
+    let tasks = store.tasks(&run).unwrap();
+    let last = tasks.last().unwrap();
+    assert_eq!(
+        (last.task.as_str(), last.idx, last.status),
+        ("a/w", 4, TaskState::Running)
+    );
+    assert_eq!(store.attempts(&run, &task("a/w")).unwrap().len(), 1);
+    assert_eq!(store.check_consistency(&run).unwrap(), Vec::<String>::new());
 }
 
 /// A turn of many events (more than one statement's worth: SQLite writes them several to a
@@ -737,6 +797,7 @@ macro_rules! conformance {
                 only_a_run_no_live_driver_holds_is_deleted,
                 readers_see_whole_turns_while_a_driver_records,
                 a_planners_tasks_join_the_run_after_the_others,
+                a_graph_that_cannot_be_written_leaves_no_run,
             );
         }
     };
