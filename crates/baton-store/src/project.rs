@@ -538,6 +538,7 @@ fn apply_event(
                     .get(Sql::TaskAdded)?
                     .execute(params![id, new.as_str(), pending])?;
                 statements.get(Sql::RunGrown)?.execute(params![id])?;
+                statements.row_added(run, new)?;
             }
         }
         EventKind::TaskFinished {

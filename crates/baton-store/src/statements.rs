@@ -239,6 +239,11 @@ impl<'conn> Statements<'conn> {
         self.rows.of(self.conn, run, task)
     }
 
+    /// `task` was just added to `run`.
+    pub(crate) fn row_added(&mut self, run: &RunId, task: &TaskId) -> rusqlite::Result<()> {
+        self.rows.added(self.conn, run, task)
+    }
+
     pub(crate) fn get(&mut self, sql: Sql) -> rusqlite::Result<&mut CachedStatement<'conn>> {
         let slot = &mut self.taken[sql as usize];
         if slot.is_none() {

@@ -6,13 +6,17 @@
 //! descents comparing strings where one comparing integers does. A task's index never changes
 //! once its row is in (rows are only ever inserted, at `task_count`), so the store keeps the
 //! map for the run it records and each statement seeks the row by index, still checking the id
-//! (`AND task_id = ?2`): should the map ever be wrong, a statement matches no row and the
-//! commit fails as for an unknown task, it never touches another task's row.
+//! (`AND +task_id = ?2`), so that a wrong index could only fail a commit, never touch another
+//! task's row.
 //!
 //! Tasks are keyed by a 32-bit hash of their id, not the id: 8 bytes a task instead of 40 or
 //! more, about 1 MB on a 100,000-task run (whose peak memory is watched: `docs/PERFORMANCE.md`).
-//! Ids that share a hash (about one pair in a 100,000-task run) are left out and looked up in
-//! the table each time.
+//! The map therefore holds every task of the run, so that two that share a hash (about one
+//! pair in a 100,000-task run) are always seen to: both are then left out and looked up in the
+//! table each time. Every task is in it because it is read whole whenever the run's
+//! `task_count` is not the count it was read at (at the start of each commit: another process
+//! may have added tasks while it held the run), a task added by a commit joins it at once, and
+//! after a failed commit it is forgotten.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -26,36 +30,67 @@ const SHARED: u32 = u32::MAX;
 /// The row index of each task of one run, by a hash of its id.
 #[derive(Debug, Default)]
 pub(crate) struct TaskIndex {
-    run: Option<RunId>,
+    /// The run, and its `task_count` when its tasks were read.
+    run: Option<(RunId, i64)>,
     rows: HashMap<u32, u32>,
     hasher: RandomState,
 }
 
 impl TaskIndex {
-    /// `task`'s row index in `run`, `None` if the run has no such task. The first call for a
-    /// run reads every task's index at once.
+    /// Makes the map `run`'s, as it is in the table: read again unless it was read for this
+    /// run and the run has as many tasks as then. At the start of each commit.
+    pub(crate) fn current(&mut self, conn: &Connection, run: &RunId) -> rusqlite::Result<()> {
+        let count: Option<i64> = conn
+            .prepare_cached("SELECT task_count FROM runs WHERE id = ?1")?
+            .query_row([run.as_str()], |row| row.get(0))
+            .optional()?;
+        match (count, &self.run) {
+            (Some(count), Some((known, read))) if known == run && *read == count => Ok(()),
+            (Some(count), _) => self.load(conn, run, count),
+            (None, _) => {
+                self.forget();
+                Ok(())
+            }
+        }
+    }
+
+    /// `task`'s row index in `run`, `None` if the run has no such task.
     pub(crate) fn of(
         &mut self,
         conn: &Connection,
         run: &RunId,
         task: &TaskId,
     ) -> rusqlite::Result<Option<i64>> {
-        if self.run.as_ref() != Some(run) {
-            self.load(conn, run)?;
+        if !self.is_of(run) {
+            return look_up(conn, run, task);
         }
-        let hash = self.hash(task.as_str());
-        match self.rows.get(&hash) {
+        match self.rows.get(&self.hash(task.as_str())) {
             Some(&SHARED) => look_up(conn, run, task),
             Some(&idx) => Ok(Some(i64::from(idx))),
-            None => {
-                // Added since (a planner's task), or not the run's.
-                let found = look_up(conn, run, task)?;
-                if let Some(idx) = found.and_then(|idx| u32::try_from(idx).ok()) {
-                    self.insert(hash, idx);
-                }
-                Ok(found)
-            }
+            // Every task of the run is in the map: this one is not the run's.
+            None => Ok(None),
         }
+    }
+
+    /// `task` was just added to `run` (a planner's): it joins the map.
+    pub(crate) fn added(
+        &mut self,
+        conn: &Connection,
+        run: &RunId,
+        task: &TaskId,
+    ) -> rusqlite::Result<()> {
+        if !self.is_of(run) {
+            return Ok(());
+        }
+        let idx = look_up(conn, run, task)?.and_then(|idx| u32::try_from(idx).ok());
+        match (idx, &mut self.run) {
+            (Some(idx), Some((_, count))) => {
+                *count += 1;
+                self.insert(self.hash(task.as_str()), idx);
+            }
+            _ => self.forget(),
+        }
+        Ok(())
     }
 
     /// Forgets everything: after a commit failed, the rows it inserted are not there.
@@ -64,25 +99,28 @@ impl TaskIndex {
         self.rows = HashMap::new();
     }
 
-    fn load(&mut self, conn: &Connection, run: &RunId) -> rusqlite::Result<()> {
+    fn is_of(&self, run: &RunId) -> bool {
+        self.run.as_ref().is_some_and(|(known, _)| known == run)
+    }
+
+    fn load(&mut self, conn: &Connection, run: &RunId, count: i64) -> rusqlite::Result<()> {
         self.forget();
-        let count: Option<i64> = conn
-            .prepare_cached("SELECT task_count FROM runs WHERE id = ?1")?
-            .query_row([run.as_str()], |row| row.get(0))
-            .optional()?;
-        self.rows
-            .reserve(count.and_then(|n| usize::try_from(n).ok()).unwrap_or(0));
+        self.rows.reserve(usize::try_from(count).unwrap_or(0));
         let mut statement =
             conn.prepare_cached("SELECT task_id, idx FROM tasks WHERE run_id = ?1")?;
         let mut rows = statement.query([run.as_str()])?;
         while let Some(row) = rows.next()? {
             let task = row.get_ref(0)?.as_str()?;
             let hash = self.hash(task);
-            if let Ok(idx) = u32::try_from(row.get::<_, i64>(1)?) {
-                self.insert(hash, idx);
+            match u32::try_from(row.get::<_, i64>(1)?) {
+                Ok(idx) => self.insert(hash, idx),
+                // Not an index this map can hold: the task is looked up each time.
+                Err(_) => {
+                    self.rows.insert(hash, SHARED);
+                }
             }
         }
-        self.run = Some(run.clone());
+        self.run = Some((run.clone(), count));
         Ok(())
     }
 
@@ -139,38 +177,77 @@ mod tests {
     fn finds_a_run_s_tasks_and_those_added_later_and_no_others() {
         let (conn, r, mut index) = fixture();
         let s = RunId::new("s").unwrap();
+        index.current(&conn, &r).unwrap();
         assert_eq!(index.of(&conn, &r, &id("b")).unwrap(), Some(1));
         assert_eq!(index.of(&conn, &r, &id("a")).unwrap(), Some(0));
         assert_eq!(index.of(&conn, &r, &id("zz")).unwrap(), None);
-        conn.execute("INSERT INTO tasks VALUES ('r', 'c', 2)", [])
-            .unwrap();
+        conn.execute_batch(
+            "INSERT INTO tasks VALUES ('r', 'c', 2); UPDATE runs SET task_count = 3 WHERE id = 'r';",
+        )
+        .unwrap();
+        index.added(&conn, &r, &id("c")).unwrap();
         assert_eq!(index.of(&conn, &r, &id("c")).unwrap(), Some(2));
         // Another run's task of the same name is that run's.
+        index.current(&conn, &s).unwrap();
         assert_eq!(index.of(&conn, &s, &id("a")).unwrap(), Some(7));
         assert_eq!(index.of(&conn, &s, &id("b")).unwrap(), None);
+        // A run never read is looked up.
+        assert_eq!(index.of(&conn, &r, &id("c")).unwrap(), Some(2));
     }
 
-    /// Two ids with one hash: neither is believed, both are looked up.
+    /// Tasks another process added while it held the run are read at the next commit.
+    #[test]
+    fn a_run_grown_elsewhere_is_read_again() {
+        let (conn, r, mut index) = fixture();
+        index.current(&conn, &r).unwrap();
+        conn.execute_batch(
+            "INSERT INTO tasks VALUES ('r', 'c', 2); UPDATE runs SET task_count = 3 WHERE id = 'r';",
+        )
+        .unwrap();
+        assert_eq!(index.of(&conn, &r, &id("c")).unwrap(), None);
+        index.current(&conn, &r).unwrap();
+        assert_eq!(index.of(&conn, &r, &id("c")).unwrap(), Some(2));
+    }
+
+    /// Two ids with one hash: neither is believed, both are looked up, however the second
+    /// came (read with the run, or added since).
     #[test]
     fn a_shared_hash_is_looked_up_each_time() {
         let (conn, r, mut index) = fixture();
-        index.of(&conn, &r, &id("a")).unwrap();
+        index.current(&conn, &r).unwrap();
         let hash_of_b = index.hash("b");
-        // As if `a` had hashed to `b`'s hash too.
+        // As if `a` (index 0) had hashed to `b`'s hash too.
         index.insert(hash_of_b, 0);
         assert_eq!(index.rows[&hash_of_b], SHARED);
         assert_eq!(index.of(&conn, &r, &id("b")).unwrap(), Some(1));
+        // A task added since whose hash is `a`'s.
+        conn.execute_batch(
+            "INSERT INTO tasks VALUES ('r', 'c', 2); UPDATE runs SET task_count = 3 WHERE id = 'r';",
+        )
+        .unwrap();
+        let hash_of_c = index.hash("c");
+        index.rows.insert(hash_of_c, 0);
+        index.added(&conn, &r, &id("c")).unwrap();
+        assert_eq!(index.rows[&hash_of_c], SHARED);
+        assert_eq!(index.of(&conn, &r, &id("c")).unwrap(), Some(2));
     }
 
     #[test]
     fn forgotten_after_a_failed_commit() {
         let (conn, r, mut index) = fixture();
-        conn.execute_batch("BEGIN; INSERT INTO tasks VALUES ('r', 'c', 2);")
-            .unwrap();
+        index.current(&conn, &r).unwrap();
+        conn.execute_batch(
+            "BEGIN; INSERT INTO tasks VALUES ('r', 'c', 2); UPDATE runs SET task_count = 3 WHERE id = 'r';",
+        )
+        .unwrap();
+        index.added(&conn, &r, &id("c")).unwrap();
         assert_eq!(index.of(&conn, &r, &id("c")).unwrap(), Some(2));
-        conn.execute_batch("ROLLBACK; INSERT INTO tasks VALUES ('r', 'd', 2);")
-            .unwrap();
+        conn.execute_batch(
+            "ROLLBACK; INSERT INTO tasks VALUES ('r', 'd', 2); UPDATE runs SET task_count = 3 WHERE id = 'r';",
+        )
+        .unwrap();
         index.forget();
+        index.current(&conn, &r).unwrap();
         assert_eq!(index.of(&conn, &r, &id("c")).unwrap(), None);
         assert_eq!(index.of(&conn, &r, &id("d")).unwrap(), Some(2));
     }

@@ -219,6 +219,7 @@ impl SqliteStore {
                 .optional()?;
             let mut seq = last.ok_or_else(|| StoreError::UnknownRun(run.clone()))?;
             let mut seqs = Vec::with_capacity(events.len());
+            rows.current(tx, run)?;
             let mut statements = Statements::new(tx, &mut rows);
             // Events go in EVENTS_PER_INSERT to a statement (what one statement costs beyond
             // its rows is a tenth of a 100,000-task run's recording), their JSON written into
