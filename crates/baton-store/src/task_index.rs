@@ -169,6 +169,20 @@ mod tests {
         (conn, RunId::new("r").unwrap(), TaskIndex::default())
     }
 
+    /// Adds task `id` at `idx` to run `r`, as a planner's task is.
+    fn add(conn: &Connection, id: &str, idx: i64) {
+        conn.execute(
+            "INSERT INTO tasks VALUES ('r', ?1, ?2)",
+            rusqlite::params![id, idx],
+        )
+        .unwrap();
+        conn.execute(
+            "UPDATE runs SET task_count = task_count + 1 WHERE id = 'r'",
+            [],
+        )
+        .unwrap();
+    }
+
     fn id(s: &str) -> TaskId {
         TaskId::new(s).unwrap()
     }
@@ -181,10 +195,7 @@ mod tests {
         assert_eq!(index.of(&conn, &r, &id("b")).unwrap(), Some(1));
         assert_eq!(index.of(&conn, &r, &id("a")).unwrap(), Some(0));
         assert_eq!(index.of(&conn, &r, &id("zz")).unwrap(), None);
-        conn.execute_batch(
-            "INSERT INTO tasks VALUES ('r', 'c', 2); UPDATE runs SET task_count = 3 WHERE id = 'r';",
-        )
-        .unwrap();
+        add(&conn, "c", 2);
         index.added(&conn, &r, &id("c")).unwrap();
         assert_eq!(index.of(&conn, &r, &id("c")).unwrap(), Some(2));
         // Another run's task of the same name is that run's.
@@ -200,10 +211,7 @@ mod tests {
     fn a_run_grown_elsewhere_is_read_again() {
         let (conn, r, mut index) = fixture();
         index.current(&conn, &r).unwrap();
-        conn.execute_batch(
-            "INSERT INTO tasks VALUES ('r', 'c', 2); UPDATE runs SET task_count = 3 WHERE id = 'r';",
-        )
-        .unwrap();
+        add(&conn, "c", 2);
         assert_eq!(index.of(&conn, &r, &id("c")).unwrap(), None);
         index.current(&conn, &r).unwrap();
         assert_eq!(index.of(&conn, &r, &id("c")).unwrap(), Some(2));
@@ -221,10 +229,7 @@ mod tests {
         assert_eq!(index.rows[&hash_of_b], SHARED);
         assert_eq!(index.of(&conn, &r, &id("b")).unwrap(), Some(1));
         // A task added since whose hash is `a`'s.
-        conn.execute_batch(
-            "INSERT INTO tasks VALUES ('r', 'c', 2); UPDATE runs SET task_count = 3 WHERE id = 'r';",
-        )
-        .unwrap();
+        add(&conn, "c", 2);
         let hash_of_c = index.hash("c");
         index.rows.insert(hash_of_c, 0);
         index.added(&conn, &r, &id("c")).unwrap();
@@ -236,16 +241,12 @@ mod tests {
     fn forgotten_after_a_failed_commit() {
         let (conn, r, mut index) = fixture();
         index.current(&conn, &r).unwrap();
-        conn.execute_batch(
-            "BEGIN; INSERT INTO tasks VALUES ('r', 'c', 2); UPDATE runs SET task_count = 3 WHERE id = 'r';",
-        )
-        .unwrap();
+        conn.execute_batch("BEGIN").unwrap();
+        add(&conn, "c", 2);
         index.added(&conn, &r, &id("c")).unwrap();
         assert_eq!(index.of(&conn, &r, &id("c")).unwrap(), Some(2));
-        conn.execute_batch(
-            "ROLLBACK; INSERT INTO tasks VALUES ('r', 'd', 2); UPDATE runs SET task_count = 3 WHERE id = 'r';",
-        )
-        .unwrap();
+        conn.execute_batch("ROLLBACK").unwrap();
+        add(&conn, "d", 2);
         index.forget();
         index.current(&conn, &r).unwrap();
         assert_eq!(index.of(&conn, &r, &id("c")).unwrap(), None);
