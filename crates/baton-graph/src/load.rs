@@ -115,16 +115,20 @@ fn walk_split(text: &str, diags: &mut Vec<Diagnostic>, secrets: &mut Secrets) ->
     spec.tasks.reserve_exact(tasks);
     std::thread::scope(|scope| {
         let (sender, parsed) = std::sync::mpsc::sync_channel(PARSED_AHEAD);
-        let parser = scope.spawn(move || {
-            for group in groups {
-                let group = from_toml::parse_tasks(text, group);
-                let failed = group.is_none();
-                // Sent nowhere: the walk stopped.
-                if sender.send(group).is_err() || failed {
-                    break;
+        let parser = std::thread::Builder::new()
+            .name("toml-parse".into())
+            .spawn_scoped(scope, move || {
+                for group in groups {
+                    let group = from_toml::parse_tasks(text, group);
+                    let failed = group.is_none();
+                    // Sent nowhere: the walk stopped.
+                    if sender.send(group).is_err() || failed {
+                        break;
+                    }
                 }
-            }
-        });
+            });
+        // No thread to be had: the document is walked whole, on this one.
+        let parser = parser.ok()?;
         let walked = parsed.iter().try_for_each(|group| {
             let (key_span, items) = group?;
             spec.tasks_span.get_or_insert(key_span);

@@ -13,28 +13,57 @@ fn invalid(idx: usize, what: &str, value: &str) -> rusqlite::Error {
 // Text columns are read where SQLite holds them, not copied first: a 100,000-task run's result
 // reads 200,000 rows back.
 
+/// Column `idx` as text, `None` if NULL; a value of another type, or not UTF-8, is an error of
+/// that column, as `row.get::<_, Option<String>>` says it.
+fn text_or_null<'r>(row: &'r Row<'_>, idx: usize) -> rusqlite::Result<Option<&'r str>> {
+    let value = row.get_ref(idx)?;
+    value.as_str_or_null().map_err(|err| match err {
+        rusqlite::types::FromSqlError::InvalidType => rusqlite::Error::InvalidColumnType(
+            idx,
+            row.as_ref()
+                .column_name(idx)
+                .map_or_else(|_| String::new(), str::to_owned),
+            value.data_type(),
+        ),
+        other => rusqlite::Error::FromSqlConversionFailure(idx, value.data_type(), other.into()),
+    })
+}
+
+/// Column `idx` as text; NULL is an error of that column.
+fn text<'r>(row: &'r Row<'_>, idx: usize) -> rusqlite::Result<&'r str> {
+    text_or_null(row, idx)?.ok_or_else(|| {
+        rusqlite::Error::InvalidColumnType(
+            idx,
+            row.as_ref()
+                .column_name(idx)
+                .map_or_else(|_| String::new(), str::to_owned),
+            Type::Null,
+        )
+    })
+}
+
 pub(crate) fn task_state(row: &Row<'_>, idx: usize) -> rusqlite::Result<TaskState> {
-    let text = row.get_ref(idx)?.as_str()?;
+    let text = text(row, idx)?;
     TaskState::parse(text).ok_or_else(|| invalid(idx, "task state", text))
 }
 
 pub(crate) fn run_state(row: &Row<'_>, idx: usize) -> rusqlite::Result<RunState> {
-    let text = row.get_ref(idx)?.as_str()?;
+    let text = text(row, idx)?;
     RunState::parse(text).ok_or_else(|| invalid(idx, "run state", text))
 }
 
 pub(crate) fn task_id(row: &Row<'_>, idx: usize) -> rusqlite::Result<TaskId> {
-    let text = row.get_ref(idx)?.as_str()?;
+    let text = text(row, idx)?;
     TaskId::new(text).map_err(|_| invalid(idx, "task id", text))
 }
 
 pub(crate) fn run_id(row: &Row<'_>, idx: usize) -> rusqlite::Result<RunId> {
-    let text = row.get_ref(idx)?.as_str()?;
+    let text = text(row, idx)?;
     RunId::new(text).map_err(|_| invalid(idx, "run id", text))
 }
 
 pub(crate) fn outcome(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<Outcome>> {
-    let Some(text) = row.get_ref(idx)?.as_str_or_null()? else {
+    let Some(text) = text_or_null(row, idx)? else {
         return Ok(None);
     };
     serde_json::from_str(text)
@@ -46,7 +75,7 @@ pub(crate) fn agent_usage(
     row: &Row<'_>,
     idx: usize,
 ) -> rusqlite::Result<Option<baton_model::AgentUsage>> {
-    let Some(text) = row.get_ref(idx)?.as_str_or_null()? else {
+    let Some(text) = text_or_null(row, idx)? else {
         return Ok(None);
     };
     serde_json::from_str(text)
@@ -116,8 +145,16 @@ mod tests {
                 .contains("`done` is not a task state")
         );
         assert!(outcome_.is_err());
-        let (id, _, outcome_) = read("SELECT 7, 'pending', NULL");
-        assert!(id.is_err());
+        let (id, state, outcome_) = read("SELECT 7 AS task_id, NULL AS status, NULL");
+        let err = id.unwrap_err();
+        assert!(
+            matches!(&err, rusqlite::Error::InvalidColumnType(0, name, Type::Integer) if name == "task_id"),
+            "{err:?}"
+        );
+        assert!(matches!(
+            state.unwrap_err(),
+            rusqlite::Error::InvalidColumnType(1, _, Type::Null)
+        ));
         assert_eq!(outcome_.unwrap(), None);
     }
 

@@ -185,6 +185,15 @@ impl SqliteStore {
                 .execute([run.as_str()])?;
             Ok(true)
         })
+        .inspect(|&removed| {
+            // A run made again under this id has other tasks.
+            if removed {
+                self.task_rows
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .forget();
+            }
+        })
     }
 }
 

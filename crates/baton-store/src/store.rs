@@ -35,8 +35,8 @@ pub struct SqliteStore {
     /// The file opened for writing (device, inode): a commit into a file that is no longer at
     /// the path would be lost the moment the store is closed.
     identity: Option<(u64, u64)>,
-    /// Where the tasks of the run last committed to are: taken by each commit, after the
-    /// connection.
+    /// Where the tasks of the run last committed to are: taken by each commit before the
+    /// connection (and never while holding it).
     pub(crate) task_rows: Mutex<TaskIndex>,
 }
 

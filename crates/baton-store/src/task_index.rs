@@ -9,14 +9,15 @@
 //! (`AND +task_id = ?2`), so that a wrong index could only fail a commit, never touch another
 //! task's row.
 //!
-//! Tasks are keyed by a 32-bit hash of their id, not the id: 8 bytes a task instead of 40 or
-//! more, about 1 MB on a 100,000-task run (whose peak memory is watched: `docs/PERFORMANCE.md`).
+//! Tasks are keyed by a 32-bit hash of their id, not the id: a hash and an index, about 10
+//! bytes a task with the map's own, instead of 40 or more; about 1 MB on a 100,000-task run (whose peak memory is watched: `docs/PERFORMANCE.md`).
 //! The map therefore holds every task of the run, so that two that share a hash (about one
 //! pair in a 100,000-task run) are always seen to: both are then left out and looked up in the
 //! table each time. Every task is in it because it is read whole whenever the run's
-//! `task_count` is not the count it was read at (at the start of each commit: another process
-//! may have added tasks while it held the run), a task added by a commit joins it at once, and
-//! after a failed commit it is forgotten.
+//! `task_count` or start is not what it was read at (at the start of each commit: another
+//! process may have added tasks while it held the run, or deleted it and made another under its
+//! id), a task added by a commit joins it at once, and after a failed commit, or a run deleted
+//! through this store, it is forgotten.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -30,8 +31,8 @@ const SHARED: u32 = u32::MAX;
 /// The row index of each task of one run, by a hash of its id.
 #[derive(Debug, Default)]
 pub(crate) struct TaskIndex {
-    /// The run, and its `task_count` when its tasks were read.
-    run: Option<(RunId, i64)>,
+    /// The run, and its `task_count` and start when its tasks were read.
+    run: Option<(RunId, i64, i64)>,
     rows: HashMap<u32, u32>,
     hasher: RandomState,
 }
@@ -40,13 +41,17 @@ impl TaskIndex {
     /// Makes the map `run`'s, as it is in the table: read again unless it was read for this
     /// run and the run has as many tasks as then. At the start of each commit.
     pub(crate) fn current(&mut self, conn: &Connection, run: &RunId) -> rusqlite::Result<()> {
-        let count: Option<i64> = conn
-            .prepare_cached("SELECT task_count FROM runs WHERE id = ?1")?
-            .query_row([run.as_str()], |row| row.get(0))
+        let now: Option<(i64, i64)> = conn
+            .prepare_cached("SELECT task_count, started_at_ms FROM runs WHERE id = ?1")?
+            .query_row([run.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))
             .optional()?;
-        match (count, &self.run) {
-            (Some(count), Some((known, read))) if known == run && *read == count => Ok(()),
-            (Some(count), _) => self.load(conn, run, count),
+        match (now, &self.run) {
+            (Some(now), Some((known, count, started)))
+                if known == run && (*count, *started) == now =>
+            {
+                Ok(())
+            }
+            (Some((count, started)), _) => self.load(conn, run, count, started),
             (None, _) => {
                 self.forget();
                 Ok(())
@@ -84,7 +89,7 @@ impl TaskIndex {
         }
         let idx = look_up(conn, run, task)?.and_then(|idx| u32::try_from(idx).ok());
         match (idx, &mut self.run) {
-            (Some(idx), Some((_, count))) => {
+            (Some(idx), Some((_, count, _))) => {
                 *count += 1;
                 self.insert(self.hash(task.as_str()), idx);
             }
@@ -100,10 +105,16 @@ impl TaskIndex {
     }
 
     fn is_of(&self, run: &RunId) -> bool {
-        self.run.as_ref().is_some_and(|(known, _)| known == run)
+        self.run.as_ref().is_some_and(|(known, ..)| known == run)
     }
 
-    fn load(&mut self, conn: &Connection, run: &RunId, count: i64) -> rusqlite::Result<()> {
+    fn load(
+        &mut self,
+        conn: &Connection,
+        run: &RunId,
+        count: i64,
+        started: i64,
+    ) -> rusqlite::Result<()> {
         self.forget();
         self.rows.reserve(usize::try_from(count).unwrap_or(0));
         let mut statement =
@@ -120,7 +131,7 @@ impl TaskIndex {
                 }
             }
         }
-        self.run = Some((run.clone(), count));
+        self.run = Some((run.clone(), count, started));
         Ok(())
     }
 
@@ -156,8 +167,9 @@ mod tests {
             "CREATE TABLE tasks (run_id TEXT NOT NULL, task_id TEXT NOT NULL, idx INTEGER NOT NULL, \
              PRIMARY KEY (run_id, idx), UNIQUE (run_id, task_id)) WITHOUT ROWID;
              INSERT INTO tasks VALUES ('r', 'a', 0), ('r', 'b', 1), ('s', 'a', 7);
-             CREATE TABLE runs (id TEXT PRIMARY KEY, task_count INTEGER NOT NULL);
-             INSERT INTO runs VALUES ('r', 2), ('s', 1);",
+             CREATE TABLE runs (id TEXT PRIMARY KEY, task_count INTEGER NOT NULL, \
+             started_at_ms INTEGER NOT NULL);
+             INSERT INTO runs VALUES ('r', 2, 0), ('s', 1, 0);",
         )
         .unwrap();
     }

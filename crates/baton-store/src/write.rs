@@ -48,8 +48,8 @@ static INSERT_TASKS: std::sync::LazyLock<String> =
 
 /// Writes the run's graph into `run_graph_parts`, a part at a time, serialised on a thread of
 /// its own while `meanwhile` (inserting the tasks' rows) runs on this one: the two took a
-/// fifth of starting a 100,000-task run one after the other. At most three parts are held at
-/// once (one being written, one waiting, one being inserted).
+/// fifth of starting a 100,000-task run one after the other. At most four parts are held at
+/// once (one being written, one waiting to be sent, one sent, one being inserted).
 fn write_graph_beside(
     tx: &rusqlite::Transaction<'_>,
     run: &NewRun,
@@ -202,10 +202,12 @@ impl SqliteStore {
             return Ok(Vec::new());
         }
         self.check_present()?;
-        let mut rows = self
-            .task_rows
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut rows = self.task_rows.lock().unwrap_or_else(|poisoned| {
+            // A commit panicked holding it: what it added is not there.
+            let mut rows = poisoned.into_inner();
+            rows.forget();
+            rows
+        });
         let committed = self.write(|tx| {
             if let Some(token) = fence {
                 crate::driver::check_token(tx, run, token)?;

@@ -40,10 +40,25 @@ const T0: i64 = 1_000_000;
 /// `r1` of tasks `a` and `b`, held by driver 1 on `box`.
 fn held(store: &dyn Store) -> Lease {
     store.create_run(&new_run("r1", &["a", "b"])).unwrap();
+    claimed(store, &run_id("r1"))
+}
+
+/// `run`, claimed by driver 1 on `box`.
+fn claimed(store: &dyn Store, run: &baton_model::RunId) -> Lease {
     store
-        .claim(&run_id("r1"), &driver(1, "box"), T0, LEASE_TERM, &seen(1))
+        .claim(run, &driver(1, "box"), T0, LEASE_TERM, &seen(1))
         .unwrap()
         .lease
+}
+
+/// The run's tasks in order, each as `id:state`.
+fn states(store: &dyn Store, run: &baton_model::RunId) -> Vec<String> {
+    store
+        .tasks(run)
+        .unwrap()
+        .iter()
+        .map(|t| format!("{}:{}", t.task, t.status.as_str()))
+        .collect()
 }
 
 pub(crate) fn a_new_run_has_its_tasks_pending_in_graph_order(db: &dyn Database) {
@@ -156,14 +171,8 @@ pub(crate) fn a_planners_tasks_join_the_run_after_the_others(db: &dyn Database) 
             &[],
         )
         .unwrap();
-    let ids: Vec<String> = store
-        .tasks(&run)
-        .unwrap()
-        .iter()
-        .map(|t| format!("{}:{}", t.task, t.status.as_str()))
-        .collect();
     assert_eq!(
-        ids,
+        states(store.as_ref(), &run),
         ["a:succeeded", "b:pending", "a/x:running", "a/y:pending"]
     );
     let record = store.run(&run).unwrap().unwrap();
@@ -709,6 +718,14 @@ pub(crate) fn only_a_run_no_live_driver_holds_is_deleted(db: &dyn Database) {
     assert!(store.events(&run, 0, 10).unwrap().is_empty());
     assert_eq!(store.graph_json(&run).unwrap(), None);
     assert!(!store.delete_run(&run, T0, &seen(1)).unwrap());
+    // Made again under its id, with its tasks in another order: each is its own row.
+    store.create_run(&new_run("r1", &["b", "a"])).unwrap();
+    let lease = claimed(store.as_ref(), &run);
+    store
+        .record(&run, lease, &[started(2, "a", 1)], &[])
+        .unwrap();
+    assert_eq!(states(store.as_ref(), &run), ["b:pending", "a:running"]);
+    assert!(store.delete_run(&run, T0, &seen(0)).unwrap());
     // A finished run goes even while its driver lives on.
     let lease = held(store.as_ref());
     store
@@ -731,10 +748,7 @@ pub(crate) fn readers_see_whole_turns_while_a_driver_records(db: &dyn Database) 
     let store = db.open();
     store.create_run(&new_numbered_run("r1", 201)).unwrap();
     let run = run_id("r1");
-    let lease = store
-        .claim(&run, &driver(1, "box"), T0, LEASE_TERM, &seen(1))
-        .unwrap()
-        .lease;
+    let lease = claimed(store.as_ref(), &run);
     store
         .record(&run, lease, &[started(0, "t0", 1)], &[])
         .unwrap();
