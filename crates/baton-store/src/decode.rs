@@ -18,28 +18,23 @@ fn invalid(idx: usize, what: &str, value: &str) -> rusqlite::Error {
 fn text_or_null<'r>(row: &'r Row<'_>, idx: usize) -> rusqlite::Result<Option<&'r str>> {
     let value = row.get_ref(idx)?;
     value.as_str_or_null().map_err(|err| match err {
-        rusqlite::types::FromSqlError::InvalidType => rusqlite::Error::InvalidColumnType(
-            idx,
-            row.as_ref()
-                .column_name(idx)
-                .map_or_else(|_| String::new(), str::to_owned),
-            value.data_type(),
-        ),
+        rusqlite::types::FromSqlError::InvalidType => wrong_type(row, idx, value.data_type()),
         other => rusqlite::Error::FromSqlConversionFailure(idx, value.data_type(), other.into()),
     })
 }
 
 /// Column `idx` as text; NULL is an error of that column.
 fn text<'r>(row: &'r Row<'_>, idx: usize) -> rusqlite::Result<&'r str> {
-    text_or_null(row, idx)?.ok_or_else(|| {
-        rusqlite::Error::InvalidColumnType(
-            idx,
-            row.as_ref()
-                .column_name(idx)
-                .map_or_else(|_| String::new(), str::to_owned),
-            Type::Null,
-        )
-    })
+    text_or_null(row, idx)?.ok_or_else(|| wrong_type(row, idx, Type::Null))
+}
+
+/// Column `idx` holds a `found` where text was wanted.
+fn wrong_type(row: &Row<'_>, idx: usize, found: Type) -> rusqlite::Error {
+    let name = row
+        .as_ref()
+        .column_name(idx)
+        .map_or_else(|_| String::new(), str::to_owned);
+    rusqlite::Error::InvalidColumnType(idx, name, found)
 }
 
 pub(crate) fn task_state(row: &Row<'_>, idx: usize) -> rusqlite::Result<TaskState> {

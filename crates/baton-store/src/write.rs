@@ -212,16 +212,20 @@ impl SqliteStore {
             if let Some(token) = fence {
                 crate::driver::check_token(tx, run, token)?;
             }
-            let last: Option<u64> = tx
+            // Where the log ends, and what the task index checks itself against.
+            let found: Option<(u64, i64, i64)> = tx
                 .prepare_cached(
-                    "SELECT (SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?1) \
-                     FROM runs WHERE id = ?1",
+                    "SELECT (SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?1), \
+                     task_count, started_at_ms FROM runs WHERE id = ?1",
                 )?
-                .query_row([run.as_str()], |row| row.get(0))
+                .query_row([run.as_str()], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                })
                 .optional()?;
-            let mut seq = last.ok_or_else(|| StoreError::UnknownRun(run.clone()))?;
+            let (mut seq, task_count, started_at_ms) =
+                found.ok_or_else(|| StoreError::UnknownRun(run.clone()))?;
             let mut seqs = Vec::with_capacity(events.len());
-            rows.current(tx, run)?;
+            rows.current(tx, run, task_count, started_at_ms)?;
             let mut statements = Statements::new(tx, &mut rows);
             // Events go in EVENTS_PER_INSERT to a statement (what one statement costs beyond
             // its rows is a tenth of a 100,000-task run's recording), their JSON written into
