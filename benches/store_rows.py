@@ -14,6 +14,9 @@ the variants with each other, not with baton's recorder thread (docs/PERFORMANCE
 13, has both).
 
 The SQL is copied from crates/baton-store/src/statements.rs (session 13): keep it in step.
+Since schema version 13 (2026-12-04) baton stores those three events as lines of one row per
+commit (crates/baton-store/src/event_batches.rs) and no trigger counts statuses (version 12):
+this replays the writes of session 13, which the figures in docs/PERFORMANCE.md are of.
 """
 import argparse
 import os

@@ -11,6 +11,7 @@ use baton_model::{
 };
 use rusqlite::params;
 
+use crate::event_batches::{self, is_batched};
 use crate::read::{
     ATTEMPT_COLUMNS, RUN_COLUMNS, TASK_COLUMNS, attempt_record, run_record, task_record,
 };
@@ -105,18 +106,15 @@ impl SqliteStore {
                     .filter(|task| !planned.contains(task)),
             );
 
-            let mut statement = tx.prepare_cached(
-                "SELECT seq, at_ms, kind, task_id, data_json FROM events \
-                 WHERE run_id = ?1 ORDER BY seq",
-            )?;
-            let mut rows = statement.query(params![run.as_str()])?;
             let mut expected_seq = 1;
-            while let Some(row) = rows.next()? {
-                let seq: u64 = row.get(0)?;
-                let at_ms: i64 = row.get(1)?;
-                let kind_column: String = row.get(2)?;
-                let task_column: Option<String> = row.get(3)?;
-                let data: String = row.get(4)?;
+            for Stored {
+                seq,
+                at_ms,
+                kind_column,
+                task_column,
+                data,
+            } in stored_log(tx, run)?
+            {
                 if seq != expected_seq {
                     problems.push(format!("event {seq} follows event {}", expected_seq - 1));
                 }
@@ -128,14 +126,23 @@ impl SqliteStore {
                         continue;
                     }
                 };
+                // A row's columns say what its data does; a batch's line says its kind.
+                let data_task = kind.task().map(TaskId::as_str);
                 if kind.name() != kind_column
-                    || kind.task().map(TaskId::as_str) != task_column.as_deref()
+                    || task_column
+                        .as_ref()
+                        .is_some_and(|task| task.as_deref() != data_task)
                 {
                     problems.push(format!(
-                        "event {seq}: columns say {kind_column} of {task_column:?}, data says {} \
-                         of {:?}",
+                        "event {seq}: columns say {kind_column} of {:?}, data says {} of \
+                         {data_task:?}",
+                        task_column.flatten(),
                         kind.name(),
-                        kind.task().map(TaskId::as_str)
+                    ));
+                } else if task_column.is_none() && !is_batched(kind.event_name()) {
+                    problems.push(format!(
+                        "event {seq} ({kind_column}) is in a batch, where a lookup by its kind \
+                         does not find it"
                     ));
                 }
                 let seen = view.anomalies().len();
@@ -256,4 +263,50 @@ pub(crate) fn compare(
             ));
         }
     }
+}
+
+/// An event as stored, not yet decoded.
+struct Stored {
+    seq: u64,
+    at_ms: i64,
+    kind_column: String,
+    /// A row's `task_id`; `None` for a batch's line, which keeps none.
+    task_column: Option<Option<String>>,
+    data: String,
+}
+
+/// The run's log as stored, rows and batches, in order of `seq`.
+fn stored_log(tx: &rusqlite::Transaction<'_>, run: &RunId) -> Result<Vec<Stored>, StoreError> {
+    let mut log: Vec<Stored> = tx
+        .prepare_cached(
+            "SELECT seq, at_ms, kind, task_id, data_json FROM events \
+             WHERE run_id = ?1 ORDER BY seq",
+        )?
+        .query_map(params![run.as_str()], |row| {
+            Ok(Stored {
+                seq: row.get(0)?,
+                at_ms: row.get(1)?,
+                kind_column: row.get(2)?,
+                task_column: Some(row.get(3)?),
+                data: row.get(4)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?;
+    let mut batches =
+        tx.prepare_cached("SELECT last_seq, events FROM event_batches WHERE run_id = ?1")?;
+    let mut rows = batches.query(params![run.as_str()])?;
+    while let Some(row) = rows.next()? {
+        for line in event_batches::row_lines(row, run)? {
+            let line = line?;
+            log.push(Stored {
+                seq: line.seq,
+                at_ms: line.at_ms,
+                kind_column: line.kind.to_owned(),
+                task_column: None,
+                data: line.data.to_owned(),
+            });
+        }
+    }
+    log.sort_by_key(|event| event.seq);
+    Ok(log)
 }

@@ -176,8 +176,9 @@ impl SqliteStore {
                 )?;
             }
             // `tasks`, `attempts` and `events` have no foreign key to cascade (see the version 3
-            // migration); `run_graph_parts` and `task_counts` go with the run by theirs.
-            for table in ["attempts", "tasks", "events", "approvals"] {
+            // migration), nor has `event_batches`; `run_graph_parts` and `task_counts` go with
+            // the run by theirs.
+            for table in ["attempts", "tasks", "events", "event_batches", "approvals"] {
                 tx.prepare_cached(&format!("DELETE FROM {table} WHERE run_id = ?1"))?
                     .execute([run.as_str()])?;
             }

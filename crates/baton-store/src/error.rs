@@ -129,6 +129,9 @@ pub enum StoreError {
         #[source]
         source: serde_json::Error,
     },
+    /// A row of `event_batches` whose text is not lines of events (see `event_batches.rs`).
+    #[error("the events of run {run} up to event {last_seq} are stored damaged")]
+    BadEventBatch { run: RunId, last_seq: u64 },
     #[error("a value stored in the run database is not valid")]
     BadValue(#[source] DriverError),
     #[error("the run database failed")]

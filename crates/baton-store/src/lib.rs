@@ -22,6 +22,7 @@ mod decode;
 mod driver;
 mod durability;
 mod error;
+mod event_batches;
 mod fold;
 mod migrate;
 mod pg;

@@ -21,6 +21,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("migrations/v10_rare_event_kinds.sql"),
     include_str!("migrations/v11_graph_parts.sql"),
     include_str!("migrations/v12_counts_at_finish.sql"),
+    include_str!("migrations/v13_event_batches.sql"),
 ];
 
 /// The schema version this build writes.
@@ -161,7 +162,9 @@ mod tests {
         copy_rows(&current_path, path);
     }
 
-    /// Replaces every row of `to`'s tables with `from`'s, in the columns `to` has.
+    /// Replaces every row of `to`'s tables with `from`'s, in the columns `to` has; into a
+    /// database from before version 13, batched events go as rows of `events`, as every event
+    /// was then.
     fn copy_rows(from: &Path, to: &Path) {
         let conn = Connection::open(to).unwrap();
         conn.execute("ATTACH DATABASE ?1 AS src", [from.to_str().unwrap()])
@@ -173,7 +176,7 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        for table in tables {
+        for table in &tables {
             let columns: Vec<String> = conn
                 .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
                 .unwrap()
@@ -194,6 +197,34 @@ mod tests {
                  INSERT INTO main.{table} ({columns}) SELECT {columns} FROM {source};"
             ))
             .unwrap();
+        }
+        if !tables.iter().any(|table| table == "event_batches") {
+            let batches: Vec<(String, String)> = conn
+                .prepare("SELECT run_id, events FROM src.event_batches ORDER BY last_seq")
+                .unwrap()
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            for (run, text) in batches {
+                for line in crate::event_batches::lines(&text) {
+                    let line = line.unwrap();
+                    let kind: baton_model::EventKind = serde_json::from_str(line.data).unwrap();
+                    conn.execute(
+                        "INSERT INTO main.events (run_id, seq, at_ms, kind, task_id, data_json) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                        rusqlite::params![
+                            run,
+                            line.seq,
+                            line.at_ms,
+                            line.kind,
+                            kind.task().map(|task| task.as_str()),
+                            line.data
+                        ],
+                    )
+                    .unwrap();
+                }
+            }
         }
     }
 
@@ -294,10 +325,24 @@ mod tests {
         );
         assert_eq!(store.commit(&run, &[finished], &[]).unwrap(), [5]);
         assert_eq!(store.check_consistency(&run).unwrap(), Vec::<String>::new());
+        // Its old events are rows, the new one a batch's: the log is both, in order.
+        let seqs = |events: Vec<Event>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+        assert_eq!(seqs(store.events(&run, 0, 100).unwrap()), [1, 2, 3, 4, 5]);
+        assert_eq!(seqs(store.events(&run, 3, 1).unwrap()), [4]);
+        assert_eq!(seqs(store.events(&run, 4, 1).unwrap()), [5]);
+        let finished = baton_model::EventName::TaskFinished;
+        assert_eq!(seqs(store.events_of_kind(&run, finished).unwrap()), [3, 5]);
+        let last = store.last_event_of_kind(&run, finished).unwrap().unwrap();
+        assert_eq!(last.seq, 5);
+        assert_eq!(store.last_seq(&run).unwrap(), 5);
         let summary = store.runs(1).unwrap().remove(0);
         assert_eq!(summary.count(TaskState::Failed), 1);
         let conn = Connection::open(&path).unwrap();
         let err = conn.execute("UPDATE events SET at_ms = 5", []).unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{err}");
+        let err = conn
+            .execute("UPDATE event_batches SET first_seq = 0", [])
+            .unwrap_err();
         assert!(err.to_string().contains("append-only"), "{err}");
         // And deleting the run still takes everything with it.
         assert!(
@@ -309,6 +354,7 @@ mod tests {
             "tasks",
             "attempts",
             "events",
+            "event_batches",
             "task_counts",
             "run_graph_parts",
         ] {

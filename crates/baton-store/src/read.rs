@@ -6,6 +6,7 @@ use baton_model::{Containment, Event, EventKind, RunId, TaskId};
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use crate::decode;
+use crate::event_batches::{self, is_batched};
 use crate::{
     AttemptRecord, Driver, RunReader, RunRecord, RunSummary, SqliteStore, StoreError, TaskRecord,
 };
@@ -161,7 +162,9 @@ impl RunReader for SqliteStore {
     ) -> Result<Vec<Event>, StoreError> {
         self.read(|tx| {
             let mut statement = tx.prepare_cached(of_kind(kind, Which::All))?;
-            decode_events(run, statement.query(params![run.as_str(), kind.as_str()])?)
+            let rows = decode_events(run, statement.query(params![run.as_str(), kind.as_str()])?)?;
+            let batched = event_batches::after(tx, run, 0, Some(kind), None)?;
+            Ok(event_batches::merged(rows, batched, None))
         })
     }
 
@@ -173,17 +176,15 @@ impl RunReader for SqliteStore {
     ) -> Result<Option<Event>, StoreError> {
         self.read(|tx| {
             let mut statement = tx.prepare_cached(of_kind(kind, Which::Last))?;
-            Ok(decode_events(run, statement.query(params![run.as_str(), kind.as_str()])?)?.pop())
+            let row = decode_events(run, statement.query(params![run.as_str(), kind.as_str()])?)?;
+            let batched = event_batches::last_of_kind(tx, run, kind)?;
+            Ok(row.into_iter().chain(batched).max_by_key(|event| event.seq))
         })
     }
 
     /// The `seq` of the run's last event; 0 when it has none.
     fn last_seq(&self, run: &RunId) -> Result<u64, StoreError> {
-        self.read(|tx| {
-            Ok(tx
-                .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?1")?
-                .query_row([run.as_str()], |row| row.get(0))?)
-        })
+        self.read(|tx| event_batches::last_seq(tx, run))
     }
 
     /// The graph the run was started with, as given to [`RunLog::create_run`].
@@ -218,16 +219,22 @@ pub(crate) fn events_after(
     after_seq: u64,
     limit: Option<u32>,
 ) -> Result<Vec<Event>, StoreError> {
-    // A negative LIMIT means none.
-    let limit = limit.map_or(-1, i64::from);
     let mut statement = tx.prepare_cached(
         "SELECT seq, at_ms, data_json FROM events \
          WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
     )?;
-    decode_events(
+    // A negative LIMIT means none.
+    let rows = decode_events(
         run,
-        statement.query(params![run.as_str(), after_seq, limit])?,
-    )
+        statement.query(params![
+            run.as_str(),
+            after_seq,
+            limit.map_or(-1, i64::from)
+        ])?,
+    )?;
+    let limit = limit.map(|limit| limit as usize);
+    let batched = event_batches::after(tx, run, after_seq, None, limit)?;
+    Ok(event_batches::merged(rows, batched, limit))
 }
 
 /// Events from rows of `seq, at_ms, data_json`.
@@ -249,18 +256,6 @@ macro_rules! rare_kinds {
     };
 }
 
-/// Kinds every attempt writes (or every tool call): not in the index of rare kinds.
-fn is_frequent(kind: baton_model::EventName) -> bool {
-    use baton_model::EventName;
-    matches!(
-        kind,
-        EventName::AttemptStarted
-            | EventName::AttemptFinished
-            | EventName::TaskFinished
-            | EventName::AgentActivity
-    )
-}
-
 #[derive(Clone, Copy)]
 enum Which {
     All,
@@ -271,7 +266,7 @@ enum Which {
 /// names its index: without statistics SQLite would rather walk the run's every event in
 /// order than look each one found up in the table.
 fn of_kind(kind: baton_model::EventName, which: Which) -> &'static str {
-    match (is_frequent(kind), which) {
+    match (is_batched(kind), which) {
         (true, Which::All) => {
             "SELECT seq, at_ms, data_json FROM events WHERE run_id = ?1 AND kind = ?2 ORDER BY seq"
         }
@@ -416,7 +411,8 @@ pub(crate) fn attempt_record(row: &Row<'_>) -> rusqlite::Result<AttemptRecord> {
 mod tests {
     use baton_model::EventName;
 
-    use super::{Which, is_frequent, of_kind};
+    use super::{Which, of_kind};
+    use crate::event_batches::is_batched;
     use crate::migrate::MIGRATIONS;
 
     /// The frequent kinds are exactly those the index leaves out, and a lookup of any other
@@ -435,7 +431,7 @@ mod tests {
         for kind in EventName::ALL {
             let quoted = format!("'{}'", kind.as_str());
             assert_eq!(
-                is_frequent(kind),
+                is_batched(kind),
                 rare_kinds!().contains(&quoted),
                 "{kind:?}"
             );
@@ -454,7 +450,7 @@ mod tests {
                     .collect::<Result<_, _>>()
                     .unwrap();
                 let indexed = plan.iter().any(|p| p.contains("events_of_rare_kinds"));
-                assert_eq!(indexed, !is_frequent(kind), "{kind:?}: {plan:?}");
+                assert_eq!(indexed, !is_batched(kind), "{kind:?}: {plan:?}");
             }
         }
     }

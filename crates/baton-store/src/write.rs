@@ -3,6 +3,7 @@
 use baton_model::{Event, RunState, TaskState};
 use rusqlite::{ErrorCode, OptionalExtension, params};
 
+use crate::event_batches::{Batch, is_batched, last_seq_of_run_1};
 use crate::project::apply_turn;
 use crate::statements::{Sql, Statements};
 use crate::{AttemptOutput, NewRun, SqliteStore, StoreError};
@@ -214,73 +215,33 @@ impl SqliteStore {
             }
             // Where the log ends, and what the task index checks itself against.
             let found: Option<(u64, i64, i64)> = tx
-                .prepare_cached(
-                    "SELECT (SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?1), \
-                     task_count, started_at_ms FROM runs WHERE id = ?1",
-                )?
+                .prepare_cached(concat!(
+                    "SELECT ",
+                    last_seq_of_run_1!(),
+                    ", task_count, started_at_ms FROM runs WHERE id = ?1"
+                ))?
                 .query_row([run.as_str()], |row| {
                     Ok((row.get(0)?, row.get(1)?, row.get(2)?))
                 })
                 .optional()?;
             let (mut seq, task_count, started_at_ms) =
                 found.ok_or_else(|| StoreError::UnknownRun(run.clone()))?;
-            let mut seqs = Vec::with_capacity(events.len());
             rows.current(tx, run, task_count, started_at_ms)?;
             let mut statements = Statements::new(tx, &mut rows);
-            // Events go in EVENTS_PER_INSERT to a statement (what one statement costs beyond
-            // its rows is a tenth of a 100,000-task run's recording), their JSON written into
-            // one buffer.
-            let run_id = run.as_str();
-            let mut buffer = Vec::new();
-            let mut ends: Vec<usize> = Vec::with_capacity(EVENTS_PER_INSERT);
-            for chunk in events.chunks(EVENTS_PER_INSERT) {
-                buffer.clear();
-                ends.clear();
-                for event in chunk {
-                    serde_json::to_writer(&mut buffer, &event.kind).map_err(StoreError::Encode)?;
-                    ends.push(buffer.len());
-                }
-                let text = std::str::from_utf8(&buffer).expect("serde_json writes UTF-8");
-                let first = seqs.len();
-                seqs.extend((1..=chunk.len() as u64).map(|n| seq + n));
-                seq += chunk.len() as u64;
-                // What the rows bind, held while the statement runs.
-                let kinds: Vec<&str> = chunk.iter().map(|e| e.kind.name()).collect();
-                let tasks: Vec<Option<&str>> = chunk
-                    .iter()
-                    .map(|e| e.kind.task().map(|task| task.as_str()))
-                    .collect();
-                let datas: Vec<&str> = ends
-                    .iter()
-                    .scan(0, |start, &end| {
-                        let data = &text[*start..end];
-                        *start = end;
-                        Some(data)
-                    })
-                    .collect();
-                let mut rows: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(6 * chunk.len());
-                for (i, event) in chunk.iter().enumerate() {
-                    rows.extend([
-                        &run_id as &dyn rusqlite::ToSql,
-                        &seqs[first + i],
-                        &event.at_ms,
-                        &kinds[i],
-                        &tasks[i],
-                        &datas[i],
-                    ]);
-                }
-                let insert = match chunk.len() {
-                    EVENTS_PER_INSERT => statements.get(Sql::InsertEvents)?,
-                    _ => statements.get(Sql::InsertEvent)?,
-                };
-                if chunk.len() == EVENTS_PER_INSERT {
-                    insert.execute(rows.as_slice())?;
+            let mut seqs = Vec::with_capacity(events.len());
+            let mut batch = Batch::default();
+            let mut rare = Vec::new();
+            for event in events {
+                seq += 1;
+                seqs.push(seq);
+                if is_batched(event.kind.event_name()) {
+                    batch.push(seq, event)?;
                 } else {
-                    for row in rows.chunks(6) {
-                        insert.execute(row)?;
-                    }
+                    rare.push((seq, event));
                 }
             }
+            insert_rows(&mut statements, run, &rare)?;
+            batch.insert(tx, run)?;
             apply_turn(&mut statements, run, events, outputs)?;
             Ok(seqs)
         });
@@ -290,4 +251,63 @@ impl SqliteStore {
         }
         committed
     }
+}
+
+/// Appends events of the kinds not batched to the run's rows of `events`, numbered as given:
+/// [`EVENTS_PER_INSERT`] to a statement (what one statement costs beyond its rows was a tenth
+/// of a 100,000-task run's recording when every event was a row), their JSON written into one
+/// buffer.
+fn insert_rows(
+    statements: &mut Statements<'_>,
+    run: &baton_model::RunId,
+    events: &[(u64, &Event)],
+) -> Result<(), StoreError> {
+    let run_id = run.as_str();
+    let mut buffer = Vec::new();
+    let mut ends: Vec<usize> = Vec::with_capacity(EVENTS_PER_INSERT);
+    for chunk in events.chunks(EVENTS_PER_INSERT) {
+        buffer.clear();
+        ends.clear();
+        for (_, event) in chunk {
+            serde_json::to_writer(&mut buffer, &event.kind).map_err(StoreError::Encode)?;
+            ends.push(buffer.len());
+        }
+        let text = std::str::from_utf8(&buffer).expect("serde_json writes UTF-8");
+        // What the rows bind, held while the statement runs.
+        let kinds: Vec<&str> = chunk.iter().map(|(_, e)| e.kind.name()).collect();
+        let tasks: Vec<Option<&str>> = chunk
+            .iter()
+            .map(|(_, e)| e.kind.task().map(|task| task.as_str()))
+            .collect();
+        let datas: Vec<&str> = ends
+            .iter()
+            .scan(0, |start, &end| {
+                let data = &text[*start..end];
+                *start = end;
+                Some(data)
+            })
+            .collect();
+        let mut rows: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(6 * chunk.len());
+        for (i, (seq, event)) in chunk.iter().enumerate() {
+            rows.extend([
+                &run_id as &dyn rusqlite::ToSql,
+                seq,
+                &event.at_ms,
+                &kinds[i],
+                &tasks[i],
+                &datas[i],
+            ]);
+        }
+        if chunk.len() == EVENTS_PER_INSERT {
+            statements
+                .get(Sql::InsertEvents)?
+                .execute(rows.as_slice())?;
+        } else {
+            let insert = statements.get(Sql::InsertEvent)?;
+            for row in rows.chunks(6) {
+                insert.execute(row)?;
+            }
+        }
+    }
+    Ok(())
 }

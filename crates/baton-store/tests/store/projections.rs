@@ -461,12 +461,124 @@ fn the_event_log_cannot_be_rewritten() {
     let db = Db::new();
     let store = db.open();
     store.create_run(&new_run("r1", &["a"])).unwrap();
+    let waiting = event(1, EventKind::TaskWaiting { task: task("a") });
     store
-        .commit(&run_id("r1"), &[started(1, "a", 1)], &[])
+        .commit(&run_id("r1"), &[waiting, started(1, "a", 1)], &[])
         .unwrap();
     let conn = rusqlite::Connection::open(db.path()).unwrap();
-    let err = conn.execute("UPDATE events SET at_ms = 5", []).unwrap_err();
-    assert!(err.to_string().contains("append-only"), "{err}");
+    for update in [
+        "UPDATE events SET at_ms = 5",
+        "UPDATE event_batches SET events = ''",
+    ] {
+        let err = conn.execute(update, []).unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{update}: {err}");
+    }
+}
+
+/// The events every attempt writes are stored a commit's at a time, the others a row each
+/// (schema version 13); the log reads as one, in order, however the two interleave, a page at
+/// a time or by kind.
+#[test]
+fn rows_and_batches_read_as_one_log() {
+    let db = Db::new();
+    let store = db.open();
+    store.create_run(&new_run("r1", &["a", "b"])).unwrap();
+    let run = run_id("r1");
+    let waiting = |task_id: &str| {
+        event(
+            1,
+            EventKind::TaskWaiting {
+                task: task(task_id),
+            },
+        )
+    };
+    store
+        .commit(
+            &run,
+            &[
+                waiting("a"),
+                started(2, "a", 1),
+                waiting("b"),
+                started(3, "b", 1),
+            ],
+            &[],
+        )
+        .unwrap();
+    store
+        .commit(
+            &run,
+            &[
+                finished(4, "a", 1, Outcome::Exited { code: 0 }),
+                task_finished(4, "a", TaskState::Succeeded, None),
+                waiting("a"),
+            ],
+            &[],
+        )
+        .unwrap();
+    let conn = rusqlite::Connection::open(db.path()).unwrap();
+    let count = |table: &str| -> i64 {
+        conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |row| {
+            row.get(0)
+        })
+        .unwrap()
+    };
+    assert_eq!((count("events"), count("event_batches")), (3, 2));
+
+    let seqs = |events: Vec<baton_model::Event>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+    assert_eq!(
+        seqs(store.events(&run, 0, 100).unwrap()),
+        [1, 2, 3, 4, 5, 6, 7]
+    );
+    for after in 0..7 {
+        for limit in 1..4 {
+            let expected: Vec<u64> = (after + 1..=7).take(limit as usize).collect();
+            assert_eq!(seqs(store.events(&run, after, limit).unwrap()), expected);
+        }
+    }
+    use baton_model::EventName::{AttemptStarted, RunFinished, TaskFinished, TaskWaiting};
+    let of = |kind| seqs(store.events_of_kind(&run, kind).unwrap());
+    let last = |kind| store.last_event_of_kind(&run, kind).unwrap().map(|e| e.seq);
+    assert_eq!(of(AttemptStarted), [2, 4]);
+    assert_eq!(of(TaskWaiting), [1, 3, 7]);
+    assert_eq!(of(TaskFinished), [6]);
+    assert_eq!(of(RunFinished), Vec::<u64>::new());
+    assert_eq!(last(AttemptStarted), Some(4));
+    assert_eq!(last(TaskWaiting), Some(7));
+    assert_eq!(last(RunFinished), None);
+    assert_eq!(store.last_seq(&run).unwrap(), 7);
+    assert_consistent(&store, &run);
+
+    // Deleting the run takes its batches with it.
+    assert!(
+        store
+            .delete_run(&run, 0, &|_| baton_store::Liveness::Dead)
+            .unwrap()
+    );
+    assert_eq!((count("events"), count("event_batches")), (0, 0));
+}
+
+/// A batch whose text is not lines of events is an error that says so, not a log cut short.
+#[test]
+fn a_damaged_batch_is_an_error() {
+    let db = Db::new();
+    let store = db.open();
+    store.create_run(&new_run("r1", &["a"])).unwrap();
+    let run = run_id("r1");
+    store.commit(&run, &[started(1, "a", 1)], &[]).unwrap();
+    let conn = rusqlite::Connection::open(db.path()).unwrap();
+    conn.execute_batch(
+        "DELETE FROM event_batches;
+         INSERT INTO event_batches (run_id, last_seq, first_seq, events)
+         VALUES ('r1', 1, 1, 'not an event');",
+    )
+    .unwrap();
+    let err = store.events(&run, 0, 10).unwrap_err();
+    assert!(
+        matches!(err, StoreError::BadEventBatch { last_seq: 1, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("stored damaged"), "{err}");
+    assert!(store.check_consistency(&run).is_err());
 }
 
 #[test]
@@ -492,8 +604,24 @@ fn the_consistency_check_finds_a_table_that_disagrees_with_the_log() {
     conn.execute_batch(
         "UPDATE tasks SET status = 'running' WHERE task_id = 'a';
          INSERT INTO attempts (run_id, task_idx, task_id, attempt, started_at_ms) VALUES ('r1', 1, 'b', 1, 5);
-         DELETE FROM events WHERE seq = 2;
          INSERT INTO task_counts (run_id, status, n) VALUES ('r1', 'pending', 7);",
+    )
+    .unwrap();
+    // Event 2 taken out of its batch (which cannot be updated: it is made again without it),
+    // and a kind looked up by kind put in one.
+    let text: String = conn
+        .query_row("SELECT events FROM event_batches", [], |row| row.get(0))
+        .unwrap();
+    let without_2: String = text
+        .lines()
+        .filter(|line| !line.starts_with("2\t"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let waiting = "4\t9\ttask-waiting\t{\"kind\":\"task-waiting\",\"task\":\"b\"}\n";
+    conn.execute("DELETE FROM event_batches", []).unwrap();
+    conn.execute(
+        "INSERT INTO event_batches (run_id, last_seq, first_seq, events) VALUES ('r1', 4, 1, ?1)",
+        [format!("{without_2}{waiting}")],
     )
     .unwrap();
     let problems = store.check_consistency(&run).unwrap();
@@ -506,6 +634,10 @@ fn the_consistency_check_finds_a_table_that_disagrees_with_the_log() {
     );
     assert!(text.contains("attempt 1 of a: the table has"), "{text}");
     assert!(text.contains("task counts: the table has"), "{text}");
+    assert!(
+        text.contains("event 4 (task-waiting) is in a batch"),
+        "{text}"
+    );
 }
 
 #[test]
