@@ -81,7 +81,9 @@ impl SqliteStore {
                     "SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ?1 \
                      ORDER BY task_idx, attempt"
                 ))?
-                .query_map([run.as_str()], attempt_record)?
+                .query_map([run.as_str()], |row| {
+                    attempt_record(row, &mut crate::decode::Outcomes::default())
+                })?
                 .collect::<Result<_, _>>()?;
 
             let mut problems = Vec::new();

@@ -90,13 +90,16 @@ impl RunReader for SqliteStore {
     /// Every attempt of one task, first first.
     fn attempts(&self, run: &RunId, task: &TaskId) -> Result<Vec<AttemptRecord>, StoreError> {
         self.read(|tx| {
+            let mut outcomes = decode::Outcomes::default();
             Ok(tx
                 .prepare_cached(&format!(
                     "SELECT {ATTEMPT_COLUMNS} FROM attempts \
                      WHERE run_id = ?1 AND task_idx = \
                      (SELECT idx FROM tasks WHERE run_id = ?1 AND task_id = ?2) ORDER BY attempt"
                 ))?
-                .query_map([run.as_str(), task.as_str()], attempt_record)?
+                .query_map([run.as_str(), task.as_str()], |row| {
+                    attempt_record(row, &mut outcomes)
+                })?
                 .collect::<Result<_, _>>()?)
         })
     }
@@ -121,7 +124,10 @@ impl RunReader for SqliteStore {
                 "SELECT {ATTEMPT_COLUMNS} FROM attempts \
                  WHERE run_id = ?1 ORDER BY task_idx, attempt"
             ))?;
-            for attempt in statement.query_map([run.as_str()], attempt_record)? {
+            let mut outcomes = decode::Outcomes::default();
+            for attempt in
+                statement.query_map([run.as_str()], |row| attempt_record(row, &mut outcomes))?
+            {
                 f(attempt?);
             }
             Ok(())
@@ -133,12 +139,13 @@ impl RunReader for SqliteStore {
     /// would cost every commit a page.
     fn open_attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, StoreError> {
         self.read(|tx| {
+            let mut outcomes = decode::Outcomes::default();
             Ok(tx
                 .prepare_cached(&format!(
                     "SELECT {ATTEMPT_COLUMNS} FROM attempts \
                      WHERE run_id = ?1 AND ended_at_ms IS NULL ORDER BY task_idx, attempt"
                 ))?
-                .query_map([run.as_str()], attempt_record)?
+                .query_map([run.as_str()], |row| attempt_record(row, &mut outcomes))?
                 .collect::<Result<_, _>>()?)
         })
     }
@@ -383,14 +390,18 @@ pub(crate) fn task_record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
     })
 }
 
-pub(crate) fn attempt_record(row: &Row<'_>) -> rusqlite::Result<AttemptRecord> {
+/// An attempt's row (`ATTEMPT_COLUMNS`), its outcome decoded by `outcomes`.
+pub(crate) fn attempt_record(
+    row: &Row<'_>,
+    outcomes: &mut decode::Outcomes,
+) -> rusqlite::Result<AttemptRecord> {
     Ok(AttemptRecord {
         task: decode::task_id(row, 0)?,
         attempt: row.get(1)?,
         started_at_ms: row.get(2)?,
         ended_at_ms: row.get(3)?,
         pid: row.get(4)?,
-        outcome: decode::outcome(row, 5)?,
+        outcome: outcomes.decode(row, 5)?,
         exit_code: row.get(6)?,
         duration_ms: row.get(7)?,
         output: row.get(8)?,

@@ -8,6 +8,22 @@ use baton_store::{Store, StoreError};
 /// Per task, the ids of other tasks: a planner's, those its answers added.
 type TasksOf = std::collections::HashMap<baton_model::TaskId, Vec<String>>;
 
+/// `key`'s value in `map`, taken out. A lookup hashes its key even in an empty map, and most
+/// of what a result gathers per task (checks, reviews, picks, plans) is empty for most runs:
+/// seven such lookups for each of a 100,000-task run's tasks were a tenth of reading its
+/// result back.
+fn take<K, Q, V>(map: &mut std::collections::HashMap<K, V>, key: &Q) -> Option<V>
+where
+    K: std::borrow::Borrow<Q> + std::hash::Hash + Eq,
+    Q: std::hash::Hash + Eq + ?Sized,
+{
+    if map.is_empty() {
+        None
+    } else {
+        map.remove(key)
+    }
+}
+
 /// A task's last attempt: its number, outcome, log and containment.
 type LastAttempt = (u32, Option<Outcome>, Option<String>, Option<Containment>);
 
@@ -145,11 +161,10 @@ pub fn build_observed_result(
                 .unwrap_or_default();
             // A check's failure is the task's only while its outcome says so (a task that a
             // later round fixed has none).
-            let check = checks
-                .remove(&t.task)
+            let check = take(&mut checks, &t.task)
                 .filter(|_| matches!(outcome, Some(Outcome::VerifyFailed { .. })))
                 .map(Box::new);
-            let review = reviews.remove(&t.task);
+            let review = take(&mut reviews, &t.task);
             // To the scheduler and the record it succeeded; its result says its reviewer had
             // reservations.
             let state = match &review {
@@ -176,7 +191,7 @@ pub fn build_observed_result(
                 output_bytes: t.output_bytes.unwrap_or(0),
                 stderr: t.stderr_tail.filter(|s| !s.is_empty()),
                 log,
-                agent: agents.remove(&t.task).map(|(_, mut agent)| {
+                agent: take(&mut agents, &t.task).map(|(_, mut agent)| {
                     agent.engines.sort_by_key(|a| a.attempt);
                     let first = agent.engines.first().map(|a| &a.engine);
                     // A best-of task's engines are its candidates', said there.
@@ -188,13 +203,13 @@ pub fn build_observed_result(
                     }
                     Box::new(agent)
                 }),
-                workspace: workspaces.remove(t.task.as_str()).map(Box::new),
+                workspace: take(&mut workspaces, t.task.as_str()).map(Box::new),
                 containment,
                 check,
                 review,
-                planned: planned.remove(&t.task).unwrap_or_default(),
-                replanned_after: replanned.remove(&t.task).unwrap_or_default(),
-                candidates: picks.remove(&t.task).map(Box::new),
+                planned: take(&mut planned, &t.task).unwrap_or_default(),
+                replanned_after: take(&mut replanned, &t.task).unwrap_or_default(),
+                candidates: take(&mut picks, &t.task).map(Box::new),
             }
         })
         .collect();
