@@ -35,6 +35,7 @@ mod seam;
 mod statements;
 mod store;
 mod task_index;
+mod whole_attempts;
 mod write;
 
 pub use approvals::Decision;

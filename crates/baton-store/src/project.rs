@@ -9,7 +9,8 @@
 //! A finished task's turn usually holds its `attempt-finished`, that attempt's output and then
 //! its `task-finished`: [`apply_turn`] applies the three with one update of the attempt and one
 //! of the task instead of five updates; if the attempt's `attempt-started` is in the turn too
-//! (a short task), the attempt row is inserted whole and the task row updated once. That is
+//! (a short task), the task row is updated once and the attempt's row inserted whole, with the
+//! turn's other such attempts (`whole_attempts.rs`). That is
 //! what recording a task mostly costs, and a run of many short tasks records thousands a
 //! second. Those statements find the task's row by its index, which
 //! [`crate::task_index::TaskIndex`] keeps, rather than by its id through a second index.
@@ -23,6 +24,7 @@ use rusqlite::{ErrorCode, params};
 
 use crate::decode::outcome_kind;
 use crate::statements::{Sql, Statements};
+use crate::whole_attempts::{AttemptRow, WholeAttempts};
 use crate::{AttemptOutput, StoreError};
 
 /// Applies a turn's events in order, then its outputs (an output changes no column an event
@@ -44,6 +46,7 @@ pub(crate) fn apply_turn(
     let mut output_applied = vec![false; outputs.len()];
     let next_about_task = next_about_same_task(events);
     let mut event_applied = vec![false; events.len()];
+    let mut whole = WholeAttempts::default();
     for (i, event) in events.iter().enumerate() {
         if event_applied[i] {
             continue;
@@ -64,6 +67,7 @@ pub(crate) fn apply_turn(
             event_applied[task_finished] = true;
             run_attempt(
                 statements,
+                &mut whole,
                 run,
                 event,
                 &events[finished],
@@ -72,6 +76,8 @@ pub(crate) fn apply_turn(
             )?;
             continue;
         }
+        // What follows may read the attempts waiting to be inserted.
+        whole.insert(statements)?;
         let output = match &event.kind {
             EventKind::AttemptFinished { task, attempt, .. } => {
                 first_output.remove(&(task.as_str(), *attempt))
@@ -96,6 +102,7 @@ pub(crate) fn apply_turn(
         }
         apply_event(statements, run, event)?;
     }
+    whole.insert(statements)?;
     for (output, applied) in outputs.iter().zip(output_applied) {
         if !applied {
             apply_output(statements, run, output)?;
@@ -275,14 +282,15 @@ fn end_attempt(
 }
 
 /// `attempt-started`, `attempt-finished` with the attempt's output if it left one, and
-/// `task-finished`.
-fn run_attempt(
+/// `task-finished`: the task's row updated, the attempt's row added to `whole`.
+fn run_attempt<'e>(
     statements: &mut Statements<'_>,
-    run: &RunId,
-    started: &Event,
-    finished: &Event,
-    output: Option<&AttemptOutput>,
-    task_finished: &Event,
+    whole: &mut WholeAttempts<'e>,
+    run: &'e RunId,
+    started: &'e Event,
+    finished: &'e Event,
+    output: Option<&'e AttemptOutput>,
+    task_finished: &'e Event,
 ) -> Result<(), StoreError> {
     let (
         EventKind::AttemptStarted { task, attempt, pid },
@@ -299,35 +307,9 @@ fn run_attempt(
         unreachable!("run_attempt is given a started, a finished and a task-finished event");
     };
     let id = run.as_str();
-    let json = outcome_json(outcome)?;
     let code = outcome.exit_code();
-    let (tokens, cost, agent_json) = usage_columns(agent.as_deref())?;
     let row = statements.row_of(run, task)?;
-    // An attempt that left no output has its output columns NULL, as one whose output
-    // never came.
-    let inserted = statements.get(Sql::AttemptRan)?.execute(params![
-        id,
-        task.as_str(),
-        attempt,
-        started.at_ms,
-        pid,
-        finished.at_ms,
-        outcome_kind(outcome),
-        json,
-        code,
-        duration_ms,
-        output.map(|o| &o.output),
-        output.map(|o| o.output_bytes),
-        output.and_then(|o| o.output_json.as_ref()),
-        output.map(|o| &o.stderr_tail),
-        output.map(|o| &o.log_path),
-        tokens,
-        cost,
-        agent_json,
-        containment.map(Containment::as_str),
-        row
-    ]);
-    attempt_inserted(statements, inserted, run, task, *attempt)?;
+    // Only while the task's latest attempt is an earlier one: then the attempt may be inserted.
     let changed = match output {
         Some(output) => statements.get(Sql::TaskRan)?.execute(params![
             id,
@@ -357,7 +339,39 @@ fn run_attempt(
             row
         ])?,
     };
-    known_task(changed, run, task)
+    let Some(task_idx) = row.filter(|_| changed > 0) else {
+        return Err(attempt_refused(statements, run, task, *attempt));
+    };
+    let (tokens, cost_usd, agent_json) = usage_columns(agent.as_deref())?;
+    // An attempt that left no output has its output columns NULL, as one whose output
+    // never came.
+    whole.push(
+        statements,
+        AttemptRow {
+            run,
+            task,
+            run_id: id,
+            task_id: task.as_str(),
+            task_idx,
+            attempt: *attempt,
+            started_at_ms: started.at_ms,
+            pid: *pid,
+            ended_at_ms: finished.at_ms,
+            outcome_kind: outcome_kind(outcome),
+            outcome_json: outcome_json(outcome)?,
+            exit_code: code,
+            duration_ms: *duration_ms,
+            output: output.map(|o| &o.output),
+            output_bytes: output.map(|o| o.output_bytes),
+            output_json: output.and_then(|o| o.output_json.as_ref()),
+            stderr_tail: output.map(|o| &o.stderr_tail),
+            log_path: output.map(|o| &o.log_path),
+            tokens,
+            cost_usd,
+            agent_json,
+            containment: containment.map(Containment::as_str),
+        },
+    )
 }
 
 /// An attempt's row was inserted, or why not: it existed already, it is numbered below the
@@ -379,19 +393,34 @@ fn attempt_inserted(
         }
         // Inserted from the task's row (for its index), and only while the task's latest
         // attempt is not a later one.
-        Ok(0) => {
-            let known = statements
-                .get(Sql::TaskKnown)?
-                .exists(params![run.as_str(), task.as_str()])?;
-            known_task(usize::from(known), run, task)?;
-            Err(StoreError::AttemptOutOfOrder {
-                run: run.clone(),
-                task: task.clone(),
-                attempt,
-            })
-        }
+        Ok(0) => Err(attempt_refused(statements, run, task, attempt)),
         Ok(_) => Ok(()),
         Err(err) => Err(err.into()),
+    }
+}
+
+/// Why attempt `attempt` of `task` could not be recorded as started: the run has no such task,
+/// or the task's latest attempt is not an earlier one.
+fn attempt_refused(
+    statements: &mut Statements<'_>,
+    run: &RunId,
+    task: &TaskId,
+    attempt: u32,
+) -> StoreError {
+    let known = statements
+        .get(Sql::TaskKnown)
+        .and_then(|known| known.exists(params![run.as_str(), task.as_str()]));
+    match known {
+        Err(err) => err.into(),
+        Ok(false) => StoreError::UnknownTask {
+            run: run.clone(),
+            task: task.clone(),
+        },
+        Ok(true) => StoreError::AttemptOutOfOrder {
+            run: run.clone(),
+            task: task.clone(),
+            attempt,
+        },
     }
 }
 

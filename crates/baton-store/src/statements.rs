@@ -53,6 +53,7 @@ pub(crate) enum Sql {
     TaskKnown,
     AttemptKnown,
     AttemptRan,
+    AttemptsRan,
     TaskAdded,
     RunGrown,
     CountsForgotten,
@@ -156,16 +157,12 @@ impl Sql {
                  AND attempt = ?3"
             }
             // `InsertAttempt` and `AttemptFinishedWithOutput` at once: an attempt whose start
-            // and end are in the same commit.
-            Self::AttemptRan => {
-                "INSERT INTO attempts (run_id, task_idx, task_id, attempt, started_at_ms, pid, \
-                 ended_at_ms, outcome_kind, outcome_json, exit_code, duration_ms, output, \
-                 output_bytes, output_json, stderr_tail, log_path, tokens, cost_usd, \
-                 agent_json, containment) \
-                 SELECT ?1, idx, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
-                 ?16, ?17, ?18, ?19 FROM tasks \
-                 WHERE run_id = ?1 AND idx = ?20 AND +task_id = ?2 AND attempts < ?3"
-            }
+            // and end are in the same commit. Inserted after its task's `TaskRan` (or
+            // `TaskRanQuietly`), which checks what `InsertAttempt` does (the task is the run's,
+            // its latest attempt an earlier one).
+            Self::AttemptRan => &ATTEMPT_RAN,
+            // [`crate::whole_attempts::PER_INSERT`] of them.
+            Self::AttemptsRan => &ATTEMPTS_RAN,
             // A planner's task, after the run's others (`task_count` of them, indices from 0).
             Self::TaskAdded => {
                 "INSERT INTO tasks (run_id, task_id, idx, status) \
@@ -193,13 +190,16 @@ impl Sql {
             // `TaskStarted` and then `TaskEndedWithOutput`, composed: the first leaves
             // `attempts` at MAX(attempts, ?3) and `exit_code` NULL, which the second reads; it
             // changes no column the second reads otherwise. One update of the row instead of two.
+            // Only while the task's latest attempt is an earlier one (`attempts < ?3`): then its
+            // `AttemptRan` may be inserted.
             Self::TaskRan => {
                 concat!(
                     "UPDATE tasks SET status = ?5, attempts = MAX(attempts, ?3), \
                      started_at_ms = COALESCE(started_at_ms, ?12), \
                      exit_code = IIF(MAX(attempts, ?3) = ?3, ?4, NULL), \
                      reason = ?6, ended_at_ms = ?7, next_attempt = NULL, retry_at_ms = NULL, ",
-                    task_output_of_attempt_3!("?13")
+                    task_output_of_attempt_3!("?13"),
+                    " AND attempts < ?3"
                 )
             }
             // `TaskStarted`, `TaskExitCode` and `TaskFinished`, composed as in `TaskRan`, for
@@ -209,7 +209,7 @@ impl Sql {
                  started_at_ms = COALESCE(started_at_ms, ?8), \
                  exit_code = IIF(MAX(attempts, ?3) = ?3, ?4, NULL), \
                  reason = ?6, ended_at_ms = ?7, next_attempt = NULL, retry_at_ms = NULL \
-                 WHERE run_id = ?1 AND idx = ?9 AND +task_id = ?2"
+                 WHERE run_id = ?1 AND idx = ?9 AND +task_id = ?2 AND attempts < ?3"
             }
         }
     }
@@ -261,6 +261,18 @@ static INSERT_EVENTS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
     )
 });
 
+/// An attempt's columns, as `Sql::AttemptRan` and `Sql::AttemptsRan` insert them.
+const ATTEMPT_RAN_COLUMNS: &str = "attempts (run_id, task_idx, task_id, attempt, started_at_ms, \
+     pid, ended_at_ms, outcome_kind, outcome_json, exit_code, duration_ms, output, output_bytes, \
+     output_json, stderr_tail, log_path, tokens, cost_usd, agent_json, containment)";
+
+static ATTEMPT_RAN: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| insert_rows(ATTEMPT_RAN_COLUMNS, 1));
+
+static ATTEMPTS_RAN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    insert_rows(ATTEMPT_RAN_COLUMNS, crate::whole_attempts::PER_INSERT)
+});
+
 /// `INSERT INTO {into} VALUES` with `rows` rows of placeholders, one per column `into` names:
 /// many rows to a statement cost less than a statement each.
 pub(crate) fn insert_rows(into: &str, rows: usize) -> String {
@@ -294,7 +306,6 @@ mod tests {
             TaskFinished,
             AttemptOutput,
             TaskOutput,
-            AttemptRan,
             TaskRan,
             TaskRanQuietly,
         ];

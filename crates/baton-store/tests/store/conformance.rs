@@ -288,6 +288,91 @@ pub(crate) fn a_long_turn_is_numbered_in_order(db: &dyn Database) {
     assert_eq!(t34[0].outcome, Some(Outcome::Exited { code: 34 }));
 }
 
+/// A turn of short tasks, each started, ended and finished in it (what a run of many small
+/// tasks commits): more of them than one statement inserts (`whole_attempts.rs`), with and
+/// without output, some failing, one after a task's own earlier attempt in another turn.
+pub(crate) fn a_turn_of_many_short_tasks_records_each(db: &dyn Database) {
+    let store = db.open();
+    let ids = numbered(75);
+    let names: Vec<&str> = ids.iter().map(String::as_str).collect();
+    store.create_run(&new_run("r1", &names)).unwrap();
+    let run = run_id("r1");
+    let lease = claimed(store.as_ref(), &run);
+    store
+        .record(
+            &run,
+            lease,
+            &[
+                started(10, "t7", 1),
+                finished(11, "t7", 1, Outcome::TimedOut),
+            ],
+            &[],
+        )
+        .unwrap();
+    let attempt_of = |i: usize| if i == 7 { 2 } else { 1 };
+    let mut turn = Vec::new();
+    let mut outputs = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let code = i32::from(i % 5 == 0);
+        let state = if code == 0 {
+            TaskState::Succeeded
+        } else {
+            TaskState::Failed
+        };
+        turn.push(started(100 + i as i64, id, attempt_of(i)));
+        turn.push(finished(
+            200 + i as i64,
+            id,
+            attempt_of(i),
+            Outcome::Exited { code },
+        ));
+        turn.push(task_finished(300 + i as i64, id, state, None));
+        if i % 3 == 0 {
+            outputs.push(output(id, attempt_of(i), &format!("{id} said")));
+        }
+    }
+    store.record(&run, lease, &turn, &outputs).unwrap();
+    let tasks = store.tasks(&run).unwrap();
+    for (i, (id, record)) in ids.iter().zip(&tasks).enumerate() {
+        let failed = i % 5 == 0;
+        assert_eq!(
+            record.status,
+            if failed {
+                TaskState::Failed
+            } else {
+                TaskState::Succeeded
+            },
+            "{id}"
+        );
+        assert_eq!(record.attempts, attempt_of(i), "{id}");
+        assert_eq!(record.exit_code, Some(i32::from(failed)), "{id}");
+        assert_eq!(
+            record.started_at_ms,
+            Some(if i == 7 { 10 } else { 100 + i as i64 })
+        );
+        assert_eq!(record.ended_at_ms, Some(300 + i as i64), "{id}");
+        let said = (i % 3 == 0).then(|| format!("{id} said"));
+        assert_eq!(record.output, said, "{id}");
+        let attempts = store.attempts(&run, &task(id)).unwrap();
+        let last = attempts.last().unwrap();
+        assert_eq!(last.attempt, attempt_of(i), "{id}");
+        assert_eq!(
+            (last.started_at_ms, last.ended_at_ms),
+            (100 + i as i64, Some(200 + i as i64)),
+            "{id}"
+        );
+        assert_eq!(
+            last.outcome,
+            Some(Outcome::Exited {
+                code: i32::from(failed)
+            })
+        );
+        assert_eq!(last.output, said, "{id}");
+    }
+    assert_eq!(store.run_attempts(&run).unwrap().len(), 76);
+    assert!(store.check_consistency(&run).unwrap().is_empty());
+}
+
 /// A best-of task's candidates end in any order; the task's output and exit code are its
 /// winner's once it is picked, not the last candidate's to end.
 pub(crate) fn a_best_of_tasks_output_is_its_winners(db: &dyn Database) {
@@ -800,6 +885,7 @@ macro_rules! conformance {
                 a_large_graph_comes_back_whole,
                 a_turn_is_recorded_whole_and_numbered,
                 a_long_turn_is_numbered_in_order,
+                a_turn_of_many_short_tasks_records_each,
                 a_best_of_tasks_output_is_its_winners,
                 what_agents_spent_is_summed_per_run,
                 a_task_is_decided_once,

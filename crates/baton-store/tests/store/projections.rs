@@ -557,6 +557,49 @@ fn rows_and_batches_read_as_one_log() {
     assert_eq!((count("events"), count("event_batches")), (0, 0));
 }
 
+/// A short task's attempt whose row is somehow there already (its task's row says it is not):
+/// the turn fails whole, naming the attempt, among many short tasks or few.
+#[test]
+fn a_short_tasks_attempt_found_there_already_fails_its_turn() {
+    for n in [40, 5] {
+        let db = Db::new();
+        let store = db.open();
+        store.create_run(&new_numbered_run("r1", n)).unwrap();
+        let run = run_id("r1");
+        let conn = rusqlite::Connection::open(db.path()).unwrap();
+        conn.execute(
+            "INSERT INTO attempts (run_id, task_idx, task_id, attempt, started_at_ms) \
+             VALUES ('r1', 3, 't3', 1, 0)",
+            [],
+        )
+        .unwrap();
+        let turn: Vec<_> = numbered(n)
+            .iter()
+            .flat_map(|id| {
+                [
+                    started(1, id, 1),
+                    finished(2, id, 1, Outcome::Exited { code: 0 }),
+                    task_finished(2, id, TaskState::Succeeded, None),
+                ]
+            })
+            .collect();
+        let err = store.commit(&run, &turn, &[]).unwrap_err();
+        assert!(
+            matches!(&err, StoreError::AttemptExists { task, attempt: 1, .. } if task.as_str() == "t3"),
+            "{n}: {err:?}"
+        );
+        assert_eq!(store.last_seq(&run).unwrap(), 0, "{n}");
+        assert!(
+            store
+                .tasks(&run)
+                .unwrap()
+                .iter()
+                .all(|t| t.status == TaskState::Pending),
+            "{n}"
+        );
+    }
+}
+
 /// A batch whose text is not lines of events is an error that says so, not a log cut short.
 #[test]
 fn a_damaged_batch_is_an_error() {
