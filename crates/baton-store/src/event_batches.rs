@@ -42,6 +42,19 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
+    /// `events`, each numbered, in order.
+    pub(crate) fn of(events: &[(u64, &Event)]) -> Result<Self, StoreError> {
+        let mut batch = Self {
+            // Most lines of a short task's events are under 128 bytes.
+            text: Vec::with_capacity(events.len() * 128),
+            ..Self::default()
+        };
+        for &(seq, event) in events {
+            batch.push(seq, event)?;
+        }
+        Ok(batch)
+    }
+
     /// Appends `event`, numbered `seq` (after every event pushed before).
     pub(crate) fn push(&mut self, seq: u64, event: &Event) -> Result<(), StoreError> {
         if self.text.is_empty() {

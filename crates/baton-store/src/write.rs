@@ -229,20 +229,21 @@ impl SqliteStore {
             rows.current(tx, run, task_count, started_at_ms)?;
             let mut statements = Statements::new(tx, &mut rows);
             let mut seqs = Vec::with_capacity(events.len());
-            let mut batch = Batch::default();
-            let mut rare = Vec::new();
+            let (mut batched, mut rare) = (Vec::new(), Vec::new());
             for event in events {
                 seq += 1;
                 seqs.push(seq);
                 if is_batched(event.kind.event_name()) {
-                    batch.push(seq, event)?;
+                    batched.push((seq, event));
                 } else {
                     rare.push((seq, event));
                 }
             }
-            insert_rows(&mut statements, run, &rare)?;
+            let batch = encode_beside(&batched, || {
+                insert_rows(&mut statements, run, &rare)?;
+                apply_turn(&mut statements, run, events, outputs)
+            })?;
             batch.insert(tx, run)?;
-            apply_turn(&mut statements, run, events, outputs)?;
             Ok(seqs)
         });
         if committed.is_err() {
@@ -251,6 +252,37 @@ impl SqliteStore {
         }
         committed
     }
+}
+
+/// Batched events from which encoding them goes on a thread of its own.
+const ENCODED_BESIDE_FROM: usize = 256;
+
+/// Encodes `events` into a [`Batch`] on a thread of its own while `meanwhile` (the commit's
+/// other statements) runs on this one, when there are enough of them: the encoding was a fifth
+/// of what recording a run of many short tasks cost the committing thread, and the other core
+/// has room. Fewer, or no thread to be had: encoded here, after.
+fn encode_beside(
+    events: &[(u64, &Event)],
+    meanwhile: impl FnOnce() -> Result<(), StoreError>,
+) -> Result<Batch, StoreError> {
+    if events.len() < ENCODED_BESIDE_FROM {
+        meanwhile()?;
+        return Batch::of(events);
+    }
+    std::thread::scope(|scope| {
+        let encoder = std::thread::Builder::new()
+            .name("event-json".into())
+            .spawn_scoped(scope, || Batch::of(events));
+        let done = meanwhile();
+        let batch = match encoder {
+            Ok(encoder) => encoder
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(_) => Batch::of(events),
+        };
+        done?;
+        batch
+    })
 }
 
 /// Appends events of the kinds not batched to the run's rows of `events`, numbered as given:

@@ -289,11 +289,12 @@ pub(crate) fn a_long_turn_is_numbered_in_order(db: &dyn Database) {
 }
 
 /// A turn of short tasks, each started, ended and finished in it (what a run of many small
-/// tasks commits): more of them than one statement inserts (`whole_attempts.rs`), with and
-/// without output, some failing, one after a task's own earlier attempt in another turn.
+/// tasks commits): more of them than one statement inserts (`whole_attempts.rs`), their events
+/// enough to be encoded on a thread of their own (SQLite's `write.rs`), with and without
+/// output, some failing, one after a task's own earlier attempt in another turn.
 pub(crate) fn a_turn_of_many_short_tasks_records_each(db: &dyn Database) {
     let store = db.open();
-    let ids = numbered(75);
+    let ids = numbered(95);
     let names: Vec<&str> = ids.iter().map(String::as_str).collect();
     store.create_run(&new_run("r1", &names)).unwrap();
     let run = run_id("r1");
@@ -369,7 +370,8 @@ pub(crate) fn a_turn_of_many_short_tasks_records_each(db: &dyn Database) {
         );
         assert_eq!(last.output, said, "{id}");
     }
-    assert_eq!(store.run_attempts(&run).unwrap().len(), 76);
+    assert_eq!(store.run_attempts(&run).unwrap().len(), 96);
+    assert_eq!(store.events(&run, 0, 1_000).unwrap().len(), 2 + 3 * 95);
     assert!(store.check_consistency(&run).unwrap().is_empty());
 }
 

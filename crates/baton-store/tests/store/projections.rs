@@ -561,7 +561,7 @@ fn rows_and_batches_read_as_one_log() {
 /// the turn fails whole, naming the attempt, among many short tasks or few.
 #[test]
 fn a_short_tasks_attempt_found_there_already_fails_its_turn() {
-    for n in [40, 5] {
+    for n in [100, 5] {
         let db = Db::new();
         let store = db.open();
         store.create_run(&new_numbered_run("r1", n)).unwrap();
