@@ -17,6 +17,10 @@
 
 use std::collections::HashMap;
 
+/// A turn's maps by task id: foldhash (seeded at random), not std's SipHash, which hashing
+/// each of a large turn's ids twice made a twentieth of recording it.
+type ById<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 use baton_model::{
     Containment, Event, EventKind, Outcome, RunId, RunState, StopCause, TaskId, TaskState,
 };
@@ -39,7 +43,7 @@ pub(crate) fn apply_turn(
 ) -> Result<(), StoreError> {
     // The first output of each attempt; one taken by its `attempt-finished` is removed, so that
     // the rest of the attempt's outputs, if any, still land after it, in order.
-    let mut first_output: HashMap<(&str, u32), usize> = HashMap::new();
+    let mut first_output: ById<(&str, u32), usize> = ById::default();
     for (i, output) in outputs.iter().enumerate().rev() {
         first_output.insert((output.task.as_str(), output.attempt), i);
     }
@@ -157,7 +161,7 @@ fn count_tasks(
 fn whole_attempt(
     events: &[Event],
     next_about_task: &[Option<usize>],
-    first_output: &HashMap<(&str, u32), usize>,
+    first_output: &ById<(&str, u32), usize>,
     i: usize,
 ) -> Option<(usize, Option<usize>, usize)> {
     let EventKind::AttemptStarted { task, attempt, .. } = &events[i].kind else {
@@ -182,7 +186,7 @@ fn whole_attempt(
 /// For each event about a task, the index of the next event about the same task.
 fn next_about_same_task(events: &[Event]) -> Vec<Option<usize>> {
     let mut next = vec![None; events.len()];
-    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut seen: ById<&str, usize> = ById::default();
     for (i, event) in events.iter().enumerate().rev() {
         if let Some(task) = event.kind.task() {
             next[i] = seen.insert(task.as_str(), i);

@@ -20,7 +20,9 @@
 //! through this store, it is forgotten.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
+
+use foldhash::fast::RandomState;
 
 use baton_model::{RunId, TaskId};
 use rusqlite::{Connection, OptionalExtension};
@@ -33,7 +35,11 @@ const SHARED: u32 = u32::MAX;
 pub(crate) struct TaskIndex {
     /// The run, and its `task_count` and start when its tasks were read.
     run: Option<(RunId, i64, i64)>,
-    rows: HashMap<u32, u32>,
+    /// Keyed by `hasher`'s hash of each id, itself hashed again by the map: foldhash, not
+    /// std's SipHash, whose two hashes a lookup were a twentieth of recording a short task.
+    /// Both are seeded at random, so no graph can choose ids that share a hash (which would
+    /// only send their lookups to the table, as `SHARED` does).
+    rows: HashMap<u32, u32, RandomState>,
     hasher: RandomState,
 }
 
@@ -100,7 +106,7 @@ impl TaskIndex {
     /// Forgets everything: after a commit failed, the rows it inserted are not there.
     pub(crate) fn forget(&mut self) {
         self.run = None;
-        self.rows = HashMap::new();
+        self.rows = HashMap::default();
     }
 
     fn is_of(&self, run: &RunId) -> bool {
@@ -135,7 +141,7 @@ impl TaskIndex {
     }
 
     fn hash(&self, task: &str) -> u32 {
-        // SipHash's bits are all well mixed: the low half is as good a hash as the whole.
+        // foldhash's bits are all mixed: the low half is as good a hash as the whole.
         self.hasher.hash_one(task) as u32
     }
 

@@ -23,18 +23,20 @@ const TASKS_PER_INSERT: usize = 64;
 /// 100,000-task run's tasks one by one.
 fn insert_pending_tasks(tx: &rusqlite::Transaction<'_>, run: &NewRun) -> Result<(), StoreError> {
     let (run_id, pending) = (run.id.as_str(), TaskState::Pending.as_str());
+    // Taken from the cache once: each trip hashes the statement's text twice (out, back in).
+    let mut insert_full = tx.prepare_cached(&INSERT_TASKS)?;
     for chunk in run.tasks.chunks(TASKS_PER_INSERT) {
         let ids: Vec<&str> = chunk.iter().map(|(task, _)| task.as_str()).collect();
         let mut rows: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(4 * chunk.len());
         for (id, (_, idx)) in ids.iter().zip(chunk) {
             rows.extend([&run_id as &dyn rusqlite::ToSql, id, idx, &pending]);
         }
-        let mut insert = if chunk.len() == TASKS_PER_INSERT {
-            tx.prepare_cached(&INSERT_TASKS)?
+        if chunk.len() == TASKS_PER_INSERT {
+            insert_full.execute(rows.as_slice())?;
         } else {
             tx.prepare_cached(&insert_tasks(chunk.len()))?
-        };
-        insert.execute(rows.as_slice())?;
+                .execute(rows.as_slice())?;
+        }
     }
     Ok(())
 }
