@@ -98,6 +98,9 @@ def made_database(baton, tasks, work):
     (run,) = target.execute("SELECT id FROM runs").fetchone()
     target.execute("DELETE FROM attempts")
     target.execute("DELETE FROM events WHERE seq > 1")
+    # Schema 13 and later keep a commit's attempt events in batches.
+    if target.execute("SELECT 1 FROM sqlite_schema WHERE name = 'event_batches'").fetchone():
+        target.execute("DELETE FROM event_batches")
     target.execute(
         "UPDATE tasks SET status = 'pending', attempts = 0, started_at_ms = NULL, "
         "ended_at_ms = NULL, exit_code = NULL, output_attempt = NULL, output = NULL, "
@@ -120,7 +123,7 @@ def replay(made, run, work, changes, order, batch):
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     if "no-trigger" in changes:
-        conn.execute("DROP TRIGGER tasks_count_status")
+        conn.execute("DROP TRIGGER IF EXISTS tasks_count_status")
     if "rowid-attempts" in changes:
         (sql,) = conn.execute(
             "SELECT sql FROM sqlite_master WHERE name = 'attempts'").fetchone()

@@ -115,7 +115,7 @@ impl SqliteStore {
                 kind_column,
                 task_column,
                 data,
-            } in stored_log(tx, run)?
+            } in stored_log(tx, run, &mut problems)?
             {
                 if seq != expected_seq {
                     problems.push(format!("event {seq} follows event {}", expected_seq - 1));
@@ -278,7 +278,13 @@ struct Stored {
 }
 
 /// The run's log as stored, rows and batches, in order of `seq`.
-fn stored_log(tx: &rusqlite::Transaction<'_>, run: &RunId) -> Result<Vec<Stored>, StoreError> {
+/// Each batch's lines must run in order from its `first_seq` to its `last_seq`: readers seek
+/// batches by their bounds, and the next commit numbers its events after the last.
+fn stored_log(
+    tx: &rusqlite::Transaction<'_>,
+    run: &RunId,
+    problems: &mut Vec<String>,
+) -> Result<Vec<Stored>, StoreError> {
     let mut log: Vec<Stored> = tx
         .prepare_cached(
             "SELECT seq, at_ms, kind, task_id, data_json FROM events \
@@ -294,12 +300,16 @@ fn stored_log(tx: &rusqlite::Transaction<'_>, run: &RunId) -> Result<Vec<Stored>
             })
         })?
         .collect::<Result<_, _>>()?;
-    let mut batches =
-        tx.prepare_cached("SELECT last_seq, events FROM event_batches WHERE run_id = ?1")?;
+    let mut batches = tx.prepare_cached(
+        "SELECT last_seq, events, first_seq FROM event_batches WHERE run_id = ?1",
+    )?;
     let mut rows = batches.query(params![run.as_str()])?;
     while let Some(row) = rows.next()? {
+        let (last_seq, first_seq): (u64, u64) = (row.get(0)?, row.get(2)?);
+        let mut seqs = Vec::new();
         for line in event_batches::row_lines(row, run)? {
             let line = line?;
+            seqs.push(line.seq);
             log.push(Stored {
                 seq: line.seq,
                 at_ms: line.at_ms,
@@ -307,6 +317,17 @@ fn stored_log(tx: &rusqlite::Transaction<'_>, run: &RunId) -> Result<Vec<Stored>
                 task_column: None,
                 data: line.data.to_owned(),
             });
+        }
+        let ordered = seqs.windows(2).all(|pair| pair[0] < pair[1]);
+        if seqs.first() != Some(&first_seq) || seqs.last() != Some(&last_seq) || !ordered {
+            let held = match (seqs.first(), seqs.last()) {
+                (Some(first), Some(last)) => format!("events {first} to {last}"),
+                _ => "no event".to_owned(),
+            };
+            let order = if ordered { "" } else { ", out of order" };
+            problems.push(format!(
+                "the batch of events {first_seq} to {last_seq} holds {held}{order}"
+            ));
         }
     }
     log.sort_by_key(|event| event.seq);

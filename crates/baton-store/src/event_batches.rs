@@ -1,8 +1,9 @@
 //! The events every attempt writes, stored a commit's at a time (schema version 13,
-//! `migrations/v13_event_batches.sql`): one row of `event_batches` holds a commit's events of
+//! `migrations/v13_event_batches.sql`): a row of `event_batches` holds a commit's events of
 //! the [batched](is_batched) kinds, a line each — `seq`, `at_ms`, kind and JSON, separated by
-//! tabs. The other kinds are rows of `events`, as every event was before. A run's log is the
-//! two merged by `seq`; every reader of the log reads it through here.
+//! tabs (at most [`PER_ROW`] to a row). The other kinds are rows of `events`, as every event
+//! was before. A run's log is the two merged by `seq`: `read.rs` reads the rows and merges in
+//! what this module reads from the batches; `consistency.rs` reads both.
 
 use std::io::Write as _;
 
@@ -33,12 +34,20 @@ pub(crate) fn is_batched(kind: EventName) -> bool {
     )
 }
 
-/// One commit's batched events, as they are written into its row.
+/// The most events one row holds. A reader paging from the middle of a row reads the row
+/// again for each page (the MCP server's pages are 50 events): a commit's 4,096 events in one
+/// row were half a megabyte a page. A row of 512 is 60 kB, and still one row where there were
+/// 512.
+pub(crate) const PER_ROW: usize = 512;
+
+/// One commit's batched events, as they are written into its rows.
 #[derive(Default)]
 pub(crate) struct Batch {
     text: Vec<u8>,
-    first_seq: u64,
-    last_seq: u64,
+    /// Each row's first and last `seq` and where its lines end in `text`.
+    rows: Vec<(u64, u64, usize)>,
+    /// Lines in the last row.
+    lines: usize,
 }
 
 impl Batch {
@@ -57,28 +66,43 @@ impl Batch {
 
     /// Appends `event`, numbered `seq` (after every event pushed before).
     pub(crate) fn push(&mut self, seq: u64, event: &Event) -> Result<(), StoreError> {
-        if self.text.is_empty() {
-            self.first_seq = seq;
-        }
-        self.last_seq = seq;
         // Writing into a Vec fails only in the JSON encoder.
         let _ = write!(self.text, "{seq}\t{}\t{}\t", event.at_ms, event.kind.name());
         serde_json::to_writer(&mut self.text, &event.kind).map_err(StoreError::Encode)?;
         self.text.push(b'\n');
+        match self.rows.last_mut() {
+            Some((_, last, end)) if self.lines < PER_ROW => {
+                (*last, *end) = (seq, self.text.len());
+                self.lines += 1;
+            }
+            _ => {
+                self.rows.push((seq, seq, self.text.len()));
+                self.lines = 1;
+            }
+        }
         Ok(())
     }
 
-    /// Inserts the batch as the run's row, if it holds any event.
+    /// Inserts the batch as the run's rows, if it holds any event.
     pub(crate) fn insert(&self, tx: &Transaction<'_>, run: &RunId) -> Result<(), StoreError> {
-        if self.text.is_empty() {
+        if self.rows.is_empty() {
             return Ok(());
         }
         let text = std::str::from_utf8(&self.text).expect("numbers, names and JSON are UTF-8");
-        tx.prepare_cached(
+        let mut insert = tx.prepare_cached(
             "INSERT INTO event_batches (run_id, last_seq, first_seq, events) \
              VALUES (?1, ?2, ?3, ?4)",
-        )?
-        .execute(params![run.as_str(), self.last_seq, self.first_seq, text])?;
+        )?;
+        let mut start = 0;
+        for &(first_seq, last_seq, end) in &self.rows {
+            insert.execute(params![
+                run.as_str(),
+                last_seq,
+                first_seq,
+                &text[start..end]
+            ])?;
+            start = end;
+        }
         Ok(())
     }
 }
@@ -284,14 +308,47 @@ mod tests {
         for event in &events {
             batch.push(event.seq, event).unwrap();
         }
-        assert_eq!((batch.first_seq, batch.last_seq), (7, 10));
         let text = std::str::from_utf8(&batch.text).unwrap();
+        assert_eq!(batch.rows, [(7, 10, text.len())]);
         assert_eq!(text.lines().count(), 3, "{text}");
         let run = RunId::new("r").unwrap();
         let read: Vec<Event> = lines(text)
             .map(|line| line.unwrap().decode(&run).unwrap())
             .collect();
         assert_eq!(read, events);
+    }
+
+    /// A commit's events go [`PER_ROW`] to a row, each row's lines whole and its bounds its
+    /// first and last line's.
+    #[test]
+    fn a_large_commit_is_rows_of_per_row_events() {
+        let events: Vec<Event> = (1..=2 * PER_ROW as u64 + 6)
+            .map(|seq| Event {
+                seq,
+                at_ms: 0,
+                kind: started(&format!("t{seq}")),
+            })
+            .collect();
+        let numbered: Vec<(u64, &Event)> = events.iter().map(|e| (e.seq + 100, e)).collect();
+        let batch = Batch::of(&numbered).unwrap();
+        let bounds: Vec<(u64, u64)> = batch.rows.iter().map(|&(f, l, _)| (f, l)).collect();
+        let per_row = PER_ROW as u64;
+        assert_eq!(
+            bounds,
+            [
+                (101, 100 + per_row),
+                (101 + per_row, 100 + 2 * per_row),
+                (101 + 2 * per_row, 106 + 2 * per_row)
+            ]
+        );
+        let text = std::str::from_utf8(&batch.text).unwrap();
+        let mut start = 0;
+        for &(first, last, end) in &batch.rows {
+            let row: Vec<u64> = lines(&text[start..end]).map(|l| l.unwrap().seq).collect();
+            assert_eq!(row, (first..=last).collect::<Vec<_>>());
+            start = end;
+        }
+        assert_eq!(start, text.len());
     }
 
     #[test]

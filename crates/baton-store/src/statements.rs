@@ -29,7 +29,7 @@ macro_rules! task_output_of_attempt_3 {
 ///
 /// Those run for every task (its start, its end, its output) find the task's row by its
 /// index, bound last (from [`crate::task_index::TaskIndex`]), and check its id; the others find
-/// it by id.
+/// it by id. `AttemptRan` and `AttemptsRan` insert an index their task's update checked.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Sql {
     InsertEvent,
@@ -159,7 +159,8 @@ impl Sql {
             // `InsertAttempt` and `AttemptFinishedWithOutput` at once: an attempt whose start
             // and end are in the same commit. Inserted after its task's `TaskRan` (or
             // `TaskRanQuietly`), which checks what `InsertAttempt` does (the task is the run's,
-            // its latest attempt an earlier one).
+            // its latest attempt an earlier one): its `task_idx`, bound as a value and not
+            // checked here, is the row that update found by index and id.
             Self::AttemptRan => &ATTEMPT_RAN,
             // [`crate::whole_attempts::PER_INSERT`] of them.
             Self::AttemptsRan => &ATTEMPTS_RAN,

@@ -243,8 +243,9 @@ pub(crate) fn a_planners_tasks_join_the_run_after_the_others(db: &dyn Database) 
     assert_eq!(store.check_consistency(&run).unwrap(), Vec::<String>::new());
 }
 
-/// A turn of many events (more than one statement's worth: SQLite writes them several to a
-/// statement) is numbered in order, each event whole, and a second turn numbers on.
+/// A turn of many events is numbered in order, each event whole, and a second turn numbers
+/// on: in SQLite, rare kinds more than one statement's worth (32 rows to a statement), and the
+/// kinds every attempt writes interleaved with them (one batch row).
 pub(crate) fn a_long_turn_is_numbered_in_order(db: &dyn Database) {
     let store = db.open();
     let ids: Vec<String> = (0..35).map(|i| format!("t{i}")).collect();
@@ -255,9 +256,14 @@ pub(crate) fn a_long_turn_is_numbered_in_order(db: &dyn Database) {
         .claim(&run, &driver(1, "box"), T0, LEASE_TERM, &seen(1))
         .unwrap()
         .lease;
-    // 2 × 35 = 70 events: two full statements' worth and six more, with and without a task.
+    // 3 × 35 = 105 events: 35 rare ones (a full statement's worth and three more) between 70
+    // of the kinds batched.
     let mut turn = Vec::new();
     for (i, id) in ids.iter().enumerate() {
+        turn.push(event(
+            500 + i as i64,
+            EventKind::TaskWaiting { task: task(id) },
+        ));
         turn.push(started(1_000 + i as i64, id, 1));
         turn.push(finished(
             2_000 + i as i64,
@@ -267,9 +273,9 @@ pub(crate) fn a_long_turn_is_numbered_in_order(db: &dyn Database) {
         ));
     }
     let seqs = store.record(&run, lease, &turn, &[]).unwrap();
-    assert_eq!(seqs, (1..=70).collect::<Vec<u64>>());
-    let back = store.events(&run, 0, 100).unwrap();
-    assert_eq!(back.len(), 70);
+    assert_eq!(seqs, (1..=105).collect::<Vec<u64>>());
+    let back = store.events(&run, 0, 200).unwrap();
+    assert_eq!(back.len(), 105);
     for (event, (sent, seq)) in back.iter().zip(turn.iter().zip(1..)) {
         assert_eq!(event.seq, seq);
         assert_eq!(event.at_ms, sent.at_ms);
@@ -283,7 +289,14 @@ pub(crate) fn a_long_turn_is_numbered_in_order(db: &dyn Database) {
             &[],
         )
         .unwrap();
-    assert_eq!(more, [71]);
+    assert_eq!(more, [106]);
+    let waiting = store
+        .events_of_kind(&run, baton_model::EventName::TaskWaiting)
+        .unwrap();
+    assert_eq!(
+        waiting.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (0..35).map(|i| 1 + 3 * i).collect::<Vec<u64>>()
+    );
     let t34 = store.attempts(&run, &task("t34")).unwrap();
     assert_eq!(t34[0].outcome, Some(Outcome::Exited { code: 34 }));
 }

@@ -667,6 +667,12 @@ fn the_consistency_check_finds_a_table_that_disagrees_with_the_log() {
         [format!("{without_2}{waiting}")],
     )
     .unwrap();
+    // And a batch whose bounds are not its lines'.
+    conn.execute(
+        "INSERT INTO event_batches (run_id, last_seq, first_seq, events) VALUES ('r1', 10, 9, ?1)",
+        ["12\t9\ttask-waiting\t{\"kind\":\"task-waiting\",\"task\":\"b\"}\n"],
+    )
+    .unwrap();
     let problems = store.check_consistency(&run).unwrap();
     let text = problems.join("\n");
     assert!(text.contains("event 3 follows event 1"), "{text}");
@@ -679,6 +685,10 @@ fn the_consistency_check_finds_a_table_that_disagrees_with_the_log() {
     assert!(text.contains("task counts: the table has"), "{text}");
     assert!(
         text.contains("event 4 (task-waiting) is in a batch"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the batch of events 9 to 10 holds events 12 to 12"),
         "{text}"
     );
 }
