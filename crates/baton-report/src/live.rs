@@ -152,6 +152,11 @@ impl Default for LiveReporter {
 }
 
 impl Reporter for LiveReporter {
+    /// The board starts from it.
+    fn wants_view(&self) -> bool {
+        true
+    }
+
     fn run_started(&mut self, info: &RunInfo) {
         self.list_successes = info.tasks <= LIST_SUCCESSES_UP_TO;
         self.run_id = info.run_id.to_string();

@@ -268,7 +268,7 @@ mod tests {
             tasks: 1_000,
             concurrency: 2,
             earlier: 0,
-            view: baton_model::RunView::new([TaskId::new("quiet").unwrap()]),
+            view: Some(baton_model::RunView::new([TaskId::new("quiet").unwrap()])),
             started_at_ms: Some(0),
             budget_usd: None,
             budget_tokens: None,

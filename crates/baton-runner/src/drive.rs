@@ -381,13 +381,15 @@ async fn drive_run(
         .budget
         .clone()
         .unwrap_or_else(|| graph.run_settings().budget.clone());
-    // The views start from what the store holds: a run taken over shows what went before. A
+    // The view starts from what the store holds: a run taken over shows what went before. A
     // new run has nothing recorded yet, and is not read back (100,000 rows of pending tasks).
     let fresh = || RunView::new(graph.tasks().iter().map(|t| t.id.clone()));
-    let view = match store.last_seq(&run_id) {
-        Ok(0) => fresh(),
-        _ => baton_store::fold(store, &run_id).map_or_else(|_| fresh(), |(view, _)| view),
-    };
+    let view = reporter
+        .wants_view()
+        .then(|| match store.last_seq(&run_id) {
+            Ok(0) => fresh(),
+            _ => baton_store::fold(store, &run_id).map_or_else(|_| fresh(), |(view, _)| view),
+        });
     reporter.run_started(&RunInfo {
         run_id: run_id.clone(),
         name: graph.name().to_owned(),

@@ -76,6 +76,10 @@ impl Notifying {
 }
 
 impl Reporter for Notifying {
+    fn wants_view(&self) -> bool {
+        self.inner.wants_view()
+    }
+
     fn run_started(&mut self, info: &RunInfo) {
         self.run = Some((info.run_id.clone(), info.name.clone()));
         self.inner.run_started(info);

@@ -23,7 +23,7 @@ fn board() -> Board {
         tasks: 4,
         concurrency: 4,
         earlier: 0,
-        view: RunView::new(["api", "docs", "deploy", "lint"].map(id)),
+        view: Some(RunView::new(["api", "docs", "deploy", "lint"].map(id))),
         started_at_ms: Some(0),
         budget_usd: Some(5.0),
         budget_tokens: None,

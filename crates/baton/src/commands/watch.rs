@@ -67,7 +67,7 @@ pub(super) fn watch(args: WatchArgs, store_url: Option<&str>) -> Result<i32, Fai
         tasks,
         concurrency: run.concurrency,
         earlier: 0,
-        view,
+        view: Some(view),
         started_at_ms: Some(run.started_at_ms),
         budget_usd,
         budget_tokens,
