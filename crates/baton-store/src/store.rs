@@ -1,5 +1,5 @@
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior};
@@ -38,12 +38,21 @@ pub struct SqliteStore {
     /// Where the tasks of the run last committed to are: taken by each commit before the
     /// connection (and never while holding it).
     pub(crate) task_rows: Mutex<TaskIndex>,
+    /// Read-only connections for a read made while `conn` is in use on another thread (a run's
+    /// result reads its tasks and its attempts at once): opened when first wanted, then kept.
+    spare: Mutex<Vec<Connection>>,
 }
 
 impl Drop for SqliteStore {
     fn drop(&mut self) {
         // The hook must be gone before the connection closes.
         self.stop_background_checkpoints();
+        // Before the connection: the last one to close folds the WAL back into the database
+        // and removes it, which a read-only one cannot do.
+        self.spare
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 }
 
@@ -92,6 +101,7 @@ impl SqliteStore {
             durability: Some(durability),
             checkpointer: Mutex::new(None),
             task_rows: Mutex::default(),
+            spare: Mutex::default(),
             identity: identity(path),
         })
     }
@@ -204,6 +214,7 @@ impl SqliteStore {
             durability: None,
             checkpointer: Mutex::new(None),
             task_rows: Mutex::default(),
+            spare: Mutex::default(),
             identity: None,
         })
     }
@@ -302,20 +313,51 @@ impl SqliteStore {
     }
 
     /// Runs `f` in one read transaction, so that what it reads with several queries is one
-    /// snapshot.
+    /// snapshot. While another thread uses this store's connection, on a spare one (see
+    /// `spare`), or, when none can be opened, once that thread is done.
     pub(crate) fn read<T>(
         &self,
         f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let conn = self.lock();
-        let run = || {
-            let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Deferred)?;
+        let run = |conn: &Connection| {
+            let tx = Transaction::new_unchecked(conn, TransactionBehavior::Deferred)?;
             let value = f(&tx)?;
             // Nothing was written: ending the transaction only releases the snapshot.
             tx.commit()?;
             Ok(value)
         };
-        run().map_err(|err: StoreError| err.at(&self.path))
+        let read = match self.conn.try_lock() {
+            Ok(conn) => run(&conn),
+            Err(TryLockError::Poisoned(poisoned)) => run(&poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => match self.spare() {
+                Some(spare) => {
+                    let read = run(&spare);
+                    self.spare
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(spare);
+                    read
+                }
+                None => run(&self.lock()),
+            },
+        };
+        read.map_err(|err: StoreError| err.at(&self.path))
+    }
+
+    /// A spare read-only connection: a kept one, or a new one. `None` where none can be opened
+    /// (a database opened `immutable`, on a read-only directory).
+    fn spare(&self) -> Option<Connection> {
+        let kept = self
+            .spare
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        kept.or_else(|| {
+            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            let conn = Connection::open_with_flags(&self.path, flags).ok()?;
+            configure(&conn, None).ok()?;
+            Some(conn)
+        })
     }
 }
 

@@ -8,6 +8,33 @@ use baton_store::{Store, StoreError};
 /// Per task, the ids of other tasks: a planner's, those its answers added.
 type TasksOf = std::collections::HashMap<baton_model::TaskId, Vec<String>>;
 
+/// The run's tasks, in graph order with each planner's tasks right after it (as `status` and
+/// the report show them), read on a thread of their own while `walk` (the run's attempts) goes
+/// on on this one: on a connection each where the store has two, a 100,000-task run's result
+/// read in 0.1 s less.
+fn tasks_beside(
+    store: &dyn Store,
+    run: &RunId,
+    walk: impl FnOnce() -> Result<(), StoreError>,
+) -> Result<Vec<baton_store::TaskRecord>, StoreError> {
+    std::thread::scope(|scope| {
+        let reader = std::thread::Builder::new()
+            .name("result-tasks".into())
+            .spawn_scoped(scope, || store.tasks(run));
+        let walked = walk();
+        let tasks = match reader {
+            Ok(reader) => reader
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(_) => store.tasks(run),
+        };
+        walked?;
+        let mut records = tasks?;
+        records.sort_by_key(|t| t.idx);
+        Ok(nested_order(records))
+    })
+}
+
 /// `key`'s value in `map`, taken out. A lookup hashes its key even in an empty map, and most
 /// of what a result gathers per task (checks, reviews, picks, plans) is empty for most runs:
 /// seven such lookups for each of a 100,000-task run's tasks were a tenth of reading its
@@ -54,10 +81,6 @@ pub fn build_observed_result(
     if let Some(state) = state {
         record.status = state;
     }
-    let mut records = store.tasks(run)?;
-    records.sort_by_key(|t| t.idx);
-    // Each planner's tasks right after it, as `status` and the report show them.
-    let records = nested_order(records);
     let (mut planned, mut replanned) = plans(store, run)?;
     let started = record.started_at_ms;
     let ended = record.ended_at_ms;
@@ -71,9 +94,10 @@ pub fn build_observed_result(
 
     // Per task, the last attempt's outcome and log, read one attempt at a time (a 100,000-task
     // run's attempts held at once would double its memory).
+    let task_count = usize::try_from(record.task_count).unwrap_or(0);
     let mut last: std::collections::HashMap<baton_model::TaskId, LastAttempt> =
-        std::collections::HashMap::with_capacity(records.len());
-    let mut intervals = Vec::with_capacity(records.len());
+        std::collections::HashMap::with_capacity(task_count);
+    let mut intervals = Vec::with_capacity(task_count);
     let mut spend: Option<RunSpend> = None;
     let mut agents: std::collections::HashMap<baton_model::TaskId, (u32, TaskAgent)> =
         std::collections::HashMap::new();
@@ -86,67 +110,69 @@ pub fn build_observed_result(
             .find(|c| c.candidate == w)
             .map(|c| c.attempt)
     };
-    store.each_attempt(run, &mut |attempt| {
-        driven.saw(attempt.started_at_ms);
-        if let Some(end) = attempt.ended_at_ms {
-            driven.saw(end);
-        }
-        if let Some(usage) = &attempt.agent {
-            spend.get_or_insert_with(RunSpend::default).add(usage);
-            let (number, agent) = agents.entry(attempt.task.clone()).or_insert_with(|| {
-                (
-                    0,
-                    TaskAgent {
-                        engine: usage.engine.clone(),
-                        model: None,
-                        session_id: None,
-                        turns: None,
-                        tool_calls: 0,
-                        permission_denials: Vec::new(),
-                        engines: Vec::new(),
-                        spend: Spend::default(),
-                    },
-                )
-            });
-            agent.spend.add(usage);
-            agent.tool_calls += usage.tool_calls;
-            agent.engines.push(baton_report::AttemptEngine {
-                attempt: attempt.attempt,
-                engine: usage.engine.clone(),
-                model: usage.model.clone(),
-            });
-            if attempt.attempt > *number {
-                *number = attempt.attempt;
-                agent.engine = usage.engine.clone();
-                agent.model = usage.model.clone();
-                agent.session_id = usage.session_id.clone();
-                agent.turns = usage.turns;
-                agent.permission_denials = usage.permission_denials.clone();
+    let records = tasks_beside(store, run, || {
+        store.each_attempt(run, &mut |attempt| {
+            driven.saw(attempt.started_at_ms);
+            if let Some(end) = attempt.ended_at_ms {
+                driven.saw(end);
             }
-        }
-        if let Some(end) = attempt.ended_at_ms {
-            intervals.push((
-                attempt.started_at_ms.saturating_sub(started).max(0) as u64,
-                end.saturating_sub(started).max(0) as u64,
-            ));
-        }
-        let newer = match winning(&attempt.task) {
-            Some(won) => attempt.attempt == won,
-            None => last
-                .get(&attempt.task)
-                .is_none_or(|(number, ..)| attempt.attempt > *number),
-        };
-        if newer {
-            last.insert(
-                attempt.task,
-                (
-                    attempt.attempt,
-                    attempt.outcome,
-                    attempt.log_path,
-                    attempt.containment,
-                ),
-            );
-        }
+            if let Some(usage) = &attempt.agent {
+                spend.get_or_insert_with(RunSpend::default).add(usage);
+                let (number, agent) = agents.entry(attempt.task.clone()).or_insert_with(|| {
+                    (
+                        0,
+                        TaskAgent {
+                            engine: usage.engine.clone(),
+                            model: None,
+                            session_id: None,
+                            turns: None,
+                            tool_calls: 0,
+                            permission_denials: Vec::new(),
+                            engines: Vec::new(),
+                            spend: Spend::default(),
+                        },
+                    )
+                });
+                agent.spend.add(usage);
+                agent.tool_calls += usage.tool_calls;
+                agent.engines.push(baton_report::AttemptEngine {
+                    attempt: attempt.attempt,
+                    engine: usage.engine.clone(),
+                    model: usage.model.clone(),
+                });
+                if attempt.attempt > *number {
+                    *number = attempt.attempt;
+                    agent.engine = usage.engine.clone();
+                    agent.model = usage.model.clone();
+                    agent.session_id = usage.session_id.clone();
+                    agent.turns = usage.turns;
+                    agent.permission_denials = usage.permission_denials.clone();
+                }
+            }
+            if let Some(end) = attempt.ended_at_ms {
+                intervals.push((
+                    attempt.started_at_ms.saturating_sub(started).max(0) as u64,
+                    end.saturating_sub(started).max(0) as u64,
+                ));
+            }
+            let newer = match winning(&attempt.task) {
+                Some(won) => attempt.attempt == won,
+                None => last
+                    .get(&attempt.task)
+                    .is_none_or(|(number, ..)| attempt.attempt > *number),
+            };
+            if newer {
+                last.insert(
+                    attempt.task,
+                    (
+                        attempt.attempt,
+                        attempt.outcome,
+                        attempt.log_path,
+                        attempt.containment,
+                    ),
+                );
+            }
+        })
     })?;
 
     let mut workspaces = task_workspaces(store, run, &winning)?;

@@ -240,3 +240,41 @@ fn many_opening_a_new_database_at_once_all_open_it() {
         }
     }
 }
+
+/// One store read on two threads at once (a run's result reads its tasks beside its attempts):
+/// each read gets its whole answer, whether the store was opened to write or only to read,
+/// while the other thread holds its connection.
+#[test]
+fn one_store_read_on_two_threads_at_once_answers_each() {
+    let db = Db::new();
+    let writer = db.open();
+    writer.create_run(&new_numbered_run("r1", 200)).unwrap();
+    let run = run_id("r1");
+    writer.commit(&run, &[started(0, "t0", 1)], &[]).unwrap();
+    for i in 0..199 {
+        let (events, outputs) = turn(i);
+        writer.commit(&run, &events, &outputs).unwrap();
+    }
+    let reader = baton_store::SqliteStore::open_readonly(&db.path()).unwrap();
+    for store in [&writer, &reader] {
+        std::thread::scope(|scope| {
+            let tasks = scope.spawn(|| {
+                (0..20)
+                    .map(|_| store.tasks(&run).unwrap().len())
+                    .collect::<Vec<_>>()
+            });
+            let attempts: Vec<usize> = (0..20)
+                .map(|_| store.run_attempts(&run).unwrap().len())
+                .collect();
+            assert_eq!(attempts, [200; 20]);
+            assert_eq!(tasks.join().unwrap(), [200; 20]);
+        });
+    }
+    // The spare connections close before the store's own: the last to close still removes the
+    // WAL.
+    drop(reader);
+    drop(writer);
+    let mut wal = db.path().into_os_string();
+    wal.push("-wal");
+    assert!(!std::path::Path::new(&wal).exists());
+}
