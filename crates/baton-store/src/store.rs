@@ -108,11 +108,22 @@ impl SqliteStore {
 
     /// A second connection to the same database, opened the same way: for a thread that
     /// writes while this one goes on (a run's commits). Read-only stays read-only.
+    /// The run this one's task index is of goes with it: the other handle is the one that
+    /// commits (a run's recorder), and this one reads its rows back if it commits again.
     pub fn open_another(&self) -> Result<Self, StoreError> {
-        match self.durability {
+        let another = match self.durability {
             Some(durability) => Self::open_with(&self.path, durability),
             None => Self::open_readonly(&self.path),
-        }
+        }?;
+        let mut rows = self
+            .task_rows
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *another
+            .task_rows
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = std::mem::take(&mut rows);
+        Ok(another)
     }
 
     /// Opens an existing database for reading only: `baton status`, `logs`, `events`. Never

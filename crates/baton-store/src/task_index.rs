@@ -104,6 +104,18 @@ impl TaskIndex {
         Ok(())
     }
 
+    /// The map of run `run` as just created with `tasks` (each with its index) at
+    /// `started_at_ms`: what reading its rows back would give, without reading them (a
+    /// 100,000-task run's first commit spent 40 ms on it).
+    pub(crate) fn created(&mut self, run: &RunId, tasks: &[(TaskId, u32)], started_at_ms: i64) {
+        self.forget();
+        self.rows.reserve(tasks.len());
+        for (task, idx) in tasks {
+            self.insert(self.hash(task.as_str()), *idx);
+        }
+        self.run = Some((run.clone(), tasks.len() as i64, started_at_ms));
+    }
+
     /// Forgets everything: after a commit failed, the rows it inserted are not there.
     pub(crate) fn forget(&mut self) {
         self.run = None;
@@ -215,6 +227,22 @@ mod tests {
 
     fn id(s: &str) -> TaskId {
         TaskId::new(s).unwrap()
+    }
+
+    /// A run just created is known without reading its rows: no table is there to read, and
+    /// a commit of the run as created (its count, its start) keeps what was made.
+    #[test]
+    fn a_run_just_created_is_known_without_reading_it_back() {
+        let empty = Connection::open_in_memory().unwrap();
+        let r = RunId::new("r").unwrap();
+        let mut index = TaskIndex::default();
+        index.created(&r, &[(id("a"), 0), (id("b"), 1), (id("c/d"), 2)], 5);
+        index.current(&empty, &r, 3, 5).unwrap();
+        assert_eq!(index.of(&empty, &r, &id("c/d")).unwrap(), Some(2));
+        assert_eq!(index.of(&empty, &r, &id("a")).unwrap(), Some(0));
+        assert_eq!(index.of(&empty, &r, &id("z")).unwrap(), None);
+        // Another count is another run under that id: read again (here, there is no table).
+        assert!(index.current(&empty, &r, 4, 5).is_err());
     }
 
     #[test]

@@ -157,7 +157,12 @@ impl SqliteStore {
                 other => other?,
             };
             write_graph_beside(tx, run, || insert_pending_tasks(tx, run))
-        })
+        })?;
+        self.task_rows
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .created(&run.id, &run.tasks, run.started_at_ms);
+        Ok(())
     }
 
     /// Records one dispatcher turn: appends `events` to the run's log, numbering them after the
