@@ -27,9 +27,11 @@ fn insert_pending_tasks(tx: &rusqlite::Transaction<'_>, run: &NewRun) -> Result<
     let mut insert_full = tx.prepare_cached(&INSERT_TASKS)?;
     for chunk in run.tasks.chunks(TASKS_PER_INSERT) {
         let ids: Vec<&str> = chunk.iter().map(|(task, _)| task.as_str()).collect();
-        let mut rows: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(4 * chunk.len());
+        // The run and the status, the same in every row, are bound once (`?1`, `?2`).
+        let mut rows: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(2 + 2 * chunk.len());
+        rows.extend([&run_id as &dyn rusqlite::ToSql, &pending]);
         for (id, (_, idx)) in ids.iter().zip(chunk) {
-            rows.extend([&run_id as &dyn rusqlite::ToSql, id, idx, &pending]);
+            rows.extend([id as &dyn rusqlite::ToSql, idx]);
         }
         if chunk.len() == TASKS_PER_INSERT {
             insert_full.execute(rows.as_slice())?;
@@ -41,9 +43,16 @@ fn insert_pending_tasks(tx: &rusqlite::Transaction<'_>, run: &NewRun) -> Result<
     Ok(())
 }
 
-/// The statement inserting `n` pending tasks of a new run.
+/// The statement inserting `n` pending tasks of a new run: the run `?1` and the status `?2`,
+/// then each task's id and index.
 fn insert_tasks(n: usize) -> String {
-    crate::statements::insert_rows("tasks (run_id, task_id, idx, status)", n)
+    let rows: Vec<String> = (0..n)
+        .map(|i| format!("(?1, ?{}, ?{}, ?2)", 3 + 2 * i, 4 + 2 * i))
+        .collect();
+    format!(
+        "INSERT INTO tasks (run_id, task_id, idx, status) VALUES {}",
+        rows.join(", ")
+    )
 }
 
 static INSERT_TASKS: std::sync::LazyLock<String> =
