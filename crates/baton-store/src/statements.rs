@@ -268,11 +268,26 @@ const ATTEMPT_RAN_COLUMNS: &str = "attempts (run_id, task_idx, task_id, attempt,
      output_json, stderr_tail, log_path, tokens, cost_usd, agent_json, containment)";
 
 static ATTEMPT_RAN: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| insert_rows(ATTEMPT_RAN_COLUMNS, 1));
+    std::sync::LazyLock::new(|| insert_rows_of_run(ATTEMPT_RAN_COLUMNS, 1));
 
 static ATTEMPTS_RAN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    insert_rows(ATTEMPT_RAN_COLUMNS, crate::whole_attempts::PER_INSERT)
+    insert_rows_of_run(ATTEMPT_RAN_COLUMNS, crate::whole_attempts::PER_INSERT)
 });
+
+/// [`insert_rows`] whose first column, the run, is `?1` in every row, bound once; each row's
+/// other values follow, row after row, from `?2`.
+fn insert_rows_of_run(into: &str, rows: usize) -> String {
+    let others = into.matches(',').count();
+    let rows: Vec<String> = (0..rows)
+        .map(|row| {
+            let values: Vec<String> = (0..others)
+                .map(|column| format!("?{}", 2 + row * others + column))
+                .collect();
+            format!("(?1, {})", values.join(", "))
+        })
+        .collect();
+    format!("INSERT INTO {into} VALUES {}", rows.join(", "))
+}
 
 /// `INSERT INTO {into} VALUES` with `rows` rows of placeholders, one per column `into` names:
 /// many rows to a statement cost less than a statement each.

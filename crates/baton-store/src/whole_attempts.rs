@@ -42,9 +42,9 @@ pub(crate) struct AttemptRow<'e> {
 }
 
 impl AttemptRow<'_> {
-    fn values(&self) -> [&dyn ToSql; 20] {
+    /// Its values but the run's (`?1`, bound once a statement).
+    fn values(&self) -> [&dyn ToSql; 19] {
         [
-            &self.run_id,
             &self.task_idx,
             &self.task_id,
             &self.attempt,
@@ -92,7 +92,11 @@ impl<'e> WholeAttempts<'e> {
     /// Inserts every row waiting: before any other statement of the commit runs.
     pub(crate) fn insert(&mut self, statements: &mut Statements<'_>) -> Result<(), StoreError> {
         if self.rows.len() == PER_INSERT {
-            let values: Vec<&dyn ToSql> = self.rows.iter().flat_map(|row| row.values()).collect();
+            // A commit's attempts are all of its one run.
+            let run_id = self.rows[0].run_id;
+            let values: Vec<&dyn ToSql> = std::iter::once(&run_id as &dyn ToSql)
+                .chain(self.rows.iter().flat_map(|row| row.values()))
+                .collect();
             match statements.get(Sql::AttemptsRan)?.execute(values.as_slice()) {
                 // One of them is there already: the statement inserted none, and which one it
                 // is is found by inserting them one at a time.
@@ -105,10 +109,10 @@ impl<'e> WholeAttempts<'e> {
             }
         }
         for row in self.rows.drain(..) {
-            match statements
-                .get(Sql::AttemptRan)?
-                .execute(row.values().as_slice())
-            {
+            let values: Vec<&dyn ToSql> = std::iter::once(&row.run_id as &dyn ToSql)
+                .chain(row.values())
+                .collect();
+            match statements.get(Sql::AttemptRan)?.execute(values.as_slice()) {
                 Err(err) if is_constraint(&err) => {
                     return Err(StoreError::AttemptExists {
                         run: row.run.clone(),
