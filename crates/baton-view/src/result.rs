@@ -54,6 +54,11 @@ where
 /// A task's last attempt: its number, outcome, log and containment.
 type LastAttempt = (u32, Option<Outcome>, Option<String>, Option<Containment>);
 
+/// Each task's last attempt, by task: foldhash (seeded), not std's SipHash, for the 100,000
+/// inserts and lookups of a large run's result.
+type LastAttempts =
+    std::collections::HashMap<baton_model::TaskId, LastAttempt, foldhash::fast::RandomState>;
+
 /// The run result document, read back from the store: what is printed is what was recorded.
 ///
 /// `state_dir` is the project's `.baton/`, where the run's worktrees are: a run that needs a
@@ -95,8 +100,7 @@ pub fn build_observed_result(
     // Per task, the last attempt's outcome and log, read one attempt at a time (a 100,000-task
     // run's attempts held at once would double its memory).
     let task_count = usize::try_from(record.task_count).unwrap_or(0);
-    let mut last: std::collections::HashMap<baton_model::TaskId, LastAttempt> =
-        std::collections::HashMap::with_capacity(task_count);
+    let mut last = LastAttempts::with_capacity_and_hasher(task_count, Default::default());
     let mut intervals = Vec::with_capacity(task_count);
     let mut spend: Option<RunSpend> = None;
     let mut agents: std::collections::HashMap<baton_model::TaskId, (u32, TaskAgent)> =
@@ -367,7 +371,7 @@ fn task_workspaces(
 fn failed_checks(
     store: &dyn Store,
     run: &RunId,
-    last: &std::collections::HashMap<baton_model::TaskId, LastAttempt>,
+    last: &LastAttempts,
 ) -> Result<std::collections::HashMap<baton_model::TaskId, FailedCheck>, StoreError> {
     let mut checks: std::collections::HashMap<baton_model::TaskId, FailedCheck> =
         std::collections::HashMap::new();
@@ -419,7 +423,7 @@ fn failed_checks(
 fn last_reviews(
     store: &dyn Store,
     run: &RunId,
-    last: &std::collections::HashMap<baton_model::TaskId, LastAttempt>,
+    last: &LastAttempts,
 ) -> Result<std::collections::HashMap<baton_model::TaskId, baton_model::Review>, StoreError> {
     let mut reviews: std::collections::HashMap<baton_model::TaskId, baton_model::Review> =
         std::collections::HashMap::new();
