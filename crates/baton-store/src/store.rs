@@ -39,8 +39,19 @@ pub struct SqliteStore {
     /// connection (and never while holding it).
     pub(crate) task_rows: Mutex<TaskIndex>,
     /// Read-only connections for a read made while `conn` is in use on another thread (a run's
-    /// result reads its tasks and its attempts at once): opened when first wanted, then kept.
-    spare: Mutex<Vec<Connection>>,
+    /// result reads its tasks and its attempts at once): opened when first wanted, then kept;
+    /// at most [`SPARE_CONNECTIONS`] (the dashboard reads on as many threads as it has
+    /// requests).
+    spare: Mutex<Spares>,
+}
+
+/// The most spare read connections a store opens; a read beyond them waits for one.
+const SPARE_CONNECTIONS: usize = 3;
+
+#[derive(Default)]
+struct Spares {
+    idle: Vec<Connection>,
+    opened: usize,
 }
 
 impl Drop for SqliteStore {
@@ -52,6 +63,7 @@ impl Drop for SqliteStore {
         self.spare
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner)
+            .idle
             .clear();
     }
 }
@@ -346,6 +358,7 @@ impl SqliteStore {
                     self.spare
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
+                        .idle
                         .push(spare);
                     read
                 }
@@ -355,20 +368,22 @@ impl SqliteStore {
         read.map_err(|err: StoreError| err.at(&self.path))
     }
 
-    /// A spare read-only connection: a kept one, or a new one. `None` where none can be opened
-    /// (a database opened `immutable`, on a read-only directory).
+    /// A spare read-only connection: a kept one, or a new one while fewer than
+    /// [`SPARE_CONNECTIONS`] are open. `None` when there are that many, busy, or where none can
+    /// be opened (a database opened `immutable`, on a read-only directory).
     fn spare(&self) -> Option<Connection> {
-        let kept = self
-            .spare
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        kept.or_else(|| {
-            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            let conn = Connection::open_with_flags(&self.path, flags).ok()?;
-            configure(&conn, None).ok()?;
-            Some(conn)
-        })
+        let mut spares = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(kept) = spares.idle.pop() {
+            return Some(kept);
+        }
+        if spares.opened == SPARE_CONNECTIONS {
+            return None;
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&self.path, flags).ok()?;
+        configure(&conn, None).ok()?;
+        spares.opened += 1;
+        Some(conn)
     }
 }
 
@@ -427,4 +442,27 @@ fn configure(conn: &Connection, durability: Option<Durability>) -> rusqlite::Res
         conn.pragma_update(None, "synchronous", durability.pragma_value())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spare connections are kept and reused, and no more than [`SPARE_CONNECTIONS`] are open:
+    /// a read beyond them waits for the store's own connection.
+    #[test]
+    fn spare_connections_are_few_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("baton.db")).unwrap();
+        let held: Vec<Connection> = (0..SPARE_CONNECTIONS)
+            .map(|_| store.spare().expect("a spare while fewer are open"))
+            .collect();
+        assert!(store.spare().is_none());
+        store.spare.lock().unwrap().idle.extend(held);
+        for _ in 0..2 * SPARE_CONNECTIONS {
+            let kept = store.spare().expect("a kept one");
+            store.spare.lock().unwrap().idle.push(kept);
+        }
+        assert_eq!(store.spare.lock().unwrap().opened, SPARE_CONNECTIONS);
+    }
 }

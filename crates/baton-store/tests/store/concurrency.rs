@@ -241,9 +241,9 @@ fn many_opening_a_new_database_at_once_all_open_it() {
     }
 }
 
-/// One store read on two threads at once (a run's result reads its tasks beside its attempts):
-/// each read gets its whole answer, whether the store was opened to write or only to read,
-/// while the other thread holds its connection.
+/// One store read on several threads at once (a run's result reads its tasks beside its
+/// attempts, the dashboard a page per request): each read gets its whole answer, whether the
+/// store was opened to write or only to read, while other threads hold its connections.
 #[test]
 fn one_store_read_on_two_threads_at_once_answers_each() {
     let db = Db::new();
@@ -258,16 +258,23 @@ fn one_store_read_on_two_threads_at_once_answers_each() {
     let reader = baton_store::SqliteStore::open_readonly(&db.path()).unwrap();
     for store in [&writer, &reader] {
         std::thread::scope(|scope| {
-            let tasks = scope.spawn(|| {
-                (0..20)
-                    .map(|_| store.tasks(&run).unwrap().len())
-                    .collect::<Vec<_>>()
-            });
+            // More threads than the store opens spare connections: the rest wait their turn.
+            let readers: Vec<_> = (0..6)
+                .map(|_| {
+                    scope.spawn(|| {
+                        (0..20)
+                            .map(|_| store.tasks(&run).unwrap().len())
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
             let attempts: Vec<usize> = (0..20)
                 .map(|_| store.run_attempts(&run).unwrap().len())
                 .collect();
             assert_eq!(attempts, [200; 20]);
-            assert_eq!(tasks.join().unwrap(), [200; 20]);
+            for tasks in readers {
+                assert_eq!(tasks.join().unwrap(), [200; 20]);
+            }
         });
     }
     // The spare connections close before the store's own: the last to close still removes the
