@@ -258,6 +258,7 @@ impl<'conn> Statements<'conn> {
 static INSERT_EVENTS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     insert_rows(
         "events (run_id, seq, at_ms, kind, task_id, data_json)",
+        0,
         crate::write::EVENTS_PER_INSERT,
     )
 });
@@ -268,39 +269,47 @@ const ATTEMPT_RAN_COLUMNS: &str = "attempts (run_id, task_idx, task_id, attempt,
      output_json, stderr_tail, log_path, tokens, cost_usd, agent_json, containment)";
 
 static ATTEMPT_RAN: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| insert_rows_of_run(ATTEMPT_RAN_COLUMNS, 1));
+    std::sync::LazyLock::new(|| insert_rows(ATTEMPT_RAN_COLUMNS, 1, 1));
 
 static ATTEMPTS_RAN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    insert_rows_of_run(ATTEMPT_RAN_COLUMNS, crate::whole_attempts::PER_INSERT)
+    insert_rows(ATTEMPT_RAN_COLUMNS, 1, crate::whole_attempts::PER_INSERT)
 });
 
-/// [`insert_rows`] whose first column, the run, is `?1` in every row, bound once; each row's
-/// other values follow, row after row, from `?2`.
-fn insert_rows_of_run(into: &str, rows: usize) -> String {
-    let others = into.matches(',').count();
+/// `INSERT INTO {into} VALUES` with `rows` rows of placeholders, one per column `into` names:
+/// many rows to a statement cost less than a statement each. The first `shared` columns hold
+/// the same value in every row (the run, …): `?1` to `?{shared}`, bound once; the others are
+/// numbered on from there, row after row.
+pub(crate) fn insert_rows(into: &str, shared: usize, rows: usize) -> String {
+    let own = into.matches(',').count() + 1 - shared;
     let rows: Vec<String> = (0..rows)
         .map(|row| {
-            let values: Vec<String> = (0..others)
-                .map(|column| format!("?{}", 2 + row * others + column))
+            let first = shared + 1 + row * own;
+            let values: Vec<String> = (1..=shared)
+                .chain(first..first + own)
+                .map(|n| format!("?{n}"))
                 .collect();
-            format!("(?1, {})", values.join(", "))
+            format!("({})", values.join(", "))
         })
         .collect();
     format!("INSERT INTO {into} VALUES {}", rows.join(", "))
-}
-
-/// `INSERT INTO {into} VALUES` with `rows` rows of placeholders, one per column `into` names:
-/// many rows to a statement cost less than a statement each.
-pub(crate) fn insert_rows(into: &str, rows: usize) -> String {
-    let columns = into.matches(',').count() + 1;
-    let row = format!("({})", vec!["?"; columns].join(", "));
-    format!("INSERT INTO {into} VALUES {}", vec![row; rows].join(", "))
 }
 
 #[cfg(test)]
 mod tests {
     use super::Sql;
     use crate::migrate::MIGRATIONS;
+
+    #[test]
+    fn rows_share_their_first_columns_bound_once() {
+        assert_eq!(
+            super::insert_rows("t (a, b)", 0, 2),
+            "INSERT INTO t (a, b) VALUES (?1, ?2), (?3, ?4)"
+        );
+        assert_eq!(
+            super::insert_rows("t (run, s, a, b)", 2, 2),
+            "INSERT INTO t (run, s, a, b) VALUES (?1, ?2, ?3, ?4), (?1, ?2, ?5, ?6)"
+        );
+    }
 
     /// A statement given the task's row index seeks the row by it (the primary key), not by
     /// the id it also checks: the planner would take the id's index if let.

@@ -120,6 +120,7 @@ impl SqliteStore {
 
     /// A second connection to the same database, opened the same way: for a thread that
     /// writes while this one goes on (a run's commits). Read-only stays read-only.
+    ///
     /// The run this one's task index is of goes with it: the other handle is the one that
     /// commits (a run's recorder), and this one reads its rows back if it commits again.
     pub fn open_another(&self) -> Result<Self, StoreError> {

@@ -11,7 +11,8 @@
 //! `whole_attempts.rs`).
 //!
 //! Tasks are keyed by a 32-bit hash of their id, not the id: a hash and an index, about 10
-//! bytes a task with the map's own, instead of 40 or more; about 1 MB on a 100,000-task run (whose peak memory is watched: `docs/PERFORMANCE.md`).
+//! bytes a task with the map's own, instead of 40 or more; about 1 MB on a 100,000-task run
+//! (whose peak memory is watched: `docs/PERFORMANCE.md`).
 //! The map therefore holds every task of the run, so that two that share a hash (about one
 //! pair in a 100,000-task run) are always seen to: both are then left out and looked up in the
 //! table each time. Every task is in it because it is read whole whenever the run's

@@ -46,13 +46,7 @@ fn insert_pending_tasks(tx: &rusqlite::Transaction<'_>, run: &NewRun) -> Result<
 /// The statement inserting `n` pending tasks of a new run: the run `?1` and the status `?2`,
 /// then each task's id and index.
 fn insert_tasks(n: usize) -> String {
-    let rows: Vec<String> = (0..n)
-        .map(|i| format!("(?1, ?{}, ?{}, ?2)", 3 + 2 * i, 4 + 2 * i))
-        .collect();
-    format!(
-        "INSERT INTO tasks (run_id, task_id, idx, status) VALUES {}",
-        rows.join(", ")
-    )
+    crate::statements::insert_rows("tasks (run_id, status, task_id, idx)", 2, n)
 }
 
 static INSERT_TASKS: std::sync::LazyLock<String> =
@@ -256,7 +250,7 @@ impl SqliteStore {
                 }
             }
             let batch = encode_beside(&batched, || {
-                insert_rows(&mut statements, run, &rare)?;
+                insert_event_rows(&mut statements, run, &rare)?;
                 apply_turn(&mut statements, run, events, outputs)
             })?;
             batch.insert(tx, run)?;
@@ -305,7 +299,7 @@ fn encode_beside(
 /// [`EVENTS_PER_INSERT`] to a statement (what one statement costs beyond its rows was a tenth
 /// of a 100,000-task run's recording when every event was a row), their JSON written into one
 /// buffer.
-fn insert_rows(
+fn insert_event_rows(
     statements: &mut Statements<'_>,
     run: &baton_model::RunId,
     events: &[(u64, &Event)],

@@ -27,6 +27,15 @@ fn turn(i: usize) -> (Vec<baton_model::Event>, Vec<baton_store::AttemptOutput>) 
     )
 }
 
+/// Run `r1` of `tasks` tasks in a new store, its first task started.
+fn begun(db: &Db, tasks: usize) -> (baton_store::SqliteStore, baton_model::RunId) {
+    let store = db.open();
+    store.create_run(&new_numbered_run("r1", tasks)).unwrap();
+    let run = run_id("r1");
+    store.commit(&run, &[started(0, "t0", 1)], &[]).unwrap();
+    (store, run)
+}
+
 #[test]
 fn two_writers_on_one_run_both_succeed_and_seq_stays_dense() {
     let db = Db::new();
@@ -91,10 +100,7 @@ fn a_deferred_read_then_write_fails_as_busy_despite_the_timeout() {
 #[test]
 fn a_reader_sees_no_lock_errors_while_a_writer_is_busy() {
     let db = Db::new();
-    let writer = db.open();
-    writer.create_run(&new_numbered_run("r1", 3_001)).unwrap();
-    let run = run_id("r1");
-    writer.commit(&run, &[started(0, "t0", 1)], &[]).unwrap();
+    let (writer, run) = begun(&db, 3_001);
     let reader = baton_store::SqliteStore::open_readonly(&db.path()).unwrap();
     let done = AtomicBool::new(false);
 
@@ -245,12 +251,9 @@ fn many_opening_a_new_database_at_once_all_open_it() {
 /// attempts, the dashboard a page per request): each read gets its whole answer, whether the
 /// store was opened to write or only to read, while other threads hold its connections.
 #[test]
-fn one_store_read_on_two_threads_at_once_answers_each() {
+fn one_store_read_on_many_threads_at_once_answers_each() {
     let db = Db::new();
-    let writer = db.open();
-    writer.create_run(&new_numbered_run("r1", 200)).unwrap();
-    let run = run_id("r1");
-    writer.commit(&run, &[started(0, "t0", 1)], &[]).unwrap();
+    let (writer, run) = begun(&db, 200);
     for i in 0..199 {
         let (events, outputs) = turn(i);
         writer.commit(&run, &events, &outputs).unwrap();
