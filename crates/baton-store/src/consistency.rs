@@ -301,13 +301,14 @@ fn stored_log(
         })?
         .collect::<Result<_, _>>()?;
     let mut batches = tx.prepare_cached(
-        "SELECT last_seq, events, first_seq FROM event_batches WHERE run_id = ?1",
+        "SELECT last_seq, events, packed, first_seq FROM event_batches WHERE run_id = ?1",
     )?;
     let mut rows = batches.query(params![run.as_str()])?;
     while let Some(row) = rows.next()? {
-        let (last_seq, first_seq): (u64, u64) = (row.get(0)?, row.get(2)?);
+        let (last_seq, first_seq): (u64, u64) = (row.get(0)?, row.get(3)?);
         let mut seqs = Vec::new();
-        for line in event_batches::row_lines(row, run)? {
+        let lines = event_batches::RowLines::of(row, run)?;
+        for line in lines.lines(run) {
             let line = line?;
             seqs.push(line.seq);
             log.push(Stored {

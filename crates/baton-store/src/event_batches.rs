@@ -4,7 +4,11 @@
 //! tabs (at most [`PER_ROW`] to a row). The other kinds are rows of `events`, as every event
 //! was before. A run's log is the two merged by `seq`: `read.rs` reads the rows and merges in
 //! what this module reads from the batches; `consistency.rs` reads both.
+//!
+//! A row's lines of [`PACKED_FROM`](crate::packing::PACKED_FROM) bytes or more are stored
+//! compressed (schema version 14, `packing.rs`): a zstd frame in `packed`, `events` empty.
 
+use std::borrow::Cow;
 use std::io::Write as _;
 
 use baton_model::{Event, EventKind, EventName, RunId};
@@ -48,10 +52,14 @@ pub(crate) struct Batch {
     rows: Vec<(u64, u64, usize)>,
     /// Lines in the last row.
     lines: usize,
+    /// Each row's lines compressed, by row, once [`Batch::pack`] has run: `None` for a row
+    /// stored as text.
+    packed: Vec<Option<Vec<u8>>>,
 }
 
 impl Batch {
-    /// `events`, each numbered, in order.
+    /// `events`, each numbered, in order, packed: all of what a commit's batched events cost
+    /// before their rows are inserted (it runs beside the commit's other statements).
     pub(crate) fn of(events: &[(u64, &Event)]) -> Result<Self, StoreError> {
         let mut batch = Self {
             // Most lines of a short task's events are under 128 bytes.
@@ -61,7 +69,22 @@ impl Batch {
         for &(seq, event) in events {
             batch.push(seq, event)?;
         }
+        batch.pack();
         Ok(batch)
+    }
+
+    /// Compresses each row's lines that [`crate::packing`] packs.
+    fn pack(&mut self) {
+        let mut start = 0;
+        self.packed = self
+            .rows
+            .iter()
+            .map(|&(_, _, end)| {
+                let lines = &self.text[start..end];
+                start = end;
+                crate::packing::pack(lines)
+            })
+            .collect();
     }
 
     /// Appends `event`, numbered `seq` (after every event pushed before).
@@ -90,20 +113,68 @@ impl Batch {
         }
         let text = std::str::from_utf8(&self.text).expect("numbers, names and JSON are UTF-8");
         let mut insert = tx.prepare_cached(
-            "INSERT INTO event_batches (run_id, last_seq, first_seq, events) \
-             VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO event_batches (run_id, last_seq, first_seq, events, packed) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
         )?;
         let mut start = 0;
-        for &(first_seq, last_seq, end) in &self.rows {
-            insert.execute(params![
-                run.as_str(),
-                last_seq,
-                first_seq,
+        for (i, &(first_seq, last_seq, end)) in self.rows.iter().enumerate() {
+            let packed = self.packed.get(i).and_then(Option::as_deref);
+            let lines = if packed.is_some() {
+                ""
+            } else {
                 &text[start..end]
-            ])?;
+            };
+            insert.execute(params![run.as_str(), last_seq, first_seq, lines, packed])?;
             start = end;
         }
         Ok(())
+    }
+}
+
+/// The lines of a row of `event_batches`, read from its text or unpacked.
+pub(crate) struct RowLines<'r> {
+    last_seq: u64,
+    text: Cow<'r, str>,
+}
+
+impl<'r> RowLines<'r> {
+    /// The lines of a row of `last_seq, events, packed` of `event_batches`.
+    pub(crate) fn of(row: &'r rusqlite::Row<'_>, run: &RunId) -> Result<Self, StoreError> {
+        let last_seq: u64 = row.get(0)?;
+        let damaged = || StoreError::BadEventBatch {
+            run: run.clone(),
+            last_seq,
+        };
+        let text = row.get_ref(1)?.as_str().map_err(|_| damaged())?;
+        let text = match row.get_ref(2)?.as_blob_or_null().map_err(|_| damaged())? {
+            None => Cow::Borrowed(text),
+            // Both: which is the batch is not known.
+            Some(_) if !text.is_empty() => return Err(damaged()),
+            Some(packed) => {
+                let lines = crate::packing::unpack(packed).map_err(|_| damaged())?;
+                Cow::Owned(String::from_utf8(lines).map_err(|_| damaged())?)
+            }
+        };
+        Ok(Self { last_seq, text })
+    }
+
+    /// The row's lines as text.
+    #[cfg(test)]
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The row's lines, in order; a line that is not a batch's line is an error.
+    pub(crate) fn lines<'a>(
+        &'a self,
+        run: &'a RunId,
+    ) -> impl Iterator<Item = Result<Line<'a>, StoreError>> + 'a {
+        lines(&self.text).map(move |line| {
+            line.ok_or_else(|| StoreError::BadEventBatch {
+                run: run.clone(),
+                last_seq: self.last_seq,
+            })
+        })
     }
 }
 
@@ -144,20 +215,6 @@ pub(crate) fn lines(text: &str) -> impl Iterator<Item = Option<Line<'_>>> {
     })
 }
 
-/// The lines of a row of `last_seq, events` of `event_batches`.
-pub(crate) fn row_lines<'r>(
-    row: &'r rusqlite::Row<'_>,
-    run: &'r RunId,
-) -> Result<impl Iterator<Item = Result<Line<'r>, StoreError>> + 'r, StoreError> {
-    let last_seq: u64 = row.get(0)?;
-    let damaged = move || StoreError::BadEventBatch {
-        run: run.clone(),
-        last_seq,
-    };
-    let text = row.get_ref(1)?.as_str().map_err(|_| damaged())?;
-    Ok(lines(text).map(move |line| line.ok_or_else(damaged)))
-}
-
 /// The run's batched events with `seq > after`, in order: every one, or those of `kind`; at
 /// most `limit`.
 pub(crate) fn after(
@@ -172,12 +229,13 @@ pub(crate) fn after(
         return Ok(events);
     }
     let mut statement = tx.prepare_cached(
-        "SELECT last_seq, events FROM event_batches \
+        "SELECT last_seq, events, packed FROM event_batches \
          WHERE run_id = ?1 AND last_seq > ?2 ORDER BY last_seq",
     )?;
     let mut rows = statement.query(params![run.as_str(), after])?;
     while let Some(row) = rows.next()? {
-        for line in row_lines(row, run)? {
+        let row = RowLines::of(row, run)?;
+        for line in row.lines(run) {
             let line = line?;
             if line.seq <= after || kind.is_some_and(|kind| kind.as_str() != line.kind) {
                 continue;
@@ -201,12 +259,14 @@ pub(crate) fn last_of_kind(
         return Ok(None);
     }
     let mut statement = tx.prepare_cached(
-        "SELECT last_seq, events FROM event_batches WHERE run_id = ?1 ORDER BY last_seq DESC",
+        "SELECT last_seq, events, packed FROM event_batches \
+         WHERE run_id = ?1 ORDER BY last_seq DESC",
     )?;
     let mut rows = statement.query(params![run.as_str()])?;
     while let Some(row) = rows.next()? {
+        let row = RowLines::of(row, run)?;
         let mut found = None;
-        for line in row_lines(row, run)? {
+        for line in row.lines(run) {
             let line = line?;
             if line.kind == kind.as_str() {
                 found = Some(line);

@@ -25,6 +25,7 @@ mod error;
 mod event_batches;
 mod fold;
 mod migrate;
+mod packing;
 mod pg;
 mod private_fs;
 mod project;

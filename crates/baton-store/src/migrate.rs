@@ -22,6 +22,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("migrations/v11_graph_parts.sql"),
     include_str!("migrations/v12_counts_at_finish.sql"),
     include_str!("migrations/v13_event_batches.sql"),
+    include_str!("migrations/v14_packed.sql"),
 ];
 
 /// The schema version this build writes.
@@ -198,15 +199,42 @@ mod tests {
             ))
             .unwrap();
         }
-        if !tables.iter().any(|table| table == "event_batches") {
-            let batches: Vec<(String, String)> = conn
-                .prepare("SELECT run_id, events FROM src.event_batches ORDER BY last_seq")
-                .unwrap()
-                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-                .unwrap()
-                .collect::<Result<_, _>>()
+        // Before version 14 nothing was packed.
+        if tables.iter().any(|table| table == "run_graphs") {
+            conn.execute("DELETE FROM main.run_graphs", []).unwrap();
+            for (run, part, json) in unpacked_graph_parts(&conn) {
+                assert_eq!(part, 0, "a graph of one part");
+                conn.execute(
+                    "INSERT INTO main.run_graphs (run_id, graph_json) VALUES (?1, ?2)",
+                    rusqlite::params![run, String::from_utf8(json).unwrap()],
+                )
                 .unwrap();
-            for (run, text) in batches {
+            }
+        }
+        let has = |table: &str, column: &str| {
+            conn.prepare(&format!(
+                "SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1"
+            ))
+            .unwrap()
+            .exists([column])
+            .unwrap()
+        };
+        if tables.iter().any(|table| table == "run_graph_parts")
+            && !has("run_graph_parts", "packed")
+        {
+            conn.execute("DELETE FROM main.run_graph_parts", [])
+                .unwrap();
+            for (run, part, json) in unpacked_graph_parts(&conn) {
+                conn.execute(
+                    "INSERT INTO main.run_graph_parts (run_id, part, json) VALUES (?1, ?2, ?3)",
+                    rusqlite::params![run, part, json],
+                )
+                .unwrap();
+            }
+        }
+        let batches = unpacked_batches(&conn);
+        if !tables.iter().any(|table| table == "event_batches") {
+            for (run, _, _, text) in batches {
                 for line in crate::event_batches::lines(&text) {
                     let line = line.unwrap();
                     let kind: baton_model::EventKind = serde_json::from_str(line.data).unwrap();
@@ -225,7 +253,61 @@ mod tests {
                     .unwrap();
                 }
             }
+        } else if !has("event_batches", "packed") {
+            // Before version 14 every batch was text.
+            conn.execute("DELETE FROM main.event_batches", []).unwrap();
+            for (run, last_seq, first_seq, text) in batches {
+                conn.execute(
+                    "INSERT INTO main.event_batches (run_id, last_seq, first_seq, events) \
+                     VALUES (?1, ?2, ?3, ?4)",
+                    rusqlite::params![run, last_seq, first_seq, text],
+                )
+                .unwrap();
+            }
         }
+    }
+
+    /// Every part of a graph in the attached `src`, unpacked: run, part, JSON.
+    fn unpacked_graph_parts(conn: &Connection) -> Vec<(String, u32, Vec<u8>)> {
+        conn.prepare("SELECT run_id, part, json, packed FROM src.run_graph_parts ORDER BY part")
+            .unwrap()
+            .query_map([], |row| {
+                let json: Vec<u8> = row.get(2)?;
+                let json = if row.get(3)? {
+                    crate::packing::unpack(&json).unwrap()
+                } else {
+                    json
+                };
+                Ok((row.get(0)?, row.get(1)?, json))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    /// Every batch of events in the attached `src`, its lines unpacked: run, last and first
+    /// `seq`, lines.
+    fn unpacked_batches(conn: &Connection) -> Vec<(String, u64, u64, String)> {
+        let mut statement = conn
+            .prepare(
+                "SELECT last_seq, events, packed, run_id, first_seq FROM src.event_batches \
+                 ORDER BY last_seq",
+            )
+            .unwrap();
+        let mut rows = statement.query([]).unwrap();
+        let mut batches = Vec::new();
+        while let Some(row) = rows.next().unwrap() {
+            let run: String = row.get(3).unwrap();
+            let lines =
+                crate::event_batches::RowLines::of(row, &RunId::new(run.clone()).unwrap()).unwrap();
+            batches.push((
+                run,
+                row.get(0).unwrap(),
+                row.get(4).unwrap(),
+                lines.text().to_owned(),
+            ));
+        }
+        batches
     }
 
     #[test]

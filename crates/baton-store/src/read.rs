@@ -198,13 +198,19 @@ impl RunReader for SqliteStore {
     fn graph_json(&self, run: &RunId) -> Result<Option<String>, StoreError> {
         self.read(|tx| {
             let mut statement = tx.prepare_cached(
-                "SELECT json FROM run_graph_parts WHERE run_id = ?1 ORDER BY part",
+                "SELECT json, packed FROM run_graph_parts WHERE run_id = ?1 ORDER BY part",
             )?;
             let mut rows = statement.query([run.as_str()])?;
             let mut json: Option<Vec<u8>> = None;
             while let Some(row) = rows.next()? {
                 let part = row.get_ref(0)?.as_blob().map_err(not_json)?;
-                json.get_or_insert_with(Vec::new).extend_from_slice(part);
+                let json = json.get_or_insert_with(Vec::new);
+                if row.get(1)? {
+                    let unpacked = crate::packing::unpack(part).map_err(not_json)?;
+                    json.extend_from_slice(&unpacked);
+                } else {
+                    json.extend_from_slice(part);
+                }
             }
             json.map(|json| String::from_utf8(json).map_err(not_json))
                 .transpose()

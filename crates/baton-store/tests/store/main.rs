@@ -6,6 +6,7 @@ mod crash;
 mod fold;
 mod open;
 mod outage;
+mod packed;
 mod projections;
 mod queue;
 mod support;
