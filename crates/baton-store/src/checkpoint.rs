@@ -16,12 +16,14 @@ use std::thread::JoinHandle;
 
 use rusqlite::{Connection, ffi};
 
-/// WAL pages at which the thread is woken to checkpoint: SQLite's own default threshold.
-const WAKE_AT_PAGES: c_int = 1000;
+/// The WAL's size at which the thread is woken to checkpoint: SQLite's own default threshold,
+/// 1000 pages of 4 KiB (a database made since schema 14 has pages of 16 KiB: 250 of them).
+const WAKE_AT_BYTES: i64 = 4_096_000;
 
-/// WAL pages at which the writer checkpoints by itself after all, if the thread has fallen that
-/// far behind (it cannot keep up, or it failed): the WAL must not grow without bound.
-const WRITER_CHECKPOINTS_AT_PAGES: c_int = 16 * WAKE_AT_PAGES;
+/// The WAL's size at which the writer checkpoints by itself after all, if the thread has
+/// fallen that far behind (it cannot keep up, or it failed): the WAL must not grow without
+/// bound.
+const WRITER_CHECKPOINTS_AT_BYTES: i64 = 16 * WAKE_AT_BYTES;
 
 /// What the writer's WAL hook and the thread share.
 #[derive(Default)]
@@ -30,6 +32,9 @@ struct Shared {
     wake: Condvar,
     /// Checkpoints the thread ran that copied the whole WAL back.
     completed: AtomicU64,
+    /// [`WAKE_AT_BYTES`] and [`WRITER_CHECKPOINTS_AT_BYTES`] in the database's pages.
+    wake_at_pages: c_int,
+    writer_checkpoints_at_pages: c_int,
 }
 
 #[derive(Default)]
@@ -58,7 +63,15 @@ impl Checkpointer {
         let own = Connection::open(path).ok()?;
         // Checkpoints fsync at NORMAL and FULL alike.
         own.pragma_update(None, "synchronous", "NORMAL").ok()?;
-        let shared = Arc::new(Shared::default());
+        let page_size: i64 = writer
+            .pragma_query_value(None, "page_size", |row| row.get(0))
+            .ok()?;
+        let pages = |bytes: i64| c_int::try_from(bytes / page_size.max(512)).unwrap_or(c_int::MAX);
+        let shared = Arc::new(Shared {
+            wake_at_pages: pages(WAKE_AT_BYTES),
+            writer_checkpoints_at_pages: pages(WRITER_CHECKPOINTS_AT_BYTES),
+            ..Shared::default()
+        });
         let thread = {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
@@ -90,7 +103,7 @@ impl Checkpointer {
         // SAFETY: the same handle `start` hooked; setting the automatic checkpoint replaces
         // the hook, after which SQLite no longer holds `hook_data`.
         unsafe {
-            ffi::sqlite3_wal_autocheckpoint(writer.handle(), WAKE_AT_PAGES);
+            ffi::sqlite3_wal_autocheckpoint(writer.handle(), self.shared.wake_at_pages);
             drop(Arc::from_raw(self.hook_data));
         }
         self.shared
@@ -150,7 +163,9 @@ unsafe extern "C" fn wal_hook(
     name: *const c_char,
     pages: c_int,
 ) -> c_int {
-    if pages >= WRITER_CHECKPOINTS_AT_PAGES {
+    // SAFETY: `data` is the `Shared` that `start` registered, alive while the hook is.
+    let shared = unsafe { &*data.cast::<Shared>() };
+    if pages >= shared.writer_checkpoints_at_pages {
         // SAFETY: SQLite passes its own valid handle and database name; checkpointing from
         // the WAL hook is what its automatic checkpoint does.
         unsafe {
@@ -162,9 +177,7 @@ unsafe extern "C" fn wal_hook(
                 std::ptr::null_mut(),
             );
         }
-    } else if pages >= WAKE_AT_PAGES {
-        // SAFETY: `data` is the `Shared` that `start` registered, alive while the hook is.
-        let shared = unsafe { &*data.cast::<Shared>() };
+    } else if pages >= shared.wake_at_pages {
         let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
         if !state.due {
             state.due = true;
