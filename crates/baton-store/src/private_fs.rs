@@ -19,21 +19,10 @@ pub(crate) fn create_dir(dir: &Path) -> io::Result<()> {
 
 /// Creates `file` as private (0600) if it does not exist yet. SQLite gives its `-wal` and `-shm`
 /// files the permissions of the database file.
-///
-/// An existing file is never opened: closing any descriptor of a file drops every POSIX lock
-/// this process holds on it, its SQLite connections' among them. A driver opening a second
-/// connection (its recorder's) dropped its own locks that way; `baton approve` then closed
-/// its connection as if it were the database's last, and removed the WAL the driver was
-/// reading (the driver died on SQLITE_IOERR_SHORT_READ). `create_new` fails on an existing
-/// file without opening it.
 pub(crate) fn create_file(file: &Path) -> io::Result<()> {
     let mut options = OpenOptions::new();
-    options.write(true).create_new(true);
+    options.write(true).create(true).truncate(false);
     #[cfg(unix)]
     options.mode(0o600);
-    match options.open(file) {
-        Ok(_) => Ok(()),
-        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        Err(err) => Err(err),
-    }
+    options.open(file).map(drop)
 }

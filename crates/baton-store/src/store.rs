@@ -104,6 +104,15 @@ impl SqliteStore {
             path: path.to_owned(),
             source,
         })?;
+        Self::connect(path, durability, migrations)
+    }
+
+    /// Opens the database file that exists at `path`, without touching it outside SQLite.
+    fn connect(
+        path: &Path,
+        durability: Durability,
+        migrations: &[&str],
+    ) -> Result<Self, StoreError> {
         let conn = Connection::open(path).map_err(|source| open_error(path, source))?;
         configure(&conn, Some(durability)).map_err(|source| open_error(path, source))?;
         migrate(&conn, path, migrations).map_err(|err| err.at(path))?;
@@ -125,7 +134,13 @@ impl SqliteStore {
     /// commits (a run's recorder), and this one reads its rows back if it commits again.
     pub fn open_another(&self) -> Result<Self, StoreError> {
         let another = match self.durability {
-            Some(durability) => Self::open_with(&self.path, durability),
+            // Not through `open_with`, which makes sure the file exists by opening it: closing
+            // any descriptor of a file drops every POSIX lock this process holds on it, this
+            // store's SQLite locks among them; another process closing its connection then
+            // took itself for the database's last, and removed the WAL this one was reading
+            // (SQLITE_IOERR_SHORT_READ: the driver of a run waiting for approval died when
+            // `baton approve` wrote).
+            Some(durability) => Self::connect(&self.path, durability, MIGRATIONS),
             None => Self::open_readonly(&self.path),
         }?;
         let mut rows = self
