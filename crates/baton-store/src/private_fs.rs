@@ -19,10 +19,23 @@ pub(crate) fn create_dir(dir: &Path) -> io::Result<()> {
 
 /// Creates `file` as private (0600) if it does not exist yet. SQLite gives its `-wal` and `-shm`
 /// files the permissions of the database file.
+///
+/// An existing file is never opened: closing any descriptor of a file drops every POSIX lock
+/// the process holds on it, SQLite's among them, and a process that opens its database again
+/// while it holds connections to it (a run's recorder, the dashboard) would leave them
+/// unlocked. Another process closing its connection then takes itself for the last one and
+/// removes the WAL they read (SQLITE_IOERR_SHORT_READ).
 pub(crate) fn create_file(file: &Path) -> io::Result<()> {
     let mut options = OpenOptions::new();
-    options.write(true).create(true).truncate(false);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     options.mode(0o600);
-    options.open(file).map(drop)
+    match options.open(file) {
+        Ok(created) => {
+            drop(created);
+            Ok(())
+        }
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(err) => Err(err),
+    }
 }

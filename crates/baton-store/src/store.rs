@@ -114,6 +114,17 @@ impl SqliteStore {
         migrations: &[&str],
     ) -> Result<Self, StoreError> {
         let conn = Connection::open(path).map_err(|source| open_error(path, source))?;
+        // SQLite opens a file it may not write read-only without saying so; a store opened to
+        // record must say so now, not at its first commit.
+        if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
+            return Err(open_error(
+                path,
+                rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
+                    Some("the database file cannot be written".to_owned()),
+                ),
+            ));
+        }
         configure(&conn, Some(durability)).map_err(|source| open_error(path, source))?;
         migrate(&conn, path, migrations).map_err(|err| err.at(path))?;
         Ok(Self {
@@ -134,12 +145,7 @@ impl SqliteStore {
     /// commits (a run's recorder), and this one reads its rows back if it commits again.
     pub fn open_another(&self) -> Result<Self, StoreError> {
         let another = match self.durability {
-            // Not through `open_with`, which makes sure the file exists by opening it: closing
-            // any descriptor of a file drops every POSIX lock this process holds on it, this
-            // store's SQLite locks among them; another process closing its connection then
-            // took itself for the database's last, and removed the WAL this one was reading
-            // (SQLITE_IOERR_SHORT_READ: the driver of a run waiting for approval died when
-            // `baton approve` wrote).
+            // The file exists: this store has it open.
             Some(durability) => Self::connect(&self.path, durability, MIGRATIONS),
             None => Self::open_readonly(&self.path),
         }?;

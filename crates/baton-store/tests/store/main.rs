@@ -4,6 +4,7 @@ mod concurrency;
 mod conformance;
 mod crash;
 mod fold;
+mod locks;
 mod open;
 mod outage;
 mod packed;
