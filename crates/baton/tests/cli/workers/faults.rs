@@ -295,7 +295,13 @@ fn a_takeover_after_the_coordinator_is_killed_adopts_what_runs_on_workers() {
     // The record agrees: no attempt was cut short by the takeover.
     let outcomes = outcomes(&events);
     for (task, ends) in &outcomes {
-        assert_eq!(ends.len(), 1, "{task}: {ends:?}");
+        let of_task: Vec<&Value> = events.iter().filter(|e| e["task"] == **task).collect();
+        assert_eq!(
+            ends.len(),
+            1,
+            "{task}: {ends:?}\n{of_task:#?}\n{}",
+            why_not(&test, &ended, &logs)
+        );
     }
 }
 
