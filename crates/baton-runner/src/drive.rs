@@ -311,7 +311,12 @@ pub async fn coordinate(
                 reload: None,
                 by_worker: Some(workers.worker.to_owned()),
             };
-            let launched = LaunchLog::read(&RunDirs::new(&config.state_dir, run_id));
+            // The queue, not the dead coordinator's launch log, says what ran: its every
+            // attempt went through the queue, which refuses its inserts once the lease moved
+            // on, so an attempt noted there and not adopted never reached a worker (it was
+            // recorded started and interrupted, and the task run again as a second attempt).
+            // The log is of the coordinator's host, too, which may not be this one.
+            let launched = std::collections::HashMap::new();
             let restored = plan_takeover(
                 store,
                 &graph,

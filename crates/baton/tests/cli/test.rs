@@ -202,6 +202,12 @@ impl Test {
         &self.root
     }
 
+    /// The `$XDG_RUNTIME_DIR` every baton of this test runs with (its runs' scratch files are
+    /// under `baton/RUN/` there).
+    pub(crate) fn runtime_dir(&self) -> PathBuf {
+        self.tmp.path().join("runtime")
+    }
+
     /// What every baton a test starts runs with, in the repository (or the directory under it
     /// the test chose).
     fn environment(&self, command: &mut Command, runtime: &Path) {
@@ -222,7 +228,7 @@ impl Test {
     /// `log` in that directory: for tests that start several processes (workers) beside each other. They
     /// carry the test's marker: what is left of them is stopped with the test.
     pub(crate) fn command(&self, args: &[&str], log: &str) -> Command {
-        let runtime = self.tmp.path().join("runtime");
+        let runtime = self.runtime_dir();
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -241,7 +247,7 @@ impl Test {
     /// Starts baton on a terminal of `cols` × `rows`: a tmux session of the test's own, whose
     /// screen the test reads as a person would see it.
     pub(crate) fn on_terminal(self, cols: u16, rows: u16) -> Screen {
-        let runtime = self.tmp.path().join("runtime");
+        let runtime = self.runtime_dir();
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -290,7 +296,7 @@ impl Test {
         // baton keeps short-lived scratch files under `$XDG_RUNTIME_DIR/baton`: give it one of
         // the test's own, so that nothing lands in the shared `/dev/shm` and tests can see what
         // is left behind.
-        let runtime = self.tmp.path().join("runtime");
+        let runtime = self.runtime_dir();
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -842,7 +848,7 @@ impl Screen {
         let mut command = Command::new(BATON);
         command.args(args).stdin(Stdio::null());
         self.test
-            .environment(&mut command, &self.test.tmp.path().join("runtime"));
+            .environment(&mut command, &self.test.runtime_dir());
         command.output().expect("run baton")
     }
 }
