@@ -10,7 +10,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
@@ -32,9 +32,49 @@ struct Shared {
     wake: Condvar,
     /// Checkpoints the thread ran that copied the whole WAL back.
     completed: AtomicU64,
-    /// [`WAKE_AT_BYTES`] and [`WRITER_CHECKPOINTS_AT_BYTES`] in the database's pages.
-    wake_at_pages: c_int,
+    /// When the writer's WAL hook wakes the thread.
+    wake_at: WakeAt,
+    /// [`WRITER_CHECKPOINTS_AT_BYTES`] in the database's pages.
     writer_checkpoints_at_pages: c_int,
+}
+
+/// The thread is woken each time the WAL has grown by [`WAKE_AT_BYTES`] since it was last
+/// woken, not after every commit once it is that long: while a run commits without a pause,
+/// a checkpoint never catches up with the writer, the WAL never starts over, and it stays
+/// longer than that (to [`WRITER_CHECKPOINTS_AT_BYTES`]). Woken after every commit, the
+/// thread ran a checkpoint and its two `fsync`s per commit (a 100,000-task run: about a
+/// thousand), and its CPU was taken from the writer's on two cores.
+#[derive(Default)]
+struct WakeAt {
+    /// [`WAKE_AT_BYTES`] in the database's pages.
+    every: c_int,
+    /// The WAL's length in pages at which the thread is woken next. Only the writer's WAL
+    /// hook reads and writes it.
+    next: AtomicI32,
+}
+
+impl WakeAt {
+    fn new(every: c_int) -> Self {
+        Self {
+            every,
+            next: AtomicI32::new(every),
+        }
+    }
+
+    /// Whether the WAL, `pages` long after a commit, calls for a checkpoint now.
+    fn due(&self, pages: c_int) -> bool {
+        let mut next = self.next.load(Ordering::Relaxed);
+        if pages < next.saturating_sub(self.every) {
+            // The WAL started over from its beginning.
+            next = self.every;
+        }
+        let due = pages >= next;
+        if due {
+            next = pages.saturating_add(self.every);
+        }
+        self.next.store(next, Ordering::Relaxed);
+        due
+    }
 }
 
 #[derive(Default)]
@@ -68,7 +108,7 @@ impl Checkpointer {
             .ok()?;
         let pages = |bytes: i64| c_int::try_from(bytes / page_size.max(512)).unwrap_or(c_int::MAX);
         let shared = Arc::new(Shared {
-            wake_at_pages: pages(WAKE_AT_BYTES),
+            wake_at: WakeAt::new(pages(WAKE_AT_BYTES)),
             writer_checkpoints_at_pages: pages(WRITER_CHECKPOINTS_AT_BYTES),
             ..Shared::default()
         });
@@ -103,7 +143,7 @@ impl Checkpointer {
         // SAFETY: the same handle `start` hooked; setting the automatic checkpoint replaces
         // the hook, after which SQLite no longer holds `hook_data`.
         unsafe {
-            ffi::sqlite3_wal_autocheckpoint(writer.handle(), self.shared.wake_at_pages);
+            ffi::sqlite3_wal_autocheckpoint(writer.handle(), self.shared.wake_at.every);
             drop(Arc::from_raw(self.hook_data));
         }
         self.shared
@@ -177,7 +217,9 @@ unsafe extern "C" fn wal_hook(
                 std::ptr::null_mut(),
             );
         }
-    } else if pages >= shared.wake_at_pages {
+        return ffi::SQLITE_OK;
+    }
+    if shared.wake_at.due(pages) {
         let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
         if !state.due {
             state.due = true;
@@ -185,4 +227,21 @@ unsafe extern "C" fn wal_hook(
         }
     }
     ffi::SQLITE_OK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WakeAt;
+
+    /// Woken once per [`super::WAKE_AT_BYTES`] of growth, and again from the start once the
+    /// WAL started over.
+    #[test]
+    fn the_thread_is_woken_as_the_wal_grows_not_at_every_commit() {
+        let wake = WakeAt::new(250);
+        let woken: Vec<i32> = [10, 200, 260, 300, 400, 509, 510, 700, 20, 240, 250, 251]
+            .into_iter()
+            .filter(|&pages| wake.due(pages))
+            .collect();
+        assert_eq!(woken, [260, 510, 250]);
+    }
 }
