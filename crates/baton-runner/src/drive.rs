@@ -311,12 +311,9 @@ pub async fn coordinate(
                 reload: None,
                 by_worker: Some(workers.worker.to_owned()),
             };
-            // The queue, not the dead coordinator's launch log, says what ran: its every
-            // attempt went through the queue, which refuses its inserts once the lease moved
-            // on, so an attempt noted there and not adopted never reached a worker (it was
-            // recorded started and interrupted, and the task run again as a second attempt).
-            // The log is of the coordinator's host, too, which may not be this one.
-            let launched = std::collections::HashMap::new();
+            // What was queued is in the queue (adopted above); the log holds what a driver of
+            // this run launched here itself (one driving it in its own process before).
+            let launched = LaunchLog::read(&RunDirs::new(&config.state_dir, run_id));
             let restored = plan_takeover(
                 store,
                 &graph,

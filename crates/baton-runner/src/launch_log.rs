@@ -7,8 +7,8 @@
 //! attempt, and the record would show one run where there were two. So each turn's launches
 //! are appended to `SCRATCH/RUN/launched` — one `write` a turn, no sync: a killed process's
 //! writes are not lost — before any of them starts, and a takeover records every attempt
-//! noted there and not in the store as started and interrupted. (A run coordinated for workers
-//! is taken over from its queue instead, which knows what reached a worker: `coordinate`.)
+//! noted there and not in the store as started and interrupted. Attempts queued for workers
+//! are not noted: the queue holds them, and a takeover adopts them from there (`coordinate`).
 //!
 //! What it costs: an append of a line measured under a microsecond here (tmpfs 0.7 µs, ext4
 //! 0.8 µs), so 10,000 tasks' notes take ~8 ms of a run of 5 s; `bench.py` cannot tell that from

@@ -16,8 +16,8 @@ use std::thread::JoinHandle;
 
 use rusqlite::{Connection, ffi};
 
-/// The WAL's size at which the thread is woken to checkpoint: SQLite's own default threshold,
-/// 1000 pages of 4 KiB (a database made since schema 14 has pages of 16 KiB: 250 of them).
+/// How much the WAL grows between two wakes of the thread (see [`WakeAt`]): SQLite's own
+/// default threshold, 1000 pages of 4 KiB (250 of the 16 KiB pages of a database made now).
 const WAKE_AT_BYTES: i64 = 4_096_000;
 
 /// The WAL's size at which the writer checkpoints by itself after all, if the thread has

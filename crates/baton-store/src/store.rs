@@ -17,7 +17,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Enough for every statement the store prepares, so none is ever re-parsed.
 const STATEMENT_CACHE: usize = 64;
 
-/// The page size of a database made since schema 14 (one made before keeps its own, 4 KiB).
+/// The page size of a database this build makes (one made before keeps its own: 4 KiB, as
+/// SQLite's default, for every database made before 3ac6c6e and between 5194273 and 86edb88).
 /// A commit of many short tasks rewrites pages of `tasks` and `attempts` and appends to the
 /// WAL a header and a page per page dirtied, each a system call: with pages of 16 KiB a
 /// 100,000-task run made a fifth of the calls, and ran 6% faster (8 KiB: 3%; docs/PERFORMANCE.md).

@@ -589,12 +589,17 @@ impl<'a> Dispatcher<'a> {
             go.push((task, attempt, is_agent));
         }
         // Noted before any starts: a driver killed before their starts are committed leaves
-        // a takeover what ran.
-        let graph = &self.graph;
-        self.launch_log.note(
-            go.iter()
-                .map(|&(task, attempt, _)| (&graph.task(task).id, attempt)),
-        );
+        // a takeover what ran. Not attempts queued for workers: the queue holds them (its
+        // inserts fenced by the run's lease), and a takeover adopts what is there; noted here
+        // too, one whose insert had not committed when the coordinator died was recorded as
+        // run and interrupted, and its task ran as its next attempt.
+        if self.queue.is_none() {
+            let graph = &self.graph;
+            self.launch_log.note(
+                go.iter()
+                    .map(|&(task, attempt, _)| (&graph.task(task).id, attempt)),
+            );
+        }
         for (task, attempt, is_agent) in go {
             self.launch(task, attempt, is_agent);
         }
