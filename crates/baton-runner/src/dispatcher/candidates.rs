@@ -73,6 +73,17 @@ impl Dispatcher<'_> {
             return true;
         }
         self.gathering.insert(task, round);
+        // Noted before any starts, as `carry_out` notes the turn's other launches (candidates
+        // run in this process, on workers' runs too): a driver killed before a candidate's
+        // start is committed leaves a takeover what ran, and the candidate is not run again
+        // under the same number.
+        let graph = std::sync::Arc::clone(&self.graph);
+        let id = &graph.task(task).id;
+        self.launch_log.note(
+            (1..=n)
+                .filter(|k| !done.contains(k))
+                .map(|k| (id, recorded_attempt(launch, n, k))),
+        );
         let each = self.graph.task(task).expected_usd();
         for k in (1..=n).filter(|k| !done.contains(k)) {
             let attempt = recorded_attempt(launch, n, k);

@@ -433,6 +433,25 @@ prompt = "write your file"
     repo_with(graph).file("baton.toml", mine)
 }
 
+/// A best-of task's candidates are noted in the run's launch log before they start, as every
+/// other attempt launched in the driver's process is: a driver killed between a candidate's
+/// start and its commit leaves a takeover what ran (before, candidates were never noted, and
+/// one whose start was not committed was run again under the same number).
+#[test]
+fn a_best_of_tasks_candidates_are_noted_before_they_start() {
+    let mut running = mine_twice("-le 2").args(&["run", "graph.toml"]).spawn();
+    running.await_that("the first round's files", crate::test::RUN_LIMIT, |root| {
+        let trees = root.join(".baton/worktrees");
+        let run = std::fs::read_dir(&trees).ok()?.flatten().next()?.path();
+        (run.join("write/mine-1.txt").exists() && run.join("write@2/mine-2.txt").exists())
+            .then_some(())
+    });
+    let killed = running.kill();
+    let run = killed.store().run().id.to_string();
+    let noted = std::fs::read_to_string(killed.scratch(&run).join("launched")).unwrap();
+    assert_eq!(noted, "write 1\nwrite 2\n");
+}
+
 /// #31 item 6 (finding 13), its wrong result: a best-of task whose driver was killed mid-round
 /// ran a new round after the resume in which each candidate built on its predecessor's work
 /// (`write@2` held `mine-2.txt` and `mine-4.txt`, the winner two candidates' files). Each
