@@ -433,6 +433,16 @@ prompt = "write your file"
     repo_with(graph).file("baton.toml", mine)
 }
 
+/// Waits until both candidates of `write`'s first round wrote their files.
+fn first_round_files(running: &mut crate::test::Running) {
+    running.await_that("the first round's files", crate::test::RUN_LIMIT, |root| {
+        let trees = root.join(".baton/worktrees");
+        let run = std::fs::read_dir(&trees).ok()?.flatten().next()?.path();
+        (run.join("write/mine-1.txt").exists() && run.join("write@2/mine-2.txt").exists())
+            .then_some(())
+    });
+}
+
 /// A best-of task's candidates are noted in the run's launch log before they start, as every
 /// other attempt launched in the driver's process is: a driver killed between a candidate's
 /// start and its commit leaves a takeover what ran (before, candidates were never noted, and
@@ -440,12 +450,7 @@ prompt = "write your file"
 #[test]
 fn a_best_of_tasks_candidates_are_noted_before_they_start() {
     let mut running = mine_twice("-le 2").args(&["run", "graph.toml"]).spawn();
-    running.await_that("the first round's files", crate::test::RUN_LIMIT, |root| {
-        let trees = root.join(".baton/worktrees");
-        let run = std::fs::read_dir(&trees).ok()?.flatten().next()?.path();
-        (run.join("write/mine-1.txt").exists() && run.join("write@2/mine-2.txt").exists())
-            .then_some(())
-    });
+    first_round_files(&mut running);
     let killed = running.kill();
     let run = killed.store().run().id.to_string();
     let noted = std::fs::read_to_string(killed.scratch(&run).join("launched")).unwrap();
@@ -461,12 +466,7 @@ fn a_best_of_tasks_candidates_are_noted_before_they_start() {
 fn a_new_round_of_candidates_after_a_crash_starts_from_the_tasks_start() {
     // The first round hangs once it has written its files; the driver is killed meanwhile.
     let mut running = mine_twice("-le 2").args(&["run", "graph.toml"]).spawn();
-    running.await_that("the first round's files", crate::test::RUN_LIMIT, |root| {
-        let trees = root.join(".baton/worktrees");
-        let run = std::fs::read_dir(&trees).ok()?.flatten().next()?.path();
-        (run.join("write/mine-1.txt").exists() && run.join("write@2/mine-2.txt").exists())
-            .then_some(())
-    });
+    first_round_files(&mut running);
     let (run, resumed) = running.kill_and_resume();
     let root = resumed.path();
     let files = |reference: &str| -> Vec<String> {
