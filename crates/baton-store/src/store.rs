@@ -111,15 +111,6 @@ impl SqliteStore {
             path: path.to_owned(),
             source,
         })?;
-        Self::connect(path, durability, migrations)
-    }
-
-    /// Opens the database file that exists at `path`, without touching it outside SQLite.
-    fn connect(
-        path: &Path,
-        durability: Durability,
-        migrations: &[&str],
-    ) -> Result<Self, StoreError> {
         let conn = Connection::open(path).map_err(|source| open_error(path, source))?;
         // SQLite opens a file it may not write read-only without saying so; a store opened to
         // record must say so now, not at its first commit.
@@ -152,8 +143,7 @@ impl SqliteStore {
     /// commits (a run's recorder), and this one reads its rows back if it commits again.
     pub fn open_another(&self) -> Result<Self, StoreError> {
         let another = match self.durability {
-            // The file exists: this store has it open.
-            Some(durability) => Self::connect(&self.path, durability, MIGRATIONS),
+            Some(durability) => Self::open_with(&self.path, durability),
             None => Self::open_readonly(&self.path),
         }?;
         let mut rows = self

@@ -77,16 +77,16 @@ impl Dispatcher<'_> {
         // run in this process, on workers' runs too): a driver killed before a candidate's
         // start is committed leaves a takeover what ran, and the candidate is not run again
         // under the same number.
+        let starting: Vec<(u32, u32)> = (1..=n)
+            .filter(|k| !done.contains(k))
+            .map(|k| (k, recorded_attempt(launch, n, k)))
+            .collect();
         let graph = std::sync::Arc::clone(&self.graph);
         let id = &graph.task(task).id;
-        self.launch_log.note(
-            (1..=n)
-                .filter(|k| !done.contains(k))
-                .map(|k| (id, recorded_attempt(launch, n, k))),
-        );
-        let each = self.graph.task(task).expected_usd();
-        for k in (1..=n).filter(|k| !done.contains(k)) {
-            let attempt = recorded_attempt(launch, n, k);
+        self.launch_log
+            .note(starting.iter().map(|&(_, attempt)| (id, attempt)));
+        let each = graph.task(task).expected_usd();
+        for (k, attempt) in starting {
             self.shared.meter.start((task, attempt), each);
             let sched = &self.sched;
             let assembled = assemble(
