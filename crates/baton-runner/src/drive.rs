@@ -17,7 +17,7 @@ use baton_store::{Lease, NewRun, Store, StoreError};
 use baton_view::build_result;
 use tokio::sync::mpsc;
 
-use crate::dispatcher::Dispatcher;
+use crate::dispatcher::{Dispatcher, Ready, scheduler_of};
 use crate::launch_log::LaunchLog;
 use crate::recorder::Recorder;
 use crate::takeover::{Restored, Takeover, TakeoverError, plan_takeover};
@@ -96,7 +96,22 @@ pub async fn run(
             return Err(RunError::Workspace(error));
         }
     };
-    store.create_run(&new_run(&Stored(&graph), &run_id, started_at_ms))?;
+    // The scheduler is made while the run's record is written: both read the graph, and a
+    // 100,000-task graph's record takes the store 0.1 s.
+    let (created, sched) = std::thread::scope(|scope| {
+        let making = std::thread::Builder::new()
+            .name("scheduler".into())
+            .spawn_scoped(scope, || scheduler_of(&graph, config.seed));
+        let created = store.create_run(&new_run(&Stored(&graph), &run_id, started_at_ms));
+        let sched = match making {
+            Ok(making) => making
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(_) => scheduler_of(&graph, config.seed),
+        };
+        (created, sched)
+    });
+    created?;
     let lease = crate::driver::claim(store, &run_id)?.lease;
     let opening = vec![Event {
         seq: 0,
@@ -113,10 +128,13 @@ pub async fn run(
     };
     let held = Held {
         store,
-        run_id,
-        dirs,
         lease,
-        workspaces,
+        ready: Ready {
+            run_id,
+            dirs,
+            workspaces,
+            sched,
+        },
     };
     drive_run(graph, held, restored, reporter, &config, stops, None).await
 }
@@ -237,10 +255,13 @@ fn hold<'a>(
     workspaces.remove_stale_ref_locks(stale);
     Ok(Held {
         store,
-        run_id: run_id.clone(),
-        dirs,
         lease,
-        workspaces,
+        ready: Ready {
+            run_id: run_id.clone(),
+            dirs,
+            workspaces,
+            sched: scheduler_of(graph, config.seed),
+        },
     })
 }
 
@@ -350,11 +371,10 @@ pub async fn coordinate(
 /// A run this process holds, ready to be driven.
 struct Held<'a> {
     store: &'a dyn Store,
-    run_id: RunId,
-    dirs: RunDirs,
     /// This process's claim on the run: it fences every commit.
     lease: Lease,
-    workspaces: Workspaces,
+    /// The run, its directories, worktrees and scheduler.
+    ready: Ready,
 }
 
 /// Drives the held run to its end, then reads its result back from the store (with the graph
@@ -374,11 +394,10 @@ async fn drive_run(
     let graph = &*owned;
     let Held {
         store,
-        run_id,
-        dirs,
         lease,
-        workspaces,
+        ready,
     } = held;
+    let run_id = ready.run_id.clone();
     let budget = restored
         .budget
         .clone()
@@ -409,7 +428,7 @@ async fn drive_run(
             .map(|t| t.id.clone())
             .collect(),
         best_of: baton_view::best_of(graph),
-        logs: Some(dirs.logs.clone()),
+        logs: Some(ready.dirs.logs.clone()),
     });
     // Commits are made on a thread of their own, off the path from one task's end to the next
     // one's start.
@@ -427,15 +446,7 @@ async fn drive_run(
     if !baton_exec::cgroups_available() {
         baton_exec::become_subreaper();
     }
-    let mut dispatcher = Dispatcher::new(
-        Arc::clone(&owned),
-        store,
-        run_id.clone(),
-        dirs,
-        config,
-        workspaces,
-        recorder,
-    );
+    let mut dispatcher = Dispatcher::new(Arc::clone(&owned), store, ready, config, recorder);
     if let Some(budget) = restored.budget.clone() {
         dispatcher.meter().set_limit(budget);
     }
