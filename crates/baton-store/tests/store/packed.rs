@@ -151,7 +151,8 @@ fn a_damaged_packed_batch_is_an_error() {
 }
 
 /// A graph's JSON of a few megabytes is stored in parts packed, a small one as it is; each
-/// reads back as written.
+/// reads back as written, in order (the parts are inserted between the tasks' rows as they
+/// come, and the run has enough tasks for that).
 #[test]
 fn a_large_graph_is_stored_packed_and_a_small_one_as_it_is() {
     let db = Db::new();
@@ -161,7 +162,9 @@ fn a_large_graph_is_stored_packed_and_a_small_one_as_it_is() {
         .collect();
     let json = format!(r#"{{"tasks":[{}]}}"#, tasks.join(","));
     assert!(json.len() > 2 << 20);
-    let mut large = new_run("r1", &["a"]);
+    let ids: Vec<String> = (0..20_000).map(|i| format!("t{i}")).collect();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let mut large = new_run("r1", &ids);
     large.graph = &json;
     store.create_run(&large).unwrap();
     store.create_run(&new_run("r2", &["a"])).unwrap();
