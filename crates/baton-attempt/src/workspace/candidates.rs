@@ -133,7 +133,12 @@ impl Workspaces {
                                 path.display()
                             ),
                         })?;
-                    super::include(&repo.root, &path, &graph.task(task).worktree_include);
+                    super::include(
+                        &repo.root,
+                        &path,
+                        &graph.task(task).worktree_include,
+                        &self.run_dirs,
+                    );
                     None
                 }
                 _ => Some(TaskStart::Commit(start.clone())),

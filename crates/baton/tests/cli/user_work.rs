@@ -863,3 +863,26 @@ fn appended_once_and_kept(root: &Path, run: &str, task: &str) {
     let kept = format!("refs/baton/{run}/{task}/attempt-1:shared.txt");
     assert_eq!(git(root, &["show", &kept]), "line one\nappended");
 }
+
+/// A store kept inside the repository (`--store sqlite:state.db`) is never copied into a
+/// worktree, whatever `worktree_include` matches: a copy of a live database is torn, and
+/// opening it in baton's own process (as a copy does) and closing it again drops every lock
+/// SQLite holds on it there, so that another process could delete the WAL under the run
+/// (`docs/ARCHITECTURE.md`, "nothing opens baton.db but SQLite"). Other files the patterns
+/// match still come. Before the fix the store and its WAL were copied.
+#[test]
+fn a_store_inside_the_repository_is_never_copied_into_a_worktree() {
+    let graph = "[[task]]\nid = \"look\"\nworkspace = \"worktree\"\n\
+                 worktree_include = [\"*.db\", \"*.db-wal\", \"*.db-shm\"]\n\
+                 run = \"test -f fixture.db && echo $(ls *.db*)\"\n";
+    let test = repo_with(graph).file(".gitignore", "*.db\n*.db-*\n");
+    git(test.path(), &["add", ".gitignore"]);
+    git(test.path(), &["commit", "-qm", "ignore"]);
+    let test = test.file("fixture.db", "a fixture\n");
+    let out = test
+        .args(&["run", "graph.toml", "--json", "--store", "sqlite:state.db"])
+        .run()
+        .status(0);
+    assert!(out.path().join("state.db").is_file());
+    assert_eq!(out.json_task("look")["output"], "fixture.db");
+}
