@@ -25,6 +25,7 @@ mod takeover;
 
 pub use drive::{OnWorkers, RunError, StopRequest, coordinate, resume, run, submit};
 
+pub use remote::check_on_workers;
 pub use run_id::new_run_id;
 pub use takeover::{
     BudgetChange, FileChanges, Reload, Takeover, TakeoverError, cancel_abandoned,

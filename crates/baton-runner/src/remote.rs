@@ -21,6 +21,31 @@ use baton_model::{Event, Outcome, RunId};
 use baton_store::{Arrivals, AttemptEnd, QueuedAttempt, StoreError, Wake, WorkQueue};
 use tokio::sync::{mpsc, watch};
 
+/// What in `graph` workers cannot do as it asks, one problem a task (`baton run --detach`
+/// refuses the graph): a best-of task's candidates run in the coordinating worker's process,
+/// on whichever worker coordinates, so its `runs_on` labels could not be honoured.
+pub fn check_on_workers(graph: &baton_graph::Graph) -> Vec<String> {
+    graph
+        .tasks()
+        .iter()
+        .filter(|t| t.candidate_count() > 1 && !t.runs_on.is_empty())
+        .map(|t| {
+            format!(
+                "task `{}` is best-of ({} candidates) and says runs_on = [{}], but a best-of \
+                 task's candidates run on the worker that coordinates the run, whichever that \
+                 is",
+                t.id,
+                t.candidate_count(),
+                t.runs_on
+                    .iter()
+                    .map(|l| format!("\"{l}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .collect()
+}
+
 /// How often the poller looks at the queue when no notification woke it.
 const POLL: Duration = Duration::from_millis(500);
 

@@ -65,6 +65,11 @@ fn detach(graph: &Graph, args: &DriveArgs, store_url: Option<&str>) -> Result<i3
     let project = Project::of_graph(graph.source())?;
     check_confinement(graph)?;
     check_worktrees(graph, &project.root)?;
+    refuse_if_any(
+        graph,
+        &baton_runner::check_on_workers(graph),
+        "remove their `runs_on`, or run the graph on one machine (without --detach)",
+    )?;
     let store = records::postgres_for(&project, store_url, "`baton run --detach`")?;
     // The repository and the commit it starts from go with it: a worker elsewhere starts
     // from that commit, and one in another repository refuses the run (unless it has a

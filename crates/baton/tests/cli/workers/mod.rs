@@ -554,6 +554,35 @@ fn detach_and_workers_need_a_postgresql_store() {
     );
 }
 
+/// A best-of task's candidates run on whichever worker coordinates the run, so its `runs_on`
+/// could not be honoured: `--detach` refuses the graph, naming the file, the task, its labels
+/// and what to do, before it needs a store. Without `runs_on` the same task is submitted (here
+/// it gets as far as asking for a PostgreSQL store). Before, it was queued and its candidates
+/// ran on a worker without the label.
+#[test]
+fn detach_refuses_a_best_of_task_that_says_runs_on() {
+    let task = "[[task]]\nid = \"pick\"\nprompt = \"write it\"\nengine = \"claude\"\nbest_of = 2\n";
+    let test = Test::new().graph("g.toml", &format!("{task}runs_on = [\"gpu\"]\n"));
+    let out = baton_in(test.path(), &["run", "g.toml", "--detach"]);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    for part in [
+        "g.toml",
+        "task `pick` is best-of (2 candidates)",
+        "runs_on = [\"gpu\"]",
+        "remove their `runs_on`",
+    ] {
+        assert!(out.stderr.contains(part), "{part}: {}", out.stderr);
+    }
+    let plain = Test::new().graph("g.toml", task);
+    let out = baton_in(plain.path(), &["run", "g.toml", "--detach"]);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("needs a PostgreSQL store"),
+        "{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn a_task_that_runs_on_a_label_goes_to_a_worker_that_has_it() {
     let url = baton_testpg::fresh_database();
