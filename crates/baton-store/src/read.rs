@@ -20,7 +20,7 @@ pub(crate) const TASK_COLUMNS: &str = "task_id, idx, status, attempts, next_atte
 
 pub(crate) const ATTEMPT_COLUMNS: &str = "task_id, attempt, started_at_ms, ended_at_ms, pid, outcome_json, \
      exit_code, duration_ms, output, output_bytes, output_json, stderr_tail, log_path, agent_json, \
-     containment";
+     containment, task_idx";
 
 /// The reader's side of the seam, written here once: nothing else answers these questions
 /// about a SQLite store.
@@ -403,6 +403,7 @@ pub(crate) fn attempt_record(
 ) -> rusqlite::Result<AttemptRecord> {
     Ok(AttemptRecord {
         task: decode::task_id(row, 0)?,
+        task_idx: row.get(15)?,
         attempt: row.get(1)?,
         started_at_ms: row.get(2)?,
         ended_at_ms: row.get(3)?,

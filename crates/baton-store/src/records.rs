@@ -148,6 +148,8 @@ pub struct TaskRecord {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AttemptRecord {
     pub task: TaskId,
+    /// The task's index in the run (its [`TaskRecord::idx`]).
+    pub task_idx: u32,
     pub attempt: u32,
     pub started_at_ms: i64,
     pub ended_at_ms: Option<i64>,

@@ -54,10 +54,63 @@ where
 /// A task's last attempt: its number, outcome, log and containment.
 type LastAttempt = (u32, Option<Outcome>, Option<String>, Option<Containment>);
 
-/// Each task's last attempt, by task: foldhash (seeded), not std's SipHash, for the 100,000
-/// inserts and lookups of a large run's result.
-type LastAttempts =
-    std::collections::HashMap<baton_model::TaskId, LastAttempt, foldhash::fast::RandomState>;
+/// Each task's last attempt, by the task's index in the run. The attempts are read in
+/// task-index order and the tasks looked up in it too: a map keyed by task id cost a cache
+/// miss at each of a 100,000-task run's lookups (a third of assembling its result).
+#[derive(Default)]
+struct LastAttempts(Vec<Option<LastAttempt>>);
+
+impl LastAttempts {
+    fn for_tasks(tasks: usize) -> Self {
+        let mut slots = Vec::new();
+        slots.resize_with(tasks, || None);
+        Self(slots)
+    }
+
+    fn get(&self, idx: u32) -> Option<&LastAttempt> {
+        self.0.get(idx as usize)?.as_ref()
+    }
+
+    fn take(&mut self, idx: u32) -> Option<LastAttempt> {
+        self.0.get_mut(idx as usize)?.take()
+    }
+
+    fn set(&mut self, idx: u32, attempt: LastAttempt) {
+        let idx = idx as usize;
+        if self.0.len() <= idx {
+            self.0.resize_with(idx + 1, || None);
+        }
+        self.0[idx] = Some(attempt);
+    }
+}
+
+/// A task's index in the run by its id, for the few lookups by id (checks, reviews): made the
+/// first time one is asked for.
+struct IndexOf<'r> {
+    records: &'r [baton_store::TaskRecord],
+    map: std::cell::OnceCell<std::collections::HashMap<&'r str, u32>>,
+}
+
+impl<'r> IndexOf<'r> {
+    fn new(records: &'r [baton_store::TaskRecord]) -> Self {
+        Self {
+            records,
+            map: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn get(&self, task: &baton_model::TaskId) -> Option<u32> {
+        self.map
+            .get_or_init(|| {
+                self.records
+                    .iter()
+                    .map(|t| (t.task.as_str(), t.idx))
+                    .collect()
+            })
+            .get(task.as_str())
+            .copied()
+    }
+}
 
 /// The run result document, read back from the store: what is printed is what was recorded.
 ///
@@ -100,7 +153,7 @@ pub fn build_observed_result(
     // Per task, the last attempt's outcome and log, read one attempt at a time (a 100,000-task
     // run's attempts held at once would double its memory).
     let task_count = usize::try_from(record.task_count).unwrap_or(0);
-    let mut last = LastAttempts::with_capacity_and_hasher(task_count, Default::default());
+    let mut last = LastAttempts::for_tasks(task_count);
     let mut intervals = Vec::with_capacity(task_count);
     let mut spend: Option<RunSpend> = None;
     let mut agents: std::collections::HashMap<baton_model::TaskId, (u32, TaskAgent)> =
@@ -162,12 +215,12 @@ pub fn build_observed_result(
             let newer = match winning(&attempt.task) {
                 Some(won) => attempt.attempt == won,
                 None => last
-                    .get(&attempt.task)
+                    .get(attempt.task_idx)
                     .is_none_or(|(number, ..)| attempt.attempt > *number),
             };
             if newer {
-                last.insert(
-                    attempt.task,
+                last.set(
+                    attempt.task_idx,
                     (
                         attempt.attempt,
                         attempt.outcome,
@@ -180,13 +233,15 @@ pub fn build_observed_result(
     })?;
 
     let mut workspaces = task_workspaces(store, run, &winning)?;
-    let mut checks = failed_checks(store, run, &last)?;
-    let mut reviews = last_reviews(store, run, &last)?;
+    let index_of = IndexOf::new(&records);
+    let mut checks = failed_checks(store, run, &last, &index_of)?;
+    let mut reviews = last_reviews(store, run, &last, &index_of)?;
+    drop(index_of);
     let tasks: Vec<TaskResult> = records
         .into_iter()
         .map(|t| {
             let (outcome, log, containment) = last
-                .remove(&t.task)
+                .take(t.idx)
                 .map(|(_, outcome, log, containment)| (outcome, log, containment))
                 .unwrap_or_default();
             // A check's failure is the task's only while its outcome says so (a task that a
@@ -372,6 +427,7 @@ fn failed_checks(
     store: &dyn Store,
     run: &RunId,
     last: &LastAttempts,
+    index_of: &IndexOf<'_>,
 ) -> Result<std::collections::HashMap<baton_model::TaskId, FailedCheck>, StoreError> {
     let mut checks: std::collections::HashMap<baton_model::TaskId, FailedCheck> =
         std::collections::HashMap::new();
@@ -383,7 +439,8 @@ fn failed_checks(
             ..
         } = event.kind
         {
-            let Some((number, _, log, _)) = last.get(&task) else {
+            let Some((number, _, log, _)) = index_of.get(&task).and_then(|idx| last.get(idx))
+            else {
                 continue;
             };
             if *number != attempt {
@@ -424,6 +481,7 @@ fn last_reviews(
     store: &dyn Store,
     run: &RunId,
     last: &LastAttempts,
+    index_of: &IndexOf<'_>,
 ) -> Result<std::collections::HashMap<baton_model::TaskId, baton_model::Review>, StoreError> {
     let mut reviews: std::collections::HashMap<baton_model::TaskId, baton_model::Review> =
         std::collections::HashMap::new();
@@ -433,8 +491,9 @@ fn last_reviews(
             attempt,
             review,
         } = event.kind
-            && last
+            && index_of
                 .get(&task)
+                .and_then(|idx| last.get(idx))
                 .is_some_and(|(number, ..)| *number == attempt)
         {
             reviews.insert(task, review);

@@ -17,7 +17,7 @@ const TASK_COLUMNS: &str = "task_id, idx, status, attempts, next_attempt, retry_
 
 const ATTEMPT_COLUMNS: &str = "task_id, attempt, started_at_ms, ended_at_ms, pid, outcome_json, \
      exit_code, duration_ms, output, output_bytes, output_json, stderr_tail, log_path, \
-     agent_json, containment";
+     agent_json, containment, task_idx";
 
 fn bad(what: &str, value: &str) -> StoreError {
     StoreError::PgValue(format!("{what} `{value}` is not valid"))
@@ -90,6 +90,8 @@ fn attempt_record(row: &Row) -> Result<AttemptRecord, StoreError> {
         .transpose()?;
     Ok(AttemptRecord {
         task: TaskId::new(id.clone()).map_err(|_| bad("task id", &id))?,
+        task_idx: u32::try_from(row.get::<_, i64>(15))
+            .map_err(|_| bad("task index", "out of range"))?,
         attempt: row.get::<_, i64>(1) as u32,
         started_at_ms: row.get(2),
         ended_at_ms: row.get(3),

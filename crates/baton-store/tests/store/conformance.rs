@@ -496,9 +496,12 @@ pub(crate) fn a_turn_is_recorded_whole_and_numbered(db: &dyn Database) {
     assert_eq!(open[0].task, task("b"));
     let mut seen = Vec::new();
     store
-        .each_attempt(&run, &mut |attempt| seen.push(attempt.task))
+        .each_attempt(&run, &mut |attempt| {
+            seen.push((attempt.task, attempt.task_idx))
+        })
         .unwrap();
-    assert_eq!(seen, [task("a"), task("b")]);
+    // In task-index order, each with its task's index (the result is assembled by it).
+    assert_eq!(seen, [(task("a"), 0), (task("b"), 1)]);
     assert_eq!(store.run_attempts(&run).unwrap().len(), 2);
     let tasks = store.tasks(&run).unwrap();
     assert_eq!(tasks[0].status, TaskState::Succeeded);
