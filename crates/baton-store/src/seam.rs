@@ -1,8 +1,10 @@
 //! The store as the rest of baton sees it: what a driver writes ([`RunLog`]) and what readers
 //! query ([`RunReader`]), in the domain's words, not SQL. SQLite and PostgreSQL both stand
 //! behind them and pass the same conformance suite (`tests/store/conformance.rs`). The work
-//! queue (`baton worker`) is PostgreSQL's alone and not behind a trait yet: the coordinator and
-//! the worker name `PgStore` for it; everything else sees `&dyn Store`.
+//! queue (`baton worker`) is PostgreSQL's alone, behind a trait of its own
+//! ([`crate::WorkQueue`], with its own conformance cases in `tests/store/queue.rs`): the
+//! coordinator and the worker see `&dyn WorkQueue` (or [`crate::QueueStore`], both); only the
+//! CLI's `records.rs`, which opens a store, names a backend.
 //!
 //! The traits are object safe: a run is driven through `&dyn Store`, so the backend is chosen
 //! at run time (`--store`), and the dispatcher's code is compiled once.
