@@ -502,7 +502,7 @@ impl WorkQueue for PgStore {
     }
 
     fn reconnect(&self) -> Result<Box<dyn QueueStore>, StoreError> {
-        Ok(Box::new(self.reconnect_pg()?))
+        Ok(Box::new(self.another_connection()?))
     }
 
     fn ship_log(
@@ -513,7 +513,7 @@ impl WorkQueue for PgStore {
         bytes: Vec<u8>,
         modified_ms: i64,
     ) -> Result<(), StoreError> {
-        self.ship_log_pg(run, file, offset, bytes, modified_ms)
+        super::logs::ship(self, run, file, offset, bytes, modified_ms)
     }
 }
 
@@ -538,23 +538,6 @@ fn lost_or_unknown(client: &mut postgres::Client, run: RunId) -> Result<StoreErr
     } else {
         StoreError::UnknownRun(run)
     })
-}
-
-impl PgStore {
-    /// Whether someone asked to cancel `run` ([`PgStore::request_cancel`]) and it has not
-    /// ended since.
-    pub(super) fn cancel_requested_pg(&self, run: &RunId) -> Result<bool, StoreError> {
-        let run = run.clone();
-        self.conn.call_session(move |session| {
-            let statement = session.prepared(
-                "SELECT 1 FROM runs WHERE id = $1 AND cancel_requested_at_ms IS NOT NULL",
-            )?;
-            Ok(session
-                .client
-                .query_opt(&statement, &[&run.as_str()])?
-                .is_some())
-        })
-    }
 }
 
 /// A connection that `LISTEN`s: PostgreSQL's [`Wakeups`].

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use baton_model::{Containment, Event, EventKind, RunId, RunState, RunView, TaskId, TaskState};
 use postgres::Row;
 
-use super::PgStore;
+use super::{PgStore, describe_server};
+use crate::seam::RunReader;
 use crate::{AttemptRecord, Decision, Driver, RunRecord, RunSummary, StoreError, TaskRecord};
 
 const RUN_COLUMNS: &str = "id, name, graph_path, status, started_at_ms, ended_at_ms, \
@@ -165,8 +166,30 @@ fn spend(
     ))
 }
 
-impl PgStore {
-    pub(super) fn runs_pg(&self, limit: u32) -> Result<Vec<RunSummary>, StoreError> {
+/// The reader's side of the seam, written here once, as SQLite's is (`crate::read`).
+impl RunReader for PgStore {
+    fn location(&self) -> String {
+        describe_server(&self.url)
+    }
+
+    fn carries_cancel_requests(&self) -> bool {
+        true
+    }
+
+    fn cancel_requested(&self, run: &RunId) -> Result<bool, StoreError> {
+        let run = run.clone();
+        self.conn.call_session(move |session| {
+            let statement = session.prepared(
+                "SELECT 1 FROM runs WHERE id = $1 AND cancel_requested_at_ms IS NOT NULL",
+            )?;
+            Ok(session
+                .client
+                .query_opt(&statement, &[&run.as_str()])?
+                .is_some())
+        })
+    }
+
+    fn runs(&self, limit: u32) -> Result<Vec<RunSummary>, StoreError> {
         self.conn.call(move |client| {
             let rows = client.query(
                 &format!(
@@ -179,7 +202,7 @@ impl PgStore {
         })
     }
 
-    pub(super) fn run_pg(&self, run: &RunId) -> Result<Option<RunRecord>, StoreError> {
+    fn run(&self, run: &RunId) -> Result<Option<RunRecord>, StoreError> {
         let run = run.clone();
         self.conn.call(move |client| {
             client
@@ -193,7 +216,7 @@ impl PgStore {
         })
     }
 
-    pub(super) fn latest_run_pg(&self) -> Result<Option<RunRecord>, StoreError> {
+    fn latest_run(&self) -> Result<Option<RunRecord>, StoreError> {
         self.conn.call(move |client| {
             client
                 .query_opt(
@@ -208,7 +231,7 @@ impl PgStore {
         })
     }
 
-    pub(super) fn tasks_pg(&self, run: &RunId) -> Result<Vec<TaskRecord>, StoreError> {
+    fn tasks(&self, run: &RunId) -> Result<Vec<TaskRecord>, StoreError> {
         let run = run.clone();
         self.conn.call(move |client| {
             client
@@ -222,46 +245,30 @@ impl PgStore {
         })
     }
 
-    pub(super) fn attempts_where(
-        &self,
-        run: &RunId,
-        task: Option<&TaskId>,
-        open_only: bool,
-    ) -> Result<Vec<AttemptRecord>, StoreError> {
-        let (run, task) = (run.clone(), task.cloned());
-        self.conn.call(move |client| {
-            let open = if open_only {
-                " AND ended_at_ms IS NULL"
-            } else {
-                ""
-            };
-            let rows = match &task {
-                Some(task) => client.query(
-                    &format!(
-                        "SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE run_id = $1 AND task_idx = \
-                         (SELECT idx FROM tasks WHERE run_id = $1 AND task_id = $2){open} \
-                         ORDER BY attempt"
-                    ),
-                    &[&run.as_str(), &task.as_str()],
-                )?,
-                None => client.query(
-                    &format!(
-                        "SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE run_id = $1{open} \
-                         ORDER BY task_idx, attempt"
-                    ),
-                    &[&run.as_str()],
-                )?,
-            };
-            rows.iter().map(attempt_record).collect()
-        })
+    fn attempts(&self, run: &RunId, task: &TaskId) -> Result<Vec<AttemptRecord>, StoreError> {
+        self.attempts_where(run, Some(task), false)
     }
 
-    pub(super) fn events_pg(
+    fn run_attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, StoreError> {
+        self.attempts_where(run, None, false)
+    }
+
+    fn each_attempt(
         &self,
         run: &RunId,
-        after_seq: u64,
-        limit: u32,
-    ) -> Result<Vec<Event>, StoreError> {
+        f: &mut dyn FnMut(AttemptRecord),
+    ) -> Result<(), StoreError> {
+        for attempt in self.attempts_where(run, None, false)? {
+            f(attempt);
+        }
+        Ok(())
+    }
+
+    fn open_attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, StoreError> {
+        self.attempts_where(run, None, true)
+    }
+
+    fn events(&self, run: &RunId, after_seq: u64, limit: u32) -> Result<Vec<Event>, StoreError> {
         let run = run.clone();
         self.conn.call(move |client| {
             let rows = client.query(
@@ -277,32 +284,23 @@ impl PgStore {
         })
     }
 
-    pub(super) fn events_of_kind_pg(
+    fn events_of_kind(
         &self,
         run: &RunId,
         kind: baton_model::EventName,
-        last_only: bool,
     ) -> Result<Vec<Event>, StoreError> {
-        let (run, kind) = (run.clone(), kind.as_str());
-        self.conn.call(move |client| {
-            let rows = if last_only {
-                client.query(
-                    "SELECT seq, at_ms, data_json FROM events WHERE run_id = $1 AND kind = $2 \
-                     ORDER BY seq DESC LIMIT 1",
-                    &[&run.as_str(), &kind],
-                )?
-            } else {
-                client.query(
-                    "SELECT seq, at_ms, data_json FROM events WHERE run_id = $1 AND kind = $2 \
-                     ORDER BY seq",
-                    &[&run.as_str(), &kind],
-                )?
-            };
-            events_of(&run, rows)
-        })
+        self.select_events_of_kind(run, kind, false)
     }
 
-    pub(super) fn last_seq_pg(&self, run: &RunId) -> Result<u64, StoreError> {
+    fn last_event_of_kind(
+        &self,
+        run: &RunId,
+        kind: baton_model::EventName,
+    ) -> Result<Option<Event>, StoreError> {
+        Ok(self.select_events_of_kind(run, kind, true)?.pop())
+    }
+
+    fn last_seq(&self, run: &RunId) -> Result<u64, StoreError> {
         let run = run.clone();
         self.conn.call(move |client| {
             Ok(client
@@ -314,15 +312,12 @@ impl PgStore {
         })
     }
 
-    pub(super) fn run_spend_pg(
-        &self,
-        run: &RunId,
-    ) -> Result<(Option<u64>, Option<f64>), StoreError> {
+    fn run_spend(&self, run: &RunId) -> Result<(Option<u64>, Option<f64>), StoreError> {
         let run = run.clone();
         self.conn.call(move |client| spend(client, &run))
     }
 
-    pub(super) fn graph_json_pg(&self, run: &RunId) -> Result<Option<String>, StoreError> {
+    fn graph_json(&self, run: &RunId) -> Result<Option<String>, StoreError> {
         let run = run.clone();
         self.conn.call(move |client| {
             Ok(client
@@ -334,7 +329,7 @@ impl PgStore {
         })
     }
 
-    pub(super) fn decisions_pg(&self, run: &RunId) -> Result<Vec<Decision>, StoreError> {
+    fn decisions(&self, run: &RunId) -> Result<Vec<Decision>, StoreError> {
         let run = run.clone();
         self.conn.call(move |client| {
             client
@@ -358,7 +353,7 @@ impl PgStore {
     }
 
     /// The tables against the fold of the log, read in one snapshot.
-    pub(super) fn check_consistency_pg(&self, run: &RunId) -> Result<Vec<String>, StoreError> {
+    fn check_consistency(&self, run: &RunId) -> Result<Vec<String>, StoreError> {
         let run = run.clone();
         self.conn.call(move |client| {
             let mut tx = client
@@ -431,6 +426,75 @@ impl PgStore {
             }
             crate::consistency::compare(&record, &tasks, &attempts, &view, &mut problems);
             Ok(problems)
+        })
+    }
+
+    fn log_files(&self, run: &RunId, prefix: &str) -> Result<Vec<crate::StoredLog>, StoreError> {
+        super::logs::files(self, run, prefix)
+    }
+
+    fn log_bytes(&self, run: &RunId, file: &str, from: u64) -> Result<Vec<u8>, StoreError> {
+        super::logs::bytes(self, run, file, from)
+    }
+}
+
+impl PgStore {
+    pub(super) fn attempts_where(
+        &self,
+        run: &RunId,
+        task: Option<&TaskId>,
+        open_only: bool,
+    ) -> Result<Vec<AttemptRecord>, StoreError> {
+        let (run, task) = (run.clone(), task.cloned());
+        self.conn.call(move |client| {
+            let open = if open_only {
+                " AND ended_at_ms IS NULL"
+            } else {
+                ""
+            };
+            let rows = match &task {
+                Some(task) => client.query(
+                    &format!(
+                        "SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE run_id = $1 AND task_idx = \
+                         (SELECT idx FROM tasks WHERE run_id = $1 AND task_id = $2){open} \
+                         ORDER BY attempt"
+                    ),
+                    &[&run.as_str(), &task.as_str()],
+                )?,
+                None => client.query(
+                    &format!(
+                        "SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE run_id = $1{open} \
+                         ORDER BY task_idx, attempt"
+                    ),
+                    &[&run.as_str()],
+                )?,
+            };
+            rows.iter().map(attempt_record).collect()
+        })
+    }
+
+    pub(super) fn select_events_of_kind(
+        &self,
+        run: &RunId,
+        kind: baton_model::EventName,
+        last_only: bool,
+    ) -> Result<Vec<Event>, StoreError> {
+        let (run, kind) = (run.clone(), kind.as_str());
+        self.conn.call(move |client| {
+            let rows = if last_only {
+                client.query(
+                    "SELECT seq, at_ms, data_json FROM events WHERE run_id = $1 AND kind = $2 \
+                     ORDER BY seq DESC LIMIT 1",
+                    &[&run.as_str(), &kind],
+                )?
+            } else {
+                client.query(
+                    "SELECT seq, at_ms, data_json FROM events WHERE run_id = $1 AND kind = $2 \
+                     ORDER BY seq",
+                    &[&run.as_str(), &kind],
+                )?
+            };
+            events_of(&run, rows)
         })
     }
 }

@@ -8,6 +8,7 @@ use postgres::Transaction;
 
 use super::PgStore;
 use crate::decode::outcome_kind;
+use crate::seam::{RunLog, Store};
 use crate::{AttemptOutput, Claim, Decision, Driver, Lease, Liveness, NewRun, StoreError};
 
 fn n(value: impl TryInto<i64>) -> i64 {
@@ -61,78 +62,13 @@ struct Owned {
     tasks: Vec<(TaskId, u32)>,
 }
 
-impl PgStore {
-    pub(super) fn create_run_pg(&self, run: &NewRun) -> Result<(), StoreError> {
+/// The writer's side of the seam.
+impl RunLog for PgStore {
+    fn create_run(&self, run: &NewRun) -> Result<(), StoreError> {
         self.insert_run(run, RunState::Running)
     }
 
-    /// Records a new run in `status`: `running` for a run this process drives, `queued` for
-    /// one a worker will.
-    pub(super) fn insert_run(&self, run: &NewRun, status: RunState) -> Result<(), StoreError> {
-        // Sent in one piece: the connection's thread needs its own copy.
-        let graph_json = crate::records::graph_json_text(run.graph)?;
-        let run = Owned {
-            id: run.id.clone(),
-            name: run.name.clone(),
-            graph_path: run.graph_path.clone(),
-            started_at_ms: run.started_at_ms,
-            concurrency: run.concurrency,
-            tasks: run.tasks.clone(),
-        };
-        self.conn.call(move |client| {
-            let mut tx = client.transaction()?;
-            let inserted = tx.execute(
-                "INSERT INTO runs (id, name, graph_path, status, started_at_ms, concurrency, \
-                 task_count) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
-                &[
-                    &run.id.as_str(),
-                    &run.name,
-                    &run.graph_path,
-                    &status.as_str(),
-                    &run.started_at_ms,
-                    &i64::from(run.concurrency),
-                    &n(run.tasks.len()),
-                ],
-            )?;
-            if inserted == 0 {
-                return Err(StoreError::RunExists(run.id.clone()));
-            }
-            tx.execute(
-                "INSERT INTO run_graphs (run_id, graph_json) VALUES ($1, $2)",
-                &[&run.id.as_str(), &graph_json],
-            )?;
-            let statement = tx.prepare(
-                "INSERT INTO tasks (run_id, task_id, idx, status) VALUES ($1, $2, $3, $4)",
-            )?;
-            for (task, idx) in &run.tasks {
-                tx.execute(
-                    &statement,
-                    &[
-                        &run.id.as_str(),
-                        &task.as_str(),
-                        &i64::from(*idx),
-                        &TaskState::Pending.as_str(),
-                    ],
-                )?;
-            }
-            tx.commit()?;
-            Ok(())
-        })
-    }
-
-    /// The run's holder as it is now (no lock kept): judged by the caller, then acted on with
-    /// an update that holds only if no one claimed the run meanwhile (its token unchanged).
-    fn holder(&self, run: &RunId) -> Result<Holder, StoreError> {
-        let run = run.clone();
-        self.conn.call(move |client| {
-            let mut tx = client.transaction()?;
-            let held = lock(&mut tx, &run)?;
-            tx.commit()?;
-            Ok(held)
-        })
-    }
-
-    pub(super) fn claim_pg(
+    fn claim(
         &self,
         run: &RunId,
         me: &Driver,
@@ -148,7 +84,7 @@ impl PgStore {
                     token: held.token,
                     expires_at_ms,
                 };
-                match self.renew_pg(run, lease, now_ms, term) {
+                match self.renew(run, lease, now_ms, term) {
                     Ok(lease) => {
                         return Ok(Claim {
                             lease,
@@ -200,7 +136,7 @@ impl PgStore {
         }
     }
 
-    pub(super) fn renew_pg(
+    fn renew(
         &self,
         run: &RunId,
         lease: Lease,
@@ -225,7 +161,7 @@ impl PgStore {
         })
     }
 
-    pub(super) fn release_pg(&self, run: &RunId, lease: Lease) -> Result<bool, StoreError> {
+    fn release(&self, run: &RunId, lease: Lease) -> Result<bool, StoreError> {
         let id = run.clone();
         self.conn.call(move |client| {
             Ok(client.execute(
@@ -237,84 +173,15 @@ impl PgStore {
         })
     }
 
-    pub(super) fn delete_run_pg(
+    /// One turn, in one transaction, fenced by the holder's lease token.
+    fn record(
         &self,
         run: &RunId,
-        now_ms: i64,
-        liveness: &dyn Fn(&Driver) -> Liveness,
-    ) -> Result<bool, StoreError> {
-        loop {
-            let held = match self.holder(run) {
-                Ok(held) => held,
-                Err(StoreError::UnknownRun(_)) => return Ok(false),
-                Err(err) => return Err(err),
-            };
-            if held.status == RunState::Running {
-                crate::driver::refuses(
-                    run,
-                    held.driver.clone(),
-                    held.expires_at_ms,
-                    now_ms,
-                    liveness,
-                )?;
-            }
-            let id = run.clone();
-            let token = held.token;
-            // Tasks, attempts, events, approvals and the graph go with the run.
-            let deleted = self.conn.call(move |client| {
-                Ok(client.execute(
-                    "DELETE FROM runs WHERE id = $1 AND lease_token = $2",
-                    &[&id.as_str(), &n(token)],
-                )?)
-            })?;
-            if deleted == 1 {
-                return Ok(true);
-            }
-        }
-    }
-
-    pub(super) fn decide_pg(
-        &self,
-        run: &RunId,
-        task: &TaskId,
-        approved: bool,
-        reason: Option<&str>,
-        at_ms: i64,
-    ) -> Result<Result<(), Decision>, StoreError> {
-        let (run, task, reason) = (run.clone(), task.clone(), reason.map(str::to_owned));
-        self.conn.call(move |client| {
-            let mut tx = client.transaction()?;
-            let inserted = tx.execute(
-                "INSERT INTO approvals (run_id, task_id, approved, reason, at_ms) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id, task_id) DO NOTHING",
-                &[&run.as_str(), &task.as_str(), &approved, &reason, &at_ms],
-            )?;
-            if inserted == 1 {
-                tx.commit()?;
-                return Ok(Ok(()));
-            }
-            let row = tx.query_one(
-                "SELECT approved, reason, at_ms FROM approvals WHERE run_id = $1 AND task_id = $2",
-                &[&run.as_str(), &task.as_str()],
-            )?;
-            tx.commit()?;
-            Ok(Err(Decision {
-                task: task.clone(),
-                approved: row.get(0),
-                reason: row.get(1),
-                at_ms: row.get(2),
-            }))
-        })
-    }
-
-    /// One turn, in one transaction, fenced by `fence` (the holder's lease token) when given.
-    pub(super) fn record_pg(
-        &self,
-        run: &RunId,
-        fence: Option<u64>,
+        lease: Lease,
         events: &[Event],
         outputs: &[AttemptOutput],
     ) -> Result<Vec<u64>, StoreError> {
+        let fence = Some(lease.token);
         if events.is_empty() && outputs.is_empty() {
             return Ok(Vec::new());
         }
@@ -411,6 +278,148 @@ impl PgStore {
             }
             turn.tx.commit()?;
             Ok(seqs)
+        })
+    }
+
+    fn decide(
+        &self,
+        run: &RunId,
+        task: &TaskId,
+        approved: bool,
+        reason: Option<&str>,
+        at_ms: i64,
+    ) -> Result<Result<(), Decision>, StoreError> {
+        let (run, task, reason) = (run.clone(), task.clone(), reason.map(str::to_owned));
+        self.conn.call(move |client| {
+            let mut tx = client.transaction()?;
+            let inserted = tx.execute(
+                "INSERT INTO approvals (run_id, task_id, approved, reason, at_ms) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id, task_id) DO NOTHING",
+                &[&run.as_str(), &task.as_str(), &approved, &reason, &at_ms],
+            )?;
+            if inserted == 1 {
+                tx.commit()?;
+                return Ok(Ok(()));
+            }
+            let row = tx.query_one(
+                "SELECT approved, reason, at_ms FROM approvals WHERE run_id = $1 AND task_id = $2",
+                &[&run.as_str(), &task.as_str()],
+            )?;
+            tx.commit()?;
+            Ok(Err(Decision {
+                task: task.clone(),
+                approved: row.get(0),
+                reason: row.get(1),
+                at_ms: row.get(2),
+            }))
+        })
+    }
+
+    fn delete_run(
+        &self,
+        run: &RunId,
+        now_ms: i64,
+        liveness: &dyn Fn(&Driver) -> Liveness,
+    ) -> Result<bool, StoreError> {
+        loop {
+            let held = match self.holder(run) {
+                Ok(held) => held,
+                Err(StoreError::UnknownRun(_)) => return Ok(false),
+                Err(err) => return Err(err),
+            };
+            if held.status == RunState::Running {
+                crate::driver::refuses(
+                    run,
+                    held.driver.clone(),
+                    held.expires_at_ms,
+                    now_ms,
+                    liveness,
+                )?;
+            }
+            let id = run.clone();
+            let token = held.token;
+            // Tasks, attempts, events, approvals and the graph go with the run.
+            let deleted = self.conn.call(move |client| {
+                Ok(client.execute(
+                    "DELETE FROM runs WHERE id = $1 AND lease_token = $2",
+                    &[&id.as_str(), &n(token)],
+                )?)
+            })?;
+            if deleted == 1 {
+                return Ok(true);
+            }
+        }
+    }
+
+    fn another(&self) -> Result<Box<dyn Store>, StoreError> {
+        Ok(Box::new(self.another_connection()?))
+    }
+}
+
+impl PgStore {
+    /// Records a new run in `status`: `running` for a run this process drives, `queued` for
+    /// one a worker will.
+    pub(super) fn insert_run(&self, run: &NewRun, status: RunState) -> Result<(), StoreError> {
+        // Sent in one piece: the connection's thread needs its own copy.
+        let graph_json = crate::records::graph_json_text(run.graph)?;
+        let run = Owned {
+            id: run.id.clone(),
+            name: run.name.clone(),
+            graph_path: run.graph_path.clone(),
+            started_at_ms: run.started_at_ms,
+            concurrency: run.concurrency,
+            tasks: run.tasks.clone(),
+        };
+        self.conn.call(move |client| {
+            let mut tx = client.transaction()?;
+            let inserted = tx.execute(
+                "INSERT INTO runs (id, name, graph_path, status, started_at_ms, concurrency, \
+                 task_count) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+                &[
+                    &run.id.as_str(),
+                    &run.name,
+                    &run.graph_path,
+                    &status.as_str(),
+                    &run.started_at_ms,
+                    &i64::from(run.concurrency),
+                    &n(run.tasks.len()),
+                ],
+            )?;
+            if inserted == 0 {
+                return Err(StoreError::RunExists(run.id.clone()));
+            }
+            tx.execute(
+                "INSERT INTO run_graphs (run_id, graph_json) VALUES ($1, $2)",
+                &[&run.id.as_str(), &graph_json],
+            )?;
+            let statement = tx.prepare(
+                "INSERT INTO tasks (run_id, task_id, idx, status) VALUES ($1, $2, $3, $4)",
+            )?;
+            for (task, idx) in &run.tasks {
+                tx.execute(
+                    &statement,
+                    &[
+                        &run.id.as_str(),
+                        &task.as_str(),
+                        &i64::from(*idx),
+                        &TaskState::Pending.as_str(),
+                    ],
+                )?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    /// The run's holder as it is now (no lock kept): judged by the caller, then acted on with
+    /// an update that holds only if no one claimed the run meanwhile (its token unchanged).
+    fn holder(&self, run: &RunId) -> Result<Holder, StoreError> {
+        let run = run.clone();
+        self.conn.call(move |client| {
+            let mut tx = client.transaction()?;
+            let held = lock(&mut tx, &run)?;
+            tx.commit()?;
+            Ok(held)
         })
     }
 }
