@@ -65,6 +65,10 @@ pub struct RunSettings {
     /// by default the file's tasks and [`crate::DEFAULT_PLANNED_TASKS`] more).
     #[serde(default = "unlimited")]
     pub max_tasks: u32,
+    /// Whether the file said `max_tasks`: if not, the paths a `for_each` glob matches when
+    /// the run starts are added to it, as a static list's items are ([`Graph::make_room`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub max_tasks_set: bool,
     /// Planners' answers are checked and kept as their output for a person to look at
     /// (`baton do`), not added to the run. Not a field of graph files: see
     /// [`Graph::hold_plans`].
@@ -578,6 +582,17 @@ impl Graph {
 
     pub fn run_settings(&self) -> &RunSettings {
         &self.run
+    }
+
+    /// Makes room in the run for `items` more tasks that the graph's author asked for by name
+    /// (the paths a `for_each` glob matches, found when the run starts): they count as the
+    /// file's own tasks, as a static list's items do, so the default `max_tasks` still leaves
+    /// planners their [`crate::DEFAULT_PLANNED_TASKS`]. An explicit `max_tasks` is kept.
+    pub fn make_room(&mut self, items: usize) {
+        if !self.run.max_tasks_set {
+            let items = u32::try_from(items).unwrap_or(u32::MAX);
+            self.run.max_tasks = self.run.max_tasks.saturating_add(items);
+        }
     }
 
     pub fn tasks(&self) -> &[Task] {

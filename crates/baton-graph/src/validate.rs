@@ -459,6 +459,7 @@ fn assemble(
             verify: spec.run.verify,
             budget: spec.run.budget,
             max_tasks,
+            max_tasks_set: spec.run.max_tasks.is_some(),
             hold_plans: false,
             planned_commands: spec.run.planned_commands.unwrap_or_default(),
             origin: None,

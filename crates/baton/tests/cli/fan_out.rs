@@ -282,6 +282,40 @@ fn a_long_static_list_is_the_file_s_own_size() {
     assert_eq!(out.json()["totals"]["succeeded"], 301);
 }
 
+/// A `for_each` glob is sized by the checkout, as a list is by the file: one task per crate of
+/// a workspace of 100 runs under the default `max_tasks` (the newcomer's `glob = "crates/*/"`),
+/// where it failed at run time before, and planners keep their room beside it. An explicit
+/// `max_tasks` still holds.
+#[test]
+fn a_glob_over_many_paths_is_the_checkout_s_own_size() {
+    let graph = "[[task]]\nid = \"crate\"\nfor_each = { glob = \"crates/*/\" }\nrun = \"true\"\n";
+    let mut test = Test::new().graph("graph.toml", graph);
+    for i in 0..100 {
+        test = test.file(&format!("crates/c{i}/lib.rs"), "");
+    }
+    let out = committed(test)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(0);
+    assert_eq!(out.json()["totals"]["succeeded"], 101);
+
+    let capped = format!("[run]\nmax_tasks = 50\n{graph}");
+    let out = out
+        .then()
+        .graph("graph.toml", &capped)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let crate_task = out.json_task("crate");
+    assert!(
+        crate_task["reason"]
+            .as_str()
+            .is_some_and(|r| r
+                .contains("100 items would make the run hold 101 tasks; it may hold at most 50")),
+        "{crate_task}"
+    );
+}
+
 /// A misspelt name in a template (`{{ itme }}`) is found by `baton plan`, at its line, not by
 /// every instance failing at run time.
 #[test]
