@@ -41,17 +41,26 @@ pub fn register_engines<S: AsRef<str>>(names: impl IntoIterator<Item = S>) {
     }
 }
 
+/// Engine names read back from stored graphs that no configuration here defines: interned
+/// apart from [`CONFIGURED_ENGINES`], so that a long-lived process (`serve`, `mcp`, a worker)
+/// that read a run's graph does not thereby accept the name in graph files it loads later.
+static READ_BACK_ENGINES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+
 /// `name` as the `&'static str` a walked engine is: a built-in or configured engine's, else
 /// leaked once (a stored graph read back names only engines its run knew).
 pub(crate) fn engine_static(name: &str) -> &'static str {
     if let Some(&engine) = all_engines().iter().find(|&&engine| engine == name) {
         return engine;
     }
-    register_engines([name]);
-    all_engines()
-        .into_iter()
-        .find(|&engine| engine == name)
-        .expect("registered")
+    let mut read_back = READ_BACK_ENGINES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(&engine) = read_back.iter().find(|&&engine| engine == name) {
+        return engine;
+    }
+    let engine: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    read_back.push(engine);
+    engine
 }
 
 /// The built-in engines and the configured ones.
@@ -895,4 +904,25 @@ pub(crate) fn reserved_env(name: &str) -> Option<(String, String)> {
         ));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// A name read back from a stored graph (a run of another configuration) is not thereby
+    /// an engine graph files may name in the same process: before, `serve` or a worker that
+    /// had read such a run accepted it in every graph it loaded after.
+    #[test]
+    fn an_engine_read_back_is_not_accepted_in_graph_files() {
+        let name = "read-back-only-engine";
+        assert_eq!(super::engine_static(name), name);
+        assert!(std::ptr::eq(
+            super::engine_static(name),
+            super::engine_static(name)
+        ));
+        let text = format!("[[task]]\nid = \"a\"\nprompt = \"hi\"\nengine = \"{name}\"\n");
+        let err = crate::load::load_str(Path::new("g.toml"), &text).unwrap_err();
+        assert!(format!("{err:?}").contains("unknown engine"), "{err:?}");
+    }
 }
