@@ -87,11 +87,65 @@ pub(crate) fn validate(
     }
     // The graph is built next to the spec: first free what only the checks needed.
     drop(index);
+    let reserved: Vec<(TaskIndex, Span)> = spec
+        .tasks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            let id = t.id.as_ref()?;
+            RESERVED_BRANCHES
+                .contains(&id.value.as_str())
+                .then(|| (i as TaskIndex, id.span.clone()))
+        })
+        .collect();
     let mut spec = spec;
     for task in &mut spec.tasks {
         task.needs = Vec::new();
     }
-    Ok(assemble(spec, path, needs, actions, froms))
+    let graph = assemble(spec, path, needs, actions, froms);
+    check_branch_names(&graph, reserved, &mut diags);
+    if diags.is_empty() {
+        Ok(graph)
+    } else {
+        Err(diags)
+    }
+}
+
+/// Names of a run's own branches beside its tasks' (`baton/RUN/NAME`): the merged result's,
+/// and the base a run with a `remote` publishes for workers elsewhere.
+const RESERVED_BRANCHES: [&str; 2] = ["result", "base"];
+
+/// A task working in a worktree gets the branch `baton/RUN/ID`: one named `result` would be
+/// the run's merged result, and one named `base` (in a run with a `remote`) would replace the
+/// base workers elsewhere start from. Found here, at the id's line, rather than when the run
+/// starts. `reserved`: the tasks with those ids, and where each id is.
+fn check_branch_names(
+    graph: &Graph,
+    reserved: Vec<(TaskIndex, Span)>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    for (task, span) in reserved {
+        let task = graph.task(task);
+        let clashes = task.workspace == Workspace::Worktree
+            && (task.id.as_str() == "result" || graph.run_settings().remote.is_some());
+        if clashes {
+            let what = match task.id.as_str() {
+                "result" => "the run's merged result",
+                _ => "the run's base, which workers elsewhere fetch from `[run] remote`",
+            };
+            diags.push(
+                Diagnostic::at(
+                    span,
+                    format!(
+                        "task `{}` works in a worktree, whose branch `baton/RUN/{}` is {what}",
+                        task.id, task.id
+                    ),
+                )
+                .label("a name the run's own branches use")
+                .help("rename the task"),
+            );
+        }
+    }
 }
 
 /// Per task, the predecessor `for_each = { from = "TASK" }` takes its items from: one of its

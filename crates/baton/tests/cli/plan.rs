@@ -233,3 +233,45 @@ run = "echo free"
         .status(0);
     assert!(!free.stdout.contains("budget"), "{}", free.stdout);
 }
+
+/// A worktree task named as one of the run's own branches (`result`; `base` in a run with a
+/// `remote`, whose base workers elsewhere fetch as `baton/RUN/base`) is refused by `baton plan`
+/// at its id's line. Before, `result` was refused only when a run started, and a `base` task's
+/// pushed result replaced the run's base on the remote. Without a remote, `base` is a name
+/// like any other.
+#[test]
+fn plan_refuses_a_worktree_task_named_as_the_run_s_own_branches() {
+    let result = "[[task]]\nid = \"result\"\nrun = \"true\"\nworkspace = \"worktree\"\n";
+    Test::new()
+        .graph("graph.toml", result)
+        .args(&["plan", "graph.toml"])
+        .run()
+        .status(2)
+        .stderr_contains("graph.toml:2:6")
+        .stderr_contains("task `result` works in a worktree, whose branch `baton/RUN/result`")
+        .stderr_contains("merged result")
+        .stderr_contains("rename the task");
+    let base = "[[task]]\nid = \"base\"\nrun = \"true\"\nworkspace = \"worktree\"\n";
+    Test::new()
+        .graph(
+            "graph.toml",
+            &format!("[run]\nremote = \"origin\"\n\n{base}"),
+        )
+        .args(&["plan", "graph.toml"])
+        .run()
+        .status(2)
+        .stderr_contains("graph.toml:5:6")
+        .stderr_contains("task `base` works in a worktree")
+        .stderr_contains("workers elsewhere fetch");
+    Test::new()
+        .graph("graph.toml", base)
+        .args(&["plan", "graph.toml"])
+        .run()
+        .status(0);
+    // Not in a worktree, `result` is only a name.
+    Test::new()
+        .graph("graph.toml", "[[task]]\nid = \"result\"\nrun = \"true\"\n")
+        .args(&["plan", "graph.toml"])
+        .run()
+        .status(0);
+}
