@@ -155,6 +155,9 @@ pub fn build_observed_result(
     let task_count = usize::try_from(record.task_count).unwrap_or(0);
     let mut last = LastAttempts::for_tasks(task_count);
     let mut intervals = Vec::with_capacity(task_count);
+    // A run still going: its open attempts run now, and count in the timeline up to now. (In
+    // a run whose driver died they ended unrecorded: left out.)
+    let open_until = (record.status == baton_model::RunState::Running).then_some(run_ms);
     let mut spend: Option<RunSpend> = None;
     let mut agents: std::collections::HashMap<baton_model::TaskId, (u32, TaskAgent)> =
         std::collections::HashMap::new();
@@ -206,11 +209,10 @@ pub fn build_observed_result(
                     agent.permission_denials = usage.permission_denials.clone();
                 }
             }
-            if let Some(end) = attempt.ended_at_ms {
-                intervals.push((
-                    attempt.started_at_ms.saturating_sub(started).max(0) as u64,
-                    end.saturating_sub(started).max(0) as u64,
-                ));
+            let start = attempt.started_at_ms.saturating_sub(started).max(0) as u64;
+            match attempt.ended_at_ms {
+                Some(end) => intervals.push((start, end.saturating_sub(started).max(0) as u64)),
+                None => intervals.extend(open_until.map(|now| (start, now))),
             }
             let newer = match winning(&attempt.task) {
                 Some(won) => attempt.attempt == won,

@@ -323,3 +323,27 @@ fn tables_line_up_ids_and_names_in_any_script() {
         runs.stdout
     );
 }
+
+/// `status` of a run still going counts its running attempts in the concurrency timeline, up
+/// to now: with two tasks running it said `peak 0 of 2` (only ended attempts were counted).
+#[test]
+fn status_of_a_running_run_counts_the_attempts_running_now() {
+    let wait = "while [ ! -e go ]; do sleep 0.05; done";
+    let graph = format!(
+        "[run]\nconcurrency = 2\n\n[[task]]\nid = \"a\"\nrun = \"{wait}\"\n\n\
+         [[task]]\nid = \"b\"\nrun = \"{wait}\"\n"
+    );
+    let mut running = Test::new()
+        .graph("g.toml", &graph)
+        .args(&["run", "g.toml"])
+        .spawn();
+    let status = running.await_that("both starts recorded", Duration::from_secs(30), |root| {
+        let out = baton_in(root, &["status", "--json"]);
+        let status: serde_json::Value = serde_json::from_str(&out.stdout).ok()?;
+        let tasks = status["tasks"].as_array()?;
+        (tasks.iter().filter(|t| t["state"] == "running").count() == 2).then_some(status)
+    });
+    assert_eq!(status["timeline"]["peak"], 2, "{}", status["timeline"]);
+    std::fs::write(running.path().join("go"), "").unwrap();
+    running.wait(Duration::from_secs(30)).status(0);
+}
