@@ -391,7 +391,9 @@ impl Workspaces {
         self.repo.is_some()
     }
 
-    fn uses_tree(&self, graph: &Graph, task: u32) -> bool {
+    /// Whether `task` works in a worktree of its own (it asks for one, and there is a
+    /// repository to make it in).
+    pub fn uses_tree(&self, graph: &Graph, task: u32) -> bool {
         self.repo.is_some() && graph.task(task).workspace == Workspace::Worktree
     }
 

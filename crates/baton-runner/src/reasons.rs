@@ -23,6 +23,16 @@ pub(crate) fn recorded_cause(cause: StopCause) -> baton_model::StopCause {
     }
 }
 
+/// `reason` (a worktree task's command exited 127: the shell found no such command) with why
+/// a worktree may lack it: a script the user has not committed is in their checkout, not in a
+/// worktree made from a commit.
+pub(crate) fn not_in_worktree(reason: String) -> String {
+    format!(
+        "{reason}; a worktree holds only what git tracks: commit what the task runs, set \
+         [run] base = \"working-tree\", or worktree_include what git ignores"
+    )
+}
+
 /// Why a task ended in `state`. `dep_state` gives the final state of another task (the one
 /// whose failure blocked this one).
 pub(crate) fn finish_reason(

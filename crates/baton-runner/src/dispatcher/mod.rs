@@ -484,6 +484,15 @@ impl<'a> Dispatcher<'a> {
             self.sched.attempts(task),
             |dep| self.sched.state(dep),
         )
+        .map(|reason| match self.last_outcome[task as usize] {
+            Some(Outcome::Exited { code: 127 })
+                if state != TaskState::Succeeded
+                    && self.workspaces.uses_tree(&self.graph, task) =>
+            {
+                crate::reasons::not_in_worktree(reason)
+            }
+            _ => reason,
+        })
         .map(|reason| match (cause, rejection) {
             (Cause::Rejected, Some(why)) => format!("{reason}: {why}"),
             _ => reason,

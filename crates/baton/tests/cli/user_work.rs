@@ -886,3 +886,29 @@ fn a_store_inside_the_repository_is_never_copied_into_a_worktree() {
     assert!(out.path().join("state.db").is_file());
     assert_eq!(out.json_task("look")["output"], "fixture.db");
 }
+
+/// A worktree task whose command is not there (exit 127: a script the user has not committed)
+/// says why a worktree may lack it and what to do, where the newcomer got only `exit 127 ·
+/// "./tools/lint.sh: not found"`. A task in the user's checkout gets no such hint.
+#[test]
+fn a_command_not_found_in_a_worktree_says_what_a_worktree_holds() {
+    let graph = "[[task]]\nid = \"lint\"\nworkspace = \"worktree\"\nrun = \"./tools/lint.sh\"\n";
+    let test = repo_with(graph).file("tools/lint.sh", "#!/bin/sh\necho linted\n");
+    let script = test.path().join("tools/lint.sh");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = test.args(&["run", "graph.toml", "--json"]).run().status(1);
+    let reason = out.json_task("lint")["reason"].as_str().unwrap().to_owned();
+    assert!(reason.starts_with("exit 127"), "{reason}");
+    assert!(
+        reason.contains("a worktree holds only what git tracks")
+            && reason.contains("base = \"working-tree\""),
+        "{reason}"
+    );
+    let shared = "[[task]]\nid = \"lint\"\nrun = \"./tools/absent.sh\"\n";
+    let out = repo_with(shared)
+        .args(&["run", "graph.toml", "--json"])
+        .run()
+        .status(1);
+    let reason = out.json_task("lint")["reason"].as_str().unwrap().to_owned();
+    assert_eq!(reason, "exit 127");
+}
