@@ -42,6 +42,12 @@ impl Spend {
         self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
     }
 
+    /// Whether its attempts reported nothing at all: no tokens, no cost (an engine that does
+    /// not say, such as a `kind = "command"` one).
+    pub fn reported_nothing(&self) -> bool {
+        self.tokens() == 0 && self.cost_usd == 0.0 && self.unpriced_attempts > 0
+    }
+
     /// `$0.42`, `≈$2.25` when estimated, `≥$0.10` when some attempts were not priced.
     pub fn cost_text(&self) -> String {
         let prefix = if self.unpriced_attempts > 0 {
@@ -93,21 +99,33 @@ impl RunSpend {
         entry.spend.add(usage);
     }
 
-    /// One line for the summary: `spent $0.42 on 12.3k tokens: claude/claude-sonnet-4-5 $0.40, …`.
+    /// One line for the summary: `spent $0.42 on 12.3k tokens: claude/claude-sonnet-4-5 $0.40, …`;
+    /// an engine that reported no tokens and no cost says so (`fake: not reported`) rather
+    /// than `fake/? ≥$0.00`, and a run of only such engines says that alone.
     pub fn line(&self) -> String {
         let mut parts: Vec<String> = self
             .by_model
             .iter()
             .map(|m| {
-                format!(
-                    "{}/{} {}",
-                    m.engine,
-                    m.model.as_deref().unwrap_or("?"),
-                    m.spend.cost_text()
-                )
+                let name = match &m.model {
+                    Some(model) => format!("{}/{model}", m.engine),
+                    None => m.engine.clone(),
+                };
+                if m.spend.reported_nothing() {
+                    format!("{name}: not reported")
+                } else {
+                    format!("{name} {}", m.spend.cost_text())
+                }
             })
             .collect();
         parts.sort();
+        if self.total.reported_nothing() {
+            let engines: Vec<&str> = self.by_model.iter().map(|m| m.engine.as_str()).collect();
+            return format!(
+                "spend not reported: {} said nothing of tokens or cost",
+                engines.join(", ")
+            );
+        }
         // What a provider's prompt cache served, and (when any) what was written to it: the
         // shared start of sibling tasks' prompts is what it can serve.
         let writes = match self.total.cache_write_tokens {
@@ -217,6 +235,34 @@ mod tests {
             spend.line().starts_with("spent ≥$2.75 on 440 tokens"),
             "{}",
             spend.line()
+        );
+    }
+
+    /// An engine that reports nothing (a `kind = "command"` one) is said to, not shown as
+    /// `fake/? ≥$0.00 · 0 tokens`; beside one that reports, it is named as not reporting.
+    #[test]
+    fn an_engine_that_reports_nothing_says_so() {
+        let silent = AgentUsage {
+            engine: "fake".into(),
+            ..AgentUsage::default()
+        };
+        let mut spend = RunSpend::default();
+        spend.add(&silent);
+        spend.add(&silent);
+        assert_eq!(
+            spend.line(),
+            "spend not reported: fake said nothing of tokens or cost"
+        );
+        spend.add(&AgentUsage {
+            engine: "claude".into(),
+            model: Some("sonnet".into()),
+            input_tokens: 100,
+            cost_usd: Some(0.01),
+            ..AgentUsage::default()
+        });
+        assert_eq!(
+            spend.line(),
+            "spent ≥$0.01 on 100 tokens (100 in, 0 out, 0 cached): claude/sonnet $0.01, fake: not reported"
         );
     }
 }

@@ -292,11 +292,14 @@ fn detail(task: &crate::TaskResult, result: &RunResult, room: Option<usize>) -> 
     }
     if let Some(agent) = &task.agent {
         parts.extend(agent.fallbacks());
-        parts.push(format!(
-            "{} · {} tokens",
-            agent.spend.cost_text(),
-            crate::format_tokens(agent.spend.tokens())
-        ));
+        // An engine that reports nothing (a command one) is said to once, in the spend line.
+        if !agent.spend.reported_nothing() {
+            parts.push(format!(
+                "{} · {} tokens",
+                agent.spend.cost_text(),
+                crate::format_tokens(agent.spend.tokens())
+            ));
+        }
         if !agent.permission_denials.is_empty() {
             parts.push(format!("denied: {}", agent.permission_denials.join(", ")));
         }

@@ -368,7 +368,11 @@ impl SpendRow {
             output: format_tokens(spend.output_tokens),
             cache_read: format_tokens(spend.cache_read_tokens),
             cache_write: format_tokens(spend.cache_write_tokens),
-            cost: spend.cost_text(),
+            cost: if spend.reported_nothing() {
+                "not reported".to_owned()
+            } else {
+                spend.cost_text()
+            },
         }
     }
 }

@@ -128,7 +128,11 @@ pub(super) fn goal(args: DoArgs, store_url: Option<&str>) -> Result<i32, Failure
     }
     let code = drive(Job::New(Box::new(graph)), &args.drive, store_url)?;
     // The planning was a run of its own: what it cost is part of what `baton do` cost.
-    if let Some(spend) = planned.spend.as_ref().filter(|s| s.total.attempts > 0) {
+    if let Some(spend) = planned
+        .spend
+        .as_ref()
+        .filter(|s| s.total.attempts > 0 && !s.total.reported_nothing())
+    {
         out::err(&format!(
             "baton: planning it (run {}) cost {} on {} tokens more",
             planned.run.id,

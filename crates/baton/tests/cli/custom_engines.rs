@@ -54,6 +54,18 @@ run = "echo {{ needs.greet.output }}"
         .filter(|p| p.to_string_lossy().contains("prompt"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+    // A command engine reports no tokens and no cost: the summary says so once, not
+    // `local/tiny ≥$0.00 · 0 tokens` on its row and in the spend line.
+    let run = out.json()["run"]["id"].as_str().unwrap().to_owned();
+    let status = out.then().args(&["status", &run]).run().status(0);
+    assert!(
+        status
+            .stdout
+            .contains("spend not reported: local said nothing of tokens or cost"),
+        "{}",
+        status.stdout
+    );
+    assert!(!status.stdout.contains("0 tokens"), "{}", status.stdout);
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
