@@ -283,7 +283,8 @@ fn left_out_note(repo: &Repo) -> Option<String> {
     }
     Some(format!(
         "worktrees start from HEAD, without your uncommitted changes: {}; commit them, or set \
-         `base = \"working-tree\"` under [run] to start from the working tree as it is",
+         `base = \"working-tree\"` under [run] to start from the working tree as it is \
+         (`base = \"HEAD\"` says you meant HEAD: no note then)",
         named.join(", ")
     ))
 }

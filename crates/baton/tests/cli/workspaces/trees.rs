@@ -215,6 +215,18 @@ run = "cat build.sh shared.txt && { test ! -e secret.log || echo ignored-came-al
     // Yours is as it was.
     assert_eq!(git(snap.path(), &["rev-parse", "HEAD"]), head_before);
     assert_eq!(git(snap.path(), &["status", "--porcelain"]), status_before);
+    // Starting from HEAD on purpose (`base = "HEAD"`) is not told the note again.
+    let head = snap
+        .then()
+        .file("head.toml", format!("[run]\nbase = \"HEAD\"\n{task}"))
+        .args(&["run", "head.toml", "--json"])
+        .run()
+        .status(1);
+    assert!(
+        !head.stderr.contains("worktrees start from HEAD"),
+        "{}",
+        head.stderr
+    );
 }
 
 /// A task that succeeded hands its worktree on at once: the run's next tasks take it from the
