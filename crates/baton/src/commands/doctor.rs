@@ -145,6 +145,20 @@ struct EngineReport {
 
 /// Where each CLI finds its credentials and endpoint. Any one of them may suffice (a CLI can
 /// also be logged in through its own config), so none is required.
+impl EngineReport {
+    /// Whether the engine could answer a prompt here: a CLI that is installed, a command
+    /// engine, or an HTTP one with a key or a server of its own (a local model needs none).
+    fn can_answer(&self) -> bool {
+        match self.kind {
+            EngineKind::Http => {
+                self.ok
+                    && (self.env.values().any(|set| *set) || !self.command.contains("https://api."))
+            }
+            _ => self.ok,
+        }
+    }
+}
+
 fn key_vars(kind: EngineKind) -> &'static [&'static str] {
     match kind {
         EngineKind::Claude => &[
@@ -271,6 +285,15 @@ pub(super) fn doctor(args: DoctorArgs, store_url: Option<&str>) -> Result<i32, F
         if engine.ok {
             let _ = writeln!(text, "          {} · {env}", engine.command);
         }
+    }
+    if !report.engines.iter().any(EngineReport::can_answer) {
+        let _ = writeln!(
+            text,
+            "no agent can answer here yet: install one above, or give `http` a key. To try agent \
+             tasks with no key and no network, run `examples/offline/try.sh` from baton's source: \
+             a `kind = \"command\"` engine (a script) stands in for the agent (the guide's \
+             Engines page)"
+        );
     }
     out::text("the report", &text)?;
     Ok(exit::SUCCESS)

@@ -147,3 +147,36 @@ fn doctor_says_which_process_layer_is_in_use() {
     assert_eq!(isolation["subreaper"], false, "{json}");
     assert_eq!(isolation["landlock"], serde_json::Value::Null, "{json}");
 }
+
+/// With no agent CLI installed and no key, `doctor` says no agent can answer yet and how to try
+/// agent tasks without one (the offline example's command engine); with one installed it says
+/// nothing of it.
+#[test]
+fn doctor_with_no_agent_says_how_to_try_agents_offline() {
+    let none = "[engines.claude]\ncommand = \"/nonexistent/claude\"\n\n\
+                [engines.codex]\ncommand = \"/nonexistent/codex\"\n\n\
+                [engines.gemini]\ncommand = \"/nonexistent/gemini\"\n\n\
+                [engines.aider]\ncommand = \"/nonexistent/aider\"\n";
+    let out = Test::new()
+        .file("baton.toml", none)
+        .args(&["doctor"])
+        .run()
+        .status(0)
+        .stdout_contains("no agent can answer here yet")
+        .stdout_contains("examples/offline/try.sh");
+    let installed = format!(
+        "[engines.claude]\ncommand = \"{}\"\n",
+        agent_bin("claude").display()
+    );
+    let out = out
+        .then()
+        .file("baton.toml", &installed)
+        .args(&["doctor"])
+        .run()
+        .status(0);
+    assert!(
+        !out.stdout.contains("no agent can answer"),
+        "{}",
+        out.stdout
+    );
+}
