@@ -86,7 +86,7 @@ impl Recipe {
     }
 
     /// The spec (and watcher) of a fix round told `fix`, logging to `log_path`.
-    pub fn fix_round(&self, fix: &Continue, log_path: PathBuf) -> Result<Round, LaunchError> {
+    pub fn fix_round(&self, fix: &Continue, log_path: PathBuf) -> Result<RoundStart, LaunchError> {
         let mut spec = self.base.clone();
         spec.log_path = log_path;
         let watcher = shape(
@@ -101,7 +101,7 @@ impl Recipe {
 }
 
 /// A round ready to start: its spec and the watcher of its stream.
-pub type Round = (AttemptSpec, Option<Box<dyn LineWatcher>>);
+pub type RoundStart = (AttemptSpec, Option<Box<dyn LineWatcher>>);
 
 impl Recipe {
     /// The spec (and watcher) of a reviewer's round: the reviewer, in a session of its own,
@@ -111,7 +111,7 @@ impl Recipe {
         &self,
         prompt: &str,
         log_path: PathBuf,
-    ) -> Option<Result<Round, LaunchError>> {
+    ) -> Option<Result<RoundStart, LaunchError>> {
         let reviewer = match self.reviewer.as_ref()? {
             Ok(reviewer) => reviewer,
             Err(why) => return Some(Err(LaunchError::NoReviewer(why.clone()))),

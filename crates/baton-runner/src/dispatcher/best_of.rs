@@ -1,5 +1,5 @@
 //! A best-of round as a value: the candidates of one of the scheduler's attempts gathering
-//! as they end ([`Round`]), and what the round comes to once all have ([`decide`]): the
+//! as they end ([`Gathering`]), and what the round comes to once all have ([`decide`]): the
 //! `picked` event's list, the winner and why, and the end that becomes the attempt's. Pure: the
 //! dispatcher records and applies what it decides (`candidates.rs`).
 
@@ -7,7 +7,7 @@ use baton_attempt::launch::HeldOutput;
 use baton_model::{Candidate, FailureClass, Outcome};
 
 /// A best-of attempt whose candidates are running: what has come of those that ended.
-pub(super) struct Round {
+pub(super) struct Gathering {
     /// The scheduler's attempt.
     launch: u32,
     /// How many candidates it waits for.
@@ -26,7 +26,7 @@ pub(super) struct Ended {
     pub(super) review_warnings: bool,
 }
 
-impl Round {
+impl Gathering {
     /// The scheduler's attempt `launch`, waiting for `expected` candidates, of which `kept`
     /// had ended already (before a takeover).
     pub(super) fn new(launch: u32, expected: u32, kept: Vec<Ended>) -> Self {
@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn a_round_is_whole_once_every_candidate_ended_and_comes_out_in_order() {
-        let mut round = Round::new(2, 3, vec![end(2, Outcome::Exited { code: 0 }, 1)]);
+        let mut round = Gathering::new(2, 3, vec![end(2, Outcome::Exited { code: 0 }, 1)]);
         assert!(!round.add(end(3, Outcome::Exited { code: 1 }, 1)));
         assert!(round.add(end(1, Outcome::Exited { code: 0 }, 5)));
         let (launch, ends) = round.into_ends();

@@ -9,7 +9,7 @@ use baton_attempt::launch::HeldOutput;
 use baton_attempt::unit::{Assembly, AttemptDone, TreeEnd, assemble};
 use baton_model::{Candidate, EventKind, Outcome};
 
-use super::best_of::{Ended, Round, Verdict, decide};
+use super::best_of::{Ended, Gathering, Verdict, decide};
 use super::ending::Record;
 use super::{Dispatcher, Turn};
 
@@ -60,12 +60,12 @@ impl Dispatcher<'_> {
         if let Some(outcome) = refused {
             // None starts: one attempt, recorded as never started, says why.
             self.gathering
-                .insert(task, Round::new(launch, 1, Vec::new()));
+                .insert(task, Gathering::new(launch, 1, Vec::new()));
             self.never_started(task, recorded_attempt(launch, n, 1), outcome);
             return true;
         }
         let done: Vec<u32> = kept.iter().map(|e| e.candidate.candidate).collect();
-        let round = Round::new(launch, n, kept);
+        let round = Gathering::new(launch, n, kept);
         if to_run == 0 {
             // Every candidate had ended (the crash came before the pick): picked now.
             let (launch, ended) = round.into_ends();

@@ -87,7 +87,7 @@ pub(crate) struct Dispatcher<'a> {
     warnings: bool,
     approvals: Approvals,
     /// Best-of tasks whose candidates are running.
-    gathering: HashMap<u32, best_of::Round>,
+    gathering: HashMap<u32, best_of::Gathering>,
     /// Best-of candidates (recorded attempts, by task) that ended before a takeover in a round
     /// it cut short: the task's next round counts them (see `Restored::carried`).
     carried_candidates: HashMap<u32, Vec<u32>>,
