@@ -371,6 +371,8 @@ fn clone(inner: &mut Inner, with_pidfd: bool) -> io::Result<Started> {
 extern "C" fn child(arg: *mut c_void) -> c_int {
     // SAFETY: `clone` passes the `Inner` it was given, alive until the child execs or exits.
     let inner = unsafe { &*arg.cast::<Inner>() };
+    // Every pointer given to a syscall below points into `inner` or to this function's own
+    // stack: alive until the child execs or exits, which is after each call returns.
     // The kernel's `struct sigaction` for SIG_DFL, no flags, no mask: all zeros.
     let default = [0u64; 4];
     let empty_mask = 0u64;
@@ -379,69 +381,65 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
     while reset != 0 {
         let signal = reset.trailing_zeros() as usize + 1;
         reset &= reset - 1;
-        raw::syscall4(
-            libc::SYS_rt_sigaction,
-            signal,
-            default.as_ptr() as usize,
-            0,
-            mask_size,
-        );
+        // SAFETY: `default` (read) is alive for the call; no old action is asked for.
+        unsafe {
+            raw::syscall4(
+                libc::SYS_rt_sigaction,
+                signal,
+                default.as_ptr() as usize,
+                0,
+                mask_size,
+            )
+        };
     }
     // A group of its own, so that one signal reaches every descendant.
-    check(inner, raw::syscall4(libc::SYS_setpgid, 0, 0, 0, 0));
+    // SAFETY: no pointer.
+    check(inner, unsafe {
+        raw::syscall4(libc::SYS_setpgid, 0, 0, 0, 0)
+    });
     for (target, &fd) in (0..).zip(&inner.command.fds) {
         let done = if fd == target {
             // Duplicating onto itself would leave close-on-exec set.
-            raw::syscall4(libc::SYS_fcntl, fd as usize, libc::F_SETFD as usize, 0, 0)
+            // SAFETY: no pointer.
+            unsafe { raw::syscall4(libc::SYS_fcntl, fd as usize, libc::F_SETFD as usize, 0, 0) }
         } else {
-            raw::syscall4(libc::SYS_dup3, fd as usize, target as usize, 0, 0)
+            // SAFETY: no pointer.
+            unsafe { raw::syscall4(libc::SYS_dup3, fd as usize, target as usize, 0, 0) }
         };
         check(inner, done);
     }
-    check(
-        inner,
-        raw::syscall4(
-            libc::SYS_chdir,
-            inner.command.cwd.as_ptr() as usize,
-            0,
-            0,
-            0,
-        ),
-    );
+    let cwd = inner.command.cwd.as_ptr() as usize;
+    // SAFETY: `cwd` is a C string in `inner`, alive for the call; chdir only reads it.
+    check(inner, unsafe {
+        raw::syscall4(libc::SYS_chdir, cwd, 0, 0, 0)
+    });
     if let Some(ruleset) = inner.command.ruleset {
         // What `sandbox::restrict_self` does, raw: `no_new_privs` (Landlock's condition for
         // an unprivileged process, and no setuid program sheds the restriction), then the
         // ruleset. The fifth argument of prctl must be 0 too.
-        check(
-            inner,
-            raw::syscall5(
-                libc::SYS_prctl,
-                libc::PR_SET_NO_NEW_PRIVS as usize,
-                1,
-                0,
-                0,
-                0,
-            ),
-        );
-        check(
-            inner,
-            raw::syscall4(libc::SYS_landlock_restrict_self, ruleset as usize, 0, 0, 0),
-        );
+        let no_new_privs = libc::PR_SET_NO_NEW_PRIVS as usize;
+        // SAFETY: no pointer.
+        check(inner, unsafe {
+            raw::syscall5(libc::SYS_prctl, no_new_privs, 1, 0, 0, 0)
+        });
+        let restrict = libc::SYS_landlock_restrict_self;
+        // SAFETY: no pointer (a descriptor the parent made).
+        check(inner, unsafe {
+            raw::syscall4(restrict, ruleset as usize, 0, 0, 0)
+        });
     }
-    raw::syscall4(
-        libc::SYS_rt_sigprocmask,
-        libc::SIG_SETMASK as usize,
-        ptr::from_ref(&empty_mask) as usize,
-        0,
-        mask_size,
-    );
-    let failed = raw::syscall4(
-        libc::SYS_execve,
+    let empty = ptr::from_ref(&empty_mask) as usize;
+    let set = libc::SIG_SETMASK as usize;
+    // SAFETY: `empty_mask` (read) is on this stack, alive for the call.
+    unsafe { raw::syscall4(libc::SYS_rt_sigprocmask, set, empty, 0, mask_size) };
+    let (path, argv, envp) = (
         inner.path as usize,
         inner.argv.as_ptr() as usize,
         inner.envp.as_ptr() as usize,
-        0,
     );
+    // SAFETY: the path, and the null-terminated arrays of C strings, are in `inner`, alive
+    // until the exec has copied them (or failed).
+    let failed = unsafe { raw::syscall4(libc::SYS_execve, path, argv, envp, 0) };
     fail(inner, failed)
 }
 
@@ -457,7 +455,8 @@ fn fail(inner: &Inner, ret: isize) -> ! {
     let errno = i32::try_from(-ret).unwrap_or(libc::EINVAL).max(1);
     inner.error.store(errno, Ordering::Release);
     loop {
-        raw::syscall4(libc::SYS_exit_group, 127, 0, 0, 0);
+        // SAFETY: no pointer.
+        unsafe { raw::syscall4(libc::SYS_exit_group, 127, 0, 0, 0) };
     }
 }
 
@@ -471,12 +470,29 @@ mod raw {
     /// exits), but if it did, the child would exit with its value.
     pub(super) type ChildMain = extern "C" fn(*mut c_void) -> c_int;
 
-    pub(super) fn syscall4(n: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize) -> isize {
-        syscall5(n, a1, a2, a3, a4, 0)
+    /// Syscall `n` with four arguments (the fifth 0): its result, `-errno` on failure.
+    ///
+    /// # Safety
+    /// As [`syscall5`].
+    pub(super) unsafe fn syscall4(
+        n: libc::c_long,
+        a1: usize,
+        a2: usize,
+        a3: usize,
+        a4: usize,
+    ) -> isize {
+        // SAFETY: the caller's promise.
+        unsafe { syscall5(n, a1, a2, a3, a4, 0) }
     }
 
     #[cfg(target_arch = "x86_64")]
-    pub(super) fn syscall5(
+    /// Syscall `n` with five arguments: its result, `-errno` on failure.
+    ///
+    /// # Safety
+    /// Every argument `n` reads as a pointer points to memory valid for what the kernel reads
+    /// or writes there, for the whole call; and the syscall does nothing this process's Rust
+    /// code does not expect (the child's, before it execs, may do anything to itself).
+    pub(super) unsafe fn syscall5(
         n: libc::c_long,
         a1: usize,
         a2: usize,
@@ -544,7 +560,13 @@ mod raw {
     }
 
     #[cfg(target_arch = "aarch64")]
-    pub(super) fn syscall5(
+    /// Syscall `n` with five arguments: its result, `-errno` on failure.
+    ///
+    /// # Safety
+    /// Every argument `n` reads as a pointer points to memory valid for what the kernel reads
+    /// or writes there, for the whole call; and the syscall does nothing this process's Rust
+    /// code does not expect (the child's, before it execs, may do anything to itself).
+    pub(super) unsafe fn syscall5(
         n: libc::c_long,
         a1: usize,
         a2: usize,
@@ -688,7 +710,8 @@ mod tests {
     #[test]
     fn a_raw_syscall_returns_minus_errno() {
         let missing = c"/no/such/directory/anywhere";
-        let ret = raw::syscall4(libc::SYS_chdir, missing.as_ptr() as usize, 0, 0, 0);
+        // SAFETY: `missing` is a C string alive for the call; chdir only reads it.
+        let ret = unsafe { raw::syscall4(libc::SYS_chdir, missing.as_ptr() as usize, 0, 0, 0) };
         assert_eq!(ret, -(libc::ENOENT as isize));
     }
 }
