@@ -30,9 +30,7 @@ fn claude(
 
 #[test]
 fn claude_writes_a_file_then_answers() {
-    let Some(bin) = agent_bin("claude") else {
-        return;
-    };
+    let bin = agent_bin("claude");
     let tmp = tempdir();
     let target = tmp.path().join("cwd/hello.txt");
     let script = Script::new()
@@ -86,9 +84,7 @@ fn claude_writes_a_file_then_answers() {
 
 #[test]
 fn claude_gives_up_on_repeated_overload() {
-    let Some(bin) = agent_bin("claude") else {
-        return;
-    };
+    let bin = agent_bin("claude");
     let tmp = tempdir();
     let server = MockModel::start(Script::new().rule(Rule::reply(Reply::overloaded()))).unwrap();
     let r = run(
@@ -132,9 +128,7 @@ fn claude_gives_up_on_repeated_overload() {
 
 #[test]
 fn claude_fails_fast_when_no_rule_matches() {
-    let Some(bin) = agent_bin("claude") else {
-        return;
-    };
+    let bin = agent_bin("claude");
     let tmp = tempdir();
     let server = MockModel::start(Script::new()).unwrap();
     let r = run(

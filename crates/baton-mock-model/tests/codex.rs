@@ -41,9 +41,7 @@ fn codex(
 
 #[test]
 fn codex_answers_text() {
-    let Some(bin) = agent_bin("codex") else {
-        return;
-    };
+    let bin = agent_bin("codex");
     let tmp = tempdir();
     let script = Script::new().rule(Rule::reply(Reply::Text {
         text: "Hello from mock.".into(),
@@ -80,9 +78,7 @@ fn codex_answers_text() {
 
 #[test]
 fn codex_writes_a_file_with_exec_command() {
-    let Some(bin) = agent_bin("codex") else {
-        return;
-    };
+    let bin = agent_bin("codex");
     let tmp = tempdir();
     let script = Script::new()
         // After the command ran, the last input item is its function_call_output for our call id.
@@ -117,9 +113,7 @@ fn codex_writes_a_file_with_exec_command() {
 
 #[test]
 fn codex_reports_server_errors() {
-    let Some(bin) = agent_bin("codex") else {
-        return;
-    };
+    let bin = agent_bin("codex");
     let tmp = tempdir();
     let server = MockModel::start(Script::new().rule(Rule::error(500))).unwrap();
     // Without these limits codex retries 6 x 5 times over about 25 s.
@@ -141,9 +135,7 @@ fn codex_reports_server_errors() {
 
 #[test]
 fn codex_reports_rate_limits_after_its_retries() {
-    let Some(bin) = agent_bin("codex") else {
-        return;
-    };
+    let bin = agent_bin("codex");
     let tmp = tempdir();
     let server = MockModel::start(Script::new().rule(Rule::reply(Reply::rate_limited(1)))).unwrap();
     let mut cmd = codex(
@@ -175,9 +167,7 @@ fn codex_reports_rate_limits_after_its_retries() {
 
 #[test]
 fn codex_gives_up_on_a_hung_stream_after_its_idle_timeout() {
-    let Some(bin) = agent_bin("codex") else {
-        return;
-    };
+    let bin = agent_bin("codex");
     let tmp = tempdir();
     let server = MockModel::start(Script::new().rule(Rule::hang())).unwrap();
     let extra = ",request_max_retries=0,stream_max_retries=0,stream_idle_timeout_ms=1000";

@@ -6,20 +6,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// `tests/agents/node_modules/.bin/NAME` of the workspace, if installed.
-pub(crate) fn agent_bin(name: &str) -> Option<PathBuf> {
+/// `tests/agents/node_modules/.bin/NAME` of the workspace. The test command installs it; a
+/// missing one fails the test with what to do, rather than letting it pass untested.
+pub(crate) fn agent_bin(name: &str) -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/agents/node_modules/.bin")
         .join(name);
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!(
-            "SKIPPED: {} is not installed (run `npm ci` in tests/agents); this test needs the real CLI",
-            p.display()
-        );
-        None
-    }
+    assert!(
+        p.exists(),
+        "{} is missing: run ./scripts/test (it runs `npm ci` in tests/agents)",
+        p.display()
+    );
+    p
 }
 
 /// A command with an empty environment except PATH (node must be found for the Gemini CLI)

@@ -265,7 +265,7 @@ run = "true"
         "{}",
         plain.stderr
     );
-    if !baton_exec::cgroups_available() {
+    if !crate::test::cgroups_here("the cgroup part of this test") {
         return;
     }
     let contained = Test::new()

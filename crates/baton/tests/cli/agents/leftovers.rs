@@ -32,18 +32,6 @@ fn assert_gone(paths: &[String], when: &str) {
     }
 }
 
-fn cgroups_here(test: &str) -> bool {
-    if baton_exec::cgroups_available() {
-        return true;
-    }
-    use std::io::Write;
-    let _ = writeln!(
-        std::io::stderr(),
-        "{test}: skipped: cgroup v2 is not writable here"
-    );
-    false
-}
-
 /// `test` with a Claude task (not confined: the pid files are written outside its worktree)
 /// whose Bash tool runs `command`, then answers `Daemons: started`; its worktree's repository
 /// has a commit.
@@ -74,7 +62,7 @@ fn daemon_agent(test: Test, command: &str, timeout: &str) -> (Test, MockModel) {
 /// Code's Bash tool, outlive the tool call but not the attempt.
 #[test]
 fn what_an_agent_s_tools_left_running_ends_with_its_attempt() {
-    if !cgroups_here("what_an_agent_s_tools_left_running_ends_with_its_attempt") {
+    if !crate::test::cgroups_here("what_an_agent_s_tools_left_running_ends_with_its_attempt") {
         return;
     }
     let test = Test::new();
@@ -91,7 +79,7 @@ fn what_an_agent_s_tools_left_running_ends_with_its_attempt() {
 /// … when the agent's time runs out under a tool call that hangs …
 #[test]
 fn what_an_agent_s_tools_left_running_ends_with_its_timeout() {
-    if !cgroups_here("what_an_agent_s_tools_left_running_ends_with_its_timeout") {
+    if !crate::test::cgroups_here("what_an_agent_s_tools_left_running_ends_with_its_timeout") {
         return;
     }
     let test = Test::new();
@@ -110,7 +98,8 @@ fn what_an_agent_s_tools_left_running_ends_with_its_timeout() {
 /// is resumed, which ends them before the task goes on.
 #[test]
 fn what_an_agent_s_tools_left_running_ends_when_its_run_is_resumed() {
-    if !cgroups_here("what_an_agent_s_tools_left_running_ends_when_its_run_is_resumed") {
+    if !crate::test::cgroups_here("what_an_agent_s_tools_left_running_ends_when_its_run_is_resumed")
+    {
         return;
     }
     let test = Test::new();
