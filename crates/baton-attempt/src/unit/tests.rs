@@ -66,11 +66,15 @@ impl Fixture {
     }
 }
 
+/// git as baton runs it: no system or global config (a developer's hooks, signing or
+/// `init.defaultBranch` must not change what the tests see).
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
         .args(args)
         .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .status()
         .unwrap();
     assert!(status.success(), "git {args:?}");
