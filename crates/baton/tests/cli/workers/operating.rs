@@ -187,7 +187,17 @@ run = "test -e once && echo second || { touch once; sleep 60; }"
     kill(Pid::from_raw(x as i32), Signal::SIGTERM).unwrap();
     // Asked twice, y stops `b` and gives it back.
     kill(Pid::from_raw(y as i32), Signal::SIGTERM).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // The second only once y has taken the first: two sent before it looks are one (a pending
+    // signal is not queued twice), and it would wait for `b`'s minute.
+    poll_until(
+        Duration::from_secs(20),
+        "y to take the first SIGTERM",
+        || {
+            std::fs::read_to_string(test.path().join("y.log"))
+                .unwrap_or_default()
+                .contains("taking no more work")
+        },
+    );
     kill(Pid::from_raw(y as i32), Signal::SIGTERM).unwrap();
     let mut exited = |pid: u32| {
         let child = workers.0.iter_mut().find(|c| c.id() == pid).unwrap();
