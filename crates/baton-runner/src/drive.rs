@@ -114,17 +114,8 @@ pub async fn run(
     });
     created?;
     let lease = crate::driver::claim(store, &run_id)?.lease;
-    let opening = vec![Event {
-        seq: 0,
-        at_ms: started_at_ms,
-        kind: EventKind::RunStarted {
-            name: graph.name().to_owned(),
-            tasks: graph.len() as u32,
-            concurrency: graph.run_settings().concurrency,
-        },
-    }];
     let restored = Restored {
-        opening,
+        opening: vec![run_started(&graph, started_at_ms)],
         ..Restored::default()
     };
     let held = Held {
@@ -138,6 +129,19 @@ pub async fn run(
         },
     };
     drive_run(graph, held, restored, reporter, &config, stops, None).await
+}
+
+/// The event a run's log opens with, at `at_ms`.
+fn run_started(graph: &Graph, at_ms: i64) -> Event {
+    Event {
+        seq: 0,
+        at_ms,
+        kind: EventKind::RunStarted {
+            name: graph.name().to_owned(),
+            tasks: graph.len() as u32,
+            concurrency: graph.run_settings().concurrency,
+        },
+    }
 }
 
 /// A run driven for workers: where its attempts are queued, and the term of the coordinator's
@@ -214,7 +218,7 @@ pub async fn resume(
     // Refuses while another live process drives the run, naming it; but a run that has ended
     // is let go by its driver a moment later (it merges, cleans up, reads its result), and
     // `baton cancel RUN && baton retry RUN` must not fall into that moment.
-    let lease = claim_once_let_go(store, run_id, record.status)?.lease;
+    let lease = claim_once_let_go(store, run_id, record.status).await?.lease;
     let released = |err: RunError| {
         let _ = store.release(run_id, lease);
         err
@@ -302,15 +306,7 @@ pub async fn coordinate(
         .map_err(released)?;
     let restored = match record.status {
         baton_model::RunState::Queued => Restored {
-            opening: vec![Event {
-                seq: 0,
-                at_ms: now_ms(),
-                kind: EventKind::RunStarted {
-                    name: graph.name().to_owned(),
-                    tasks: graph.len() as u32,
-                    concurrency: graph.run_settings().concurrency,
-                },
-            }],
+            opening: vec![run_started(&graph, now_ms())],
             ..Restored::default()
         },
         baton_model::RunState::Running => {
@@ -520,8 +516,9 @@ const WORKERS_GIT_AT_WORK: Duration = Duration::from_secs(5);
 const LET_GO_WITHIN: Duration = Duration::from_secs(15);
 
 /// Claims `run` for this process. A run recorded as ended (`status`) whose driver still holds
-/// it is waited for, up to [`LET_GO_WITHIN`]: its driver is finishing up, and lets go.
-fn claim_once_let_go(
+/// it is waited for, up to [`LET_GO_WITHIN`]: its driver is finishing up, and lets go. The
+/// wait is the runtime's, not the thread's: nothing on the runtime is held up by it.
+async fn claim_once_let_go(
     store: &dyn Store,
     run: &RunId,
     status: baton_model::RunState,
@@ -534,7 +531,7 @@ fn claim_once_let_go(
     loop {
         match crate::driver::claim(store, run) {
             Err(StoreError::RunHeld { .. }) if ended && std::time::Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(50));
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
             claimed => return claimed,
         }
