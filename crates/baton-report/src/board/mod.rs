@@ -10,6 +10,15 @@ use baton_model::{Event, EventKind, RunView, Stop, StopCause, TaskId, TaskState,
 
 use crate::{RunInfo, StateCounts, display_width, format_tokens, format_usd, terminal_safe};
 
+/// What a task shown first is waiting for from a person.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Its `approval`: `baton approve` (or reject) lets it start.
+    Approval,
+    /// A person to resolve what it left (a conflict, a reviewer's doubt).
+    Person,
+}
+
 /// A running agent that has said nothing for this long is shown as quiet (`BATON_QUIET_AFTER`
 /// sets another, like `5m`).
 pub const QUIET_AFTER: Duration = Duration::from_secs(60);
@@ -230,10 +239,10 @@ impl Board {
             match task.status {
                 TaskState::Waiting => {
                     let since = self.waiting_since.get(id).copied();
-                    people.push((since, self.waits(id, "waits for approval", since, now_ms)));
+                    people.push((since, self.waits(id, Wait::Approval, since, now_ms)));
                 }
                 TaskState::NeedsHuman => {
-                    let mut line = self.waits(id, "needs a person", task.ended_at_ms, now_ms);
+                    let mut line = self.waits(id, Wait::Person, task.ended_at_ms, now_ms);
                     if let Some(reason) = &task.reason {
                         line.text.push_str(&format!(": {reason}"));
                     }
@@ -360,12 +369,16 @@ impl Board {
     }
 
     /// `  ⏸ deploy  waits for approval for 1m02s: baton approve RUN deploy`.
-    fn waits(&self, id: &TaskId, what: &str, since_ms: Option<i64>, now_ms: i64) -> Line {
+    fn waits(&self, id: &TaskId, wait: Wait, since_ms: Option<i64>, now_ms: i64) -> Line {
+        let what = match wait {
+            Wait::Approval => "waits for approval",
+            Wait::Person => "needs a person",
+        };
         let mut text = format!("  ⏸ {id}  {what}");
         if let Some(at) = since_ms {
             text.push_str(&format!(" for {}", since(at, now_ms)));
         }
-        if what.starts_with("waits") {
+        if wait == Wait::Approval {
             text.push_str(&format!(
                 " · baton approve {run} {id} (or reject)",
                 run = self.run_id
