@@ -10,7 +10,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use baton_graph::{Graph, ScopePolicy, Workspace};
-use baton_model::{EventKind, Outcome, RunId};
+use baton_model::{Outcome, RunId};
 use baton_workspace::{Drivers, GitError, Repo, TaskStart};
 
 use crate::RunDirs;
@@ -164,7 +164,7 @@ impl TreeWork {
         Ok(Committed {
             head,
             files_changed: evidence.paths().map(str::to_owned).collect(),
-            event: EventKind::WorkspaceCommitted {
+            commit: baton_model::WorkspaceCommit {
                 task: self.task.clone(),
                 attempt,
                 branch: tree.branch.clone(),
@@ -193,7 +193,8 @@ fn restart_tree(repo: &Repo, tree: &TaskTree, earlier: u32) -> Result<(), Outcom
 
 /// What happened to a task's worktree at the end of an attempt.
 pub struct Committed {
-    pub event: EventKind,
+    /// What `workspace-committed` records.
+    pub commit: baton_model::WorkspaceCommit,
     /// Where the task's branch is now.
     pub head: String,
     /// The paths it changed, for its dependents' templates.

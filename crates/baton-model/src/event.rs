@@ -81,25 +81,7 @@ pub enum EventKind {
         reason: Option<String>,
     },
     /// What an attempt changed in its task's worktree, committed on the task's branch.
-    /// `commit` is `None` when it changed nothing. `scope_violations` are changed paths the
-    /// task's `scope` does not cover.
-    WorkspaceCommitted {
-        task: TaskId,
-        attempt: u32,
-        branch: String,
-        /// The commit the task's worktree started from: its changes are measured from here.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        start: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        commit: Option<String>,
-        evidence: Evidence,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        scope_violations: Vec<String>,
-        /// Symbolic links the task made that point out of its worktree (to the user's own
-        /// files, say): left uncommitted, so that no result ever carries them to the user.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        links_left_out: Vec<String>,
-    },
+    WorkspaceCommitted(WorkspaceCommit),
     /// Acceptance checks ran: a task's (`task`, `attempt`) in its workspace after the attempt,
     /// or the run's (no task) on the merged result.
     Checked {
@@ -245,6 +227,28 @@ pub enum EventKind {
     },
 }
 
+/// What an attempt changed in its task's worktree, committed on the task's branch
+/// (`workspace-committed`). `commit` is `None` when it changed nothing. `scope_violations` are
+/// changed paths the task's `scope` does not cover.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceCommit {
+    pub task: TaskId,
+    pub attempt: u32,
+    pub branch: String,
+    /// The commit the task's worktree started from: its changes are measured from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    pub evidence: Evidence,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scope_violations: Vec<String>,
+    /// Symbolic links the task made that point out of its worktree (to the user's own
+    /// files, say): left uncommitted, so that no result ever carries them to the user.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links_left_out: Vec<String>,
+}
+
 impl EventKind {
     /// The attempt a `picked` event made its task's result (its winner's), if it picked one,
     /// and the last attempt of the round it picked from.
@@ -272,7 +276,7 @@ impl EventKind {
             | Self::AgentActivity { task, .. }
             | Self::TaskFinished { task, .. }
             | Self::TaskReset { task }
-            | Self::WorkspaceCommitted { task, .. }
+            | Self::WorkspaceCommitted(WorkspaceCommit { task, .. })
             | Self::TaskWaiting { task }
             | Self::TaskDecided { task, .. }
             | Self::GraphExpanded { task, .. }
@@ -304,7 +308,7 @@ impl EventKind {
             Self::RunResumed { .. } => EventName::RunResumed,
             Self::TaskReset { .. } => EventName::TaskReset,
             Self::BudgetChanged { .. } => EventName::BudgetChanged,
-            Self::WorkspaceCommitted { .. } => EventName::WorkspaceCommitted,
+            Self::WorkspaceCommitted(WorkspaceCommit { .. }) => EventName::WorkspaceCommitted,
             Self::ResultMerged { .. } => EventName::ResultMerged,
             Self::Checked { .. } => EventName::Checked,
             Self::TaskWaiting { .. } => EventName::TaskWaiting,
@@ -411,6 +415,20 @@ impl EventName {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `workspace-committed` holds a [`WorkspaceCommit`]; in the log it is flat, as it was
+    /// when the variant held the fields itself: a log written before reads the same.
+    #[test]
+    fn a_workspace_commit_is_flat_in_the_log() {
+        let line = r#"{"kind":"workspace-committed","task":"a","attempt":2,"branch":"baton/r/a","commit":"abc","evidence":{"files":[],"lines_added":1,"lines_removed":0}}"#;
+        let kind: EventKind = serde_json::from_str(line).unwrap();
+        let EventKind::WorkspaceCommitted(commit) = &kind else {
+            panic!("{kind:?}");
+        };
+        assert_eq!((commit.task.as_str(), commit.attempt), ("a", 2));
+        assert_eq!(commit.commit.as_deref(), Some("abc"));
+        assert_eq!(serde_json::to_string(&kind).unwrap(), line);
+    }
 
     /// serde tags the kinds in kebab-case (`rename_all`): each name is its variant's.
     #[test]

@@ -20,7 +20,7 @@ mod view;
 
 pub use candidate::{Candidate, pick};
 pub use containment::Containment;
-pub use event::{EVENT_SCHEMA_VERSION, Event, EventKind, EventName};
+pub use event::{EVENT_SCHEMA_VERSION, Event, EventKind, EventName, WorkspaceCommit};
 pub use evidence::{ChangeKind, CheckResult, Evidence, FileChange};
 pub use id::{IdError, RunId, TASK_ID_RULE, TaskId, is_id_letter};
 pub use literal::{

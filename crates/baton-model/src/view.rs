@@ -328,7 +328,7 @@ impl RunView {
                 | EventKind::AttemptLost { .. }
                 | EventKind::BudgetChanged { .. }
                 | EventKind::GraphReloaded { .. }
-                | EventKind::WorkspaceCommitted { .. }
+                | EventKind::WorkspaceCommitted(_)
                 | EventKind::ResultMerged { .. }
                 | EventKind::Checked { .. },
                 _,

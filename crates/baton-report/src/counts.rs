@@ -78,7 +78,7 @@ impl StateCounts {
             | EventKind::TaskReset { .. }
             | EventKind::BudgetChanged { .. }
             | EventKind::GraphReloaded { .. }
-            | EventKind::WorkspaceCommitted { .. }
+            | EventKind::WorkspaceCommitted(_)
             | EventKind::ResultMerged { .. }
             | EventKind::Checked { .. }
             | EventKind::TaskWaiting { .. }

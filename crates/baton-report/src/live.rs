@@ -226,11 +226,11 @@ impl Reporter for LiveReporter {
                     "baton: {task} waits for approval: `baton approve {run} {task}` or `baton reject {run} {task}`",
                     run = self.run_id
                 ),
-                EventKind::WorkspaceCommitted {
+                EventKind::WorkspaceCommitted(baton_model::WorkspaceCommit {
                     task,
                     scope_violations,
                     ..
-                } if !scope_violations.is_empty() => format!(
+                }) if !scope_violations.is_empty() => format!(
                     "baton: {task} changed files outside its scope: {}",
                     scope_violations.join(", ")
                 ),

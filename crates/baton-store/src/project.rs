@@ -475,7 +475,7 @@ fn apply_event(
         | EventKind::Replanning { task, .. }
         | EventKind::AttemptLost { task, .. }
         | EventKind::AgentActivity { task, .. }
-        | EventKind::WorkspaceCommitted { task, .. }
+        | EventKind::WorkspaceCommitted(baton_model::WorkspaceCommit { task, .. })
         | EventKind::Checked {
             task: Some(task), ..
         } => {

@@ -138,7 +138,7 @@ pub fn describe(event: &Event) -> String {
             (Some(commit), _, _) => format!("{branch} at {}", &commit[..commit.len().min(12)]),
             (None, None, None) => branch.clone(),
         },
-        EventKind::WorkspaceCommitted {
+        EventKind::WorkspaceCommitted(baton_model::WorkspaceCommit {
             task,
             attempt,
             branch,
@@ -147,7 +147,7 @@ pub fn describe(event: &Event) -> String {
             scope_violations,
             links_left_out,
             ..
-        } => {
+        }) => {
             let mut text = match commit {
                 Some(commit) => format!(
                     "{task}#{attempt}: {} files (+{} -{}) on {branch} at {}",

@@ -388,7 +388,7 @@ fn task_workspaces(
     let mut workspaces: std::collections::HashMap<String, baton_report::TaskWorkspace> =
         std::collections::HashMap::new();
     for event in store.events_of_kind(run, EventName::WorkspaceCommitted)? {
-        if let baton_model::EventKind::WorkspaceCommitted {
+        if let baton_model::EventKind::WorkspaceCommitted(baton_model::WorkspaceCommit {
             task,
             attempt,
             mut branch,
@@ -396,7 +396,7 @@ fn task_workspaces(
             evidence,
             scope_violations,
             ..
-        } = event.kind
+        }) = event.kind
         {
             // A best-of task's work is its winner's, on the task's own branch now.
             if let Some(won) = winning(&task) {

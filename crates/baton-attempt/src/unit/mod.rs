@@ -93,7 +93,7 @@ pub struct AttemptDone {
     /// What an agent did and spent, all rounds together.
     pub agent: Option<Box<AgentUsage>>,
     /// The last commit on its branch (`workspace-committed`), if it has a worktree.
-    pub committed: Option<EventKind>,
+    pub committed: Option<baton_model::WorkspaceCommit>,
     /// The paths its branch changed, when they could be read.
     pub changed: Option<Vec<String>>,
     /// It changed files outside its scope (under `scope_policy = "warn"`).
@@ -176,7 +176,7 @@ struct Round {
     output: HeldOutput,
     agent: Option<Box<AgentUsage>>,
     stderr_tail: String,
-    committed: Option<EventKind>,
+    committed: Option<baton_model::WorkspaceCommit>,
     head: Option<String>,
 }
 
@@ -592,12 +592,7 @@ impl Unit {
                 });
         match committed {
             Ok(committed) => {
-                if let EventKind::WorkspaceCommitted {
-                    scope_violations, ..
-                } = &committed.event
-                {
-                    progress.scope_warning |= !scope_violations.is_empty();
-                }
+                progress.scope_warning |= !committed.commit.scope_violations.is_empty();
                 match committed.violates {
                     Some(files) if round.report.outcome.is_success() => {
                         round.report.outcome = Outcome::OutOfScope { files };
@@ -606,7 +601,7 @@ impl Unit {
                 }
                 progress.changed = Some(committed.files_changed.clone());
                 round.output.files_changed = committed.files_changed;
-                round.committed = Some(committed.event);
+                round.committed = Some(committed.commit);
             }
             Err(error) => {
                 // The work is not on the branch: dependents would not see it.

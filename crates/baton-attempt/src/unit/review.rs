@@ -110,7 +110,7 @@ impl Unit {
 
     /// What the task's branch changed since its worktree started, for the reviewer.
     fn diff(&self, round: &Round) -> String {
-        let (Some(EventKind::WorkspaceCommitted { start, .. }), Some(head)) =
+        let (Some(baton_model::WorkspaceCommit { start, .. }), Some(head)) =
             (&round.committed, &round.head)
         else {
             return String::new();

@@ -281,7 +281,7 @@ run = "echo new > notes.txt"
     assert!(unit.has_worktree());
     let (_, done) = run(unit).await;
     assert_eq!(done.outcome, Outcome::Exited { code: 0 });
-    let Some(EventKind::WorkspaceCommitted {
+    let Some(baton_model::WorkspaceCommit {
         branch,
         commit: Some(commit),
         scope_violations,

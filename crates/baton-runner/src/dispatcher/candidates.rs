@@ -129,7 +129,7 @@ impl Dispatcher<'_> {
         self.warnings |= done.scope_warning;
         let choice = spec.candidates.get(k as usize - 1);
         let (mut lines, mut files) = (0, 0);
-        if let Some(EventKind::WorkspaceCommitted { evidence, .. }) = &done.committed {
+        if let Some(baton_model::WorkspaceCommit { evidence, .. }) = &done.committed {
             lines = evidence.lines_added + evidence.lines_removed;
             files = evidence.files.len() as u32;
         }
@@ -223,12 +223,12 @@ impl Dispatcher<'_> {
                 .filter(|e| e.kind.task() == Some(&spec.id))
         };
         let committed = of_it(EventName::WorkspaceCommitted).find_map(|e| match e.kind {
-            EventKind::WorkspaceCommitted {
+            EventKind::WorkspaceCommitted(baton_model::WorkspaceCommit {
                 attempt: a,
                 commit,
                 evidence,
                 ..
-            } if a == attempt => Some((commit, evidence)),
+            }) if a == attempt => Some((commit, evidence)),
             _ => None,
         });
         let warnings = of_it(EventName::Reviewed).any(|e| {

@@ -14,7 +14,7 @@ pub(super) struct Record {
     pub(super) duration: std::time::Duration,
     pub(super) agent: Option<Box<baton_model::AgentUsage>>,
     pub(super) containment: Option<baton_model::Containment>,
-    pub(super) committed: Option<EventKind>,
+    pub(super) committed: Option<baton_model::WorkspaceCommit>,
     pub(super) checks: Option<Vec<baton_model::CheckResult>>,
 }
 
@@ -160,7 +160,7 @@ impl Dispatcher<'_> {
             containment: record.containment,
         });
         if let Some(committed) = record.committed {
-            self.ledger.push(committed);
+            self.ledger.push(EventKind::WorkspaceCommitted(committed));
         }
         if let Some(checks) = record.checks {
             self.ledger.push(EventKind::Checked {

@@ -89,7 +89,7 @@ pub(super) fn warned_before(store: &dyn Store, run: &RunId) -> Result<bool, Stor
         .events_of_kind(run, EventName::WorkspaceCommitted)?
         .iter()
         .any(|e| {
-            matches!(&e.kind, EventKind::WorkspaceCommitted { scope_violations, .. }
+            matches!(&e.kind, EventKind::WorkspaceCommitted(baton_model::WorkspaceCommit { scope_violations, .. })
                 if !scope_violations.is_empty())
         }))
 }

@@ -545,7 +545,7 @@ fn apply(tx: &mut Turn<'_>, run: &RunId, event: &Event) -> Result<(), StoreError
         | EventKind::Replanning { task, .. }
         | EventKind::AttemptLost { task, .. }
         | EventKind::AgentActivity { task, .. }
-        | EventKind::WorkspaceCommitted { task, .. }
+        | EventKind::WorkspaceCommitted(baton_model::WorkspaceCommit { task, .. })
         | EventKind::Checked {
             task: Some(task), ..
         } => task_known(tx, run, task)?,

@@ -336,16 +336,18 @@ fn simulate(case: &Case) -> Log {
                 });
             }
             29 => {
-                log.push(EventKind::WorkspaceCommitted {
-                    task: id,
-                    attempt: tasks[i].highest(),
-                    branch: format!("baton/t{i}"),
-                    start: None,
-                    commit: None,
-                    evidence: Evidence::default(),
-                    scope_violations: Vec::new(),
-                    links_left_out: Vec::new(),
-                });
+                log.push(EventKind::WorkspaceCommitted(
+                    baton_model::WorkspaceCommit {
+                        task: id,
+                        attempt: tasks[i].highest(),
+                        branch: format!("baton/t{i}"),
+                        start: None,
+                        commit: None,
+                        evidence: Evidence::default(),
+                        scope_violations: Vec::new(),
+                        links_left_out: Vec::new(),
+                    },
+                ));
             }
             // Another output for a started attempt, in the turn of the latest event.
             _ => {
@@ -630,7 +632,7 @@ fn an_event_about_a_task_the_run_lacks_is_refused_whatever_its_kind() {
             approved: true,
             reason: None,
         },
-        EventKind::WorkspaceCommitted {
+        EventKind::WorkspaceCommitted(baton_model::WorkspaceCommit {
             task: ghost.clone(),
             attempt: 1,
             branch: "baton/ghost".into(),
@@ -639,7 +641,7 @@ fn an_event_about_a_task_the_run_lacks_is_refused_whatever_its_kind() {
             evidence: Evidence::default(),
             scope_violations: Vec::new(),
             links_left_out: Vec::new(),
-        },
+        }),
         EventKind::Checked {
             task: Some(ghost.clone()),
             attempt: Some(1),

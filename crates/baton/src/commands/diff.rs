@@ -54,14 +54,14 @@ pub(super) fn diff(args: DiffArgs, store_url: Option<&str>) -> Result<i32, Failu
                 .events_of_kind(&run.id, baton_model::EventName::WorkspaceCommitted)?
                 .into_iter()
                 .filter_map(|e| match e.kind {
-                    EventKind::WorkspaceCommitted {
+                    EventKind::WorkspaceCommitted(baton_model::WorkspaceCommit {
                         task: t,
                         attempt,
                         start,
                         commit,
                         branch,
                         ..
-                    } if t.as_str() == task => Some((attempt, start, commit, branch)),
+                    }) if t.as_str() == task => Some((attempt, start, commit, branch)),
                     _ => None,
                 })
                 .collect();
@@ -172,7 +172,9 @@ fn apply_message(
 ) -> Result<String, Failure> {
     let mut tasks: Vec<(String, usize)> = Vec::new();
     for event in store.events_of_kind(&run.id, baton_model::EventName::WorkspaceCommitted)? {
-        let EventKind::WorkspaceCommitted { task, evidence, .. } = event.kind else {
+        let EventKind::WorkspaceCommitted(baton_model::WorkspaceCommit { task, evidence, .. }) =
+            event.kind
+        else {
             continue;
         };
         // A task's last commit holds all its attempts' changes (measured from its start).

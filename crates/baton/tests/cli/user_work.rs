@@ -132,10 +132,12 @@ run = "ln -s /etc/hostname host && ln -s shared.txt inside && echo b >> shared.t
     assert!(files.contains("inside"), "{files}");
     let left: Vec<Vec<String>> = out
         .store()
-        .events_of(|k| matches!(k, EventKind::WorkspaceCommitted { .. }))
+        .events_of(|k| matches!(k, EventKind::WorkspaceCommitted(_)))
         .into_iter()
         .map(|k| match k {
-            EventKind::WorkspaceCommitted { links_left_out, .. } => links_left_out,
+            EventKind::WorkspaceCommitted(baton_model::WorkspaceCommit {
+                links_left_out, ..
+            }) => links_left_out,
             _ => unreachable!(),
         })
         .collect();

@@ -90,12 +90,12 @@ run = "echo from b > b.txt"
     // The evidence says what each changed.
     let committed = out
         .store()
-        .events_of(|k| matches!(k, EventKind::WorkspaceCommitted { .. }));
+        .events_of(|k| matches!(k, EventKind::WorkspaceCommitted(_)));
     assert_eq!(committed.len(), 2);
     for event in committed {
-        let EventKind::WorkspaceCommitted {
+        let EventKind::WorkspaceCommitted(baton_model::WorkspaceCommit {
             evidence, commit, ..
-        } = event
+        }) = event
         else {
             unreachable!()
         };
@@ -157,10 +157,10 @@ run = "mkdir -p src && echo x > src/a.rs && echo y > outside.txt"
     assert_eq!(warned.json()["run"]["state"], "succeeded_with_warnings");
     let committed = warned
         .store()
-        .events_of(|k| matches!(k, EventKind::WorkspaceCommitted { .. }));
-    let EventKind::WorkspaceCommitted {
+        .events_of(|k| matches!(k, EventKind::WorkspaceCommitted(_)));
+    let EventKind::WorkspaceCommitted(baton_model::WorkspaceCommit {
         scope_violations, ..
-    } = &committed[0]
+    }) = &committed[0]
     else {
         unreachable!()
     };

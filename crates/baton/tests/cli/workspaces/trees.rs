@@ -420,11 +420,11 @@ run = "echo c > c.txt; test -e '{tried}' || {{ touch '{tried}'; exit 1; }}"
     let changed: Vec<Vec<String>> = out
         .store()
         .events_of(
-            |k| matches!(k, EventKind::WorkspaceCommitted { task, .. } if task.as_str() == "c"),
+            |k| matches!(k, EventKind::WorkspaceCommitted(baton_model::WorkspaceCommit { task, .. }) if task.as_str() == "c"),
         )
         .into_iter()
         .map(|k| match k {
-            EventKind::WorkspaceCommitted { evidence, .. } => {
+            EventKind::WorkspaceCommitted(baton_model::WorkspaceCommit { evidence, .. }) => {
                 evidence.files.into_iter().map(|f| f.path).collect()
             }
             _ => unreachable!(),
