@@ -309,11 +309,11 @@ impl Dispatcher<'_> {
         if let Some(head) = head.or(chosen.head).filter(|_| winner.is_some()) {
             self.workspaces.succeeded(task, head, false);
         }
-        self.concluded(
-            task,
-            launch,
-            (chosen.outcome, chosen.output, chosen.stderr_tail),
-            turn,
-        );
+        let ending = super::ending::Ending {
+            outcome: chosen.outcome,
+            output: chosen.output,
+            stderr_tail: chosen.stderr_tail,
+        };
+        self.concluded(task, launch, ending, turn);
     }
 }

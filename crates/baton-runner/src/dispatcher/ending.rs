@@ -9,6 +9,14 @@ use baton_store::AttemptOutput;
 
 use super::{Dispatcher, Turn};
 
+/// How an attempt ended, as its dependents (its output), its planner (what it said last) and
+/// the scheduler (its outcome) are told.
+pub(super) struct Ending {
+    pub(super) outcome: Outcome,
+    pub(super) output: HeldOutput,
+    pub(super) stderr_tail: String,
+}
+
 /// What an attempt's `attempt-finished` records beside its outcome, and the events after it.
 pub(super) struct Record {
     pub(super) duration: std::time::Duration,
@@ -133,12 +141,12 @@ impl Dispatcher<'_> {
                 checks,
             },
         );
-        self.ended(
-            task,
-            attempt,
-            (outcome, output, output_bytes, stderr_tail),
-            turn,
-        );
+        let ending = Ending {
+            outcome,
+            output,
+            stderr_tail,
+        };
+        self.ended(task, attempt, ending, output_bytes, turn);
     }
 
     /// Records that attempt `attempt` of `task` ended as `outcome`: its `attempt-finished`,
@@ -178,11 +186,18 @@ impl Dispatcher<'_> {
         &mut self,
         task: u32,
         attempt: u32,
-        (outcome, output, output_bytes, stderr_tail): (Outcome, HeldOutput, u64, String),
+        ending: Ending,
+        output_bytes: u64,
         turn: &mut Turn,
     ) {
-        self.record_output(task, attempt, &output, output_bytes, &stderr_tail);
-        self.concluded(task, attempt, (outcome, output, stderr_tail), turn);
+        self.record_output(
+            task,
+            attempt,
+            &ending.output,
+            output_bytes,
+            &ending.stderr_tail,
+        );
+        self.concluded(task, attempt, ending, turn);
     }
 
     /// Stores what attempt `attempt` of `task` printed.
@@ -211,7 +226,11 @@ impl Dispatcher<'_> {
         &mut self,
         task: u32,
         attempt: u32,
-        (outcome, output, stderr_tail): (Outcome, HeldOutput, String),
+        Ending {
+            outcome,
+            output,
+            stderr_tail,
+        }: Ending,
         turn: &mut Turn,
     ) {
         if outcome.is_success() {

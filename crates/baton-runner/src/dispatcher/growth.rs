@@ -230,7 +230,12 @@ impl Dispatcher<'_> {
         };
         self.record_finished(task, attempt, &outcome, record);
         let bytes = output.text.len() as u64;
-        self.ended(task, attempt, (outcome, output, bytes, String::new()), turn);
+        let ending = super::ending::Ending {
+            outcome,
+            output,
+            stderr_tail: String::new(),
+        };
+        self.ended(task, attempt, ending, bytes, turn);
     }
 
     /// A `for_each` task's items: its list, the paths of the checkout its glob matches, or the

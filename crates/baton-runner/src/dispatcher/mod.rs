@@ -404,70 +404,64 @@ impl<'a> Dispatcher<'a> {
 
     /// Carries out one of the scheduler's actions. Returns whether the run is over.
     fn act(&mut self, action: Action, turn: &mut Turn) -> bool {
-        {
-            {
-                match action {
-                    Action::Launch { task, attempt } => {
-                        if self.graph.task(task).for_each.is_some() {
-                            self.fan_out(task, attempt, turn);
-                        } else if matches!(self.graph.task(task).action, TaskAction::Noop) {
-                            self.finish_noop(task, attempt, turn);
-                        } else {
-                            turn.launches.push((task, attempt));
-                        }
-                    }
-                    Action::RetryLater {
-                        task,
-                        attempt,
-                        delay,
-                    } => {
-                        self.timers.push(Reverse((Instant::now() + delay, task)));
-                        self.ledger.push(EventKind::RetryScheduled {
-                            task: self.graph.task(task).id.clone(),
-                            attempt,
-                            delay_ms: delay.as_millis() as u64,
-                        });
-                    }
-                    Action::Finished { task, state, cause } => {
-                        self.task_finished(task, state, cause)
-                    }
-                    Action::Replan { planner, failed } => {
-                        let task = self.graph.task(planner).id.clone();
-                        self.ledger.push(EventKind::Replanning {
-                            task: task.clone(),
-                            failed: self.graph.task(failed).id.clone(),
-                        });
-                        // It runs again: a takeover finds it to do, and the re-plan goes on.
-                        self.ledger.push(EventKind::TaskReset { task });
-                    }
-                    Action::AwaitApproval { task } => {
-                        self.ledger.push(EventKind::TaskWaiting {
-                            task: self.graph.task(task).id.clone(),
-                        });
-                        self.approvals.wait();
-                    }
-                    // A spent budget stops no running attempt from here: each agent's watcher
-                    // sees the meter at its next line and stops it there, unless its answer is
-                    // in (paid for, so kept), and a shell command costs nothing. An attempt on
-                    // a worker is held to what was left when it was queued, blind to the rest
-                    // of the run's spending: the stop goes out to the workers.
-                    Action::StopRunning {
-                        cause: StopCause::BudgetSpent,
-                        ..
-                    } if self.queue.is_none() => {}
-                    Action::StopRunning { immediate, .. } => {
-                        let level = if immediate {
-                            StopLevel::Immediate
-                        } else {
-                            StopLevel::Graceful
-                        };
-                        self.stop_tx.send_replace(level);
-                    }
-                    // Consolidated (merged, checked) by the loop, which can wait for the run's
-                    // checks without blocking: see `Dispatcher::finish`.
-                    Action::RunFinished { .. } => return true,
+        match action {
+            Action::Launch { task, attempt } => {
+                if self.graph.task(task).for_each.is_some() {
+                    self.fan_out(task, attempt, turn);
+                } else if matches!(self.graph.task(task).action, TaskAction::Noop) {
+                    self.finish_noop(task, attempt, turn);
+                } else {
+                    turn.launches.push((task, attempt));
                 }
             }
+            Action::RetryLater {
+                task,
+                attempt,
+                delay,
+            } => {
+                self.timers.push(Reverse((Instant::now() + delay, task)));
+                self.ledger.push(EventKind::RetryScheduled {
+                    task: self.graph.task(task).id.clone(),
+                    attempt,
+                    delay_ms: delay.as_millis() as u64,
+                });
+            }
+            Action::Finished { task, state, cause } => self.task_finished(task, state, cause),
+            Action::Replan { planner, failed } => {
+                let task = self.graph.task(planner).id.clone();
+                self.ledger.push(EventKind::Replanning {
+                    task: task.clone(),
+                    failed: self.graph.task(failed).id.clone(),
+                });
+                // It runs again: a takeover finds it to do, and the re-plan goes on.
+                self.ledger.push(EventKind::TaskReset { task });
+            }
+            Action::AwaitApproval { task } => {
+                self.ledger.push(EventKind::TaskWaiting {
+                    task: self.graph.task(task).id.clone(),
+                });
+                self.approvals.wait();
+            }
+            // A spent budget stops no running attempt from here: each agent's watcher
+            // sees the meter at its next line and stops it there, unless its answer is
+            // in (paid for, so kept), and a shell command costs nothing. An attempt on
+            // a worker is held to what was left when it was queued, blind to the rest
+            // of the run's spending: the stop goes out to the workers.
+            Action::StopRunning {
+                cause: StopCause::BudgetSpent,
+                ..
+            } if self.queue.is_none() => {}
+            Action::StopRunning { immediate, .. } => {
+                let level = if immediate {
+                    StopLevel::Immediate
+                } else {
+                    StopLevel::Graceful
+                };
+                self.stop_tx.send_replace(level);
+            }
+            // Consolidated (merged, checked) by the loop, which can wait for the run's
+            // checks without blocking: see `Dispatcher::finish`.
+            Action::RunFinished { .. } => return true,
         }
         false
     }
