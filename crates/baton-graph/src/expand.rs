@@ -101,17 +101,15 @@ impl Graph {
                 .help("merge related work into fewer tasks (a task may change many files)"),
             ));
         }
-        if self.len() + k > self.run.max_tasks as usize {
+        let room = self.room();
+        if k > room {
             diags.push(at_tasks(
                 Diagnostic::new(format!(
                     "the run would hold {} tasks; it may hold at most {} (`[run] max_tasks`)",
                     self.len() + k,
-                    self.run.max_tasks
+                    self.len() + room
                 ))
-                .help(format!(
-                    "plan at most {} tasks",
-                    (self.run.max_tasks as usize).saturating_sub(self.len())
-                )),
+                .help(format!("plan at most {room} tasks")),
             ));
         }
 
@@ -497,7 +495,7 @@ pub fn describe_limits(graph: &Graph, planner: TaskIndex) -> Option<String> {
         max_depth,
         ..
     } = task.plan.as_deref().copied()?;
-    let room = (graph.run.max_tasks as usize).saturating_sub(graph.len());
+    let room = graph.room();
     let deeper = task.depth + 1 < max_depth;
     Some(format!(
         "at most {} tasks{}; {}",

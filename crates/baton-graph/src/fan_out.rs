@@ -20,13 +20,13 @@ impl Graph {
         if items.is_empty() {
             return Ok(Vec::new());
         }
-        let room = (self.run.max_tasks as usize).saturating_sub(self.len());
-        if items.len() > room {
+        let room = self.room();
+        if items.len() > room && !self.fans_out_over_the_checkout(task) {
             return Err(format!(
                 "{} items would make the run hold {} tasks; it may hold at most {} (`[run] max_tasks`)",
                 items.len(),
                 self.len() + items.len(),
-                self.run.max_tasks
+                self.len() + room
             ));
         }
         let mut keys: Vec<String> = Vec::with_capacity(items.len());

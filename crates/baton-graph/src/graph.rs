@@ -65,8 +65,8 @@ pub struct RunSettings {
     /// by default the file's tasks and [`crate::DEFAULT_PLANNED_TASKS`] more).
     #[serde(default = "unlimited")]
     pub max_tasks: u32,
-    /// Whether the file said `max_tasks`: if not, the paths a `for_each` glob matches when
-    /// the run starts are added to it, as a static list's items are ([`Graph::make_room`]).
+    /// Whether the file said `max_tasks`: if not, the paths a `for_each` glob fans out over
+    /// count as the file's own tasks ([`Graph::room`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub max_tasks_set: bool,
     /// Planners' answers are checked and kept as their output for a person to look at
@@ -584,15 +584,35 @@ impl Graph {
         &self.run
     }
 
-    /// Makes room in the run for `items` more tasks that the graph's author asked for by name
-    /// (the paths a `for_each` glob matches, found when the run starts): they count as the
-    /// file's own tasks, as a static list's items do, so the default `max_tasks` still leaves
-    /// planners their [`crate::DEFAULT_PLANNED_TASKS`]. An explicit `max_tasks` is kept.
-    pub fn make_room(&mut self, items: usize) {
-        if !self.run.max_tasks_set {
-            let items = u32::try_from(items).unwrap_or(u32::MAX);
-            self.run.max_tasks = self.run.max_tasks.saturating_add(items);
-        }
+    /// How many more tasks the run may hold: `max_tasks` less the tasks it has. Under the
+    /// default `max_tasks` the paths a `for_each` glob fanned out over count as the file's own
+    /// tasks, as a static list's items do (they are the checkout's, not a planner's), so they
+    /// take nothing of the room planners have ([`crate::DEFAULT_PLANNED_TASKS`]). Derived
+    /// from the graph, never stored: a run read back or reloaded has the same room.
+    pub fn room(&self) -> usize {
+        let checkout = if self.run.max_tasks_set {
+            0
+        } else {
+            self.tasks
+                .iter()
+                .filter(|t| {
+                    t.parent.is_some_and(|p| {
+                        matches!(
+                            self.tasks[p as usize].for_each.as_deref(),
+                            Some(ForEach::Glob(_))
+                        )
+                    })
+                })
+                .count()
+        };
+        (self.run.max_tasks as usize + checkout).saturating_sub(self.len())
+    }
+
+    /// Whether `task`'s items are the checkout's paths, counted as the file's own tasks
+    /// ([`Graph::room`]): a `for_each` glob under the default `max_tasks`.
+    pub(crate) fn fans_out_over_the_checkout(&self, task: TaskIndex) -> bool {
+        !self.run.max_tasks_set
+            && matches!(self.task(task).for_each.as_deref(), Some(ForEach::Glob(_)))
     }
 
     pub fn tasks(&self) -> &[Task] {

@@ -73,7 +73,7 @@ pub enum RunError {
 
 /// Runs `graph` to its end and returns the recorded result.
 pub async fn run(
-    mut graph: Graph,
+    graph: Graph,
     store: &dyn Store,
     reporter: &mut dyn Reporter,
     config: RunConfig,
@@ -96,7 +96,6 @@ pub async fn run(
             return Err(RunError::Workspace(error));
         }
     };
-    crate::fan_out::make_room_for_globs(&mut graph, &config.root);
     // The scheduler is made while the run's record is written: both read the graph, and a
     // 100,000-task graph's record takes the store 0.1 s.
     let (created, sched) = std::thread::scope(|scope| {

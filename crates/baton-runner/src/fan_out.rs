@@ -31,22 +31,6 @@ pub(crate) fn glob_items(root: &Path, glob: &str) -> Vec<String> {
     items.into_iter().collect()
 }
 
-/// Makes room in `graph` (see [`baton_graph::Graph::make_room`]) for the paths under `root`
-/// that its `for_each` globs match now, as the run starts: a glob over a workspace's crates is
-/// the checkout's own size, not a planner's. (Paths an earlier task adds are still bounded by
-/// the room planners have.)
-pub fn make_room_for_globs(graph: &mut baton_graph::Graph, root: &Path) {
-    let found: usize = graph
-        .tasks()
-        .iter()
-        .filter_map(|t| match t.for_each.as_deref() {
-            Some(baton_graph::ForEach::Glob(glob)) => Some(glob_items(root, glob).len()),
-            _ => None,
-        })
-        .sum();
-    graph.make_room(found);
-}
-
 /// Scopes cover what is below a plain path too (`src` covers `src/a.rs`); an item is the path
 /// the glob names, not what is below it.
 fn exact(pattern: &str, path: &str) -> bool {

@@ -25,7 +25,6 @@ mod takeover;
 
 pub use drive::{OnWorkers, RunError, StopRequest, coordinate, resume, run, submit};
 
-pub use fan_out::make_room_for_globs;
 pub use remote::check_on_workers;
 pub use run_id::new_run_id;
 pub use takeover::{

@@ -78,7 +78,6 @@ fn detach(graph: &Graph, args: &DriveArgs, store_url: Option<&str>) -> Result<i3
     if let Some(origin) = baton_runner::origin_of(&graph, &project.root) {
         graph.submitted_from(origin);
     }
-    baton_runner::make_room_for_globs(&mut graph, &project.root);
     let run = baton_runner::submit(&graph, &*store).map_err(|e| Failure::Internal(e.into()))?;
     let mut out = out::Stdout::new(format!("the id of the submitted run {run}"));
     if args.json {
