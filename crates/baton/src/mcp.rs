@@ -570,10 +570,26 @@ impl Baton {
                     graph.len()
                 ));
             }
-            if graph.tasks().iter().any(|t| t.plan.is_some()) && run.max_tasks > max {
+            let grows = graph
+                .tasks()
+                .iter()
+                .any(|t| t.plan.is_some() || t.for_each.is_some());
+            let over_the_checkout = !run.max_tasks_set
+                && graph
+                    .tasks()
+                    .iter()
+                    .any(|t| matches!(t.for_each.as_deref(), Some(baton_graph::ForEach::Glob(_))));
+            if over_the_checkout {
+                // Its paths count as the file's own tasks under the default `max_tasks`
+                // (`Graph::room`): however many the glob matches.
                 problems.push(format!(
-                    "its planners may grow it to {} tasks; set `[run] max_tasks` at most {max} \
-                     (`[mcp] max_tasks` in baton.toml)",
+                    "a `for_each` glob fans out over every path it matches; set `[run] \
+                     max_tasks` at most {max} (`[mcp] max_tasks` in baton.toml)"
+                ));
+            } else if grows && run.max_tasks > max {
+                problems.push(format!(
+                    "its planners and fan-outs may grow it to {} tasks; set `[run] max_tasks` \
+                     at most {max} (`[mcp] max_tasks` in baton.toml)",
                     run.max_tasks
                 ));
             }

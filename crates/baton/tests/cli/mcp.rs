@@ -592,6 +592,16 @@ fn an_agent_s_graph_cannot_ask_for_more_than_the_repository_allows() {
         refused.contains("budget would be $3; at most $2.5"),
         "{refused}"
     );
+    // A glob fans out over however many paths it matches: the graph must cap itself.
+    let globbed = "[run]\nbudget = { usd = 1 }\n\n[[task]]\nid = \"each\"\n\
+                   for_each = { glob = \"*.txt\" }\nrun = \"true\"\n";
+    let refused = client
+        .call("start_run", json!({ "graph": globbed }))
+        .unwrap_err();
+    assert!(
+        refused.contains("a `for_each` glob fans out over every path it matches"),
+        "{refused}"
+    );
     let runs = client.call("list_runs", json!({})).unwrap();
     assert_eq!(
         runs["runs"],
