@@ -120,7 +120,9 @@ impl RunSpend {
             .collect();
         parts.sort();
         if self.total.reported_nothing() {
-            let engines: Vec<&str> = self.by_model.iter().map(|m| m.engine.as_str()).collect();
+            let engines: std::collections::BTreeSet<&str> =
+                self.by_model.iter().map(|m| m.engine.as_str()).collect();
+            let engines: Vec<&str> = engines.into_iter().collect();
             return format!(
                 "spend not reported: {} said nothing of tokens or cost",
                 engines.join(", ")
@@ -248,7 +250,10 @@ mod tests {
         };
         let mut spend = RunSpend::default();
         spend.add(&silent);
-        spend.add(&silent);
+        spend.add(&AgentUsage {
+            model: Some("big".into()),
+            ..silent.clone()
+        });
         assert_eq!(
             spend.line(),
             "spend not reported: fake said nothing of tokens or cost"
@@ -262,7 +267,8 @@ mod tests {
         });
         assert_eq!(
             spend.line(),
-            "spent ≥$0.01 on 100 tokens (100 in, 0 out, 0 cached): claude/sonnet $0.01, fake: not reported"
+            "spent ≥$0.01 on 100 tokens (100 in, 0 out, 0 cached): claude/sonnet $0.01, \
+             fake/big: not reported, fake: not reported"
         );
     }
 }

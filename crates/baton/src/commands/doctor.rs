@@ -143,22 +143,23 @@ struct EngineReport {
     env: std::collections::BTreeMap<String, bool>,
 }
 
-/// Where each CLI finds its credentials and endpoint. Any one of them may suffice (a CLI can
-/// also be logged in through its own config), so none is required.
 impl EngineReport {
     /// Whether the engine could answer a prompt here: a CLI that is installed, a command
-    /// engine, or an HTTP one with a key or a server of its own (a local model needs none).
+    /// engine, or an HTTP one with a key or a server on this machine (a local model needs
+    /// no key).
     fn can_answer(&self) -> bool {
+        let local = ["://localhost", "://127.", "://[::1]"]
+            .iter()
+            .any(|host| self.command.contains(host));
         match self.kind {
-            EngineKind::Http => {
-                self.ok
-                    && (self.env.values().any(|set| *set) || !self.command.contains("https://api."))
-            }
+            EngineKind::Http => self.ok && (self.env.values().any(|set| *set) || local),
             _ => self.ok,
         }
     }
 }
 
+/// Where each CLI finds its credentials and endpoint. Any one of them may suffice (a CLI can
+/// also be logged in through its own config), so none is required.
 fn key_vars(kind: EngineKind) -> &'static [&'static str] {
     match kind {
         EngineKind::Claude => &[
