@@ -133,7 +133,7 @@ impl Workspaces {
                                 path.display()
                             ),
                         })?;
-                    super::include(
+                    super::include::include(
                         &repo.root,
                         &path,
                         &graph.task(task).worktree_include,

@@ -55,7 +55,7 @@ impl MakeTree {
                 if self.keeps_start {
                     self.run_dirs.keep_worktree_start(&self.task, &commit);
                 }
-                super::include(&self.repo.root, &self.path, &self.include, &self.run_dirs);
+                super::include::include(&self.repo.root, &self.path, &self.include, &self.run_dirs);
                 Ok(commit)
             }
             Ok(MergeOutcome::Conflict(conflict)) => {

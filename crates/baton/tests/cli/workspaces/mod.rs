@@ -849,5 +849,6 @@ pub(crate) fn git_shim(test: &Test, case_arms: &str) -> String {
     format!("{}:{}", shim.display(), std::env::var("PATH").unwrap())
 }
 
+mod holds;
 mod hostile;
 mod trees;
