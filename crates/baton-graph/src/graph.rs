@@ -593,17 +593,8 @@ impl Graph {
         let checkout = if self.run.max_tasks_set {
             0
         } else {
-            self.tasks
-                .iter()
-                .filter(|t| {
-                    t.parent.is_some_and(|p| {
-                        matches!(
-                            self.tasks[p as usize].for_each.as_deref(),
-                            Some(ForEach::Glob(_))
-                        )
-                    })
-                })
-                .count()
+            let globbed = |t: &Task| t.parent.is_some_and(|p| self.globs(p));
+            self.tasks.iter().filter(|t| globbed(t)).count()
         };
         (self.run.max_tasks as usize + checkout).saturating_sub(self.len())
     }
@@ -611,8 +602,12 @@ impl Graph {
     /// Whether `task`'s items are the checkout's paths, counted as the file's own tasks
     /// ([`Graph::room`]): a `for_each` glob under the default `max_tasks`.
     pub(crate) fn fans_out_over_the_checkout(&self, task: TaskIndex) -> bool {
-        !self.run.max_tasks_set
-            && matches!(self.task(task).for_each.as_deref(), Some(ForEach::Glob(_)))
+        !self.run.max_tasks_set && self.globs(task)
+    }
+
+    /// Whether `task` fans out over the paths a glob matches.
+    fn globs(&self, task: TaskIndex) -> bool {
+        matches!(self.task(task).for_each.as_deref(), Some(ForEach::Glob(_)))
     }
 
     pub fn tasks(&self) -> &[Task] {
