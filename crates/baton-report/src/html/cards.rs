@@ -180,11 +180,12 @@ pub(super) fn cards(
                             .map(format_usd),
                     })
                     .collect(),
+                // An engine that reports nothing is said to once, in the spend table.
                 cost: spend
-                    .filter(|s| s.attempts > 0)
+                    .filter(|s| s.attempts > 0 && !s.reported_nothing())
                     .map(crate::Spend::cost_text),
                 tokens: spend
-                    .filter(|s| s.attempts > 0)
+                    .filter(|s| s.attempts > 0 && !s.reported_nothing())
                     .map(|s| format_tokens(s.tokens())),
                 reason: task.reason.clone(),
                 planner: shape

@@ -168,7 +168,10 @@ pub(super) fn gantt_svg(
                     + agent.output_tokens
                     + agent.cache_read_tokens
                     + agent.cache_write_tokens;
-                let _ = write!(tip, " · {} tokens", format_tokens(tokens));
+                // An engine that reports nothing (a command one) is not shown as 0 tokens.
+                if tokens > 0 || agent.cost_usd.is_some() {
+                    let _ = write!(tip, " · {} tokens", format_tokens(tokens));
+                }
                 if let Some(usd) = agent.cost_usd {
                     let _ = write!(tip, " {}", format_usd(usd));
                 }

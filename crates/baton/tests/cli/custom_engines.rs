@@ -66,6 +66,17 @@ run = "echo {{ needs.greet.output }}"
         status.stdout
     );
     assert!(!status.stdout.contains("0 tokens"), "{}", status.stdout);
+    // The report says it in its spend table, not as `0 tokens · ≥$0.00` on the task.
+    let report = status
+        .then()
+        .args(&["report", &run, "-o", "-"])
+        .run()
+        .status(0);
+    assert!(report.stdout.contains("not reported"), "{}", report.stdout);
+    assert!(
+        !report.stdout.contains("0 tokens"),
+        "the report shows 0 tokens"
+    );
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
