@@ -27,7 +27,7 @@ fn random_graph(n: usize, seed: u64) -> (String, Vec<Vec<usize>>) {
             *task_needs = needs;
         }
         // Some tasks take a little while, so that kills land on attempts in flight too.
-        let run = if i % 7 == 0 { "sleep 0.02" } else { "true" };
+        let run = if i % 3 == 0 { "sleep 0.02" } else { "true" };
         let _ = write!(text, "run = \"{run}\"\n\n");
     }
     (text, all_needs)
