@@ -514,14 +514,24 @@ impl Baton {
             .spawn()
             .map_err(|e| format!("cannot start baton run: {e}"))?;
         let deadline = tokio::time::Instant::now() + START_LIMIT;
+        let mut named: Option<String> = None;
         loop {
             let said = std::fs::read_to_string(&log_path).unwrap_or_default();
-            if let Some(run) = run_id_in(&said) {
-                // Reaped when it ends, so that it leaves no zombie while this server lives.
-                std::thread::spawn(move || child.wait());
-                return Ok(run);
-            }
-            if let Ok(Some(_)) = child.try_wait() {
+            named = named.or_else(|| run_id_in(&said));
+            // Named is not yet taken: a retried run still reads `failed` until its new driver
+            // has recorded that it goes on, and an agent told "poll until it ends" would stop
+            // at once. Returned once the run is running under this child, or the child is done.
+            if let Some(run) = &named {
+                let (run, pid) = (run.clone(), child.id());
+                let taken = tokio::task::spawn_blocking(move || driven_by(&run, pid))
+                    .await
+                    .unwrap_or(false);
+                if taken || matches!(child.try_wait(), Ok(Some(_))) {
+                    // Reaped when it ends, so that it leaves no zombie while this server lives.
+                    std::thread::spawn(move || child.wait());
+                    return Ok(named.unwrap_or_default());
+                }
+            } else if let Ok(Some(_)) = child.try_wait() {
                 return Err(said.trim().to_owned());
             }
             if tokio::time::Instant::now() > deadline {
@@ -668,6 +678,20 @@ fn words(failure: Failure) -> String {
 }
 
 /// The run id in `baton: run ID of …`, the first line `baton run` prints.
+/// Whether run `run` is recorded running, driven by process `pid`.
+fn driven_by(run: &str, pid: u32) -> bool {
+    let Ok(store) = records::open(None) else {
+        return false;
+    };
+    let Ok(id) = baton_model::RunId::new(run) else {
+        return false;
+    };
+    store.run(&id).ok().flatten().is_some_and(|record| {
+        record.status == baton_model::RunState::Running
+            && record.driver.is_some_and(|driver| driver.pid == pid)
+    })
+}
+
 fn run_id_in(said: &str) -> Option<String> {
     said.lines().find_map(|line| {
         let rest = line.strip_prefix("baton: run ")?;
